@@ -1,0 +1,214 @@
+//! The imperative shell: turns the parsed command line into settings, loads sources, runs the
+//! pure stages, and writes results. Output goes to the `out` writer handed in by `main`, and
+//! is produced whole before anything is written, so a failure never leaves partial output.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cli::{Cli, Command, ExportFormat, GlobalArgs, InventoryAction, InventoryArgs, TextOrJson, ValidateArgs};
+use crate::exit::Exit;
+use crate::inventory::{self, Inventory};
+use crate::resource::Origin;
+use crate::settings::{self, CliValues, Settings, SourceSpec};
+use crate::source::{self, Snapshot, Source, SourceError, dir::DirSource, kube::KubeSource};
+
+/// An error that ends the run: a one-line message and the exit code for its class.
+#[derive(Debug)]
+pub struct AppError {
+    pub code: Exit,
+    pub message: String,
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl AppError {
+    fn new(code: Exit, message: impl std::fmt::Display) -> Self {
+        // Ansible shows the script's stderr as one message; keep it one line.
+        let message = message.to_string().replace('\n', " ");
+        AppError { code, message }
+    }
+}
+
+impl From<SourceError> for AppError {
+    fn from(e: SourceError) -> Self {
+        let code = match &e {
+            SourceError::Unreadable { .. } | SourceError::NoManifests { .. } => Exit::SourceUnreadable,
+            SourceError::Parse(_) => Exit::InvalidInput,
+            SourceError::Snapshot(s) if s.is_duplicate() => Exit::Conflict,
+            SourceError::Snapshot(_) => Exit::InvalidInput,
+            SourceError::ClusterConfig { .. } | SourceError::Cluster { .. } => Exit::Cluster,
+        };
+        AppError::new(code, e)
+    }
+}
+
+impl From<crate::model::ModelError> for AppError {
+    fn from(e: crate::model::ModelError) -> Self {
+        AppError::new(Exit::MissingReference, e)
+    }
+}
+
+impl From<inventory::InventoryError> for AppError {
+    fn from(e: inventory::InventoryError) -> Self {
+        let code = match e.kind() {
+            inventory::ErrorKind::Invalid => Exit::InvalidInput,
+            inventory::ErrorKind::Missing => Exit::MissingReference,
+            inventory::ErrorKind::Conflict => Exit::Conflict,
+        };
+        AppError::new(code, e)
+    }
+}
+
+fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| AppError::new(Exit::Internal, format!("cannot write output: {e}")))
+}
+
+/// Runs one command. `env` is the process environment (injected so tests can pass their own).
+pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Exit, AppError> {
+    let settings = resolve_settings(&cli.global, env)?;
+    match cli.command {
+        Command::Inventory(args) => run_inventory(&settings, args, out),
+        Command::Validate(args) => run_validate(&settings, args, out),
+    }
+}
+
+fn resolve_settings(g: &GlobalArgs, env: &[(String, String)]) -> Result<Settings, AppError> {
+    let lookup = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let file = match &g.config {
+        Some(path) => {
+            let text = fs_err::read_to_string(path).map_err(|e| AppError::new(Exit::InvalidInput, format!("cannot read config file: {e}")))?;
+            Some((path.clone(), settings::parse_file(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))?))
+        }
+        None => None,
+    };
+    let cli = CliValues {
+        sources: g.sources.clone(),
+        namespace: g.namespace.clone(),
+        selector: g.selector.clone(),
+        kubeconfig: g.kubeconfig.clone(),
+        context: g.context.clone(),
+        ssh_key_dir: g.ssh_key_dir.clone(),
+        config: g.config.clone(),
+    };
+    settings::resolve(cli, &lookup, env, file).map_err(|e| {
+        let code = if matches!(e, settings::SettingsError::NoSource) { Exit::Usage } else { Exit::InvalidInput };
+        AppError::new(code, e)
+    })
+}
+
+/// The configured sources, as trait objects: nothing after this knows which it got.
+pub fn sources(s: &Settings) -> Vec<Box<dyn Source>> {
+    s.sources
+        .iter()
+        .map(|spec| -> Box<dyn Source> {
+            match spec {
+                SourceSpec::Dir(path) => Box::new(DirSource { path: path.clone(), namespace: s.namespace.clone() }),
+                SourceSpec::Kube => Box::new(KubeSource {
+                    namespace: s.namespace.clone(),
+                    selector: s.selector.clone(),
+                    kubeconfig: s.kubeconfig.clone(),
+                    context: s.context.clone(),
+                    timeout: s.kube_timeout,
+                    attempts: 4,
+                }),
+            }
+        })
+        .collect()
+}
+
+pub fn inventory_options(s: &Settings) -> inventory::Options {
+    let images_origin = match &s.config_file {
+        Some(p) => Origin::File { path: p.display().to_string(), line: 0 },
+        None => Origin::Api { namespace: "environment".into() },
+    };
+    inventory::Options { ssh_key_dir: s.ssh_key_dir.clone(), images: s.images.clone(), images_origin }
+}
+
+fn load(s: &Settings) -> Result<Snapshot, AppError> {
+    let snap = source::load_all(&sources(s))?;
+    tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
+    Ok(snap)
+}
+
+pub fn build_inventory(s: &Settings) -> Result<(Snapshot, Inventory), AppError> {
+    let snap = load(s)?;
+    let model = crate::model::resolve(&snap)?;
+    let inv = inventory::build(&model, &snap, &inventory_options(s))?;
+    Ok((snap, inv))
+}
+
+fn to_json(v: &Value, pretty: bool) -> String {
+    let mut s = if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) }.unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+fn run_inventory(s: &Settings, args: InventoryArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
+    match args.action {
+        None if args.list => {
+            let (_, inv) = build_inventory(s)?;
+            write_out(out, &to_json(&inventory::export::list_json(&inv), args.pretty))?;
+        }
+        None => {
+            let Some(host) = args.host else {
+                return Err(AppError::new(Exit::Usage, "inventory needs --list, --host HOST, or a subcommand (export, explain)"));
+            };
+            let (_, inv) = build_inventory(s)?;
+            let Some(v) = inventory::export::host_json(&inv, &host) else {
+                let hint = crate::model::did_you_mean(&host, inv.hosts.keys().map(String::as_str));
+                return Err(AppError::new(Exit::NotFound, format!("host \"{host}\" is not in the inventory{hint}")));
+            };
+            write_out(out, &to_json(&v, args.pretty))?;
+        }
+        Some(InventoryAction::Export { format, output }) => {
+            let (_, inv) = build_inventory(s)?;
+            let text = match format {
+                ExportFormat::Yaml => inventory::export::yaml(&inv).map_err(|e| AppError::new(Exit::Internal, format!("cannot write YAML: {e}")))?,
+                ExportFormat::Ini => inventory::export::ini(&inv),
+                ExportFormat::Json => to_json(&inventory::export::list_json(&inv), true),
+            };
+            match output {
+                Some(path) => write_file(&path, text.as_bytes(), 0o600)?,
+                None => write_out(out, &text)?,
+            }
+        }
+        Some(InventoryAction::Explain { host, var, format, show_secrets }) => {
+            let (_, inv) = build_inventory(s)?;
+            let e = inventory::explain::explain(&inv, &host, var.as_deref()).map_err(|e| AppError::new(Exit::NotFound, e))?;
+            let text = match format {
+                TextOrJson::Text => inventory::explain::to_text(&e, show_secrets),
+                TextOrJson::Json => to_json(&inventory::explain::to_json(&e, show_secrets), true),
+            };
+            write_out(out, &text)?;
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// Inventories may hold values from Secrets, hence mode 0600 for exported files.
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), AppError> {
+    crate::fsutil::write_atomic(path, bytes, mode)
+        .map_err(|e| AppError::new(Exit::Internal, format!("cannot write {}: {e}; nothing was written", path.display())))
+}
+
+fn run_validate(s: &Settings, args: ValidateArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
+    let snap = load(s)?;
+    let diags = crate::validate::validate(&snap, &inventory_options(s));
+    let (errors, warnings) = crate::validate::summary(&diags);
+    let text = match args.format {
+        TextOrJson::Json => to_json(&crate::validate::to_json(&diags), true),
+        TextOrJson::Text => {
+            let mut t: String = diags.iter().map(|d| format!("{d}\n")).collect();
+            t.push_str(&format!("{errors} error(s), {warnings} warning(s) in {} data-plane object(s)\n", snap.host_sources()));
+            t
+        }
+    };
+    write_out(out, &text)?;
+    Ok(if errors > 0 { Exit::ValidationFailed } else { Exit::Success })
+}

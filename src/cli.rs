@@ -1,0 +1,156 @@
+//! The command line, as clap derive types only. `app` converts these once into plain
+//! settings; nothing below `app` sees a clap type.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Ansible inventories, oslo.config rendering and file staging for OpenStack EDPM nodes.
+///
+/// Reads the data-plane custom resources (OpenStackDataPlaneRole/Node, OpenStackDataPlaneNodeSet)
+/// from a directory of manifests or from the Kubernetes API.
+#[derive(Debug, Parser)]
+#[command(name = "edpm-agent", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Where to read objects: a directory (or file) of YAML/JSON manifests, or `kube` for the
+    /// Kubernetes API. Repeat to combine sources. [env: EDPM_AGENT_SOURCE, `:`-separated]
+    #[arg(long = "source", value_name = "DIR|kube", global = true)]
+    pub sources: Vec<String>,
+    /// Namespace to read (kube), or to keep (directory). [env: EDPM_AGENT_NAMESPACE]
+    #[arg(long, short = 'n', global = true)]
+    pub namespace: Option<String>,
+    /// Label selector for the data-plane kinds read from the API. [env: EDPM_AGENT_SELECTOR]
+    #[arg(long, short = 'l', global = true)]
+    pub selector: Option<String>,
+    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster). [env: EDPM_AGENT_KUBECONFIG]
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context. [env: EDPM_AGENT_CONTEXT]
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// Directory where the runner mounts SSH keys. [env: EDPM_AGENT_SSH_KEY_DIR] [default: /runner/env/ssh_key]
+    #[arg(long, global = true)]
+    pub ssh_key_dir: Option<String>,
+    /// Settings file (YAML: source, namespace, selector, kubeconfig, context, ssh_key_dir,
+    /// kube_timeout_seconds, images).
+    #[arg(long, env = "EDPM_AGENT_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Log to stderr (-v info, -vv debug). Never use with Ansible: it reads stderr as errors.
+    #[arg(long, short = 'v', action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Ansible inventory: `--list`/`--host` (dynamic inventory script), `export`, `explain`.
+    Inventory(InventoryArgs),
+    /// Check the data-plane objects offline and report problems by object and field.
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct InventoryArgs {
+    /// Print the whole inventory as JSON (Ansible dynamic inventory contract).
+    #[arg(long, conflicts_with = "host")]
+    pub list: bool,
+    /// Print the variables of one host as JSON.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Indent the JSON.
+    #[arg(long)]
+    pub pretty: bool,
+    #[command(subcommand)]
+    pub action: Option<InventoryAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InventoryAction {
+    /// Write a static inventory.
+    Export {
+        /// yaml matches the layout of the operator's inventory Secret.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
+        format: ExportFormat,
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
+    /// Show where each variable of a host came from and what it overrode.
+    Explain {
+        host: String,
+        var: Option<String>,
+        #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+        format: TextOrJson,
+        /// Show values that came from Secrets instead of redacting them.
+        #[arg(long)]
+        show_secrets: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+    pub format: TextOrJson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Yaml,
+    Ini,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TextOrJson {
+    Text,
+    Json,
+}
+
+/// Installed or linked as `edpm-inventory`, the binary is `edpm-agent inventory`, so that
+/// `ansible-playbook -i /usr/bin/edpm-inventory` works.
+pub fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
+    let invoked_as = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if invoked_as == "edpm-inventory" {
+        args[0] = "edpm-agent".into();
+        args.insert(1, "inventory".into());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn inventory_alias_inserts_the_subcommand() {
+        let args = normalize_args(vec!["/usr/bin/edpm-inventory".into(), "--list".into()]);
+        assert_eq!(args, ["edpm-agent", "inventory", "--list"]);
+        let cli = Cli::try_parse_from(args).unwrap();
+        assert!(matches!(cli.command, Command::Inventory(InventoryArgs { list: true, .. })));
+    }
+
+    #[test]
+    fn list_and_host_conflict() {
+        assert!(Cli::try_parse_from(["edpm-agent", "inventory", "--list", "--host", "h"]).is_err());
+    }
+}

@@ -1,0 +1,33 @@
+//! Exit codes. Each class of failure has its own code so that scripts and Ansible wrappers can
+//! tell a typo in a manifest from an unreachable cluster. Documented in README.md.
+
+/// Process exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    Success = 0,
+    /// A bug or an unexpected I/O failure writing output.
+    Internal = 1,
+    /// Bad command-line usage (clap's own code).
+    Usage = 2,
+    /// Malformed input: YAML/JSON syntax, wrong field types, invalid objects or settings.
+    InvalidInput = 3,
+    /// A referenced object does not exist (Role, ConfigMap, Secret).
+    MissingReference = 4,
+    /// Conflicting objects: duplicate hosts, duplicate objects, clashing group names.
+    Conflict = 5,
+    /// A source directory or file cannot be read, or holds no manifests.
+    SourceUnreadable = 6,
+    /// The Kubernetes API cannot be reached or refused a request.
+    Cluster = 7,
+    /// The host or variable asked for is not in the inventory.
+    NotFound = 8,
+    /// `validate` found at least one error.
+    ValidationFailed = 9,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e as u8)
+    }
+}

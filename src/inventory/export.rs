@@ -1,0 +1,160 @@
+//! Inventory output formats: Ansible's dynamic-inventory JSON (`--list`, `--host`) and the
+//! static forms (`export --format yaml|ini|json`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::inventory::Inventory;
+
+/// The `--list` document: every group as a child of `all`, `ungrouped` present, and
+/// `_meta.hostvars` so that Ansible never calls `--host` (oslo-ansible-crates.md §3).
+/// Hostvars hold host-level variables only; group variables stay on their groups, so
+/// Ansible applies its own precedence exactly as with upstream's static inventory.
+pub fn list_json(inv: &Inventory) -> Value {
+    let mut out = Map::new();
+    let mut children: Vec<Value> = inv.groups.keys().map(|g| json!(g)).collect();
+    children.push(json!("ungrouped"));
+    out.insert("all".into(), json!({ "children": children }));
+    // An object with none of hosts/vars/children would be read as a host named "ungrouped".
+    out.insert("ungrouped".into(), json!({ "hosts": [] }));
+    for (name, g) in &inv.groups {
+        let mut group = Map::new();
+        group.insert("hosts".into(), json!(g.hosts));
+        if !g.vars.is_empty() {
+            group.insert("vars".into(), Value::Object(g.vars.to_json()));
+        }
+        if !g.children.is_empty() {
+            group.insert("children".into(), json!(g.children));
+        }
+        out.insert(name.clone(), Value::Object(group));
+    }
+    let hostvars: Map<String, Value> =
+        inv.hosts.iter().map(|(name, h)| (name.clone(), Value::Object(h.vars.to_json()))).collect();
+    out.insert("_meta".into(), json!({ "hostvars": hostvars }));
+    Value::Object(out)
+}
+
+/// The `--host HOST` document: that host's own variables.
+pub fn host_json(inv: &Inventory, host: &str) -> Option<Value> {
+    inv.hosts.get(host).map(|h| Value::Object(h.vars.to_json()))
+}
+
+#[derive(Serialize)]
+struct YamlGroup<'a> {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    hosts: BTreeMap<&'a str, Map<String, Value>>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    vars: Map<String, Value>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    children: BTreeMap<&'a str, Map<String, Value>>,
+}
+
+/// Upstream's static layout (lib-common `ansible.Inventory` through yaml.v3): top-level keys
+/// are groups, each with `hosts` (host → vars), `vars` and `children`, keys sorted, four-space
+/// indent. A host's vars appear under its Role/NodeSet group; cell groups list it with `{}`.
+pub fn yaml(inv: &Inventory) -> Result<String, String> {
+    let mut doc: BTreeMap<&str, YamlGroup> = BTreeMap::new();
+    for (name, g) in &inv.groups {
+        let hosts = g
+            .hosts
+            .iter()
+            .map(|h| {
+                let vars = match inv.hosts.get(h) {
+                    Some(host) if &host.group == name => host.vars.to_json(),
+                    _ => Map::new(),
+                };
+                (h.as_str(), vars)
+            })
+            .collect();
+        let children = g.children.iter().map(|c| (c.as_str(), Map::new())).collect();
+        doc.insert(name, YamlGroup { hosts, vars: g.vars.to_json(), children });
+    }
+    let options = serde_saphyr::ser_options! {
+        indent_step: 4,
+        compact_list_indent: false,
+        folded_wrap_chars: usize::MAX / 2,
+    };
+    serde_saphyr::to_string_with_options(&doc, options).map_err(|e| e.to_string())
+}
+
+/// A static INI inventory. INI can only hold one line per variable, so every value is written
+/// as a Python literal, which Ansible's INI plugin `literal_eval`s back into the same type
+/// (host variables additionally go through `shlex`, hence the extra single quoting).
+pub fn ini(inv: &Inventory) -> String {
+    let mut out = String::new();
+    for (name, g) in &inv.groups {
+        let _ = writeln!(out, "[{name}]");
+        for h in &g.hosts {
+            out.push_str(h);
+            if let Some(host) = inv.hosts.get(h).filter(|host| &host.group == name) {
+                for (k, v) in host.vars.iter() {
+                    let _ = write!(out, " {k}={}", shell_quote(&python_literal(&v.value)));
+                }
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+        if !g.vars.is_empty() {
+            let _ = writeln!(out, "[{name}:vars]");
+            for (k, v) in g.vars.iter() {
+                let _ = writeln!(out, "{k} = {}", python_literal(&v.value));
+            }
+            out.push('\n');
+        }
+        if !g.children.is_empty() {
+            let _ = writeln!(out, "[{name}:children]");
+            for c in &g.children {
+                let _ = writeln!(out, "{c}");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A Python literal for a JSON value. JSON string escapes are a subset of Python's, so
+/// `serde_json`'s string encoding is reused; only the constants differ.
+pub fn python_literal(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => serde_json::to_string(s).unwrap_or_default(),
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(python_literal).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        Value::Object(m) => {
+            let inner: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}: {}", serde_json::to_string(k).unwrap_or_default(), python_literal(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+    }
+}
+
+/// Quotes a word for POSIX `shlex.split`.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\"'\"'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_literals() {
+        let v = json!({"a": [true, null, 1.5, "it's \"q\"\n"], "b": false});
+        assert_eq!(python_literal(&v), r#"{"a": [True, None, 1.5, "it's \"q\"\n"], "b": False}"#);
+    }
+
+    #[test]
+    fn shell_quoting_survives_single_quotes() {
+        assert_eq!(shell_quote("it's"), r#"'it'"'"'s'"#);
+    }
+}

@@ -1,0 +1,107 @@
+//! The Ansible inventory: built from the model (pure), printed for Ansible's script contract
+//! (`--list`/`--host`), exported as static YAML/INI/JSON, and explained variable by variable.
+//!
+//! Invariant: no I/O here. Output functions return strings; the shell writes them.
+
+pub mod build;
+pub mod explain;
+pub mod export;
+pub mod vars;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use build::build;
+pub use vars::{Level, Provenance, Scope, Var, Vars};
+
+use crate::model::CellRef;
+use crate::resource::{ObjRef, Origin};
+
+/// Settings the inventory needs from outside the snapshot.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directory where the runner mounts SSH keys (`/runner/env/ssh_key`).
+    pub ssh_key_dir: String,
+    /// Default container images (`edpm_*_image` → image), applied unless the user set them.
+    pub images: BTreeMap<String, String>,
+    /// Where the images came from, for `explain`.
+    pub images_origin: Origin,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    pub groups: BTreeMap<String, Group>,
+    pub hosts: BTreeMap<String, Host>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub vars: Vars,
+    pub hosts: BTreeSet<String>,
+    pub children: BTreeSet<String>,
+    pub source: GroupSource,
+}
+
+/// Why a group exists.
+#[derive(Debug, Clone)]
+pub enum GroupSource {
+    Role(ObjRef),
+    NodeSet(ObjRef),
+    /// Hosts whose `nova.openstack.org/cell` annotation names this cell.
+    Cell(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub vars: Vars,
+    /// The Node, or the NodeSet holding the node entry.
+    pub id: ObjRef,
+    /// The Node name or NodeSet map key.
+    pub key: String,
+    /// The Role or NodeSet group it belongs to.
+    pub group: String,
+    pub cell: Option<CellRef>,
+}
+
+impl Inventory {
+    /// Groups that contain `host`, in the order Ansible applies their vars (all ours are
+    /// children of `all` at depth 1, so: by name).
+    pub fn groups_of(&self, host: &str) -> Vec<(&String, &Group)> {
+        self.groups.iter().filter(|(_, g)| g.hosts.contains(host)).collect()
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum InventoryError {
+    #[error("{object}: {field} names {kind} \"{name}\", which does not exist{hint}; create it or mark the reference optional: true")]
+    MissingSource { object: ObjRef, field: String, kind: &'static str, name: String, hint: String },
+    #[error("{object}: {field} has neither configMapRef nor secretRef; name one of them")]
+    EmptySource { object: ObjRef, field: String },
+    #[error("{object}: {field} must be a mapping of variable names to values, found {found}")]
+    NotAMapping { object: ObjRef, field: String, found: String },
+    #[error("{object}: {field} holds invalid YAML: {message}")]
+    BadYaml { object: ObjRef, field: String, message: String },
+    #[error("{what} \"{host}\" is used twice: by {} (node {}) and by {} (node {}); give every node a distinct hostName and ansibleHost", first.0, first.1, second.0, second.1)]
+    DuplicateHost { host: String, what: &'static str, first: (ObjRef, String), second: (ObjRef, String) },
+    #[error("group name \"{name}\" is claimed by {first} and by {second}; rename one of them")]
+    GroupClash { name: String, first: String, second: String },
+    #[error("{object}: {field} is empty, so the node has no inventory hostname; set hostName")]
+    EmptyHostName { object: ObjRef, field: String },
+}
+
+impl InventoryError {
+    /// Missing objects, conflicts, and malformed input map to different exit codes.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            InventoryError::MissingSource { .. } => ErrorKind::Missing,
+            InventoryError::DuplicateHost { .. } | InventoryError::GroupClash { .. } => ErrorKind::Conflict,
+            _ => ErrorKind::Invalid,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Invalid,
+    Missing,
+    Conflict,
+}

@@ -1,0 +1,164 @@
+//! Variables with provenance: every value knows which object and field set it, at which
+//! precedence level, and what it replaced.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::resource::ObjRef;
+
+/// Where in the inventory a variable lives; Ansible gives host vars precedence over group vars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    Group,
+    Host,
+}
+
+/// The step of inventory generation that set a variable, in the order steps run (a later
+/// step overwrites an earlier one within the same scope). Mirrors openstack-operator's
+/// `GenerateNodeSetInventory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// `ansibleVarsFrom`: a ConfigMap or Secret key.
+    VarsFrom,
+    /// An explicit CR field such as `ansibleUser`, or the host's address.
+    Field,
+    /// A default container image from the agent's configuration.
+    ImageDefault,
+    /// `ansibleVars`.
+    AnsibleVars,
+    /// Derived from `networks` (`nodeset_networks`, `networks_lower`, ...).
+    Networks,
+    /// Fixed by the generator (`edpm_nodeset_name`, `edpm_services`, key file path, ...).
+    Generated,
+    /// IP address management: an IPSet reservation, or `fixedIP` plus NetConfig.
+    Ipam,
+}
+
+impl Level {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Level::VarsFrom => "ansibleVarsFrom",
+            Level::Field => "explicit field",
+            Level::ImageDefault => "default image",
+            Level::AnsibleVars => "ansibleVars",
+            Level::Networks => "networks",
+            Level::Generated => "generated",
+            Level::Ipam => "IPAM",
+        }
+    }
+}
+
+/// Who set a variable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provenance {
+    pub object: ObjRef,
+    /// Field path within `object`, e.g. `spec.nodeTemplate.ansible.ansibleVars.foo`, or for
+    /// ConfigMap/Secret sources, `data.key`.
+    pub field: String,
+    pub level: Level,
+    pub scope: Scope,
+    /// The value came from a Secret: never shown unless asked for.
+    pub secret: bool,
+    /// Extra words for people: "webhook default", "via spec.nodeTemplate...", etc.
+    pub note: Option<String>,
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scope = match self.scope {
+            Scope::Group => "group var",
+            Scope::Host => "host var",
+        };
+        write!(f, "{scope}, {} {} [{}]", self.object.short(), self.field, self.level.describe())?;
+        if let Some(n) = &self.note {
+            write!(f, " ({n})")?;
+        }
+        write!(f, " at {}", self.object.origin)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Var {
+    pub value: Value,
+    pub from: Provenance,
+    /// Earlier values of the same variable in the same scope, oldest first.
+    pub overridden: Vec<(Value, Provenance)>,
+}
+
+/// An ordered set of variables (sorted by name, as upstream's yaml.v3 output is).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Vars {
+    entries: BTreeMap<String, Var>,
+}
+
+impl Vars {
+    pub fn set(&mut self, key: impl Into<String>, value: Value, from: Provenance) {
+        use std::collections::btree_map::Entry;
+        match self.entries.entry(key.into()) {
+            Entry::Vacant(e) => {
+                e.insert(Var { value, from, overridden: Vec::new() });
+            }
+            Entry::Occupied(mut e) => {
+                let var = e.get_mut();
+                let old_value = std::mem::replace(&mut var.value, value);
+                let old_from = std::mem::replace(&mut var.from, from);
+                var.overridden.push((old_value, old_from));
+            }
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Var> {
+        self.entries.get(key)
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Var)> {
+        self.entries.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The plain values, as Ansible sees them.
+    pub fn to_json(&self) -> serde_json::Map<String, Value> {
+        self.entries.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Origin;
+
+    fn prov(field: &str) -> Provenance {
+        Provenance {
+            object: ObjRef { kind: "K".into(), name: "n".into(), origin: Origin::Api { namespace: "ns".into() } },
+            field: field.into(),
+            level: Level::Field,
+            scope: Scope::Group,
+            secret: false,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn set_keeps_the_override_chain() {
+        let mut v = Vars::default();
+        v.set("a", Value::from(1), prov("x"));
+        v.set("a", Value::from(2), prov("y"));
+        let var = v.get("a").unwrap();
+        assert_eq!(var.value, 2);
+        assert_eq!(var.from.field, "y");
+        assert_eq!(var.overridden, vec![(Value::from(1), prov("x"))]);
+    }
+}

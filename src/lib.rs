@@ -1,0 +1,18 @@
+//! edpm-agent: Ansible inventories, oslo.config rendering and file staging for OpenStack
+//! External DataPlane Management (EDPM) nodes.
+//!
+//! Modules in reading order. The pure core (`resource`, `source::manifest`,
+//! `source::snapshot`, `model`, `inventory`, `validate`, `settings`) does no I/O and reads no
+//! clock; the shell (`source::dir`, `source::kube`, `fsutil`, `app`, `main`) does. See
+//! ARCHITECTURE.md.
+
+pub mod resource;
+pub mod source;
+pub mod model;
+pub mod inventory;
+pub mod validate;
+pub mod settings;
+pub mod exit;
+pub mod fsutil;
+pub mod cli;
+pub mod app;

@@ -1,0 +1,48 @@
+//! Thin entry point: parse arguments, set up logging, run, map the result to an exit code.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use edpm_agent::{app, cli, exit::Exit};
+
+fn main() -> ExitCode {
+    let args = cli::normalize_args(std::env::args_os().collect());
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { Exit::Usage.into() } else { Exit::Success.into() };
+        }
+    };
+    init_logging(cli.global.verbose);
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match app::run(cli, &env, &mut out) {
+        Ok(code) => code.into(),
+        Err(e) if e.message.contains("Broken pipe") => Exit::Success.into(),
+        Err(e) => {
+            let _ = out.flush();
+            eprintln!("edpm-agent: error: {e}");
+            e.code.into()
+        }
+    }
+}
+
+/// Logs go to stderr and only when asked for (`-v` or `EDPM_AGENT_LOG`): Ansible shows any
+/// stderr of an inventory script as an error.
+fn init_logging(verbose: u8) {
+    let filter = match (verbose, std::env::var("EDPM_AGENT_LOG")) {
+        (0, Err(_)) => return,
+        (_, Ok(f)) if !f.is_empty() => f,
+        (1, _) | (0, _) => "edpm_agent=info".to_string(),
+        _ => "edpm_agent=debug,kube=debug".to_string(),
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .init();
+}

@@ -1,0 +1,461 @@
+//! Resolves a [`Snapshot`] into the domain: host groups (a Role or a NodeSet) and their
+//! members (Nodes, or NodeSet node entries), each field remembering where it was written.
+//!
+//! Pure. The seeds' Role/Node model and today's NodeSet model both map into [`HostGroup`],
+//! so the inventory, config and mounts stages are written once. Defaults that the CRD and the
+//! webhook would fill on the API server are applied here too, because manifests read from a
+//! directory never went through them; on objects read from the API they are no-ops.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::resource::{
+    AnsibleOpts, CELL_ANNOTATION, DataSource, IpSetNetwork, LegacyNodeSection, Meta, NodeSpec,
+    ObjRef, Object, Origin, RoleSpec,
+};
+use crate::source::Snapshot;
+
+/// Default `spec.services` of an OpenStackDataPlaneNodeSet (openstack-operator HEAD).
+pub const DEFAULT_NODESET_SERVICES: &[&str] = &[
+    "redhat", "download-cache", "bootstrap", "configure-network", "validate-network", "install-os",
+    "configure-os", "ssh-known-hosts", "run-os", "reboot-os", "install-certs", "ovn",
+    "neutron-metadata", "libvirt", "nova", "telemetry",
+];
+
+/// Default `spec.services` of an OpenStackDataPlaneRole (dataplane-operator `605f1a16`).
+pub const DEFAULT_ROLE_SERVICES: &[&str] =
+    &["configure-network", "validate-network", "install-os", "configure-os", "run-os", "ovn", "libvirt", "nova"];
+
+/// Webhook default for `ansibleUser` on pre-provisioned NodeSets.
+pub const DEFAULT_ANSIBLE_USER: &str = "cloud-admin";
+/// CRD default for `nodeTemplate.managementNetwork`.
+pub const DEFAULT_MANAGEMENT_NETWORK: &str = "ctlplane";
+
+/// A value and the field path it was read from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field<T> {
+    pub value: T,
+    pub path: String,
+    /// True when the value is a default filled in by us (CRD or webhook default).
+    pub defaulted: bool,
+}
+
+impl<T> Field<T> {
+    fn set(value: T, path: String) -> Self {
+        Field { value, path, defaulted: false }
+    }
+    fn default(value: T, path: String) -> Self {
+        Field { value, path, defaulted: true }
+    }
+}
+
+/// The Ansible-relevant settings of a template or a node, in either model.
+#[derive(Debug, Clone, Default)]
+pub struct AnsibleSection {
+    pub user: Option<Field<String>>,
+    pub host: Option<Field<String>>,
+    pub port: Option<Field<i64>>,
+    pub management_network: Option<Field<String>>,
+    /// `ansibleVars` as written (a mapping, or a YAML string in the earliest CRD).
+    pub vars: Option<Field<Value>>,
+    pub vars_from: Vec<Field<DataSource>>,
+    pub networks: Option<Field<Vec<IpSetNetwork>>>,
+    /// The old model's `networkConfig.template` (os-net-config j2 text).
+    pub network_config_template: Option<Field<String>>,
+    pub ssh_key_secret: Option<Field<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKind {
+    Role,
+    NodeSet,
+}
+
+/// A cell assignment and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRef {
+    pub name: String,
+    pub object: ObjRef,
+    pub field: String,
+}
+
+/// A Role or a NodeSet: one inventory group.
+#[derive(Debug, Clone)]
+pub struct HostGroup {
+    pub name: String,
+    pub kind: GroupKind,
+    pub id: ObjRef,
+    pub template: AnsibleSection,
+    pub services: Field<Vec<String>>,
+    pub tls_enabled: Option<Field<bool>>,
+    pub tags: Option<Field<Vec<String>>>,
+    pub pre_provisioned: bool,
+    pub cell: Option<CellRef>,
+    pub extra_mounts: Field<Vec<Value>>,
+    pub members: Vec<Member>,
+}
+
+/// A host: a Node object, or an entry of a NodeSet's `spec.nodes`.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// The Node name or the NodeSet map key.
+    pub key: String,
+    pub id: ObjRef,
+    pub host_name: Field<String>,
+    pub section: AnsibleSection,
+    /// Own cell annotation (Node model only); the effective cell is [`Member::cell`].
+    pub own_cell: Option<CellRef>,
+}
+
+impl Member {
+    /// Ansible's `inventory_hostname`: the short host name, as upstream uses since
+    /// dataplane-operator PR #567.
+    pub fn inventory_hostname(&self) -> &str {
+        self.host_name.value.split('.').next().unwrap_or("")
+    }
+
+    /// The Node's annotation wins over its Role's (seed 003).
+    pub fn cell<'a>(&'a self, group: &'a HostGroup) -> Option<&'a CellRef> {
+        self.own_cell.as_ref().or(group.cell.as_ref())
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    #[error("{node}: spec.role names Role \"{role}\", which does not exist{hint}")]
+    MissingRole { node: ObjRef, role: String, hint: String },
+    #[error("{node}: spec.role is empty; set it to the name of an OpenStackDataPlaneRole")]
+    NoRole { node: ObjRef },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub groups: Vec<HostGroup>,
+}
+
+impl Model {
+    pub fn members(&self) -> impl Iterator<Item = (&HostGroup, &Member)> {
+        self.groups.iter().flat_map(|g| g.members.iter().map(move |m| (g, m)))
+    }
+
+    /// Finds a host by inventory hostname, node key, or full host name.
+    pub fn find_member(&self, host: &str) -> Option<(&HostGroup, &Member)> {
+        self.members().find(|(_, m)| m.inventory_hostname() == host)
+            .or_else(|| self.members().find(|(_, m)| m.key == host || m.host_name.value == host))
+    }
+}
+
+/// Builds the model. Errors are references that cannot be resolved at all (a Node without its
+/// Role); everything else is left to the inventory and `validate`.
+pub fn resolve(snap: &Snapshot) -> Result<Model, ModelError> {
+    let mut groups = Vec::new();
+    let (roles, nodes) = legacy_objects(snap);
+    let mut by_role: BTreeMap<&str, Vec<&Object<NodeSpec>>> = BTreeMap::new();
+    for node in &nodes {
+        match node.body.role.as_deref() {
+            None | Some("") => return Err(ModelError::NoRole { node: node.id.clone() }),
+            Some(role) if !roles.iter().any(|r| r.id.name == role) => {
+                return Err(ModelError::MissingRole {
+                    node: node.id.clone(),
+                    role: role.to_string(),
+                    hint: did_you_mean(role, roles.iter().map(|r| r.id.name.as_str())),
+                });
+            }
+            Some(role) => by_role.entry(role).or_default().push(node),
+        }
+    }
+    for role in &roles {
+        let members = by_role.get(role.id.name.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        groups.push(role_group(role, members));
+    }
+    for ns in &snap.nodesets {
+        groups.push(nodeset_group(ns));
+    }
+    Ok(Model { groups })
+}
+
+/// Suggests the closest name, for typos in references.
+pub fn did_you_mean<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> String {
+    let best = names.map(|n| (edit_distance(wanted, n), n)).filter(|(d, _)| *d <= 3).min();
+    match best {
+        Some((_, n)) => format!("; did you mean \"{n}\"?"),
+        None => String::new(),
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Roles and Nodes, including those an OpenStackDataPlane declares inline. A standalone object
+/// of the same name wins: it is what the operator's fan-out left on the API server.
+fn legacy_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpec>>) {
+    let mut roles = snap.roles.clone();
+    let mut nodes = snap.nodes.clone();
+    for dp in &snap.dataplanes {
+        let from = dp.id.short();
+        for (name, spec) in &dp.body.roles {
+            if roles.iter().any(|r| &r.id.name == name) {
+                continue;
+            }
+            let mut spec = spec.clone();
+            spec.data_plane.get_or_insert_with(|| dp.id.name.clone());
+            let origin = Origin::Expanded { from: from.clone(), path: format!("spec.roles.{name}") };
+            roles.push(Object { id: expanded_id("OpenStackDataPlaneRole", name, origin), meta: child_meta(name, &dp.meta), body: spec });
+        }
+        for (name, spec) in &dp.body.nodes {
+            if nodes.iter().any(|n| &n.id.name == name) {
+                continue;
+            }
+            let origin = Origin::Expanded { from: from.clone(), path: format!("spec.nodes.{name}") };
+            nodes.push(Object { id: expanded_id("OpenStackDataPlaneNode", name, origin), meta: child_meta(name, &dp.meta), body: spec.clone() });
+        }
+    }
+    (roles, nodes)
+}
+
+fn expanded_id(kind: &str, name: &str, origin: Origin) -> ObjRef {
+    ObjRef { kind: kind.to_string(), name: name.to_string(), origin }
+}
+
+fn child_meta(name: &str, parent: &Meta) -> Meta {
+    Meta { name: name.to_string(), namespace: parent.namespace.clone(), ..Default::default() }
+}
+
+fn cell_of(id: &ObjRef, meta: &Meta) -> Option<CellRef> {
+    meta.annotations.get(CELL_ANNOTATION).filter(|c| !c.is_empty()).map(|c| CellRef {
+        name: c.clone(),
+        object: id.clone(),
+        field: format!("metadata.annotations.\"{CELL_ANNOTATION}\""),
+    })
+}
+
+fn non_empty(s: &Option<String>, path: String) -> Option<Field<String>> {
+    s.as_ref().filter(|s| !s.is_empty()).map(|v| Field::set(v.clone(), path))
+}
+
+fn legacy_section(s: &LegacyNodeSection, base: &str) -> AnsibleSection {
+    AnsibleSection {
+        user: non_empty(&s.ansible_user, format!("{base}.ansibleUser")),
+        host: None,
+        port: s.ansible_port.filter(|p| *p > 0).map(|p| Field::set(p, format!("{base}.ansiblePort"))),
+        management_network: non_empty(&s.management_network, format!("{base}.managementNetwork")),
+        vars: s.ansible_vars.clone().filter(|v| !v.is_null()).map(|v| Field::set(v, format!("{base}.ansibleVars"))),
+        vars_from: Vec::new(),
+        networks: (!s.networks.is_empty()).then(|| Field::set(s.networks.clone(), format!("{base}.networks"))),
+        network_config_template: s
+            .network_config
+            .as_ref()
+            .and_then(|n| non_empty(&n.template, format!("{base}.networkConfig.template"))),
+        ssh_key_secret: non_empty(&s.ansible_ssh_private_key_secret, format!("{base}.ansibleSSHPrivateKeySecret")),
+    }
+}
+
+fn role_group(role: &Object<RoleSpec>, nodes: &[&Object<NodeSpec>]) -> HostGroup {
+    let spec = &role.body;
+    let services = match &spec.services {
+        Some(s) => Field::set(s.clone(), "spec.services".into()),
+        None => Field::default(DEFAULT_ROLE_SERVICES.iter().map(|s| s.to_string()).collect(), "spec.services".into()),
+    };
+    let mut members: Vec<Member> = nodes
+        .iter()
+        .map(|node| {
+            let mut section = legacy_section(&node.body.node, "spec.node");
+            section.host = non_empty(&node.body.ansible_host, "spec.ansibleHost".into());
+            let host_name = non_empty(&node.body.host_name, "spec.hostName".into())
+                .unwrap_or_else(|| Field::default(node.id.name.clone(), "metadata.name".into()));
+            Member {
+                key: node.id.name.clone(),
+                id: node.id.clone(),
+                host_name,
+                section,
+                own_cell: cell_of(&node.id, &node.meta),
+            }
+        })
+        .collect();
+    members.sort_by(|a, b| a.key.cmp(&b.key));
+    HostGroup {
+        name: role.id.name.clone(),
+        kind: GroupKind::Role,
+        id: role.id.clone(),
+        template: legacy_section(&spec.node_template, "spec.nodeTemplate"),
+        services,
+        tls_enabled: None,
+        tags: None,
+        pre_provisioned: spec.pre_provisioned.unwrap_or(false),
+        cell: cell_of(&role.id, &role.meta),
+        extra_mounts: Field::set(spec.node_template.extra_mounts.clone(), "spec.nodeTemplate.extraMounts".into()),
+        members,
+    }
+}
+
+fn ansible_section(a: &AnsibleOpts, base: &str) -> AnsibleSection {
+    AnsibleSection {
+        user: non_empty(&a.ansible_user, format!("{base}.ansible.ansibleUser")),
+        host: non_empty(&a.ansible_host, format!("{base}.ansible.ansibleHost")),
+        port: a.ansible_port.filter(|p| *p > 0).map(|p| Field::set(p, format!("{base}.ansible.ansiblePort"))),
+        management_network: None,
+        vars: a.ansible_vars.clone().filter(|v| !v.is_null()).map(|v| Field::set(v, format!("{base}.ansible.ansibleVars"))),
+        vars_from: a
+            .ansible_vars_from
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Field::set(d.clone(), format!("{base}.ansible.ansibleVarsFrom[{i}]")))
+            .collect(),
+        networks: None,
+        network_config_template: None,
+        ssh_key_secret: None,
+    }
+}
+
+fn nodeset_group(ns: &Object<crate::resource::NodeSetSpec>) -> HostGroup {
+    let spec = &ns.body;
+    let pre_provisioned = spec.pre_provisioned.unwrap_or(false);
+    let bm = spec.baremetal_set_template.as_ref();
+    let mut template = ansible_section(&spec.node_template.ansible, "spec.nodeTemplate");
+    if template.user.is_none() {
+        // Webhook default: cloud-admin, or the baremetal template's cloudUserName.
+        let bm_user = bm.and_then(|b| b.cloud_user_name.clone()).filter(|u| !u.is_empty() && !pre_provisioned);
+        template.user = Some(match bm_user {
+            Some(u) => Field::default(u, "spec.baremetalSetTemplate.cloudUserName".into()),
+            None => Field::default(DEFAULT_ANSIBLE_USER.into(), "spec.nodeTemplate.ansible.ansibleUser".into()),
+        });
+    }
+    template.management_network = Some(
+        non_empty(&spec.node_template.management_network, "spec.nodeTemplate.managementNetwork".into())
+            .unwrap_or_else(|| Field::default(DEFAULT_MANAGEMENT_NETWORK.into(), "spec.nodeTemplate.managementNetwork".into())),
+    );
+    template.networks = (!spec.node_template.networks.is_empty())
+        .then(|| Field::set(spec.node_template.networks.clone(), "spec.nodeTemplate.networks".into()));
+    template.ssh_key_secret = non_empty(
+        &spec.node_template.ansible_ssh_private_key_secret,
+        "spec.nodeTemplate.ansibleSSHPrivateKeySecret".into(),
+    );
+    let domain = bm.and_then(|b| b.domain_name.clone()).filter(|d| !d.is_empty() && !pre_provisioned);
+    let members = spec
+        .nodes
+        .iter()
+        .map(|(key, node)| {
+            let base = format!("spec.nodes.{key}");
+            let mut section = ansible_section(&node.ansible, &base);
+            section.management_network = non_empty(&node.management_network, format!("{base}.managementNetwork"));
+            section.networks =
+                (!node.networks.is_empty()).then(|| Field::set(node.networks.clone(), format!("{base}.networks")));
+            let host_name = non_empty(&node.host_name, format!("{base}.hostName")).unwrap_or_else(|| {
+                // Webhook default: the map key, made an FQDN with the baremetal domain.
+                let name = match &domain {
+                    Some(d) => format!("{key}.{d}"),
+                    None => key.clone(),
+                };
+                Field::default(name, format!("{base}.hostName"))
+            });
+            Member { key: key.clone(), id: ns.id.clone(), host_name, section, own_cell: None }
+        })
+        .collect();
+    HostGroup {
+        name: ns.id.name.clone(),
+        kind: GroupKind::NodeSet,
+        id: ns.id.clone(),
+        template,
+        services: match &spec.services {
+            Some(s) => Field::set(s.clone(), "spec.services".into()),
+            None => Field::default(DEFAULT_NODESET_SERVICES.iter().map(|s| s.to_string()).collect(), "spec.services".into()),
+        },
+        tls_enabled: Some(match spec.tls_enabled {
+            Some(t) => Field::set(t, "spec.tlsEnabled".into()),
+            None => Field::default(true, "spec.tlsEnabled".into()),
+        }),
+        tags: spec.tags.clone().map(|t| Field::set(t, "spec.tags".into())),
+        pre_provisioned,
+        cell: cell_of(&ns.id, &ns.meta),
+        extra_mounts: Field::set(spec.node_template.extra_mounts.clone(), "spec.nodeTemplate.extraMounts".into()),
+        members,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::source::manifest::Document;
+    use crate::source::snapshot::Located;
+
+    fn snap(values: Vec<Value>) -> Snapshot {
+        let docs = values.into_iter().enumerate().map(|(i, value)| Located {
+            origin: Origin::File { path: "m.yaml".into(), line: i as u64 + 1 },
+            doc: Document { line: i as u64 + 1, value },
+        });
+        Snapshot::from_documents(docs, None).unwrap()
+    }
+
+    fn role(name: &str, extra: Value) -> Value {
+        json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneRole",
+               "metadata": {"name": name, "annotations": extra["annotations"].clone()}, "spec": extra["spec"].clone()})
+    }
+
+    fn node(name: &str, role: &str, annotations: Value) -> Value {
+        json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNode",
+               "metadata": {"name": name, "annotations": annotations}, "spec": {"role": role, "hostName": format!("{name}.example.com")}})
+    }
+
+    #[test]
+    fn node_annotation_overrides_role_cell() {
+        let s = snap(vec![
+            role("compute", json!({"annotations": {CELL_ANNOTATION: "nova-cell1"}, "spec": {}})),
+            node("c0", "compute", json!({})),
+            node("c1", "compute", json!({CELL_ANNOTATION: "nova-cell2"})),
+        ]);
+        let m = resolve(&s).unwrap();
+        let g = &m.groups[0];
+        let cells: Vec<_> = g.members.iter().map(|n| n.cell(g).unwrap().name.as_str()).collect();
+        assert_eq!(cells, ["nova-cell1", "nova-cell2"]);
+        assert_eq!(g.members[0].inventory_hostname(), "c0");
+    }
+
+    #[test]
+    fn missing_role_suggests_a_name() {
+        let s = snap(vec![role("edpm-compute", json!({"spec": {}})), node("c0", "edpm-cmpute", json!({}))]);
+        let err = resolve(&s).unwrap_err().to_string();
+        assert!(err.contains("\"edpm-cmpute\", which does not exist; did you mean \"edpm-compute\"?"), "{err}");
+    }
+
+    #[test]
+    fn dataplane_expands_inline_roles_and_nodes_unless_standalone() {
+        let s = snap(vec![
+            json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlane", "metadata": {"name": "dp"},
+                   "spec": {"roles": {"r": {"nodeTemplate": {"ansibleUser": "inline"}}}, "nodes": {"n0": {"role": "r"}, "n1": {"role": "r"}}}}),
+            node("n1", "r", json!({})),
+        ]);
+        let m = resolve(&s).unwrap();
+        let g = &m.groups[0];
+        assert_eq!(g.template.user.as_ref().unwrap().value, "inline");
+        let origins: Vec<_> = g.members.iter().map(|m| matches!(m.id.origin, Origin::Expanded { .. })).collect();
+        assert_eq!(origins, [true, false]);
+    }
+
+    #[test]
+    fn nodeset_webhook_defaults() {
+        let s = snap(vec![json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+            "metadata": {"name": "ns"}, "spec": {"preProvisioned": false, "baremetalSetTemplate": {"domainName": "example.com", "cloudUserName": "stack"},
+            "nodes": {"edpm-0": {}}}})]);
+        let m = resolve(&s).unwrap();
+        let g = &m.groups[0];
+        assert_eq!(g.members[0].host_name.value, "edpm-0.example.com");
+        assert_eq!(g.members[0].inventory_hostname(), "edpm-0");
+        assert_eq!(g.template.user.as_ref().unwrap().value, "stack");
+        assert_eq!(g.template.management_network.as_ref().unwrap().value, "ctlplane");
+        assert!(g.tls_enabled.as_ref().unwrap().value);
+        assert_eq!(g.services.value.len(), DEFAULT_NODESET_SERVICES.len());
+    }
+}

@@ -1,0 +1,559 @@
+//! Typed views of the Kubernetes objects edpm-agent reads.
+//!
+//! This module is the API boundary with the cluster: field names follow the upstream CRDs
+//! (`dataplane.openstack.org/v1beta1`, `network.openstack.org/v1beta1`, core `v1`).
+//! Every spec-level struct keeps the fields it does not know in `unknown`, because the API
+//! server would prune them silently and `validate` warns about them.
+//! Decoding is pure: a `serde_json::Value` in, a typed object or a [`DecodeError`] naming the
+//! field path out.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, de::DeserializeOwned};
+use serde_json::Value;
+
+/// Upstream's API groups, so that a manifest with the right kind but a foreign group is not
+/// mistaken for one of ours.
+pub const DATAPLANE_GROUP: &str = "dataplane.openstack.org";
+pub const NETWORK_GROUP: &str = "network.openstack.org";
+pub const NOVA_GROUP: &str = "nova.openstack.org";
+pub const CORE_OPENSTACK_GROUP: &str = "core.openstack.org";
+
+/// Annotation that places a Node (or every Node of a Role / NodeSet) in a nova cell.
+pub const CELL_ANNOTATION: &str = "nova.openstack.org/cell";
+
+/// Fields the API server keeps but nothing in this crate reads.
+pub type Unknown = BTreeMap<String, Value>;
+
+/// Treats an explicit `null` like an absent field, as the API server does.
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub labels: BTreeMap<String, String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeds' model: OpenStackDataPlane / OpenStackDataPlaneRole / OpenStackDataPlaneNode (2023).
+
+/// `NodeSection` of the old model, used by `Role.spec.nodeTemplate` and `Node.spec.node`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyNodeSection {
+    #[serde(default)]
+    pub ansible_user: Option<String>,
+    #[serde(default)]
+    pub ansible_port: Option<i64>,
+    /// A mapping, or (in the earliest CRD, `5ebd8ad4`) a string holding YAML.
+    #[serde(default)]
+    pub ansible_vars: Option<Value>,
+    #[serde(default, rename = "ansibleSSHPrivateKeySecret")]
+    pub ansible_ssh_private_key_secret: Option<String>,
+    #[serde(default)]
+    pub management_network: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub networks: Vec<IpSetNetwork>,
+    #[serde(default)]
+    pub network_config: Option<NetworkConfig>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub extra_mounts: Vec<Value>,
+    #[serde(default)]
+    pub user_data: Option<Value>,
+    #[serde(default)]
+    pub network_data: Option<Value>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkConfig {
+    #[serde(default)]
+    pub template: Option<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleSpec {
+    #[serde(default)]
+    pub data_plane: Option<String>,
+    #[serde(default)]
+    pub node_template: LegacyNodeSection,
+    #[serde(default)]
+    pub pre_provisioned: Option<bool>,
+    #[serde(default)]
+    pub services: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub network_attachments: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub env: Vec<Value>,
+    #[serde(default)]
+    pub deploy_strategy: Option<Value>,
+    #[serde(default)]
+    pub baremetal_set_template: Option<Value>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSpec {
+    #[serde(default)]
+    pub host_name: Option<String>,
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub ansible_host: Option<String>,
+    #[serde(default)]
+    pub node: LegacyNodeSection,
+    #[serde(default, deserialize_with = "nullable")]
+    pub env: Vec<Value>,
+    #[serde(default)]
+    pub deploy_strategy: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub network_attachments: Vec<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataPlaneSpec {
+    #[serde(default, deserialize_with = "nullable")]
+    pub nodes: BTreeMap<String, NodeSpec>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub roles: BTreeMap<String, RoleSpec>,
+    #[serde(default)]
+    pub deploy_strategy: Option<Value>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Current model: OpenStackDataPlaneNodeSet.
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnsibleOpts {
+    #[serde(default)]
+    pub ansible_user: Option<String>,
+    #[serde(default)]
+    pub ansible_host: Option<String>,
+    #[serde(default)]
+    pub ansible_port: Option<i64>,
+    #[serde(default)]
+    pub ansible_vars: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub ansible_vars_from: Vec<DataSource>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataSource {
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub config_map_ref: Option<LocalRef>,
+    #[serde(default)]
+    pub secret_ref: Option<LocalRef>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalRef {
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(default)]
+    pub optional: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IpSetNetwork {
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(default)]
+    pub subnet_name: Option<String>,
+    #[serde(default, rename = "fixedIP")]
+    pub fixed_ip: Option<String>,
+    #[serde(default)]
+    pub default_route: Option<bool>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeTemplate {
+    #[serde(default, rename = "ansibleSSHPrivateKeySecret")]
+    pub ansible_ssh_private_key_secret: Option<String>,
+    #[serde(default)]
+    pub management_network: Option<String>,
+    #[serde(default)]
+    pub ansible: AnsibleOpts,
+    #[serde(default, deserialize_with = "nullable")]
+    pub networks: Vec<IpSetNetwork>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub extra_mounts: Vec<Value>,
+    #[serde(default)]
+    pub user_data: Option<Value>,
+    #[serde(default)]
+    pub network_data: Option<Value>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSection {
+    #[serde(default)]
+    pub host_name: Option<String>,
+    #[serde(default)]
+    pub ansible: AnsibleOpts,
+    #[serde(default, deserialize_with = "nullable")]
+    pub networks: Vec<IpSetNetwork>,
+    #[serde(default)]
+    pub management_network: Option<String>,
+    #[serde(default)]
+    pub bmh_label_selector: Option<Value>,
+    #[serde(default)]
+    pub user_data: Option<Value>,
+    #[serde(default)]
+    pub network_data: Option<Value>,
+    #[serde(default)]
+    pub ctlplane_interface: Option<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BaremetalSetTemplate {
+    #[serde(default)]
+    pub domain_name: Option<String>,
+    #[serde(default)]
+    pub cloud_user_name: Option<String>,
+    /// The provisioning fields belong to openstack-baremetal-operator; kept, never checked.
+    #[serde(flatten)]
+    pub rest: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetSpec {
+    #[serde(default)]
+    pub node_template: NodeTemplate,
+    #[serde(default, deserialize_with = "nullable")]
+    pub nodes: BTreeMap<String, NodeSection>,
+    #[serde(default)]
+    pub services: Option<Vec<String>>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, rename = "tlsEnabled")]
+    pub tls_enabled: Option<bool>,
+    #[serde(default)]
+    pub pre_provisioned: Option<bool>,
+    #[serde(default)]
+    pub baremetal_set_template: Option<BaremetalSetTemplate>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub env: Vec<Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub network_attachments: Vec<String>,
+    #[serde(default)]
+    pub secret_max_size: Option<i64>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Supporting kinds.
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSpec {
+    #[serde(default, rename = "edpmServiceType")]
+    pub edpm_service_type: Option<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reservation {
+    #[serde(default, deserialize_with = "nullable")]
+    pub network: String,
+    #[serde(default)]
+    pub subnet: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub address: String,
+    #[serde(default)]
+    pub mtu: Option<i64>,
+    #[serde(default)]
+    pub cidr: Option<String>,
+    #[serde(default)]
+    pub vlan: Option<i64>,
+    #[serde(default)]
+    pub gateway: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub routes: Vec<Value>,
+    #[serde(default, rename = "dnsDomain", deserialize_with = "nullable")]
+    pub dns_domain: String,
+    #[serde(default)]
+    pub service_network: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct IpSetStatus {
+    #[serde(default, deserialize_with = "nullable")]
+    pub reservations: Vec<Reservation>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subnet {
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(default)]
+    pub cidr: Option<String>,
+    #[serde(default)]
+    pub vlan: Option<i64>,
+    #[serde(default)]
+    pub gateway: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub routes: Vec<Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetConfigNetwork {
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    #[serde(default, rename = "dnsDomain")]
+    pub dns_domain: Option<String>,
+    #[serde(default)]
+    pub mtu: Option<i64>,
+    #[serde(default)]
+    pub service_network: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub subnets: Vec<Subnet>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct NetConfigSpec {
+    #[serde(default, deserialize_with = "nullable")]
+    pub networks: Vec<NetConfigNetwork>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DnsMasqStatus {
+    #[serde(default, deserialize_with = "nullable")]
+    pub dns_addresses: Vec<String>,
+}
+
+/// A decoded object: its identity, where it came from, and its typed body.
+#[derive(Debug, Clone)]
+pub struct Object<T> {
+    pub id: ObjRef,
+    pub meta: Meta,
+    pub body: T,
+}
+
+/// Names an object for people: its kind, name, and the place it was read from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjRef {
+    pub kind: String,
+    pub name: String,
+    pub origin: Origin,
+}
+
+/// Where an object was read: a manifest file and the line its document starts on, the API
+/// server, or expansion from another object (OpenStackDataPlane's inline roles and nodes).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Origin {
+    File { path: String, line: u64 },
+    Api { namespace: String },
+    Expanded { from: String, path: String },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::File { path, line } => write!(f, "{path}:{line}"),
+            Origin::Api { namespace } => write!(f, "namespace {namespace} on the API server"),
+            Origin::Expanded { from, path } => write!(f, "{path} of {from}"),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{} ({})", self.kind, self.name, self.origin)
+    }
+}
+
+impl ObjRef {
+    /// `Kind/name`, without the origin, for compact provenance lines.
+    pub fn short(&self) -> String {
+        format!("{}/{}", self.kind, self.name)
+    }
+}
+
+/// A field of an object could not be decoded into its expected type.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("field {path}: {message}")]
+pub struct DecodeError {
+    pub path: String,
+    pub message: String,
+}
+
+/// Decodes `value` (a field of some object) into `T`, reporting the failing field path
+/// relative to `base`.
+pub fn decode<T: DeserializeOwned>(base: &str, value: &Value) -> Result<T, DecodeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = match (base.is_empty(), inner == ".") {
+            (true, _) => inner,
+            (false, true) => base.to_string(),
+            (false, false) => format!("{base}.{inner}"),
+        };
+        DecodeError { path, message: e.into_inner().to_string() }
+    })
+}
+
+/// Collects the paths of every field the typed structs did not recognise.
+pub trait UnknownFields {
+    fn unknown_fields(&self, base: &str, out: &mut Vec<String>);
+}
+
+fn push_unknown(unknown: &Unknown, base: &str, out: &mut Vec<String>) {
+    out.extend(unknown.keys().map(|k| format!("{base}.{k}")));
+}
+
+impl UnknownFields for LegacyNodeSection {
+    fn unknown_fields(&self, base: &str, out: &mut Vec<String>) {
+        push_unknown(&self.unknown, base, out);
+        for (i, n) in self.networks.iter().enumerate() {
+            push_unknown(&n.unknown, &format!("{base}.networks[{i}]"), out);
+        }
+        if let Some(nc) = &self.network_config {
+            push_unknown(&nc.unknown, &format!("{base}.networkConfig"), out);
+        }
+    }
+}
+
+impl UnknownFields for RoleSpec {
+    fn unknown_fields(&self, base: &str, out: &mut Vec<String>) {
+        push_unknown(&self.unknown, base, out);
+        self.node_template.unknown_fields(&format!("{base}.nodeTemplate"), out);
+    }
+}
+
+impl UnknownFields for NodeSpec {
+    fn unknown_fields(&self, base: &str, out: &mut Vec<String>) {
+        push_unknown(&self.unknown, base, out);
+        self.node.unknown_fields(&format!("{base}.node"), out);
+    }
+}
+
+impl UnknownFields for DataPlaneSpec {
+    fn unknown_fields(&self, base: &str, out: &mut Vec<String>) {
+        push_unknown(&self.unknown, base, out);
+        for (k, r) in &self.roles {
+            r.unknown_fields(&format!("{base}.roles.{k}"), out);
+        }
+        for (k, n) in &self.nodes {
+            n.unknown_fields(&format!("{base}.nodes.{k}"), out);
+        }
+    }
+}
+
+impl UnknownFields for AnsibleOpts {
+    fn unknown_fields(&self, base: &str, out: &mut Vec<String>) {
+        push_unknown(&self.unknown, base, out);
+        for (i, d) in self.ansible_vars_from.iter().enumerate() {
+            push_unknown(&d.unknown, &format!("{base}.ansibleVarsFrom[{i}]"), out);
+        }
+    }
+}
+
+impl UnknownFields for NodeSetSpec {
+    fn unknown_fields(&self, base: &str, out: &mut Vec<String>) {
+        push_unknown(&self.unknown, base, out);
+        let t = format!("{base}.nodeTemplate");
+        push_unknown(&self.node_template.unknown, &t, out);
+        self.node_template.ansible.unknown_fields(&format!("{t}.ansible"), out);
+        for (i, n) in self.node_template.networks.iter().enumerate() {
+            push_unknown(&n.unknown, &format!("{t}.networks[{i}]"), out);
+        }
+        for (k, node) in &self.nodes {
+            let p = format!("{base}.nodes.{k}");
+            push_unknown(&node.unknown, &p, out);
+            node.ansible.unknown_fields(&format!("{p}.ansible"), out);
+            for (i, n) in node.networks.iter().enumerate() {
+                push_unknown(&n.unknown, &format!("{p}.networks[{i}]"), out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn decode_names_the_failing_field() {
+        let v = json!({"nodeTemplate": {"ansiblePort": "twenty-two"}});
+        let err = decode::<RoleSpec>("spec", &v).unwrap_err();
+        assert_eq!(err.path, "spec.nodeTemplate.ansiblePort");
+        assert!(err.message.contains("invalid type"), "{}", err.message);
+    }
+
+    #[test]
+    fn null_collections_read_as_empty() {
+        let v = json!({"nodes": null, "nodeTemplate": {"networks": null}});
+        let spec: NodeSetSpec = decode("spec", &v).unwrap();
+        assert!(spec.nodes.is_empty());
+        assert!(spec.node_template.networks.is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_are_reported_with_paths() {
+        let v = json!({"nodeTemplate": {"managed": false, "ansibleUser": "root"}, "bogus": 1});
+        let spec: RoleSpec = decode("spec", &v).unwrap();
+        let mut out = vec![];
+        spec.unknown_fields("spec", &mut out);
+        out.sort();
+        assert_eq!(out, ["spec.bogus", "spec.nodeTemplate.managed"]);
+    }
+
+    #[test]
+    fn fixed_ip_uses_upstream_spelling() {
+        let v = json!({"name": "ctlplane", "subnetName": "subnet1", "fixedIP": "192.0.2.10"});
+        let n: IpSetNetwork = decode("", &v).unwrap();
+        assert_eq!(n.fixed_ip.as_deref(), Some("192.0.2.10"));
+        assert!(n.unknown.is_empty());
+    }
+}

@@ -1,0 +1,236 @@
+//! Agent settings, resolved once from the command line, the environment and a config file.
+//!
+//! Pure: the caller passes the CLI values, an environment lookup function, and the config
+//! file's text. Precedence: command line, then `EDPM_AGENT_*` environment variables, then the
+//! config file (`--config` or `EDPM_AGENT_CONFIG`), then defaults. The environment and the file
+//! exist because Ansible runs an inventory script with nothing but `--list`/`--host`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Where objects are read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceSpec {
+    Dir(PathBuf),
+    Kube,
+}
+
+impl SourceSpec {
+    fn parse(s: &str, base: Option<&Path>) -> SourceSpec {
+        if s == "kube" {
+            return SourceSpec::Kube;
+        }
+        let p = PathBuf::from(s);
+        match base {
+            Some(b) if p.is_relative() => SourceSpec::Dir(b.join(p)),
+            _ => SourceSpec::Dir(p),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub sources: Vec<SourceSpec>,
+    pub namespace: Option<String>,
+    pub selector: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub kube_timeout: Duration,
+    pub ssh_key_dir: String,
+    pub images: BTreeMap<String, String>,
+    /// Where the settings came from, for provenance (`explain`) and errors.
+    pub config_file: Option<PathBuf>,
+}
+
+/// Values given on the command line (already free of clap types).
+#[derive(Debug, Clone, Default)]
+pub struct CliValues {
+    pub sources: Vec<String>,
+    pub namespace: Option<String>,
+    pub selector: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub ssh_key_dir: Option<String>,
+    pub config: Option<PathBuf>,
+}
+
+/// The config file (`EDPM_AGENT_CONFIG`), YAML.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct FileValues {
+    /// `kube`, a directory, or a list of them.
+    #[serde(default)]
+    pub source: Option<OneOrMany>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub selector: Option<String>,
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    #[serde(default)]
+    pub context: Option<String>,
+    #[serde(default)]
+    pub kube_timeout_seconds: Option<u64>,
+    #[serde(default)]
+    pub ssh_key_dir: Option<String>,
+    #[serde(default)]
+    pub images: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SettingsError {
+    #[error("config file {path}: {message}")]
+    File { path: String, message: String },
+    #[error("environment variable {name}={value:?}: {message}")]
+    Env { name: String, value: String, message: String },
+    #[error("no source given: pass --source DIR (or --source kube), set EDPM_AGENT_SOURCE, or name a config file with source: in EDPM_AGENT_CONFIG")]
+    NoSource,
+}
+
+pub const DEFAULT_SSH_KEY_DIR: &str = "/runner/env/ssh_key";
+pub const DEFAULT_KUBE_TIMEOUT: Duration = Duration::from_secs(15);
+/// Prefix of environment variables that set default images, e.g.
+/// `EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE=...` sets `edpm_nova_compute_image`.
+pub const IMAGE_ENV_PREFIX: &str = "EDPM_AGENT_IMAGE_";
+
+/// Parses the config file text.
+pub fn parse_file(path: &Path, text: &str) -> Result<FileValues, SettingsError> {
+    serde_saphyr::from_str::<Option<FileValues>>(text).map(Option::unwrap_or_default).map_err(|e| SettingsError::File {
+        path: path.display().to_string(),
+        message: e.to_string().lines().next().unwrap_or("invalid YAML").to_string(),
+    })
+}
+
+/// Resolves the settings. `env` looks a variable up; `env_vars` lists all of them (for the
+/// image prefix); `file` is the parsed config file and its path.
+pub fn resolve(
+    cli: CliValues,
+    env: &dyn Fn(&str) -> Option<String>,
+    env_vars: &[(String, String)],
+    file: Option<(PathBuf, FileValues)>,
+) -> Result<Settings, SettingsError> {
+    let (file_path, file) = match file {
+        Some((p, f)) => (Some(p), f),
+        None => (None, FileValues::default()),
+    };
+    let file_base = file_path.as_deref().and_then(Path::parent);
+    let non_empty = |name: &str| env(name).filter(|v| !v.is_empty());
+
+    let sources = if !cli.sources.is_empty() {
+        cli.sources.iter().map(|s| SourceSpec::parse(s, None)).collect()
+    } else if let Some(v) = non_empty("EDPM_AGENT_SOURCE") {
+        v.split(':').filter(|s| !s.is_empty()).map(|s| SourceSpec::parse(s, None)).collect()
+    } else {
+        match &file.source {
+            Some(OneOrMany::One(s)) => vec![SourceSpec::parse(s, file_base)],
+            Some(OneOrMany::Many(v)) => v.iter().map(|s| SourceSpec::parse(s, file_base)).collect(),
+            None => Vec::new(),
+        }
+    };
+    if sources.is_empty() {
+        return Err(SettingsError::NoSource);
+    }
+    let kube_timeout = match non_empty("EDPM_AGENT_KUBE_TIMEOUT") {
+        Some(v) => Duration::from_secs(v.parse().map_err(|_| SettingsError::Env {
+            name: "EDPM_AGENT_KUBE_TIMEOUT".into(),
+            value: v.clone(),
+            message: "expected a whole number of seconds".into(),
+        })?),
+        None => file.kube_timeout_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_KUBE_TIMEOUT),
+    };
+    let mut images = file.images.clone();
+    for (k, v) in env_vars {
+        if let Some(var) = k.strip_prefix(IMAGE_ENV_PREFIX)
+            && !var.is_empty()
+            && !v.is_empty()
+        {
+            images.insert(var.to_lowercase(), v.clone());
+        }
+    }
+    Ok(Settings {
+        sources,
+        namespace: cli.namespace.or_else(|| non_empty("EDPM_AGENT_NAMESPACE")).or(file.namespace),
+        selector: cli.selector.or_else(|| non_empty("EDPM_AGENT_SELECTOR")).or(file.selector),
+        kubeconfig: cli
+            .kubeconfig
+            .or_else(|| non_empty("EDPM_AGENT_KUBECONFIG").map(PathBuf::from))
+            .or_else(|| file.kubeconfig.map(|k| file_base.map_or(k.clone(), |b| b.join(&k)))),
+        context: cli.context.or_else(|| non_empty("EDPM_AGENT_CONTEXT")).or(file.context),
+        kube_timeout,
+        ssh_key_dir: cli
+            .ssh_key_dir
+            .or_else(|| non_empty("EDPM_AGENT_SSH_KEY_DIR"))
+            .or(file.ssh_key_dir)
+            .unwrap_or_else(|| DEFAULT_SSH_KEY_DIR.into()),
+        images,
+        config_file: file_path,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn cli_beats_env_beats_file() {
+        let file = parse_file(Path::new("/etc/edpm/agent.yaml"), "source: [manifests, kube]\nnamespace: fromfile\nssh_key_dir: /f\n").unwrap();
+        let env = env_of(&[("EDPM_AGENT_NAMESPACE", "fromenv")]);
+        let s = resolve(CliValues::default(), &env, &[], Some(("/etc/edpm/agent.yaml".into(), file.clone()))).unwrap();
+        assert_eq!(s.sources, [SourceSpec::Dir("/etc/edpm/manifests".into()), SourceSpec::Kube]);
+        assert_eq!(s.namespace.as_deref(), Some("fromenv"));
+        assert_eq!(s.ssh_key_dir, "/f");
+        let cli = CliValues { sources: vec!["d".into()], namespace: Some("fromcli".into()), ..Default::default() };
+        let s = resolve(cli, &env, &[], Some(("/x/a.yaml".into(), file))).unwrap();
+        assert_eq!((s.sources, s.namespace.as_deref()), (vec![SourceSpec::Dir("d".into())], Some("fromcli")));
+    }
+
+    #[test]
+    fn env_source_is_a_path_list() {
+        let env = env_of(&[("EDPM_AGENT_SOURCE", "a:b::kube")]);
+        let s = resolve(CliValues::default(), &env, &[], None).unwrap();
+        assert_eq!(s.sources, [SourceSpec::Dir("a".into()), SourceSpec::Dir("b".into()), SourceSpec::Kube]);
+        assert_eq!(s.ssh_key_dir, DEFAULT_SSH_KEY_DIR);
+    }
+
+    #[test]
+    fn no_source_is_an_error_that_says_how_to_fix_it() {
+        let err = resolve(CliValues::default(), &env_of(&[]), &[], None).unwrap_err().to_string();
+        assert!(err.contains("EDPM_AGENT_SOURCE") && err.contains("--source"), "{err}");
+    }
+
+    #[test]
+    fn images_from_env_prefix() {
+        let env = env_of(&[("EDPM_AGENT_SOURCE", "d")]);
+        let vars = vec![("EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE".to_string(), "quay.io/x/nova:1".to_string())];
+        let s = resolve(CliValues::default(), &env, &vars, None).unwrap();
+        assert_eq!(s.images["edpm_nova_compute_image"], "quay.io/x/nova:1");
+    }
+
+    #[test]
+    fn unknown_config_keys_are_rejected() {
+        let err = parse_file(Path::new("c.yaml"), "sauce: kube\n").unwrap_err().to_string();
+        assert!(err.starts_with("config file c.yaml:") && err.contains("sauce"), "{err}");
+    }
+
+    #[test]
+    fn bad_timeout_names_the_variable() {
+        let env = env_of(&[("EDPM_AGENT_SOURCE", "d"), ("EDPM_AGENT_KUBE_TIMEOUT", "soon")]);
+        let err = resolve(CliValues::default(), &env, &[], None).unwrap_err().to_string();
+        assert!(err.contains("EDPM_AGENT_KUBE_TIMEOUT"), "{err}");
+    }
+}

@@ -1,0 +1,339 @@
+//! One consistent set of typed objects, whichever source produced it.
+//!
+//! Pure: documents in, a [`Snapshot`] or an error naming the object and field out.
+//! Objects of kinds edpm-agent does not read are counted and dropped; objects of a known kind
+//! with the wrong shape are errors, because silently skipping a broken Node would hand Ansible
+//! an inventory without that host.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::resource::{
+    self, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DecodeError, DnsMasqStatus,
+    IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec, NodeSpec, ObjRef,
+    Object, Origin, RoleSpec, ServiceSpec,
+};
+use crate::source::manifest::Document;
+
+/// ConfigMap contents: text keys and binary keys.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigMapData {
+    pub data: BTreeMap<String, String>,
+    pub binary: BTreeMap<String, Vec<u8>>,
+}
+
+/// Secret contents, decoded from base64 (`data`) and merged with `stringData`.
+/// Opaque bytes: never printed by `Debug`.
+#[derive(Clone, Default)]
+pub struct SecretData {
+    pub data: BTreeMap<String, Vec<u8>>,
+}
+
+impl std::fmt::Debug for SecretData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretData").field("keys", &self.data.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub dataplanes: Vec<Object<DataPlaneSpec>>,
+    pub roles: Vec<Object<RoleSpec>>,
+    pub nodes: Vec<Object<NodeSpec>>,
+    pub nodesets: Vec<Object<NodeSetSpec>>,
+    pub services: Vec<Object<ServiceSpec>>,
+    pub ipsets: Vec<Object<IpSetStatus>>,
+    pub netconfigs: Vec<Object<NetConfigSpec>>,
+    pub dnsmasqs: Vec<Object<DnsMasqStatus>>,
+    pub config_maps: Vec<Object<ConfigMapData>>,
+    pub secrets: Vec<Object<SecretData>>,
+    /// Kinds read by later stages (NovaCell, OpenStackControlPlane, NovaExternalCompute), kept
+    /// as plain JSON until those stages type them.
+    pub openstack: Vec<Object<Value>>,
+    /// Number of documents of kinds nothing here reads.
+    pub ignored: usize,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{origin}: document is not a Kubernetes object: {reason}; every document needs apiVersion, kind and metadata.name")]
+    NotAnObject { origin: Origin, reason: String },
+    #[error("{object}: {error}; fix the manifest so it matches the {kind} CRD")]
+    Invalid { object: ObjRef, kind: String, error: DecodeError },
+    #[error("{kind}/{name} is defined twice: at {first} and at {second}; remove one of them")]
+    Duplicate { kind: String, name: String, first: Origin, second: Origin },
+}
+
+impl SnapshotError {
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, SnapshotError::Duplicate { .. })
+    }
+}
+
+/// Which kinds a document can be, decided from `apiVersion` and `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KnownKind {
+    DataPlane,
+    Role,
+    Node,
+    NodeSet,
+    Service,
+    IpSet,
+    NetConfig,
+    DnsMasq,
+    ConfigMap,
+    Secret,
+    OpenStack,
+}
+
+fn classify(api_version: &str, kind: &str) -> Option<KnownKind> {
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    Some(match (group, kind) {
+        (DATAPLANE_GROUP, "OpenStackDataPlane") => KnownKind::DataPlane,
+        (DATAPLANE_GROUP, "OpenStackDataPlaneRole") => KnownKind::Role,
+        (DATAPLANE_GROUP, "OpenStackDataPlaneNode") => KnownKind::Node,
+        (DATAPLANE_GROUP, "OpenStackDataPlaneNodeSet") => KnownKind::NodeSet,
+        (DATAPLANE_GROUP, "OpenStackDataPlaneService") => KnownKind::Service,
+        (NETWORK_GROUP, "IPSet") => KnownKind::IpSet,
+        (NETWORK_GROUP, "NetConfig") => KnownKind::NetConfig,
+        (NETWORK_GROUP, "DNSMasq") => KnownKind::DnsMasq,
+        ("", "ConfigMap") if api_version == "v1" => KnownKind::ConfigMap,
+        ("", "Secret") if api_version == "v1" => KnownKind::Secret,
+        (NOVA_GROUP, _) | (CORE_OPENSTACK_GROUP, _) => KnownKind::OpenStack,
+        _ => return None,
+    })
+}
+
+/// The identity and origin of a document about to be decoded.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub origin: Origin,
+    pub doc: Document,
+}
+
+impl Snapshot {
+    /// Builds a snapshot from documents. `namespace`, when given, keeps only objects in that
+    /// namespace (objects that name no namespace are kept: manifests often leave it out).
+    pub fn from_documents(
+        docs: impl IntoIterator<Item = Located>,
+        namespace: Option<&str>,
+    ) -> Result<Snapshot, SnapshotError> {
+        let mut snap = Snapshot::default();
+        for Located { origin, doc } in docs {
+            snap.add(origin, doc.value, namespace)?;
+        }
+        snap.check_duplicates()?;
+        Ok(snap)
+    }
+
+    fn add(&mut self, origin: Origin, value: Value, namespace: Option<&str>) -> Result<(), SnapshotError> {
+        let not_object = |reason: &str| SnapshotError::NotAnObject { origin: origin.clone(), reason: reason.to_string() };
+        if !value.is_object() {
+            return Err(not_object("it is not a mapping"));
+        }
+        let (Some(api_version), Some(kind)) =
+            (value.get("apiVersion").and_then(Value::as_str), value.get("kind").and_then(Value::as_str))
+        else {
+            return Err(not_object("apiVersion or kind is missing or not a string"));
+        };
+        let Some(known) = classify(api_version, kind) else {
+            self.ignored += 1;
+            return Ok(());
+        };
+        let kind = kind.to_string();
+        let meta_value = value.get("metadata").cloned().unwrap_or(Value::Null);
+        let provisional = ObjRef { kind: kind.clone(), name: String::new(), origin: origin.clone() };
+        let meta: Meta = resource::decode("metadata", &meta_value)
+            .map_err(|error| SnapshotError::Invalid { object: provisional, kind: kind.clone(), error })?;
+        if meta.name.is_empty() {
+            return Err(not_object("metadata.name is missing or empty"));
+        }
+        if let (Some(want), Some(have)) = (namespace, meta.namespace.as_deref())
+            && want != have
+        {
+            return Ok(());
+        }
+        let id = ObjRef { kind: kind.clone(), name: meta.name.clone(), origin };
+        let invalid = |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
+        // An absent spec or status is an empty one, as the API server treats it.
+        let field = |name: &str| match value.get(name) {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(v) => v.clone(),
+        };
+        macro_rules! push {
+            ($vec:ident, $field:literal) => {{
+                let body = resource::decode($field, &field($field)).map_err(invalid)?;
+                self.$vec.push(Object { id: id.clone(), meta, body });
+            }};
+        }
+        match known {
+            KnownKind::DataPlane => push!(dataplanes, "spec"),
+            KnownKind::Role => push!(roles, "spec"),
+            KnownKind::Node => push!(nodes, "spec"),
+            KnownKind::NodeSet => push!(nodesets, "spec"),
+            KnownKind::Service => push!(services, "spec"),
+            KnownKind::IpSet => push!(ipsets, "status"),
+            KnownKind::NetConfig => push!(netconfigs, "spec"),
+            KnownKind::DnsMasq => push!(dnsmasqs, "status"),
+            KnownKind::ConfigMap => {
+                let cm: k8s_openapi::api::core::v1::ConfigMap =
+                    resource::decode("", &value).map_err(invalid)?;
+                let body = ConfigMapData {
+                    data: cm.data.unwrap_or_default(),
+                    binary: cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect(),
+                };
+                self.config_maps.push(Object { id, meta, body });
+            }
+            KnownKind::Secret => {
+                let s: k8s_openapi::api::core::v1::Secret = resource::decode("", &value).map_err(invalid)?;
+                let mut data: BTreeMap<String, Vec<u8>> =
+                    s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+                // The API server merges stringData over data on write; do the same.
+                for (k, v) in s.string_data.unwrap_or_default() {
+                    data.insert(k, v.into_bytes());
+                }
+                self.secrets.push(Object { id, meta, body: SecretData { data } });
+            }
+            KnownKind::OpenStack => self.openstack.push(Object { id, meta, body: value }),
+        }
+        Ok(())
+    }
+
+    /// Adds every object of `other`; used when several sources are named.
+    pub fn merge(&mut self, other: Snapshot) -> Result<(), SnapshotError> {
+        self.dataplanes.extend(other.dataplanes);
+        self.roles.extend(other.roles);
+        self.nodes.extend(other.nodes);
+        self.nodesets.extend(other.nodesets);
+        self.services.extend(other.services);
+        self.ipsets.extend(other.ipsets);
+        self.netconfigs.extend(other.netconfigs);
+        self.dnsmasqs.extend(other.dnsmasqs);
+        self.config_maps.extend(other.config_maps);
+        self.secrets.extend(other.secrets);
+        self.openstack.extend(other.openstack);
+        self.ignored += other.ignored;
+        self.check_duplicates()
+    }
+
+    fn check_duplicates(&self) -> Result<(), SnapshotError> {
+        fn check<T>(objs: &[Object<T>]) -> Result<(), SnapshotError> {
+            let mut seen: BTreeMap<(&str, &str), &Origin> = BTreeMap::new();
+            for o in objs {
+                if let Some(first) = seen.insert((o.id.kind.as_str(), o.id.name.as_str()), &o.id.origin) {
+                    return Err(SnapshotError::Duplicate {
+                        kind: o.id.kind.clone(),
+                        name: o.id.name.clone(),
+                        first: first.clone(),
+                        second: o.id.origin.clone(),
+                    });
+                }
+            }
+            Ok(())
+        }
+        check(&self.dataplanes)?;
+        check(&self.roles)?;
+        check(&self.nodes)?;
+        check(&self.nodesets)?;
+        check(&self.services)?;
+        check(&self.ipsets)?;
+        check(&self.netconfigs)?;
+        check(&self.dnsmasqs)?;
+        check(&self.config_maps)?;
+        check(&self.secrets)?;
+        check(&self.openstack)
+    }
+
+    pub fn config_map(&self, name: &str) -> Option<&Object<ConfigMapData>> {
+        self.config_maps.iter().find(|o| o.id.name == name)
+    }
+
+    pub fn secret(&self, name: &str) -> Option<&Object<SecretData>> {
+        self.secrets.iter().find(|o| o.id.name == name)
+    }
+
+    pub fn openstack_object(&self, kind: &str, name: &str) -> Option<&Object<Value>> {
+        self.openstack.iter().find(|o| o.id.kind == kind && o.id.name == name)
+    }
+
+    /// Number of data-plane objects that can produce hosts.
+    pub fn host_sources(&self) -> usize {
+        self.dataplanes.len() + self.roles.len() + self.nodes.len() + self.nodesets.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn located(line: u64, value: Value) -> Located {
+        Located { origin: Origin::File { path: "t.yaml".into(), line }, doc: Document { line, value } }
+    }
+
+    #[test]
+    fn classifies_by_group_and_kind() {
+        let docs = vec![
+            located(1, json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "r"}, "spec": {}})),
+            located(5, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}})),
+            located(9, json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})),
+            located(12, json!({"apiVersion": "other.example.com/v1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "x"}})),
+        ];
+        let s = Snapshot::from_documents(docs, None).unwrap();
+        assert_eq!((s.roles.len(), s.config_maps.len(), s.ignored), (1, 1, 2));
+        assert_eq!(s.config_map("c").unwrap().body.data["k"], "v");
+    }
+
+    #[test]
+    fn secrets_decode_base64_and_merge_string_data() {
+        let docs = vec![located(1, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"a": "aGVsbG8=", "b": "eA=="}, "stringData": {"b": "plain"}}))];
+        let s = Snapshot::from_documents(docs, None).unwrap();
+        let d = &s.secret("s").unwrap().body.data;
+        assert_eq!((d["a"].as_slice(), d["b"].as_slice()), (&b"hello"[..], &b"plain"[..]));
+        assert!(!format!("{:?}", s.secrets[0].body).contains("hello"));
+    }
+
+    #[test]
+    fn bad_base64_names_the_secret() {
+        let docs = vec![located(3, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "!!"}}))];
+        let err = Snapshot::from_documents(docs, None).unwrap_err().to_string();
+        assert!(err.contains("Secret/s (t.yaml:3)") && err.contains("data"), "{err}");
+    }
+
+    #[test]
+    fn wrong_types_name_object_and_field() {
+        let docs = vec![located(7, json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNode",
+            "metadata": {"name": "n"}, "spec": {"node": {"ansiblePort": "abc"}}}))];
+        let err = Snapshot::from_documents(docs, None).unwrap_err().to_string();
+        assert!(err.contains("OpenStackDataPlaneNode/n (t.yaml:7)") && err.contains("spec.node.ansiblePort"), "{err}");
+    }
+
+    #[test]
+    fn duplicates_name_both_places() {
+        let role = json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "r"}});
+        let err = Snapshot::from_documents(vec![located(1, role.clone()), located(9, role)], None).unwrap_err();
+        assert!(err.is_duplicate());
+        assert!(err.to_string().contains("t.yaml:1") && err.to_string().contains("t.yaml:9"));
+    }
+
+    #[test]
+    fn namespace_filter_keeps_unnamespaced_objects() {
+        let docs = vec![
+            located(1, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "openstack"}})),
+            located(2, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "other"}})),
+            located(3, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})),
+        ];
+        let s = Snapshot::from_documents(docs, Some("openstack")).unwrap();
+        let names: Vec<_> = s.config_maps.iter().map(|o| o.id.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+    }
+
+    #[test]
+    fn missing_kind_is_reported() {
+        let err = Snapshot::from_documents(vec![located(4, json!({"metadata": {"name": "x"}}))], None).unwrap_err();
+        assert!(err.to_string().starts_with("t.yaml:4: document is not a Kubernetes object"), "{err}");
+    }
+}
