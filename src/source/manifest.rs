@@ -64,6 +64,11 @@ fn yaml_error(path: &str, e: &serde_saphyr::Error) -> ParseError {
         .unwrap_or("invalid YAML")
         .trim_start_matches("error: ")
         .to_string();
+    // saphyr prefixes the position we already print.
+    let message = match message.split_once(": ") {
+        Some((pos, rest)) if pos.starts_with("line ") && pos.contains(" column ") => rest.to_string(),
+        _ => message,
+    };
     ParseError { path: path.to_string(), line, column, message: strip_position(&message) }
 }
 
