@@ -171,7 +171,7 @@ fn run_inventory(s: &Settings, args: InventoryArgs, out: &mut dyn Write) -> Resu
             let text = match format {
                 ExportFormat::Yaml => inventory::export::yaml(&inv).map_err(|e| AppError::new(Exit::Internal, format!("cannot write YAML: {e}")))?,
                 ExportFormat::Ini => inventory::export::ini(&inv),
-                ExportFormat::Json => to_json(&inventory::export::list_json(&inv), true),
+                ExportFormat::Json => inventory::export::static_json(&inv),
             };
             match output {
                 Some(path) => write_file(&path, text.as_bytes(), 0o600)?,

@@ -77,7 +77,7 @@ pub struct InventoryArgs {
 pub enum InventoryAction {
     /// Write a static inventory.
     Export {
-        /// yaml matches the layout of the operator's inventory Secret.
+        /// yaml matches the layout of the operator's inventory Secret; json is the same tree as JSON.
         #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
         format: ExportFormat,
         /// Write to this file (atomically) instead of stdout.

@@ -1,1 +1,16 @@
+//! The one integration-test binary. Each module covers one area.
 
+// Helpers: running the built binary, locating fixtures and Ansible, the fake API server.
+mod util;
+
+// Command-line behaviour: exit codes, stderr discipline, one-line errors, the edpm-inventory name.
+mod cli;
+
+// Golden inventories for examples/ and the upstream samples in ../shared/reference/upstream.
+mod golden;
+
+// Real ansible-inventory and ansible-playbook runs against the script and the exports.
+mod ansible;
+
+// The kube source against an in-test fake API server.
+mod kube;

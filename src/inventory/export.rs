@@ -52,10 +52,10 @@ struct YamlGroup<'a> {
     children: BTreeMap<&'a str, Map<String, Value>>,
 }
 
-/// Upstream's static layout (lib-common `ansible.Inventory` through yaml.v3): top-level keys
-/// are groups, each with `hosts` (host → vars), `vars` and `children`, keys sorted, four-space
-/// indent. A host's vars appear under its Role/NodeSet group; cell groups list it with `{}`.
-pub fn yaml(inv: &Inventory) -> Result<String, String> {
+/// Upstream's static layout (lib-common `ansible.Inventory`): top-level keys are groups, each
+/// with `hosts` (host → vars), `vars` and `children`, keys sorted. A host's vars appear under
+/// its Role/NodeSet group; cell groups list it with `{}`.
+fn static_layout(inv: &Inventory) -> BTreeMap<&str, YamlGroup<'_>> {
     let mut doc: BTreeMap<&str, YamlGroup> = BTreeMap::new();
     for (name, g) in &inv.groups {
         let hosts = g
@@ -72,12 +72,26 @@ pub fn yaml(inv: &Inventory) -> Result<String, String> {
         let children = g.children.iter().map(|c| (c.as_str(), Map::new())).collect();
         doc.insert(name, YamlGroup { hosts, vars: g.vars.to_json(), children });
     }
+    doc
+}
+
+/// The static layout as YAML, with yaml.v3's four-space indent.
+pub fn yaml(inv: &Inventory) -> Result<String, String> {
+    let doc = static_layout(inv);
     let options = serde_saphyr::ser_options! {
         indent_step: 4,
         compact_list_indent: false,
         folded_wrap_chars: usize::MAX / 2,
     };
     serde_saphyr::to_string_with_options(&doc, options).map_err(|e| e.to_string())
+}
+
+/// The static layout as JSON, which Ansible's yaml inventory plugin reads too (and much faster
+/// than YAML: oslo-ansible-crates.md §3).
+pub fn static_json(inv: &Inventory) -> String {
+    let mut s = serde_json::to_string_pretty(&static_layout(inv)).unwrap_or_default();
+    s.push('\n');
+    s
 }
 
 /// A static INI inventory. INI can only hold one line per variable, so every value is written

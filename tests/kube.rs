@@ -1,0 +1,147 @@
+//! The kube source against an in-test fake API server. The server answers list and get
+//! requests from a fixed set of objects and injects faults (404, 403, 429, 5xx, slowness) to
+//! check retries, timeouts and error messages.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::util::fake_api::{FakeApi, Fault};
+use crate::util::run;
+
+fn nodeset() -> serde_json::Value {
+    json!({
+        "apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+        "metadata": {"name": "edpm", "namespace": "openstack", "labels": {"tier": "compute"},
+                     "annotations": {"nova.openstack.org/cell": "nova-cell1"}},
+        "spec": {"nodeTemplate": {"ansibleSSHPrivateKeySecret": "ssh-key",
+                                  "ansible": {"ansibleUser": "cloud-admin",
+                                              "ansibleVarsFrom": [{"prefix": "edpm_", "configMapRef": {"name": "net-vars"}},
+                                                                  {"secretRef": {"name": "creds"}},
+                                                                  {"configMapRef": {"name": "absent", "optional": true}}]}},
+                 "nodes": {"edpm-compute-0": {"ansible": {"ansibleHost": "192.0.2.10"}}}}
+    })
+}
+
+fn other_nodeset() -> serde_json::Value {
+    json!({
+        "apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+        "metadata": {"name": "networkers", "namespace": "openstack", "labels": {"tier": "network"}},
+        "spec": {"nodeTemplate": {"ansibleSSHPrivateKeySecret": "ssh-key"}, "nodes": {"net-0": {}}}
+    })
+}
+
+fn server() -> FakeApi {
+    let api = FakeApi::start();
+    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplanenodesets");
+    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplaneservices");
+    api.put(nodeset());
+    api.put(other_nodeset());
+    api.put(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "net-vars", "namespace": "openstack"},
+                   "data": {"mtu": "1500", "bridge": "br-ex"}}));
+    api.put(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "openstack"},
+                   "data": {"registry_password": "c2VjcmV0"}}));
+    api
+}
+
+fn list(api: &FakeApi, extra: &[&str], env: &[(&str, &str)]) -> crate::util::Output {
+    let kc = api.kubeconfig();
+    let mut args = vec!["--source", "kube", "--kubeconfig", kc.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["inventory", "--list"]);
+    run(&args, env)
+}
+
+#[test]
+fn reads_nodesets_and_only_the_objects_they_reference() {
+    let api = server();
+    let out = list(&api, &["--selector", "tier=compute"], &[]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "stderr: {}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["edpm"]["hosts"], json!(["edpm-compute-0"]));
+    assert!(v.get("networkers").is_none(), "label selector applied");
+    assert_eq!(v["nova-cell1"]["hosts"], json!(["edpm-compute-0"]));
+    assert_eq!(v["edpm"]["vars"]["edpm_mtu"], json!(1500));
+    assert_eq!(v["edpm"]["vars"]["edpm_bridge"], json!("br-ex"));
+    assert_eq!(v["edpm"]["vars"]["registry_password"], json!("secret"));
+    let reqs = api.requests();
+    assert!(reqs.iter().any(|r| r.contains("labelSelector=tier%3Dcompute")), "{reqs:?}");
+    assert!(reqs.iter().any(|r| r == "GET /api/v1/namespaces/openstack/configmaps/net-vars"));
+    assert!(!reqs.iter().any(|r| r.starts_with("GET /api/v1/namespaces/openstack/secrets?") || r.ends_with("/secrets")),
+        "never lists all Secrets: {reqs:?}");
+}
+
+#[test]
+fn missing_crds_are_empty_and_missing_references_name_the_chain() {
+    let api = FakeApi::start();
+    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplanenodesets");
+    api.put(nodeset());
+    let out = list(&api, &[], &[]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stderr.contains("OpenStackDataPlaneNodeSet/edpm (namespace openstack on the API server)"), "{}", out.stderr);
+    assert!(out.stderr.contains("ConfigMap \"net-vars\", which does not exist"), "{}", out.stderr);
+}
+
+#[test]
+fn throttling_and_server_errors_are_retried() {
+    let api = server();
+    api.fault("/openstackdataplanenodesets", Fault::Status(429), 1);
+    api.fault("/configmaps/net-vars", Fault::Status(503), 2);
+    let out = list(&api, &[], &[]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    let hits = api.requests().iter().filter(|r| r.contains("/configmaps/net-vars")).count();
+    assert_eq!(hits, 3, "two failures then a success");
+}
+
+#[test]
+fn persistent_server_errors_fail_with_the_request_named() {
+    let api = server();
+    api.fault("/openstackdataplanenodesets", Fault::Status(500), 100);
+    let out = list(&api, &[], &[]);
+    assert_eq!(out.code, 7);
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("listing openstackdataplanenodesets.dataplane.openstack.org in namespace openstack"), "{}", out.stderr);
+    assert!(out.stderr.contains("500") && out.stderr.contains("after retries"), "{}", out.stderr);
+    assert_eq!(api.requests().iter().filter(|r| r.contains("/openstackdataplanenodesets")).count(), 4, "bounded attempts");
+}
+
+#[test]
+fn forbidden_gets_an_rbac_hint() {
+    let api = server();
+    api.fault("/secrets/creds", Fault::Status(403), 100);
+    let out = list(&api, &[], &[]);
+    assert_eq!(out.code, 7);
+    assert!(out.stderr.contains("reading secret creds") && out.stderr.contains("RBAC"), "{}", out.stderr);
+    assert_eq!(api.requests().iter().filter(|r| r.contains("/secrets/creds")).count(), 1, "403 is not retried");
+}
+
+#[test]
+fn slow_responses_time_out() {
+    let api = server();
+    api.fault("/openstackdataplanenodesets", Fault::Delay(Duration::from_secs(5)), 100);
+    let started = std::time::Instant::now();
+    let out = list(&api, &[], &[("EDPM_AGENT_KUBE_TIMEOUT", "1")]);
+    assert_eq!(out.code, 7, "{}", out.stderr);
+    assert!(out.stderr.contains("listing openstackdataplanenodesets"), "{}", out.stderr);
+    assert!(started.elapsed() < Duration::from_secs(20), "gave up in bounded time");
+}
+
+#[test]
+fn namespace_comes_from_the_kubeconfig_context_unless_given() {
+    let api = server();
+    let out = list(&api, &["--namespace", "elsewhere"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(v.get("edpm").is_none());
+    assert!(api.requests().iter().any(|r| r.contains("/namespaces/elsewhere/")));
+}
+
+#[test]
+#[ignore = "needs a cluster"]
+fn live_cluster_inventory() {
+    let kubeconfig = std::env::var("KUBECONFIG").expect("set KUBECONFIG to run cluster tests");
+    let out = run(&["--source", "kube", "--kubeconfig", &kubeconfig, "inventory", "--list"], &[]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(v["_meta"]["hostvars"].is_object());
+}

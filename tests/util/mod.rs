@@ -1,0 +1,73 @@
+//! Test helpers.
+
+pub mod fake_api;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_edpm-agent"))
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Upstream fixtures (read-only test data).
+pub fn upstream(rel: &str) -> String {
+    let p = repo().join("../shared/reference/upstream/openstack").join(rel);
+    assert!(p.exists(), "fixture {} is missing: tests need ../shared beside the checkout", p.display());
+    p.display().to_string()
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the binary in the repository root with a clean environment (only PATH and HOME),
+/// so that a developer's EDPM_AGENT_* or KUBECONFIG never leaks into a test.
+pub fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    run_program(&bin(), args, env)
+}
+
+pub fn run_program(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(repo()).env_clear();
+    for var in ["PATH", "HOME", "LANG", "TMPDIR"] {
+        if let Ok(v) = std::env::var(var) {
+            cmd.env(var, v);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A tool from the Python venv that `.ci/run` creates (ansible-core, oslo.config). Looks in
+/// `$EDPM_AGENT_TEST_VENV/bin`, then `./.venv/bin`, then PATH.
+pub fn python_tool(name: &str) -> PathBuf {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Ok(v) = std::env::var("EDPM_AGENT_TEST_VENV") {
+        dirs.push(PathBuf::from(v).join("bin"));
+    }
+    dirs.push(repo().join(".venv/bin"));
+    if let Ok(path) = std::env::var("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file()).unwrap_or_else(|| {
+        panic!("{name} not found: run `bash .ci/run` once (it creates .venv with ansible-core and oslo.config) or set EDPM_AGENT_TEST_VENV")
+    })
+}
+
+/// Replaces machine-specific paths so snapshots are stable.
+pub fn normalize(s: &str) -> String {
+    let repo = repo().display().to_string();
+    let shared = repo.clone() + "/../shared/reference/upstream/openstack";
+    s.replace(&shared, "[UPSTREAM]").replace(&repo, "[REPO]")
+}
