@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::cli::{Cli, Command, ExportFormat, GlobalArgs, InventoryAction, InventoryArgs, TextOrJson, ValidateArgs};
+use crate::cli::{
+    Cli, Command, ExportFormat, GlobalArgs, InventoryAction, InventoryArgs, TextOrJson, ValidateArgs,
+};
 use crate::exit::Exit;
 use crate::inventory::{self, Inventory};
 use crate::resource::Origin;
@@ -66,7 +68,9 @@ impl From<inventory::InventoryError> for AppError {
 }
 
 fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| AppError::new(Exit::Internal, format!("cannot write output: {e}")))
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| AppError::new(Exit::Internal, format!("cannot write output: {e}")))
 }
 
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
@@ -82,8 +86,12 @@ fn resolve_settings(g: &GlobalArgs, env: &[(String, String)]) -> Result<Settings
     let lookup = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let file = match &g.config {
         Some(path) => {
-            let text = fs_err::read_to_string(path).map_err(|e| AppError::new(Exit::InvalidInput, format!("cannot read config file: {e}")))?;
-            Some((path.clone(), settings::parse_file(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))?))
+            let text = fs_err::read_to_string(path)
+                .map_err(|e| AppError::new(Exit::InvalidInput, format!("cannot read config file: {e}")))?;
+            Some((
+                path.clone(),
+                settings::parse_file(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))?,
+            ))
         }
         None => None,
     };
@@ -97,7 +105,8 @@ fn resolve_settings(g: &GlobalArgs, env: &[(String, String)]) -> Result<Settings
         config: g.config.clone(),
     };
     settings::resolve(cli, &lookup, env, file).map_err(|e| {
-        let code = if matches!(e, settings::SettingsError::NoSource) { Exit::Usage } else { Exit::InvalidInput };
+        let code =
+            if matches!(e, settings::SettingsError::NoSource) { Exit::Usage } else { Exit::InvalidInput };
         AppError::new(code, e)
     })
 }
@@ -108,7 +117,9 @@ pub fn sources(s: &Settings) -> Vec<Box<dyn Source>> {
         .iter()
         .map(|spec| -> Box<dyn Source> {
             match spec {
-                SourceSpec::Dir(path) => Box::new(DirSource { path: path.clone(), namespace: s.namespace.clone() }),
+                SourceSpec::Dir(path) => {
+                    Box::new(DirSource { path: path.clone(), namespace: s.namespace.clone() })
+                }
                 SourceSpec::Kube => Box::new(KubeSource {
                     namespace: s.namespace.clone(),
                     selector: s.selector.clone(),
@@ -144,7 +155,8 @@ pub fn build_inventory(s: &Settings) -> Result<(Snapshot, Inventory), AppError> 
 }
 
 fn to_json(v: &Value, pretty: bool) -> String {
-    let mut s = if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) }.unwrap_or_default();
+    let mut s =
+        if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) }.unwrap_or_default();
     s.push('\n');
     s
 }
@@ -157,19 +169,26 @@ fn run_inventory(s: &Settings, args: InventoryArgs, out: &mut dyn Write) -> Resu
         }
         None => {
             let Some(host) = args.host else {
-                return Err(AppError::new(Exit::Usage, "inventory needs --list, --host HOST, or a subcommand (export, explain)"));
+                return Err(AppError::new(
+                    Exit::Usage,
+                    "inventory needs --list, --host HOST, or a subcommand (export, explain)",
+                ));
             };
             let (_, inv) = build_inventory(s)?;
             let Some(v) = inventory::export::host_json(&inv, &host) else {
                 let hint = crate::model::did_you_mean(&host, inv.hosts.keys().map(String::as_str));
-                return Err(AppError::new(Exit::NotFound, format!("host \"{host}\" is not in the inventory{hint}")));
+                return Err(AppError::new(
+                    Exit::NotFound,
+                    format!("host \"{host}\" is not in the inventory{hint}"),
+                ));
             };
             write_out(out, &to_json(&v, args.pretty))?;
         }
         Some(InventoryAction::Export { format, output }) => {
             let (_, inv) = build_inventory(s)?;
             let text = match format {
-                ExportFormat::Yaml => inventory::export::yaml(&inv).map_err(|e| AppError::new(Exit::Internal, format!("cannot write YAML: {e}")))?,
+                ExportFormat::Yaml => inventory::export::yaml(&inv)
+                    .map_err(|e| AppError::new(Exit::Internal, format!("cannot write YAML: {e}")))?,
                 ExportFormat::Ini => inventory::export::ini(&inv),
                 ExportFormat::Json => inventory::export::static_json(&inv),
             };
@@ -180,7 +199,8 @@ fn run_inventory(s: &Settings, args: InventoryArgs, out: &mut dyn Write) -> Resu
         }
         Some(InventoryAction::Explain { host, var, format, show_secrets }) => {
             let (_, inv) = build_inventory(s)?;
-            let e = inventory::explain::explain(&inv, &host, var.as_deref()).map_err(|e| AppError::new(Exit::NotFound, e))?;
+            let e = inventory::explain::explain(&inv, &host, var.as_deref())
+                .map_err(|e| AppError::new(Exit::NotFound, e))?;
             let text = match format {
                 TextOrJson::Text => inventory::explain::to_text(&e, show_secrets),
                 TextOrJson::Json => to_json(&inventory::explain::to_json(&e, show_secrets), true),
@@ -193,8 +213,9 @@ fn run_inventory(s: &Settings, args: InventoryArgs, out: &mut dyn Write) -> Resu
 
 /// Inventories may hold values from Secrets, hence mode 0600 for exported files.
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), AppError> {
-    crate::fsutil::write_atomic(path, bytes, mode)
-        .map_err(|e| AppError::new(Exit::Internal, format!("cannot write {}: {e}; nothing was written", path.display())))
+    crate::fsutil::write_atomic(path, bytes, mode).map_err(|e| {
+        AppError::new(Exit::Internal, format!("cannot write {}: {e}; nothing was written", path.display()))
+    })
 }
 
 fn run_validate(s: &Settings, args: ValidateArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
@@ -205,7 +226,10 @@ fn run_validate(s: &Settings, args: ValidateArgs, out: &mut dyn Write) -> Result
         TextOrJson::Json => to_json(&crate::validate::to_json(&diags), true),
         TextOrJson::Text => {
             let mut t: String = diags.iter().map(|d| format!("{d}\n")).collect();
-            t.push_str(&format!("{errors} error(s), {warnings} warning(s) in {} data-plane object(s)\n", snap.host_sources()));
+            t.push_str(&format!(
+                "{errors} error(s), {warnings} warning(s) in {} data-plane object(s)\n",
+                snap.host_sources()
+            ));
             t
         }
     };

@@ -118,11 +118,8 @@ pub enum TextOrJson {
 /// Installed or linked as `edpm-inventory`, the binary is `edpm-agent inventory`, so that
 /// `ansible-playbook -i /usr/bin/edpm-inventory` works.
 pub fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
-    let invoked_as = args
-        .first()
-        .and_then(|a| std::path::Path::new(a).file_name())
-        .and_then(|n| n.to_str())
-        .unwrap_or("");
+    let invoked_as =
+        args.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str()).unwrap_or("");
     if invoked_as == "edpm-inventory" {
         args[0] = "edpm-agent".into();
         args.insert(1, "inventory".into());

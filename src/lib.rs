@@ -6,13 +6,13 @@
 //! clock; the shell (`source::dir`, `source::kube`, `fsutil`, `app`, `main`) does. See
 //! ARCHITECTURE.md.
 
-pub mod resource;
-pub mod source;
-pub mod model;
-pub mod inventory;
-pub mod validate;
-pub mod settings;
+pub mod app;
+pub mod cli;
 pub mod exit;
 pub mod fsutil;
-pub mod cli;
-pub mod app;
+pub mod inventory;
+pub mod model;
+pub mod resource;
+pub mod settings;
+pub mod source;
+pub mod validate;

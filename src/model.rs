@@ -11,21 +11,42 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::resource::{
-    AnsibleOpts, CELL_ANNOTATION, DataSource, IpSetNetwork, LegacyNodeSection, Meta, NodeSpec,
-    ObjRef, Object, Origin, RoleSpec,
+    AnsibleOpts, CELL_ANNOTATION, DataSource, IpSetNetwork, LegacyNodeSection, Meta, NodeSpec, ObjRef,
+    Object, Origin, RoleSpec,
 };
 use crate::source::Snapshot;
 
 /// Default `spec.services` of an OpenStackDataPlaneNodeSet (openstack-operator HEAD).
 pub const DEFAULT_NODESET_SERVICES: &[&str] = &[
-    "redhat", "download-cache", "bootstrap", "configure-network", "validate-network", "install-os",
-    "configure-os", "ssh-known-hosts", "run-os", "reboot-os", "install-certs", "ovn",
-    "neutron-metadata", "libvirt", "nova", "telemetry",
+    "redhat",
+    "download-cache",
+    "bootstrap",
+    "configure-network",
+    "validate-network",
+    "install-os",
+    "configure-os",
+    "ssh-known-hosts",
+    "run-os",
+    "reboot-os",
+    "install-certs",
+    "ovn",
+    "neutron-metadata",
+    "libvirt",
+    "nova",
+    "telemetry",
 ];
 
 /// Default `spec.services` of an OpenStackDataPlaneRole (dataplane-operator `605f1a16`).
-pub const DEFAULT_ROLE_SERVICES: &[&str] =
-    &["configure-network", "validate-network", "install-os", "configure-os", "run-os", "ovn", "libvirt", "nova"];
+pub const DEFAULT_ROLE_SERVICES: &[&str] = &[
+    "configure-network",
+    "validate-network",
+    "install-os",
+    "configure-os",
+    "run-os",
+    "ovn",
+    "libvirt",
+    "nova",
+];
 
 /// Webhook default for `ansibleUser` on pre-provisioned NodeSets.
 pub const DEFAULT_ANSIBLE_USER: &str = "cloud-admin";
@@ -141,7 +162,8 @@ impl Model {
 
     /// Finds a host by inventory hostname, node key, or full host name.
     pub fn find_member(&self, host: &str) -> Option<(&HostGroup, &Member)> {
-        self.members().find(|(_, m)| m.inventory_hostname() == host)
+        self.members()
+            .find(|(_, m)| m.inventory_hostname() == host)
             .or_else(|| self.members().find(|(_, m)| m.key == host || m.host_name.value == host))
     }
 }
@@ -211,14 +233,22 @@ fn legacy_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpe
             let mut spec = spec.clone();
             spec.data_plane.get_or_insert_with(|| dp.id.name.clone());
             let origin = Origin::Expanded { from: from.clone(), path: format!("spec.roles.{name}") };
-            roles.push(Object { id: expanded_id("OpenStackDataPlaneRole", name, origin), meta: child_meta(name, &dp.meta), body: spec });
+            roles.push(Object {
+                id: expanded_id("OpenStackDataPlaneRole", name, origin),
+                meta: child_meta(name, &dp.meta),
+                body: spec,
+            });
         }
         for (name, spec) in &dp.body.nodes {
             if nodes.iter().any(|n| &n.id.name == name) {
                 continue;
             }
             let origin = Origin::Expanded { from: from.clone(), path: format!("spec.nodes.{name}") };
-            nodes.push(Object { id: expanded_id("OpenStackDataPlaneNode", name, origin), meta: child_meta(name, &dp.meta), body: spec.clone() });
+            nodes.push(Object {
+                id: expanded_id("OpenStackDataPlaneNode", name, origin),
+                meta: child_meta(name, &dp.meta),
+                body: spec.clone(),
+            });
         }
     }
     (roles, nodes)
@@ -250,14 +280,22 @@ fn legacy_section(s: &LegacyNodeSection, base: &str) -> AnsibleSection {
         host: None,
         port: s.ansible_port.filter(|p| *p > 0).map(|p| Field::set(p, format!("{base}.ansiblePort"))),
         management_network: non_empty(&s.management_network, format!("{base}.managementNetwork")),
-        vars: s.ansible_vars.clone().filter(|v| !v.is_null()).map(|v| Field::set(v, format!("{base}.ansibleVars"))),
+        vars: s
+            .ansible_vars
+            .clone()
+            .filter(|v| !v.is_null())
+            .map(|v| Field::set(v, format!("{base}.ansibleVars"))),
         vars_from: Vec::new(),
-        networks: (!s.networks.is_empty()).then(|| Field::set(s.networks.clone(), format!("{base}.networks"))),
+        networks: (!s.networks.is_empty())
+            .then(|| Field::set(s.networks.clone(), format!("{base}.networks"))),
         network_config_template: s
             .network_config
             .as_ref()
             .and_then(|n| non_empty(&n.template, format!("{base}.networkConfig.template"))),
-        ssh_key_secret: non_empty(&s.ansible_ssh_private_key_secret, format!("{base}.ansibleSSHPrivateKeySecret")),
+        ssh_key_secret: non_empty(
+            &s.ansible_ssh_private_key_secret,
+            format!("{base}.ansibleSSHPrivateKeySecret"),
+        ),
     }
 }
 
@@ -265,7 +303,10 @@ fn role_group(role: &Object<RoleSpec>, nodes: &[&Object<NodeSpec>]) -> HostGroup
     let spec = &role.body;
     let services = match &spec.services {
         Some(s) => Field::set(s.clone(), "spec.services".into()),
-        None => Field::default(DEFAULT_ROLE_SERVICES.iter().map(|s| s.to_string()).collect(), "spec.services".into()),
+        None => Field::default(
+            DEFAULT_ROLE_SERVICES.iter().map(|s| s.to_string()).collect(),
+            "spec.services".into(),
+        ),
     };
     let mut members: Vec<Member> = nodes
         .iter()
@@ -294,7 +335,10 @@ fn role_group(role: &Object<RoleSpec>, nodes: &[&Object<NodeSpec>]) -> HostGroup
         tags: None,
         pre_provisioned: spec.pre_provisioned.unwrap_or(false),
         cell: cell_of(&role.id, &role.meta),
-        extra_mounts: Field::set(spec.node_template.extra_mounts.clone(), "spec.nodeTemplate.extraMounts".into()),
+        extra_mounts: Field::set(
+            spec.node_template.extra_mounts.clone(),
+            "spec.nodeTemplate.extraMounts".into(),
+        ),
         members,
     }
 }
@@ -305,7 +349,11 @@ fn ansible_section(a: &AnsibleOpts, base: &str) -> AnsibleSection {
         host: non_empty(&a.ansible_host, format!("{base}.ansible.ansibleHost")),
         port: a.ansible_port.filter(|p| *p > 0).map(|p| Field::set(p, format!("{base}.ansible.ansiblePort"))),
         management_network: None,
-        vars: a.ansible_vars.clone().filter(|v| !v.is_null()).map(|v| Field::set(v, format!("{base}.ansible.ansibleVars"))),
+        vars: a
+            .ansible_vars
+            .clone()
+            .filter(|v| !v.is_null())
+            .map(|v| Field::set(v, format!("{base}.ansible.ansibleVars"))),
         vars_from: a
             .ansible_vars_from
             .iter()
@@ -325,15 +373,23 @@ fn nodeset_group(ns: &Object<crate::resource::NodeSetSpec>) -> HostGroup {
     let mut template = ansible_section(&spec.node_template.ansible, "spec.nodeTemplate");
     if template.user.is_none() {
         // Webhook default: cloud-admin, or the baremetal template's cloudUserName.
-        let bm_user = bm.and_then(|b| b.cloud_user_name.clone()).filter(|u| !u.is_empty() && !pre_provisioned);
+        let bm_user =
+            bm.and_then(|b| b.cloud_user_name.clone()).filter(|u| !u.is_empty() && !pre_provisioned);
         template.user = Some(match bm_user {
             Some(u) => Field::default(u, "spec.baremetalSetTemplate.cloudUserName".into()),
-            None => Field::default(DEFAULT_ANSIBLE_USER.into(), "spec.nodeTemplate.ansible.ansibleUser".into()),
+            None => {
+                Field::default(DEFAULT_ANSIBLE_USER.into(), "spec.nodeTemplate.ansible.ansibleUser".into())
+            }
         });
     }
     template.management_network = Some(
         non_empty(&spec.node_template.management_network, "spec.nodeTemplate.managementNetwork".into())
-            .unwrap_or_else(|| Field::default(DEFAULT_MANAGEMENT_NETWORK.into(), "spec.nodeTemplate.managementNetwork".into())),
+            .unwrap_or_else(|| {
+                Field::default(
+                    DEFAULT_MANAGEMENT_NETWORK.into(),
+                    "spec.nodeTemplate.managementNetwork".into(),
+                )
+            }),
     );
     template.networks = (!spec.node_template.networks.is_empty())
         .then(|| Field::set(spec.node_template.networks.clone(), "spec.nodeTemplate.networks".into()));
@@ -348,9 +404,10 @@ fn nodeset_group(ns: &Object<crate::resource::NodeSetSpec>) -> HostGroup {
         .map(|(key, node)| {
             let base = format!("spec.nodes.{key}");
             let mut section = ansible_section(&node.ansible, &base);
-            section.management_network = non_empty(&node.management_network, format!("{base}.managementNetwork"));
-            section.networks =
-                (!node.networks.is_empty()).then(|| Field::set(node.networks.clone(), format!("{base}.networks")));
+            section.management_network =
+                non_empty(&node.management_network, format!("{base}.managementNetwork"));
+            section.networks = (!node.networks.is_empty())
+                .then(|| Field::set(node.networks.clone(), format!("{base}.networks")));
             let host_name = non_empty(&node.host_name, format!("{base}.hostName")).unwrap_or_else(|| {
                 // Webhook default: the map key, made an FQDN with the baremetal domain.
                 let name = match &domain {
@@ -369,7 +426,10 @@ fn nodeset_group(ns: &Object<crate::resource::NodeSetSpec>) -> HostGroup {
         template,
         services: match &spec.services {
             Some(s) => Field::set(s.clone(), "spec.services".into()),
-            None => Field::default(DEFAULT_NODESET_SERVICES.iter().map(|s| s.to_string()).collect(), "spec.services".into()),
+            None => Field::default(
+                DEFAULT_NODESET_SERVICES.iter().map(|s| s.to_string()).collect(),
+                "spec.services".into(),
+            ),
         },
         tls_enabled: Some(match spec.tls_enabled {
             Some(t) => Field::set(t, "spec.tlsEnabled".into()),
@@ -378,7 +438,10 @@ fn nodeset_group(ns: &Object<crate::resource::NodeSetSpec>) -> HostGroup {
         tags: spec.tags.clone().map(|t| Field::set(t, "spec.tags".into())),
         pre_provisioned,
         cell: cell_of(&ns.id, &ns.meta),
-        extra_mounts: Field::set(spec.node_template.extra_mounts.clone(), "spec.nodeTemplate.extraMounts".into()),
+        extra_mounts: Field::set(
+            spec.node_template.extra_mounts.clone(),
+            "spec.nodeTemplate.extraMounts".into(),
+        ),
         members,
     }
 }
@@ -427,7 +490,10 @@ mod tests {
     fn missing_role_suggests_a_name() {
         let s = snap(vec![role("edpm-compute", json!({"spec": {}})), node("c0", "edpm-cmpute", json!({}))]);
         let err = resolve(&s).unwrap_err().to_string();
-        assert!(err.contains("\"edpm-cmpute\", which does not exist; did you mean \"edpm-compute\"?"), "{err}");
+        assert!(
+            err.contains("\"edpm-cmpute\", which does not exist; did you mean \"edpm-compute\"?"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -440,15 +506,18 @@ mod tests {
         let m = resolve(&s).unwrap();
         let g = &m.groups[0];
         assert_eq!(g.template.user.as_ref().unwrap().value, "inline");
-        let origins: Vec<_> = g.members.iter().map(|m| matches!(m.id.origin, Origin::Expanded { .. })).collect();
+        let origins: Vec<_> =
+            g.members.iter().map(|m| matches!(m.id.origin, Origin::Expanded { .. })).collect();
         assert_eq!(origins, [true, false]);
     }
 
     #[test]
     fn nodeset_webhook_defaults() {
-        let s = snap(vec![json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+        let s = snap(vec![
+            json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
             "metadata": {"name": "ns"}, "spec": {"preProvisioned": false, "baremetalSetTemplate": {"domainName": "example.com", "cloudUserName": "stack"},
-            "nodes": {"edpm-0": {}}}})]);
+            "nodes": {"edpm-0": {}}}}),
+        ]);
         let m = resolve(&s).unwrap();
         let g = &m.groups[0];
         assert_eq!(g.members[0].host_name.value, "edpm-0.example.com");

@@ -93,7 +93,9 @@ pub enum SettingsError {
     File { path: String, message: String },
     #[error("environment variable {name}={value:?}: {message}")]
     Env { name: String, value: String, message: String },
-    #[error("no source given: pass --source DIR (or --source kube), set EDPM_AGENT_SOURCE, or name a config file with source: in EDPM_AGENT_CONFIG")]
+    #[error(
+        "no source given: pass --source DIR (or --source kube), set EDPM_AGENT_SOURCE, or name a config file with source: in EDPM_AGENT_CONFIG"
+    )]
     NoSource,
 }
 
@@ -105,9 +107,11 @@ pub const IMAGE_ENV_PREFIX: &str = "EDPM_AGENT_IMAGE_";
 
 /// Parses the config file text.
 pub fn parse_file(path: &Path, text: &str) -> Result<FileValues, SettingsError> {
-    serde_saphyr::from_str::<Option<FileValues>>(text).map(Option::unwrap_or_default).map_err(|e| SettingsError::File {
-        path: path.display().to_string(),
-        message: e.to_string().lines().next().unwrap_or("invalid YAML").to_string(),
+    serde_saphyr::from_str::<Option<FileValues>>(text).map(Option::unwrap_or_default).map_err(|e| {
+        SettingsError::File {
+            path: path.display().to_string(),
+            message: e.to_string().lines().next().unwrap_or("invalid YAML").to_string(),
+        }
     })
 }
 
@@ -188,13 +192,19 @@ mod tests {
 
     #[test]
     fn cli_beats_env_beats_file() {
-        let file = parse_file(Path::new("/etc/edpm/agent.yaml"), "source: [manifests, kube]\nnamespace: fromfile\nssh_key_dir: /f\n").unwrap();
+        let file = parse_file(
+            Path::new("/etc/edpm/agent.yaml"),
+            "source: [manifests, kube]\nnamespace: fromfile\nssh_key_dir: /f\n",
+        )
+        .unwrap();
         let env = env_of(&[("EDPM_AGENT_NAMESPACE", "fromenv")]);
-        let s = resolve(CliValues::default(), &env, &[], Some(("/etc/edpm/agent.yaml".into(), file.clone()))).unwrap();
+        let s = resolve(CliValues::default(), &env, &[], Some(("/etc/edpm/agent.yaml".into(), file.clone())))
+            .unwrap();
         assert_eq!(s.sources, [SourceSpec::Dir("/etc/edpm/manifests".into()), SourceSpec::Kube]);
         assert_eq!(s.namespace.as_deref(), Some("fromenv"));
         assert_eq!(s.ssh_key_dir, "/f");
-        let cli = CliValues { sources: vec!["d".into()], namespace: Some("fromcli".into()), ..Default::default() };
+        let cli =
+            CliValues { sources: vec!["d".into()], namespace: Some("fromcli".into()), ..Default::default() };
         let s = resolve(cli, &env, &[], Some(("/x/a.yaml".into(), file))).unwrap();
         assert_eq!((s.sources, s.namespace.as_deref()), (vec![SourceSpec::Dir("d".into())], Some("fromcli")));
     }
@@ -216,7 +226,8 @@ mod tests {
     #[test]
     fn images_from_env_prefix() {
         let env = env_of(&[("EDPM_AGENT_SOURCE", "d")]);
-        let vars = vec![("EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE".to_string(), "quay.io/x/nova:1".to_string())];
+        let vars =
+            vec![("EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE".to_string(), "quay.io/x/nova:1".to_string())];
         let s = resolve(CliValues::default(), &env, &vars, None).unwrap();
         assert_eq!(s.images["edpm_nova_compute_image"], "quay.io/x/nova:1");
     }

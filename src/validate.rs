@@ -9,7 +9,10 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use crate::inventory::{self, build::{anchor_decode, decode_vars_from_value, parse_ansible_vars}};
+use crate::inventory::{
+    self,
+    build::{anchor_decode, decode_vars_from_value, parse_ansible_vars},
+};
 use crate::model::{self, AnsibleSection, Field, GroupKind};
 use crate::resource::{ObjRef, UnknownFields};
 use crate::source::Snapshot;
@@ -41,8 +44,19 @@ impl std::fmt::Display for Diagnostic {
 struct Report(Vec<Diagnostic>);
 
 impl Report {
-    fn push(&mut self, severity: Severity, object: &ObjRef, field: impl Into<String>, message: impl Into<String>) {
-        self.0.push(Diagnostic { severity, object: object.clone(), field: field.into(), message: message.into() });
+    fn push(
+        &mut self,
+        severity: Severity,
+        object: &ObjRef,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        self.0.push(Diagnostic {
+            severity,
+            object: object.clone(),
+            field: field.into(),
+            message: message.into(),
+        });
     }
     fn error(&mut self, o: &ObjRef, f: impl Into<String>, m: impl Into<String>) {
         self.push(Severity::Error, o, f, m);
@@ -74,7 +88,11 @@ pub fn validate(snap: &Snapshot, opts: &inventory::Options) -> Vec<Diagnostic> {
 }
 
 fn placeholder() -> ObjRef {
-    ObjRef { kind: "Inventory".into(), name: "-".into(), origin: crate::resource::Origin::Api { namespace: "-".into() } }
+    ObjRef {
+        kind: "Inventory".into(),
+        name: "-".into(),
+        origin: crate::resource::Origin::Api { namespace: "-".into() },
+    }
 }
 
 pub fn summary(diags: &[Diagnostic]) -> (usize, usize) {
@@ -119,14 +137,27 @@ fn is_hostname(s: &str) -> bool {
 
 fn check_names(snap: &Snapshot, r: &mut Report) {
     let rule = "must be a lowercase RFC 1123 name ([a-z0-9-], dots between labels, starting and ending with a letter or digit)";
-    for id in snap.roles.iter().map(|o| &o.id).chain(snap.nodes.iter().map(|o| &o.id)).chain(snap.dataplanes.iter().map(|o| &o.id)) {
+    for id in snap
+        .roles
+        .iter()
+        .map(|o| &o.id)
+        .chain(snap.nodes.iter().map(|o| &o.id))
+        .chain(snap.dataplanes.iter().map(|o| &o.id))
+    {
         if !is_dns1123_subdomain(&id.name) {
             r.error(id, "metadata.name", format!("\"{}\" {rule}", id.name));
         }
     }
     for ns in &snap.nodesets {
         if !is_dns1123_label(&ns.id.name) {
-            r.error(&ns.id, "metadata.name", format!("\"{}\" must be an RFC 1123 label (at most 63 of [a-z0-9-]); the webhook rejects it", ns.id.name));
+            r.error(
+                &ns.id,
+                "metadata.name",
+                format!(
+                    "\"{}\" must be an RFC 1123 label (at most 63 of [a-z0-9-]); the webhook rejects it",
+                    ns.id.name
+                ),
+            );
         }
     }
 }
@@ -161,7 +192,9 @@ fn check_role_references(snap: &Snapshot, r: &mut Report) {
         .collect();
     for n in &snap.nodes {
         match n.body.role.as_deref() {
-            None | Some("") => r.error(&n.id, "spec.role", "is empty; set it to the name of an OpenStackDataPlaneRole"),
+            None | Some("") => {
+                r.error(&n.id, "spec.role", "is empty; set it to the name of an OpenStackDataPlaneRole")
+            }
             Some(role) if !roles.contains(&role) => r.error(
                 &n.id,
                 "spec.role",
@@ -193,7 +226,11 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
             for (j, vol) in mount.get("volumes").and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let name = vol.get("name").and_then(Value::as_str).unwrap_or("");
                 if !is_dns1123_label(name) {
-                    r.error(&g.id, format!("{}[{i}].volumes[{j}].name", g.extra_mounts.path), format!("\"{name}\" must be an RFC 1123 label; the webhook rejects it"));
+                    r.error(
+                        &g.id,
+                        format!("{}[{i}].volumes[{j}].name", g.extra_mounts.path),
+                        format!("\"{name}\" must be an RFC 1123 label; the webhook rejects it"),
+                    );
                 }
             }
         }
@@ -201,7 +238,11 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
             let here = (mem.id.clone(), mem.key.clone());
             check_section(snap, &mem.id, &mem.section, r);
             if !is_hostname(&mem.host_name.value) {
-                r.error(&mem.id, &mem.host_name.path, format!("\"{}\" is not a valid host name", mem.host_name.value));
+                r.error(
+                    &mem.id,
+                    &mem.host_name.path,
+                    format!("\"{}\" is not a valid host name", mem.host_name.value),
+                );
             }
             host_names.entry(mem.host_name.value.clone()).or_default().push(here.clone());
             let addr = mem.section.host.as_ref().map_or(&mem.host_name.value, |h| &h.value);
@@ -209,9 +250,12 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
             if let Some(c) = &mem.own_cell {
                 check_cell(snap, c, r);
             }
-            let has_ipset = snap.ipsets.iter().any(|o| o.id.name == mem.host_name.value || o.id.name == mem.key);
+            let has_ipset =
+                snap.ipsets.iter().any(|o| o.id.name == mem.host_name.value || o.id.name == mem.key);
             let nets = mem.section.networks.as_ref().or(g.template.networks.as_ref());
-            let has_fixed = nets.is_some_and(|n| n.value.iter().any(|n| n.fixed_ip.as_deref().is_some_and(|ip| !ip.is_empty())));
+            let has_fixed = nets.is_some_and(|n| {
+                n.value.iter().any(|n| n.fixed_ip.as_deref().is_some_and(|ip| !ip.is_empty()))
+            });
             if !has_ipset && !has_fixed {
                 r.warn(&mem.id, format!("{} (node {})", nets.map_or("networks", |n| n.path.as_str()), mem.key),
                     "no IPSet and no fixedIP: ctlplane_ip and canonical_hostname are not set, and nova's my_ip/host will be missing");
@@ -219,7 +263,10 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
             if g.pre_provisioned && g.kind == GroupKind::NodeSet {
                 let host = mem.section.host.as_ref();
                 if host.is_none_or(|h| h.value.parse::<IpAddr>().is_err()) {
-                    let field = host.map_or_else(|| format!("spec.nodes.{}.ansible.ansibleHost", mem.key), |h| h.path.clone());
+                    let field = host.map_or_else(
+                        || format!("spec.nodes.{}.ansible.ansibleHost", mem.key),
+                        |h| h.path.clone(),
+                    );
                     r.warn(&mem.id, field, "pre-provisioned nodes should have an IP address as ansibleHost; the webhook requires it");
                 }
             }
@@ -228,7 +275,15 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     for (what, map) in [("hostName", host_names), ("ansibleHost", addresses)] {
         for (value, users) in map.into_iter().filter(|(_, u)| u.len() > 1) {
             for (id, key) in &users[1..] {
-                r.error(id, format!("node {key}"), format!("{what} \"{value}\" is also used by {} (node {}); the webhook rejects duplicates", users[0].0.short(), users[0].1));
+                r.error(
+                    id,
+                    format!("node {key}"),
+                    format!(
+                        "{what} \"{value}\" is also used by {} (node {}); the webhook rejects duplicates",
+                        users[0].0.short(),
+                        users[0].1
+                    ),
+                );
             }
         }
     }
@@ -237,7 +292,15 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
 fn check_cell(snap: &Snapshot, c: &model::CellRef, r: &mut Report) {
     if snap.openstack_object("NovaCell", &c.name).is_none() {
         let cells = snap.openstack.iter().filter(|o| o.id.kind == "NovaCell").map(|o| o.id.name.as_str());
-        r.warn(&c.object, &c.field, format!("NovaCell \"{}\" is not in the source{}; nova config for these nodes cannot be derived", c.name, model::did_you_mean(&c.name, cells)));
+        r.warn(
+            &c.object,
+            &c.field,
+            format!(
+                "NovaCell \"{}\" is not in the source{}; nova config for these nodes cannot be derived",
+                c.name,
+                model::did_you_mean(&c.name, cells)
+            ),
+        );
     }
 }
 
@@ -262,7 +325,15 @@ fn check_vars_from(snap: &Snapshot, id: &ObjRef, f: &Field<crate::resource::Data
         match snap.config_map(&cm.name) {
             None if cm.optional != Some(true) => {
                 let names = snap.config_maps.iter().map(|o| o.id.name.as_str());
-                r.error(id, format!("{}.configMapRef.name", f.path), format!("ConfigMap \"{}\" does not exist{}; inventory generation fails until it does", cm.name, model::did_you_mean(&cm.name, names)));
+                r.error(
+                    id,
+                    format!("{}.configMapRef.name", f.path),
+                    format!(
+                        "ConfigMap \"{}\" does not exist{}; inventory generation fails until it does",
+                        cm.name,
+                        model::did_you_mean(&cm.name, names)
+                    ),
+                );
             }
             None => {}
             Some(obj) => {
@@ -283,7 +354,15 @@ fn check_vars_from(snap: &Snapshot, id: &ObjRef, f: &Field<crate::resource::Data
         && s.optional != Some(true)
     {
         let names = snap.secrets.iter().map(|o| o.id.name.as_str());
-        r.error(id, format!("{}.secretRef.name", f.path), format!("Secret \"{}\" does not exist{}; inventory generation fails until it does", s.name, model::did_you_mean(&s.name, names)));
+        r.error(
+            id,
+            format!("{}.secretRef.name", f.path),
+            format!(
+                "Secret \"{}\" does not exist{}; inventory generation fails until it does",
+                s.name,
+                model::did_you_mean(&s.name, names)
+            ),
+        );
     }
 }
 

@@ -61,13 +61,23 @@ fn ansible_inventory_reads_the_script_like_our_own_list() {
     assert_eq!(out.code, 0, "ansible-inventory failed: {}", out.stderr);
     assert!(!out.stderr.contains("ERROR") && !out.stderr.contains("WARNING]: * Failed"), "{}", out.stderr);
     let theirs: Value = serde_json::from_str(&out.stdout).unwrap();
-    let ours: Value = serde_json::from_str(&run(&["--config", "examples/edpm-agent.yaml", "inventory", "--list"], &[]).stdout).unwrap();
+    let ours: Value = serde_json::from_str(
+        &run(&["--config", "examples/edpm-agent.yaml", "inventory", "--list"], &[]).stdout,
+    )
+    .unwrap();
     assert_eq!(theirs["_meta"]["hostvars"], Value::Object(expected_hostvars(&ours)));
     assert_eq!(theirs["nova-cell2"]["hosts"], serde_json::json!(["edpm-compute-1"]));
 
     let graph = ansible_inventory(&s, &cfg, &["--graph"]);
     assert_eq!(graph.code, 0, "{}", graph.stderr);
-    for line in ["@all:", "@edpm-compute:", "@nova-cell1:", "@nova-cell2:", "@edpm-networker:", "|  |--edpm-compute-1"] {
+    for line in [
+        "@all:",
+        "@edpm-compute:",
+        "@nova-cell1:",
+        "@nova-cell2:",
+        "@edpm-networker:",
+        "|  |--edpm-compute-1",
+    ] {
         assert!(graph.stdout.contains(line), "--graph lacks {line:?}:\n{}", graph.stdout);
     }
 }
@@ -76,11 +86,24 @@ fn ansible_inventory_reads_the_script_like_our_own_list() {
 fn static_exports_mean_the_same_to_ansible_as_the_script() {
     let d = tempfile::tempdir().unwrap();
     for cfg in ["examples/edpm-agent.yaml", "examples/edpm-agent-nodeset.yaml"] {
-        let ours: Value = serde_json::from_str(&run(&["--config", cfg, "inventory", "--list"], &[]).stdout).unwrap();
+        let ours: Value =
+            serde_json::from_str(&run(&["--config", cfg, "inventory", "--list"], &[]).stdout).unwrap();
         let expected = Value::Object(expected_hostvars(&ours));
         for (format, ext) in [("yaml", "yml"), ("ini", "ini"), ("json", "json")] {
             let file = d.path().join(format!("hosts.{ext}"));
-            let out = run(&["--config", cfg, "inventory", "export", "--format", format, "--output", file.to_str().unwrap()], &[]);
+            let out = run(
+                &[
+                    "--config",
+                    cfg,
+                    "inventory",
+                    "export",
+                    "--format",
+                    format,
+                    "--output",
+                    file.to_str().unwrap(),
+                ],
+                &[],
+            );
             assert_eq!(out.code, 0, "{}", out.stderr);
             let inv = ansible_inventory(&file, &[], &["--list"]);
             assert_eq!(inv.code, 0, "{format}: {}", inv.stderr);
@@ -138,13 +161,32 @@ fn ansible_playbook_runs_against_the_script_inventory() {
     let rd = format!("results_dir={}", results.display());
     let out = run_program(
         &tool,
-        &["-i", s.to_str().unwrap(), playbook.to_str().unwrap(), "-e", "ansible_connection=local", "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", "-e", &rd],
+        &[
+            "-i",
+            s.to_str().unwrap(),
+            playbook.to_str().unwrap(),
+            "-e",
+            "ansible_connection=local",
+            "-e",
+            "ansible_python_interpreter={{ ansible_playbook_python }}",
+            "-e",
+            &rd,
+        ],
         &env(&[("EDPM_AGENT_CONFIG", repo().join("examples/edpm-agent.yaml").to_str().unwrap())]),
     );
     assert_eq!(out.code, 0, "ansible-playbook failed:\n{}\n{}", out.stdout, out.stderr);
     let seen = |h: &str| std::fs::read_to_string(results.join(h)).unwrap();
-    assert_eq!(seen("edpm-compute-0"), "192.168.122.100 edpm-compute-0.ctlplane.example.com edpm-compute,nova-cell1\n");
-    assert_eq!(seen("edpm-compute-1"), "192.168.122.101 edpm-compute-1.ctlplane.example.com edpm-compute,nova-cell2\n");
-    assert_eq!(seen("edpm-compute-2"), "192.168.122.102 edpm-compute-2.lab.example.com edpm-compute,nova-cell1\n");
+    assert_eq!(
+        seen("edpm-compute-0"),
+        "192.168.122.100 edpm-compute-0.ctlplane.example.com edpm-compute,nova-cell1\n"
+    );
+    assert_eq!(
+        seen("edpm-compute-1"),
+        "192.168.122.101 edpm-compute-1.ctlplane.example.com edpm-compute,nova-cell2\n"
+    );
+    assert_eq!(
+        seen("edpm-compute-2"),
+        "192.168.122.102 edpm-compute-2.lab.example.com edpm-compute,nova-cell1\n"
+    );
     assert!(!results.join("edpm-networker-0").exists());
 }

@@ -26,7 +26,10 @@ fn list_prints_only_json_and_nothing_on_stderr() {
 
 #[test]
 fn environment_configures_inventory_script_mode() {
-    let out = run(&["inventory", "--host", "edpm-compute-1"], &[("EDPM_AGENT_SOURCE", "examples/controlplane:examples/dataplane")]);
+    let out = run(
+        &["inventory", "--host", "edpm-compute-1"],
+        &[("EDPM_AGENT_SOURCE", "examples/controlplane:examples/dataplane")],
+    );
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["ansible_port"], "2022");
@@ -67,43 +70,75 @@ fn scratch(files: &[(&str, &str)]) -> tempfile::TempDir {
 const ROLE: &str = "apiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneRole\nmetadata:\n  name: compute\nspec: {}\n";
 
 fn node(name: &str, role: &str, host: &str) -> String {
-    format!("---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNode\nmetadata:\n  name: {name}\nspec:\n  role: {role}\n  hostName: {name}\n  ansibleHost: {host}\n")
+    format!(
+        "---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNode\nmetadata:\n  name: {name}\nspec:\n  role: {role}\n  hostName: {name}\n  ansibleHost: {host}\n"
+    )
 }
 
 #[test]
 fn malformed_yaml_names_file_and_line() {
     let d = scratch(&[("a.yaml", "kind: A\nmetadata:\n  name: [x\n")]);
     let src = d.path().join("a.yaml");
-    assert_failure(&["--source", src.to_str().unwrap(), "inventory", "--list"], &[], 3, &["a.yaml:3:", "unclosed"]);
+    assert_failure(
+        &["--source", src.to_str().unwrap(), "inventory", "--list"],
+        &[],
+        3,
+        &["a.yaml:3:", "unclosed"],
+    );
 }
 
 #[test]
 fn wrong_type_names_object_and_field() {
-    let text = format!("{ROLE}---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNode\nmetadata:\n  name: n0\nspec:\n  role: compute\n  node:\n    ansiblePort: twenty-two\n");
+    let text = format!(
+        "{ROLE}---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNode\nmetadata:\n  name: n0\nspec:\n  role: compute\n  node:\n    ansiblePort: twenty-two\n"
+    );
     let d = scratch(&[("m.yaml", &text)]);
     let src = d.path().to_str().unwrap().to_string();
-    assert_failure(&["--source", &src, "inventory", "--list"], &[], 3, &["OpenStackDataPlaneNode/n0", "m.yaml:7", "spec.node.ansiblePort"]);
+    assert_failure(
+        &["--source", &src, "inventory", "--list"],
+        &[],
+        3,
+        &["OpenStackDataPlaneNode/n0", "m.yaml:7", "spec.node.ansiblePort"],
+    );
 }
 
 #[test]
 fn missing_role_is_a_missing_reference() {
     let d = scratch(&[("m.yaml", &format!("{ROLE}{}", node("n0", "compte", "10.0.0.1")))]);
     let src = d.path().to_str().unwrap().to_string();
-    assert_failure(&["--source", &src, "inventory", "--list"], &[], 4, &["OpenStackDataPlaneNode/n0", "spec.role", "did you mean \"compute\""]);
+    assert_failure(
+        &["--source", &src, "inventory", "--list"],
+        &[],
+        4,
+        &["OpenStackDataPlaneNode/n0", "spec.role", "did you mean \"compute\""],
+    );
 }
 
 #[test]
 fn duplicate_hosts_are_a_conflict() {
-    let d = scratch(&[("m.yaml", &format!("{ROLE}{}{}", node("n0", "compute", "10.0.0.1"), node("n1", "compute", "10.0.0.1")))]);
+    let d = scratch(&[(
+        "m.yaml",
+        &format!("{ROLE}{}{}", node("n0", "compute", "10.0.0.1"), node("n1", "compute", "10.0.0.1")),
+    )]);
     let src = d.path().to_str().unwrap().to_string();
-    assert_failure(&["--source", &src, "inventory", "--list"], &[], 5, &["ansible_host \"10.0.0.1\"", "node n0", "node n1"]);
+    assert_failure(
+        &["--source", &src, "inventory", "--list"],
+        &[],
+        5,
+        &["ansible_host \"10.0.0.1\"", "node n0", "node n1"],
+    );
 }
 
 #[test]
 fn duplicate_objects_across_files_are_a_conflict() {
     let d = scratch(&[("a.yaml", ROLE), ("b/c.yaml", ROLE)]);
     let src = d.path().to_str().unwrap().to_string();
-    assert_failure(&["--source", &src, "inventory", "--list"], &[], 5, &["OpenStackDataPlaneRole/compute is defined twice", "a.yaml:1", "c.yaml:1"]);
+    assert_failure(
+        &["--source", &src, "inventory", "--list"],
+        &[],
+        5,
+        &["OpenStackDataPlaneRole/compute is defined twice", "a.yaml:1", "c.yaml:1"],
+    );
 }
 
 #[test]
@@ -111,7 +146,12 @@ fn missing_vars_from_configmap_is_a_missing_reference() {
     let ns = "apiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNodeSet\nmetadata:\n  name: ns\nspec:\n  nodeTemplate:\n    ansibleSSHPrivateKeySecret: k\n    ansible:\n      ansibleVarsFrom:\n        - configMapRef:\n            name: absent\n  nodes:\n    n0: {}\n";
     let d = scratch(&[("ns.yaml", ns)]);
     let src = d.path().to_str().unwrap().to_string();
-    assert_failure(&["--source", &src, "inventory", "--list"], &[], 4, &["OpenStackDataPlaneNodeSet/ns", "ansibleVarsFrom[0].configMapRef.name", "ConfigMap \"absent\""]);
+    assert_failure(
+        &["--source", &src, "inventory", "--list"],
+        &[],
+        4,
+        &["OpenStackDataPlaneNodeSet/ns", "ansibleVarsFrom[0].configMapRef.name", "ConfigMap \"absent\""],
+    );
 }
 
 #[test]
@@ -119,7 +159,12 @@ fn non_mapping_ansible_vars_is_invalid() {
     let text = "apiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneRole\nmetadata:\n  name: compute\nspec:\n  nodeTemplate:\n    ansibleVars: [a, b]\n";
     let d = scratch(&[("r.yaml", text)]);
     let src = d.path().to_str().unwrap().to_string();
-    assert_failure(&["--source", &src, "inventory", "--list"], &[], 3, &["spec.nodeTemplate.ansibleVars", "must be a mapping", "found a list"]);
+    assert_failure(
+        &["--source", &src, "inventory", "--list"],
+        &[],
+        3,
+        &["spec.nodeTemplate.ansibleVars", "must be a mapping", "found a list"],
+    );
 }
 
 #[test]
@@ -137,15 +182,33 @@ fn no_source_is_a_usage_error() {
 
 #[test]
 fn unknown_host_is_not_found() {
-    assert_failure(&with(SEEDS, &["inventory", "--host", "edpm-compute-9"]), &[], 8, &["edpm-compute-9", "did you mean"]);
-    assert_failure(&with(SEEDS, &["inventory", "explain", "edpm-compute-0", "ansible_usr"]), &[], 8, &["did you mean \"ansible_user\""]);
+    assert_failure(
+        &with(SEEDS, &["inventory", "--host", "edpm-compute-9"]),
+        &[],
+        8,
+        &["edpm-compute-9", "did you mean"],
+    );
+    assert_failure(
+        &with(SEEDS, &["inventory", "explain", "edpm-compute-0", "ansible_usr"]),
+        &[],
+        8,
+        &["did you mean \"ansible_user\""],
+    );
 }
 
 #[test]
 fn unreachable_cluster_is_a_cluster_error() {
-    let d = scratch(&[("kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://127.0.0.1:9\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u, namespace: openstack}}]\ncurrent-context: x\n")]);
+    let d = scratch(&[(
+        "kubeconfig",
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://127.0.0.1:9\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u, namespace: openstack}}]\ncurrent-context: x\n",
+    )]);
     let kc = d.path().join("kubeconfig");
-    assert_failure(&["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "inventory", "--list"], &[("EDPM_AGENT_KUBE_TIMEOUT", "2")], 7, &["listing openstackdataplanes", "reachable"]);
+    assert_failure(
+        &["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "inventory", "--list"],
+        &[("EDPM_AGENT_KUBE_TIMEOUT", "2")],
+        7,
+        &["listing openstackdataplanes", "reachable"],
+    );
 }
 
 #[test]
@@ -154,12 +217,16 @@ fn export_to_file_is_atomic_and_private() {
     let d = tempfile::tempdir().unwrap();
     let target = d.path().join("hosts.yaml");
     std::fs::write(&target, "old\n").unwrap();
-    let out = run(&with(SEEDS, &["inventory", "export", "--format", "yaml", "--output", target.to_str().unwrap()]), &[]);
+    let out = run(
+        &with(SEEDS, &["inventory", "export", "--format", "yaml", "--output", target.to_str().unwrap()]),
+        &[],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(std::fs::read_to_string(&target).unwrap().starts_with("edpm-compute:\n    hosts:\n"));
     assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
     // A failing run leaves the previous file untouched.
-    let bad = run(&["--source", "/nonexistent", "inventory", "export", "--output", target.to_str().unwrap()], &[]);
+    let bad =
+        run(&["--source", "/nonexistent", "inventory", "export", "--output", target.to_str().unwrap()], &[]);
     assert_eq!(bad.code, 6);
     assert!(std::fs::read_to_string(&target).unwrap().starts_with("edpm-compute:"));
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
@@ -173,7 +240,8 @@ fn explain_redacts_secret_values_unless_asked() {
     let out = run(&["--source", &src, "inventory", "explain", "n0", "registry_password"], &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.contains("hunter2") && out.stdout.contains("redacted"), "{}", out.stdout);
-    let out = run(&["--source", &src, "inventory", "explain", "n0", "registry_password", "--show-secrets"], &[]);
+    let out =
+        run(&["--source", &src, "inventory", "explain", "n0", "registry_password", "--show-secrets"], &[]);
     assert!(out.stdout.contains("hunter2"));
     // Verbose logs never carry secret values either.
     let out = run(&["--source", &src, "-vv", "inventory", "--list"], &[]);

@@ -5,7 +5,12 @@ use crate::util::{normalize, run, upstream};
 
 fn snapshot(name: &str, args: &[&str]) {
     let out = run(args, &[]);
-    let text = format!("exit: {}\n--- stdout\n{}--- stderr\n{}", out.code, normalize(&out.stdout), normalize(&out.stderr));
+    let text = format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.code,
+        normalize(&out.stdout),
+        normalize(&out.stderr)
+    );
     insta::with_settings!({ snapshot_path => "snapshots/golden", prepend_module_to_snapshot => false, omit_expression => true }, {
         insta::assert_snapshot!(name, text);
     });
@@ -18,18 +23,47 @@ const OO_843: &str = "openstack-k8s-operators__openstack-operator@84322c77/confi
 
 #[test]
 fn examples_seeds_model() {
-    snapshot("examples_seeds_list", &["--config", "examples/edpm-agent.yaml", "inventory", "--list", "--pretty"]);
-    snapshot("examples_seeds_yaml", &["--config", "examples/edpm-agent.yaml", "inventory", "export", "--format", "yaml"]);
-    snapshot("examples_seeds_ini", &["--config", "examples/edpm-agent.yaml", "inventory", "export", "--format", "ini"]);
-    snapshot("examples_seeds_explain", &["--config", "examples/edpm-agent.yaml", "inventory", "explain", "edpm-compute-1", "--format", "json"]);
+    snapshot(
+        "examples_seeds_list",
+        &["--config", "examples/edpm-agent.yaml", "inventory", "--list", "--pretty"],
+    );
+    snapshot(
+        "examples_seeds_yaml",
+        &["--config", "examples/edpm-agent.yaml", "inventory", "export", "--format", "yaml"],
+    );
+    snapshot(
+        "examples_seeds_ini",
+        &["--config", "examples/edpm-agent.yaml", "inventory", "export", "--format", "ini"],
+    );
+    snapshot(
+        "examples_seeds_explain",
+        &[
+            "--config",
+            "examples/edpm-agent.yaml",
+            "inventory",
+            "explain",
+            "edpm-compute-1",
+            "--format",
+            "json",
+        ],
+    );
     snapshot("examples_seeds_validate", &["--config", "examples/edpm-agent.yaml", "validate"]);
 }
 
 #[test]
 fn examples_nodeset_model() {
-    snapshot("examples_nodeset_list", &["--config", "examples/edpm-agent-nodeset.yaml", "inventory", "--list", "--pretty"]);
-    snapshot("examples_nodeset_yaml", &["--config", "examples/edpm-agent-nodeset.yaml", "inventory", "export", "--format", "yaml"]);
-    snapshot("examples_nodeset_explain_text", &["--config", "examples/edpm-agent-nodeset.yaml", "inventory", "explain", "edpm-compute-1"]);
+    snapshot(
+        "examples_nodeset_list",
+        &["--config", "examples/edpm-agent-nodeset.yaml", "inventory", "--list", "--pretty"],
+    );
+    snapshot(
+        "examples_nodeset_yaml",
+        &["--config", "examples/edpm-agent-nodeset.yaml", "inventory", "export", "--format", "yaml"],
+    );
+    snapshot(
+        "examples_nodeset_explain_text",
+        &["--config", "examples/edpm-agent-nodeset.yaml", "inventory", "explain", "edpm-compute-1"],
+    );
 }
 
 #[test]
@@ -37,8 +71,14 @@ fn upstream_old_model_role_and_nodes() {
     let role = upstream(&format!("{DP_605}/dataplane_v1beta1_openstackdataplanerole_edpm_compute.yaml"));
     let n0 = upstream(&format!("{DP_605}/dataplane_v1beta1_openstackdataplanenode_edpm_compute_0.yaml"));
     let n1 = upstream(&format!("{DP_605}/dataplane_v1beta1_openstackdataplanenode_edpm_compute_1.yaml"));
-    snapshot("upstream_605f1a16_role_nodes", &["--source", &role, "--source", &n0, "--source", &n1, "inventory", "--list", "--pretty"]);
-    snapshot("upstream_605f1a16_role_nodes_validate", &["--source", &role, "--source", &n0, "--source", &n1, "validate"]);
+    snapshot(
+        "upstream_605f1a16_role_nodes",
+        &["--source", &role, "--source", &n0, "--source", &n1, "inventory", "--list", "--pretty"],
+    );
+    snapshot(
+        "upstream_605f1a16_role_nodes_validate",
+        &["--source", &role, "--source", &n0, "--source", &n1, "validate"],
+    );
 }
 
 #[test]
@@ -46,7 +86,10 @@ fn upstream_earliest_model_with_yaml_string_vars() {
     let role = upstream(&format!("{DP_5EB}/dataplane_v1beta1_openstackdataplanerole_edpm_compute.yaml"));
     let n0 = upstream(&format!("{DP_5EB}/dataplane_v1beta1_openstackdataplanenode_edpm_compute_0.yaml"));
     let n1 = upstream(&format!("{DP_5EB}/dataplane_v1beta1_openstackdataplanenode_edpm_compute_1.yaml"));
-    snapshot("upstream_5ebd8ad4_role_nodes", &["--source", &role, "--source", &n0, "--source", &n1, "inventory", "--list", "--pretty"]);
+    snapshot(
+        "upstream_5ebd8ad4_role_nodes",
+        &["--source", &role, "--source", &n0, "--source", &n1, "inventory", "--list", "--pretty"],
+    );
 }
 
 #[test]
@@ -57,9 +100,22 @@ fn upstream_dataplane_with_inline_roles_and_nodes() {
 
 #[test]
 fn upstream_nodeset_samples() {
-    for name in ["nodeset", "nodeset_ceph", "nodeset_networker", "nodeset_sriov", "nodeset_ovs_dpdk", "nodeset_bgp", "nodeset_baremetal_with_ipam", "nodeset_customnetworks", "nodeset_swift"] {
+    for name in [
+        "nodeset",
+        "nodeset_ceph",
+        "nodeset_networker",
+        "nodeset_sriov",
+        "nodeset_ovs_dpdk",
+        "nodeset_bgp",
+        "nodeset_baremetal_with_ipam",
+        "nodeset_customnetworks",
+        "nodeset_swift",
+    ] {
         let f = upstream(&format!("{DP_673}/dataplane_v1beta1_openstackdataplane{name}.yaml"));
-        snapshot(&format!("upstream_673c766e_{name}"), &["--source", &f, "inventory", "export", "--format", "yaml"]);
+        snapshot(
+            &format!("upstream_673c766e_{name}"),
+            &["--source", &f, "inventory", "export", "--format", "yaml"],
+        );
     }
 }
 

@@ -39,8 +39,10 @@ fn server() -> FakeApi {
     api.put(other_nodeset());
     api.put(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "net-vars", "namespace": "openstack"},
                    "data": {"mtu": "1500", "bridge": "br-ex"}}));
-    api.put(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "openstack"},
-                   "data": {"registry_password": "c2VjcmV0"}}));
+    api.put(
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "openstack"},
+                   "data": {"registry_password": "c2VjcmV0"}}),
+    );
     api
 }
 
@@ -67,8 +69,12 @@ fn reads_nodesets_and_only_the_objects_they_reference() {
     let reqs = api.requests();
     assert!(reqs.iter().any(|r| r.contains("labelSelector=tier%3Dcompute")), "{reqs:?}");
     assert!(reqs.iter().any(|r| r == "GET /api/v1/namespaces/openstack/configmaps/net-vars"));
-    assert!(!reqs.iter().any(|r| r.starts_with("GET /api/v1/namespaces/openstack/secrets?") || r.ends_with("/secrets")),
-        "never lists all Secrets: {reqs:?}");
+    assert!(
+        !reqs
+            .iter()
+            .any(|r| r.starts_with("GET /api/v1/namespaces/openstack/secrets?") || r.ends_with("/secrets")),
+        "never lists all Secrets: {reqs:?}"
+    );
 }
 
 #[test]
@@ -78,7 +84,11 @@ fn missing_crds_are_empty_and_missing_references_name_the_chain() {
     api.put(nodeset());
     let out = list(&api, &[], &[]);
     assert_eq!(out.code, 4, "{}", out.stderr);
-    assert!(out.stderr.contains("OpenStackDataPlaneNodeSet/edpm (namespace openstack on the API server)"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("OpenStackDataPlaneNodeSet/edpm (namespace openstack on the API server)"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("ConfigMap \"net-vars\", which does not exist"), "{}", out.stderr);
 }
 
@@ -100,9 +110,18 @@ fn persistent_server_errors_fail_with_the_request_named() {
     let out = list(&api, &[], &[]);
     assert_eq!(out.code, 7);
     assert_eq!(out.stdout, "");
-    assert!(out.stderr.contains("listing openstackdataplanenodesets.dataplane.openstack.org in namespace openstack"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("listing openstackdataplanenodesets.dataplane.openstack.org in namespace openstack"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("500") && out.stderr.contains("after retries"), "{}", out.stderr);
-    assert_eq!(api.requests().iter().filter(|r| r.contains("/openstackdataplanenodesets")).count(), 4, "bounded attempts");
+    assert_eq!(
+        api.requests().iter().filter(|r| r.contains("/openstackdataplanenodesets")).count(),
+        4,
+        "bounded attempts"
+    );
 }
 
 #[test]
@@ -112,7 +131,11 @@ fn forbidden_gets_an_rbac_hint() {
     let out = list(&api, &[], &[]);
     assert_eq!(out.code, 7);
     assert!(out.stderr.contains("reading secret creds") && out.stderr.contains("RBAC"), "{}", out.stderr);
-    assert_eq!(api.requests().iter().filter(|r| r.contains("/secrets/creds")).count(), 1, "403 is not retried");
+    assert_eq!(
+        api.requests().iter().filter(|r| r.contains("/secrets/creds")).count(),
+        1,
+        "403 is not retried"
+    );
 }
 
 #[test]

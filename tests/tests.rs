@@ -1,5 +1,8 @@
 //! The one integration-test binary. Each module covers one area.
 
+// Test helpers are shared between modules of one binary, so `pub` is right here.
+#![allow(unreachable_pub)]
+
 // Helpers: running the built binary, locating fixtures and Ansible, the fake API server.
 mod util;
 

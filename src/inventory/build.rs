@@ -37,17 +37,30 @@ pub fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory
         for m in &g.members {
             let name = m.inventory_hostname().to_string();
             if name.is_empty() {
-                return Err(InventoryError::EmptyHostName { object: m.id.clone(), field: m.host_name.path.clone() });
+                return Err(InventoryError::EmptyHostName {
+                    object: m.id.clone(),
+                    field: m.host_name.path.clone(),
+                });
             }
             let here = (m.id.clone(), m.key.clone());
             if let Some(first) = hostnames.insert(name.clone(), here.clone()) {
-                return Err(InventoryError::DuplicateHost { host: name, what: "inventory hostname", first, second: here });
+                return Err(InventoryError::DuplicateHost {
+                    host: name,
+                    what: "inventory hostname",
+                    first,
+                    second: here,
+                });
             }
             let vars = host_vars(g, m, snap, opts, &net)?;
-            if let Some(addr) = vars.get("ansible_host").and_then(|v| v.value.as_str()) {
-                if let Some(first) = addresses.insert(addr.to_string(), here.clone()) {
-                    return Err(InventoryError::DuplicateHost { host: addr.to_string(), what: "ansible_host", first, second: here });
-                }
+            if let Some(addr) = vars.get("ansible_host").and_then(|v| v.value.as_str())
+                && let Some(first) = addresses.insert(addr.to_string(), here.clone())
+            {
+                return Err(InventoryError::DuplicateHost {
+                    host: addr.to_string(),
+                    what: "ansible_host",
+                    first,
+                    second: here,
+                });
             }
             let cell = m.cell(g).cloned();
             if let Some(c) = &cell {
@@ -65,7 +78,10 @@ pub fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory
                     .insert(name.clone());
             }
             group.hosts.insert(name.clone());
-            inv.hosts.insert(name, Host { vars, id: m.id.clone(), key: m.key.clone(), group: g.name.clone(), cell });
+            inv.hosts.insert(
+                name,
+                Host { vars, id: m.id.clone(), key: m.key.clone(), group: g.name.clone(), cell },
+            );
         }
         inv.groups.insert(g.name.clone(), group);
     }
@@ -75,7 +91,11 @@ pub fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory
 /// One owner per group name: a Role named like a cell would silently merge two groups.
 fn claim_group(owners: &mut BTreeMap<String, String>, name: &str, owner: &str) -> Result<(), InventoryError> {
     if RESERVED_GROUPS.contains(&name) {
-        return Err(InventoryError::GroupClash { name: name.into(), first: "Ansible (reserved name)".into(), second: owner.into() });
+        return Err(InventoryError::GroupClash {
+            name: name.into(),
+            first: "Ansible (reserved name)".into(),
+            second: owner.into(),
+        });
     }
     match owners.get(name) {
         Some(first) if first != owner => {
@@ -96,7 +116,14 @@ struct Setter<'a> {
 
 impl Setter<'_> {
     fn prov(&self, field: &str, level: Level) -> Provenance {
-        Provenance { object: self.object.clone(), field: field.to_string(), level, scope: self.scope, secret: false, note: None }
+        Provenance {
+            object: self.object.clone(),
+            field: field.to_string(),
+            level,
+            scope: self.scope,
+            secret: false,
+            note: None,
+        }
     }
 
     fn set<T: Clone + Into<Value>>(&self, vars: &mut Vars, key: &str, f: &Field<T>, level: Level) {
@@ -122,7 +149,11 @@ fn group_vars(g: &HostGroup, snap: &Snapshot, opts: &Options, net: &NetInfo) -> 
         // we keep the operator's varsFrom value (dataplane.md §2.2, quirks).
         if !user_vars.contains_key(var) && !vars.contains(var) {
             let mut p = s.prov("images", Level::ImageDefault);
-            p.object = ObjRef { kind: "AgentConfig".into(), name: "images".into(), origin: opts.images_origin.clone() };
+            p.object = ObjRef {
+                kind: "AgentConfig".into(),
+                name: "images".into(),
+                origin: opts.images_origin.clone(),
+            };
             p.field = format!("images.{var}");
             vars.set(var.clone(), Value::String(image.clone()), p);
         }
@@ -161,7 +192,13 @@ fn group_vars(g: &HostGroup, snap: &Snapshot, opts: &Options, net: &NetInfo) -> 
     Ok(vars)
 }
 
-fn host_vars(g: &HostGroup, m: &Member, snap: &Snapshot, opts: &Options, net: &NetInfo) -> Result<Vars, InventoryError> {
+fn host_vars(
+    g: &HostGroup,
+    m: &Member,
+    snap: &Snapshot,
+    opts: &Options,
+    net: &NetInfo,
+) -> Result<Vars, InventoryError> {
     let s = Setter { object: &m.id, scope: Scope::Host };
     let sec = &m.section;
     let mut vars = Vars::default();
@@ -210,9 +247,16 @@ fn set_fields(vars: &mut Vars, s: &Setter, sec: &AnsibleSection) {
 }
 
 /// Decodes `ansibleVars` into a mapping. The earliest CRD held YAML text in a string.
-pub fn parse_ansible_vars(object: &ObjRef, f: Option<&Field<Value>>) -> Result<Map<String, Value>, InventoryError> {
+pub fn parse_ansible_vars(
+    object: &ObjRef,
+    f: Option<&Field<Value>>,
+) -> Result<Map<String, Value>, InventoryError> {
     let Some(f) = f else { return Ok(Map::new()) };
-    let not_mapping = |found: &str| InventoryError::NotAMapping { object: object.clone(), field: f.path.clone(), found: found.to_string() };
+    let not_mapping = |found: &str| InventoryError::NotAMapping {
+        object: object.clone(),
+        field: f.path.clone(),
+        found: found.to_string(),
+    };
     match &f.value {
         Value::Object(m) => Ok(m.clone()),
         Value::Null => Ok(Map::new()),
@@ -270,7 +314,9 @@ pub fn anchor_decode(raw: &str) -> Value {
             .and_then(Result::ok)
             .unwrap_or_else(|| Value::String(raw.into())),
         Some('t' | 'f' | 'n') => {
-            for (lit, v) in [("true", Value::Bool(true)), ("false", Value::Bool(false)), ("null", Value::Null)] {
+            for (lit, v) in
+                [("true", Value::Bool(true)), ("false", Value::Bool(false)), ("null", Value::Null)]
+            {
                 if t.starts_with(lit) {
                     return v;
                 }
@@ -320,19 +366,25 @@ fn json_number_prefix(s: &str) -> Option<&str> {
     Some(&s[..end])
 }
 
-fn apply_vars_from(vars: &mut Vars, s: &Setter, f: &Field<DataSource>, snap: &Snapshot) -> Result<(), InventoryError> {
+fn apply_vars_from(
+    vars: &mut Vars,
+    s: &Setter,
+    f: &Field<DataSource>,
+    snap: &Snapshot,
+) -> Result<(), InventoryError> {
     let ds = &f.value;
     if ds.config_map_ref.is_none() && ds.secret_ref.is_none() {
         return Err(InventoryError::EmptySource { object: s.object.clone(), field: f.path.clone() });
     }
     let prefix = ds.prefix.as_deref().unwrap_or("");
-    let missing = |kind: &'static str, name: &str, field: String, names: Vec<&str>| InventoryError::MissingSource {
-        object: s.object.clone(),
-        field,
-        kind,
-        name: name.to_string(),
-        hint: crate::model::did_you_mean(name, names.into_iter()),
-    };
+    let missing =
+        |kind: &'static str, name: &str, field: String, names: Vec<&str>| InventoryError::MissingSource {
+            object: s.object.clone(),
+            field,
+            kind,
+            name: name.to_string(),
+            hint: crate::model::did_you_mean(name, names.into_iter()),
+        };
     if let Some(r) = &ds.config_map_ref {
         match snap.config_map(&r.name) {
             Some(cm) => {
@@ -356,7 +408,11 @@ fn apply_vars_from(vars: &mut Vars, s: &Setter, f: &Field<DataSource>, snap: &Sn
                     let mut p = s.prov(&format!("{}.secretRef", f.path), Level::VarsFrom);
                     p.note = Some(format!("key {k} of {}", sec.id.short()));
                     p.secret = true;
-                    vars.set(format!("{prefix}{k}"), decode_vars_from_value(&String::from_utf8_lossy(raw)), p);
+                    vars.set(
+                        format!("{prefix}{k}"),
+                        decode_vars_from_value(&String::from_utf8_lossy(raw)),
+                        p,
+                    );
                 }
             }
             None if r.optional == Some(true) => {}
@@ -433,7 +489,11 @@ fn canonical(host_name: &str, dns_domain: &str) -> (String, Option<String>) {
 
 fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, snap: &Snapshot, net: &NetInfo) {
     let host_name = &m.host_name.value;
-    let ipset = snap.ipsets.iter().find(|o| &o.id.name == host_name).or_else(|| snap.ipsets.iter().find(|o| o.id.name == m.key));
+    let ipset = snap
+        .ipsets
+        .iter()
+        .find(|o| &o.id.name == host_name)
+        .or_else(|| snap.ipsets.iter().find(|o| o.id.name == m.key));
     let mut search = Vec::new();
     if let Some(ipset) = ipset {
         // Exactly upstream's populateInventoryFromIPAM, reservation by reservation.
@@ -444,7 +504,11 @@ fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, snap: &Sna
         };
         for (i, r) in ipset.body.reservations.iter().enumerate() {
             let field = format!("status.reservations[{i}]");
-            let entry = r.service_network.clone().filter(|e| !e.is_empty()).unwrap_or_else(|| r.network.to_lowercase());
+            let entry = r
+                .service_network
+                .clone()
+                .filter(|e| !e.is_empty())
+                .unwrap_or_else(|| r.network.to_lowercase());
             set(vars, format!("{entry}_ip"), json!(r.address), &field);
             if let Some(len) = r.cidr.as_deref().and_then(prefix_len) {
                 set(vars, format!("{entry}_cidr"), json!(len), &field);
@@ -480,7 +544,10 @@ fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, snap: &Sna
         vars.set(format!("{entry}_ip"), json!(ip), p.clone());
         let netcfg = net.network(&n.name);
         let subnet = netcfg.and_then(|nc| {
-            nc.subnets.iter().find(|sn| Some(sn.name.as_str()) == n.subnet_name.as_deref()).or(nc.subnets.first())
+            nc.subnets
+                .iter()
+                .find(|sn| Some(sn.name.as_str()) == n.subnet_name.as_deref())
+                .or(nc.subnets.first())
         });
         let mut from_netconfig = p.clone();
         from_netconfig.note = Some("fixedIP with subnet facts from NetConfig".into());
@@ -546,7 +613,10 @@ mod tests {
     #[test]
     fn canonical_hostname_rules() {
         assert_eq!(canonical("c0", "ctlplane.example.com"), ("c0.ctlplane.example.com".into(), None));
-        assert_eq!(canonical("c0.lab.test", "ctlplane.example.com"), ("c0.lab.test".into(), Some("lab.test".into())));
+        assert_eq!(
+            canonical("c0.lab.test", "ctlplane.example.com"),
+            ("c0.lab.test".into(), Some("lab.test".into()))
+        );
         assert_eq!(canonical("c0.lab.test", "lab.test"), ("c0.lab.test".into(), None));
     }
 

@@ -42,7 +42,10 @@ pub enum ExplainError {
 
 pub fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<Explanation, ExplainError> {
     let Some(h) = inv.hosts.get(host) else {
-        return Err(ExplainError::NoHost { host: host.into(), hint: did_you_mean(host, inv.hosts.keys().map(String::as_str)) });
+        return Err(ExplainError::NoHost {
+            host: host.into(),
+            hint: did_you_mean(host, inv.hosts.keys().map(String::as_str)),
+        });
     };
     let groups = inv.groups_of(host);
     let mut names: Vec<&String> = groups.iter().flat_map(|(_, g)| g.vars.iter().map(|(k, _)| k)).collect();
@@ -140,5 +143,9 @@ pub fn to_text(e: &Explanation, show_secrets: bool) -> String {
 /// One line per value, long values shortened: explain output is for reading.
 fn compact(v: &Value) -> String {
     let s = v.to_string();
-    if s.chars().count() > 120 { format!("{}… ({} chars)", s.chars().take(100).collect::<String>(), s.chars().count()) } else { s }
+    if s.chars().count() > 120 {
+        format!("{}… ({} chars)", s.chars().take(100).collect::<String>(), s.chars().count())
+    } else {
+        s
+    }
 }

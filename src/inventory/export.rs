@@ -145,7 +145,9 @@ pub fn python_literal(v: &Value) -> String {
         Value::Object(m) => {
             let inner: Vec<String> = m
                 .iter()
-                .map(|(k, v)| format!("{}: {}", serde_json::to_string(k).unwrap_or_default(), python_literal(v)))
+                .map(|(k, v)| {
+                    format!("{}: {}", serde_json::to_string(k).unwrap_or_default(), python_literal(v))
+                })
                 .collect();
             format!("{{{}}}", inner.join(", "))
         }

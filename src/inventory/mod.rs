@@ -72,7 +72,9 @@ impl Inventory {
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum InventoryError {
-    #[error("{object}: {field} names {kind} \"{name}\", which does not exist{hint}; create it or mark the reference optional: true")]
+    #[error(
+        "{object}: {field} names {kind} \"{name}\", which does not exist{hint}; create it or mark the reference optional: true"
+    )]
     MissingSource { object: ObjRef, field: String, kind: &'static str, name: String, hint: String },
     #[error("{object}: {field} has neither configMapRef nor secretRef; name one of them")]
     EmptySource { object: ObjRef, field: String },

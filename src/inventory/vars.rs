@@ -142,7 +142,11 @@ mod tests {
 
     fn prov(field: &str) -> Provenance {
         Provenance {
-            object: ObjRef { kind: "K".into(), name: "n".into(), origin: Origin::Api { namespace: "ns".into() } },
+            object: ObjRef {
+                kind: "K".into(),
+                name: "n".into(),
+                origin: Origin::Api { namespace: "ns".into() },
+            },
             field: field.into(),
             level: Level::Field,
             scope: Scope::Group,

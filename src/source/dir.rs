@@ -42,7 +42,8 @@ impl Source for DirSource {
 
 /// Lists manifest files under `root` (or `root` itself when it is a file).
 pub fn manifest_files(root: &Path) -> Result<Vec<PathBuf>, SourceError> {
-    let unreadable = |path: &Path, source| SourceError::Unreadable { path: path.display().to_string(), source };
+    let unreadable =
+        |path: &Path, source| SourceError::Unreadable { path: path.display().to_string(), source };
     let meta = std::fs::metadata(root).map_err(|e| unreadable(root, e))?;
     if meta.is_file() {
         return Ok(vec![root.to_path_buf()]);

@@ -45,16 +45,76 @@ struct Listed {
 }
 
 const LISTED: &[Listed] = &[
-    Listed { group: "dataplane.openstack.org", version: "v1beta1", kind: "OpenStackDataPlane", plural: "openstackdataplanes", selected: true },
-    Listed { group: "dataplane.openstack.org", version: "v1beta1", kind: "OpenStackDataPlaneRole", plural: "openstackdataplaneroles", selected: true },
-    Listed { group: "dataplane.openstack.org", version: "v1beta1", kind: "OpenStackDataPlaneNode", plural: "openstackdataplanenodes", selected: true },
-    Listed { group: "dataplane.openstack.org", version: "v1beta1", kind: "OpenStackDataPlaneNodeSet", plural: "openstackdataplanenodesets", selected: true },
-    Listed { group: "dataplane.openstack.org", version: "v1beta1", kind: "OpenStackDataPlaneService", plural: "openstackdataplaneservices", selected: false },
-    Listed { group: "network.openstack.org", version: "v1beta1", kind: "IPSet", plural: "ipsets", selected: false },
-    Listed { group: "network.openstack.org", version: "v1beta1", kind: "NetConfig", plural: "netconfigs", selected: false },
-    Listed { group: "network.openstack.org", version: "v1beta1", kind: "DNSMasq", plural: "dnsmasqs", selected: false },
-    Listed { group: "nova.openstack.org", version: "v1beta1", kind: "NovaCell", plural: "novacells", selected: false },
-    Listed { group: "core.openstack.org", version: "v1beta1", kind: "OpenStackControlPlane", plural: "openstackcontrolplanes", selected: false },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlane",
+        plural: "openstackdataplanes",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneRole",
+        plural: "openstackdataplaneroles",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneNode",
+        plural: "openstackdataplanenodes",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneNodeSet",
+        plural: "openstackdataplanenodesets",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneService",
+        plural: "openstackdataplaneservices",
+        selected: false,
+    },
+    Listed {
+        group: "network.openstack.org",
+        version: "v1beta1",
+        kind: "IPSet",
+        plural: "ipsets",
+        selected: false,
+    },
+    Listed {
+        group: "network.openstack.org",
+        version: "v1beta1",
+        kind: "NetConfig",
+        plural: "netconfigs",
+        selected: false,
+    },
+    Listed {
+        group: "network.openstack.org",
+        version: "v1beta1",
+        kind: "DNSMasq",
+        plural: "dnsmasqs",
+        selected: false,
+    },
+    Listed {
+        group: "nova.openstack.org",
+        version: "v1beta1",
+        kind: "NovaCell",
+        plural: "novacells",
+        selected: false,
+    },
+    Listed {
+        group: "core.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackControlPlane",
+        plural: "openstackcontrolplanes",
+        selected: false,
+    },
 ];
 
 impl Source for KubeSource {
@@ -66,10 +126,9 @@ impl Source for KubeSource {
     }
 
     fn load(&self) -> Result<Snapshot, SourceError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| SourceError::ClusterConfig { message: format!("cannot start the async runtime: {e}") })?;
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            SourceError::ClusterConfig { message: format!("cannot start the async runtime: {e}") }
+        })?;
         rt.block_on(self.load_async())
     }
 }
@@ -80,8 +139,11 @@ impl KubeSource {
         let options = KubeConfigOptions { context: self.context.clone(), ..Default::default() };
         let mut config = match &self.kubeconfig {
             Some(path) => {
-                let kc = Kubeconfig::read_from(path).map_err(|e| config_error(format!("{}: {e}", path.display())))?;
-                kube::Config::from_custom_kubeconfig(kc, &options).await.map_err(|e| config_error(e.to_string()))?
+                let kc = Kubeconfig::read_from(path)
+                    .map_err(|e| config_error(format!("{}: {e}", path.display())))?;
+                kube::Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|e| config_error(e.to_string()))?
             }
             None if self.context.is_some() => {
                 kube::Config::from_kubeconfig(&options).await.map_err(|e| config_error(e.to_string()))?
@@ -111,7 +173,9 @@ impl KubeSource {
             };
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
             let mut lp = ListParams::default();
-            if l.selected && let Some(sel) = &self.selector {
+            if l.selected
+                && let Some(sel) = &self.selector
+            {
                 lp = lp.labels(sel);
             }
             let action = format!("listing {}.{} in namespace {ns}", l.plural, l.group);
@@ -248,7 +312,12 @@ pub fn references(s: &Snapshot) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut cms = BTreeSet::new();
     let mut secrets = BTreeSet::new();
     for ns in &s.nodesets {
-        let sources = ns.body.node_template.ansible.ansible_vars_from.iter()
+        let sources = ns
+            .body
+            .node_template
+            .ansible
+            .ansible_vars_from
+            .iter()
             .chain(ns.body.nodes.values().flat_map(|n| n.ansible.ansible_vars_from.iter()));
         for ds in sources {
             if let Some(r) = &ds.config_map_ref {

@@ -81,8 +81,9 @@ fn strip_position(msg: &str) -> String {
 }
 
 fn expand_list(doc: Document, out: &mut Vec<Document>) {
-    let is_list = doc.value.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List"))
-        && doc.value.get("items").is_some_and(Value::is_array);
+    let is_list =
+        doc.value.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List"))
+            && doc.value.get("items").is_some_and(Value::is_array);
     if !is_list {
         out.push(doc);
         return;

@@ -27,13 +27,17 @@ pub enum SourceError {
         #[source]
         source: std::io::Error,
     },
-    #[error("no manifests (*.yaml, *.yml, *.json) found under {path}; point --source at the directory holding the data-plane CRs")]
+    #[error(
+        "no manifests (*.yaml, *.yml, *.json) found under {path}; point --source at the directory holding the data-plane CRs"
+    )]
     NoManifests { path: String },
     #[error("{0}; fix the YAML/JSON syntax")]
     Parse(#[from] manifest::ParseError),
     #[error("{0}")]
     Snapshot(#[from] snapshot::SnapshotError),
-    #[error("cannot load Kubernetes client configuration: {message}; set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account")]
+    #[error(
+        "cannot load Kubernetes client configuration: {message}; set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account"
+    )]
     ClusterConfig { message: String },
     #[error("{action}: {message}{hint}")]
     Cluster { action: String, message: String, hint: String },

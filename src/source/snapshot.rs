@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::resource::{
-    self, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DecodeError, DnsMasqStatus,
-    IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec, NodeSpec, ObjRef,
-    Object, Origin, RoleSpec, ServiceSpec,
+    self, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DecodeError, DnsMasqStatus, IpSetStatus,
+    Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec, NodeSpec, ObjRef, Object, Origin, RoleSpec,
+    ServiceSpec,
 };
 use crate::source::manifest::Document;
 
@@ -57,7 +57,9 @@ pub struct Snapshot {
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("{origin}: document is not a Kubernetes object: {reason}; every document needs apiVersion, kind and metadata.name")]
+    #[error(
+        "{origin}: document is not a Kubernetes object: {reason}; every document needs apiVersion, kind and metadata.name"
+    )]
     NotAnObject { origin: Origin, reason: String },
     #[error("{object}: {error}; fix the manifest so it matches the {kind} CRD")]
     Invalid { object: ObjRef, kind: String, error: DecodeError },
@@ -128,7 +130,8 @@ impl Snapshot {
     }
 
     fn add(&mut self, origin: Origin, value: Value, namespace: Option<&str>) -> Result<(), SnapshotError> {
-        let not_object = |reason: &str| SnapshotError::NotAnObject { origin: origin.clone(), reason: reason.to_string() };
+        let not_object =
+            |reason: &str| SnapshotError::NotAnObject { origin: origin.clone(), reason: reason.to_string() };
         if !value.is_object() {
             return Err(not_object("it is not a mapping"));
         }
@@ -155,7 +158,8 @@ impl Snapshot {
             return Ok(());
         }
         let id = ObjRef { kind: kind.clone(), name: meta.name.clone(), origin };
-        let invalid = |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
+        let invalid =
+            |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
         // An absent spec or status is an empty one, as the API server treats it.
         let field = |name: &str| match value.get(name) {
             None | Some(Value::Null) => Value::Object(Default::default()),
@@ -276,10 +280,19 @@ mod tests {
     #[test]
     fn classifies_by_group_and_kind() {
         let docs = vec![
-            located(1, json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "r"}, "spec": {}})),
-            located(5, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}})),
+            located(
+                1,
+                json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "r"}, "spec": {}}),
+            ),
+            located(
+                5,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}),
+            ),
             located(9, json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}})),
-            located(12, json!({"apiVersion": "other.example.com/v1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "x"}})),
+            located(
+                12,
+                json!({"apiVersion": "other.example.com/v1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "x"}}),
+            ),
         ];
         let s = Snapshot::from_documents(docs, None).unwrap();
         assert_eq!((s.roles.len(), s.config_maps.len(), s.ignored), (1, 1, 2));
@@ -288,8 +301,11 @@ mod tests {
 
     #[test]
     fn secrets_decode_base64_and_merge_string_data() {
-        let docs = vec![located(1, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
-            "data": {"a": "aGVsbG8=", "b": "eA=="}, "stringData": {"b": "plain"}}))];
+        let docs = vec![located(
+            1,
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"a": "aGVsbG8=", "b": "eA=="}, "stringData": {"b": "plain"}}),
+        )];
         let s = Snapshot::from_documents(docs, None).unwrap();
         let d = &s.secret("s").unwrap().body.data;
         assert_eq!((d["a"].as_slice(), d["b"].as_slice()), (&b"hello"[..], &b"plain"[..]));
@@ -298,23 +314,33 @@ mod tests {
 
     #[test]
     fn bad_base64_names_the_secret() {
-        let docs = vec![located(3, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "!!"}}))];
+        let docs = vec![located(
+            3,
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "!!"}}),
+        )];
         let err = Snapshot::from_documents(docs, None).unwrap_err().to_string();
         assert!(err.contains("Secret/s (t.yaml:3)") && err.contains("data"), "{err}");
     }
 
     #[test]
     fn wrong_types_name_object_and_field() {
-        let docs = vec![located(7, json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNode",
-            "metadata": {"name": "n"}, "spec": {"node": {"ansiblePort": "abc"}}}))];
+        let docs = vec![located(
+            7,
+            json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNode",
+            "metadata": {"name": "n"}, "spec": {"node": {"ansiblePort": "abc"}}}),
+        )];
         let err = Snapshot::from_documents(docs, None).unwrap_err().to_string();
-        assert!(err.contains("OpenStackDataPlaneNode/n (t.yaml:7)") && err.contains("spec.node.ansiblePort"), "{err}");
+        assert!(
+            err.contains("OpenStackDataPlaneNode/n (t.yaml:7)") && err.contains("spec.node.ansiblePort"),
+            "{err}"
+        );
     }
 
     #[test]
     fn duplicates_name_both_places() {
         let role = json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneRole", "metadata": {"name": "r"}});
-        let err = Snapshot::from_documents(vec![located(1, role.clone()), located(9, role)], None).unwrap_err();
+        let err =
+            Snapshot::from_documents(vec![located(1, role.clone()), located(9, role)], None).unwrap_err();
         assert!(err.is_duplicate());
         assert!(err.to_string().contains("t.yaml:1") && err.to_string().contains("t.yaml:9"));
     }
@@ -322,8 +348,14 @@ mod tests {
     #[test]
     fn namespace_filter_keeps_unnamespaced_objects() {
         let docs = vec![
-            located(1, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "openstack"}})),
-            located(2, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "other"}})),
+            located(
+                1,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "openstack"}}),
+            ),
+            located(
+                2,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "other"}}),
+            ),
             located(3, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})),
         ];
         let s = Snapshot::from_documents(docs, Some("openstack")).unwrap();
@@ -333,7 +365,8 @@ mod tests {
 
     #[test]
     fn missing_kind_is_reported() {
-        let err = Snapshot::from_documents(vec![located(4, json!({"metadata": {"name": "x"}}))], None).unwrap_err();
+        let err =
+            Snapshot::from_documents(vec![located(4, json!({"metadata": {"name": "x"}}))], None).unwrap_err();
         assert!(err.to_string().starts_with("t.yaml:4: document is not a Kubernetes object"), "{err}");
     }
 }

@@ -104,7 +104,10 @@ fn status(code: u16, message: &str) -> (u16, Value) {
         429 => "TooManyRequests",
         _ => "InternalError",
     };
-    (code, json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}))
+    (
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}),
+    )
 }
 
 fn decode(s: &str) -> String {
@@ -139,11 +142,8 @@ fn matches_selector(obj: &Value, selector: &str) -> bool {
 
 fn route(state: &Mutex<State>, method: &str, target: &str) -> (u16, Value) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let selector = query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("labelSelector="))
-        .map(decode)
-        .unwrap_or_default();
+    let selector =
+        query.split('&').find_map(|kv| kv.strip_prefix("labelSelector=")).map(decode).unwrap_or_default();
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let st = state.lock().unwrap();
     // /api/v1/namespaces/{ns}/{plural}[/{name}] or /apis/{g}/{v}/namespaces/{ns}/{plural}[/{name}]
@@ -173,8 +173,12 @@ fn route(state: &Mutex<State>, method: &str, target: &str) -> (u16, Value) {
             None => status(404, &format!("{plural_name} \"{n}\" not found")),
         },
         None => {
-            let items: Vec<Value> = st.objects.iter().filter(mine).filter(|o| matches_selector(o, &selector)).cloned().collect();
-            (200, json!({"apiVersion": api_version, "kind": "List", "metadata": {"resourceVersion": "7"}, "items": items}))
+            let items: Vec<Value> =
+                st.objects.iter().filter(mine).filter(|o| matches_selector(o, &selector)).cloned().collect();
+            (
+                200,
+                json!({"apiVersion": api_version, "kind": "List", "metadata": {"resourceVersion": "7"}, "items": items}),
+            )
         }
     }
 }
