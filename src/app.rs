@@ -165,7 +165,7 @@ fn run_inventory(s: &Settings, args: InventoryArgs, out: &mut dyn Write) -> Resu
     match args.action {
         None if args.list => {
             let (_, inv) = build_inventory(s)?;
-            write_out(out, &to_json(&inventory::export::list_json(&inv), args.pretty))?;
+            write_out(out, &inventory::export::list_json_string(&inv, args.pretty))?;
         }
         None => {
             let Some(host) = args.host else {

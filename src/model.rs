@@ -172,7 +172,9 @@ impl Model {
 /// Role); everything else is left to the inventory and `validate`.
 pub fn resolve(snap: &Snapshot) -> Result<Model, ModelError> {
     let mut groups = Vec::new();
-    let (roles, nodes) = legacy_objects(snap);
+    let (inline_roles, inline_nodes) = inline_objects(snap);
+    let roles: Vec<&Object<RoleSpec>> = snap.roles.iter().chain(&inline_roles).collect();
+    let nodes: Vec<&Object<NodeSpec>> = snap.nodes.iter().chain(&inline_nodes).collect();
     let mut by_role: BTreeMap<&str, Vec<&Object<NodeSpec>>> = BTreeMap::new();
     for node in &nodes {
         match node.body.role.as_deref() {
@@ -187,7 +189,7 @@ pub fn resolve(snap: &Snapshot) -> Result<Model, ModelError> {
             Some(role) => by_role.entry(role).or_default().push(node),
         }
     }
-    for role in &roles {
+    for role in roles {
         let members = by_role.get(role.id.name.as_str()).map(Vec::as_slice).unwrap_or(&[]);
         groups.push(role_group(role, members));
     }
@@ -219,15 +221,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Roles and Nodes, including those an OpenStackDataPlane declares inline. A standalone object
-/// of the same name wins: it is what the operator's fan-out left on the API server.
-fn legacy_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpec>>) {
-    let mut roles = snap.roles.clone();
-    let mut nodes = snap.nodes.clone();
+/// Roles and Nodes that an OpenStackDataPlane declares inline. A standalone object of the same
+/// name wins: it is what the operator's fan-out left on the API server.
+fn inline_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpec>>) {
+    let mut roles: Vec<Object<RoleSpec>> = Vec::new();
+    let mut nodes: Vec<Object<NodeSpec>> = Vec::new();
     for dp in &snap.dataplanes {
         let from = dp.id.short();
         for (name, spec) in &dp.body.roles {
-            if roles.iter().any(|r| &r.id.name == name) {
+            if snap.roles.iter().chain(&roles).any(|r| &r.id.name == name) {
                 continue;
             }
             let mut spec = spec.clone();
@@ -240,7 +242,7 @@ fn legacy_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpe
             });
         }
         for (name, spec) in &dp.body.nodes {
-            if nodes.iter().any(|n| &n.id.name == name) {
+            if snap.nodes.iter().chain(&nodes).any(|n| &n.id.name == name) {
                 continue;
             }
             let origin = Origin::Expanded { from: from.clone(), path: format!("spec.nodes.{name}") };

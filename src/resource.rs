@@ -430,6 +430,11 @@ pub struct DecodeError {
 /// Decodes `value` (a field of some object) into `T`, reporting the failing field path
 /// relative to `base`.
 pub fn decode<T: DeserializeOwned>(base: &str, value: &Value) -> Result<T, DecodeError> {
+    decode_owned(base, value.clone())
+}
+
+/// Like [`decode`], consuming the value so strings move instead of being copied.
+pub fn decode_owned<T: DeserializeOwned>(base: &str, value: Value) -> Result<T, DecodeError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.path().to_string();
         let path = match (base.is_empty(), inner == ".") {

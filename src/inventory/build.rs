@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
@@ -109,12 +110,12 @@ fn claim_group(owners: &mut BTreeMap<String, String>, name: &str, owner: &str) -
     }
 }
 
-struct Setter<'a> {
-    object: &'a ObjRef,
+struct Setter {
+    object: Arc<ObjRef>,
     scope: Scope,
 }
 
-impl Setter<'_> {
+impl Setter {
     fn prov(&self, field: &str, level: Level) -> Provenance {
         Provenance {
             object: self.object.clone(),
@@ -136,7 +137,7 @@ impl Setter<'_> {
 }
 
 fn group_vars(g: &HostGroup, snap: &Snapshot, opts: &Options, net: &NetInfo) -> Result<Vars, InventoryError> {
-    let s = Setter { object: &g.id, scope: Scope::Group };
+    let s = Setter { object: Arc::new(g.id.clone()), scope: Scope::Group };
     let t = &g.template;
     let mut vars = Vars::default();
     for ds in &t.vars_from {
@@ -149,11 +150,11 @@ fn group_vars(g: &HostGroup, snap: &Snapshot, opts: &Options, net: &NetInfo) -> 
         // we keep the operator's varsFrom value (dataplane.md §2.2, quirks).
         if !user_vars.contains_key(var) && !vars.contains(var) {
             let mut p = s.prov("images", Level::ImageDefault);
-            p.object = ObjRef {
+            p.object = Arc::new(ObjRef {
                 kind: "AgentConfig".into(),
                 name: "images".into(),
                 origin: opts.images_origin.clone(),
-            };
+            });
             p.field = format!("images.{var}");
             vars.set(var.clone(), Value::String(image.clone()), p);
         }
@@ -199,7 +200,7 @@ fn host_vars(
     opts: &Options,
     net: &NetInfo,
 ) -> Result<Vars, InventoryError> {
-    let s = Setter { object: &m.id, scope: Scope::Host };
+    let s = Setter { object: Arc::new(m.id.clone()), scope: Scope::Host };
     let sec = &m.section;
     let mut vars = Vars::default();
     for ds in &sec.vars_from {
@@ -374,12 +375,12 @@ fn apply_vars_from(
 ) -> Result<(), InventoryError> {
     let ds = &f.value;
     if ds.config_map_ref.is_none() && ds.secret_ref.is_none() {
-        return Err(InventoryError::EmptySource { object: s.object.clone(), field: f.path.clone() });
+        return Err(InventoryError::EmptySource { object: (*s.object).clone(), field: f.path.clone() });
     }
     let prefix = ds.prefix.as_deref().unwrap_or("");
     let missing =
         |kind: &'static str, name: &str, field: String, names: Vec<&str>| InventoryError::MissingSource {
-            object: s.object.clone(),
+            object: (*s.object).clone(),
             field,
             kind,
             name: name.to_string(),
@@ -497,9 +498,10 @@ fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, snap: &Sna
     let mut search = Vec::new();
     if let Some(ipset) = ipset {
         // Exactly upstream's populateInventoryFromIPAM, reservation by reservation.
+        let ipset_id = Arc::new(ipset.id.clone());
         let set = |vars: &mut Vars, key: String, v: Value, field: &str| {
             let mut p = s.prov(field, Level::Ipam);
-            p.object = ipset.id.clone();
+            p.object = ipset_id.clone();
             vars.set(key, v, p);
         };
         for (i, r) in ipset.body.reservations.iter().enumerate() {

@@ -7,34 +7,70 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, Vars};
 
 /// The `--list` document: every group as a child of `all`, `ungrouped` present, and
 /// `_meta.hostvars` so that Ansible never calls `--host` (oslo-ansible-crates.md §3).
 /// Hostvars hold host-level variables only; group variables stay on their groups, so
 /// Ansible applies its own precedence exactly as with upstream's static inventory.
 pub fn list_json(inv: &Inventory) -> Value {
-    let mut out = Map::new();
-    let mut children: Vec<Value> = inv.groups.keys().map(|g| json!(g)).collect();
-    children.push(json!("ungrouped"));
-    out.insert("all".into(), json!({ "children": children }));
-    // An object with none of hosts/vars/children would be read as a host named "ungrouped".
-    out.insert("ungrouped".into(), json!({ "hosts": [] }));
-    for (name, g) in &inv.groups {
-        let mut group = Map::new();
-        group.insert("hosts".into(), json!(g.hosts));
-        if !g.vars.is_empty() {
-            group.insert("vars".into(), Value::Object(g.vars.to_json()));
+    serde_json::to_value(ListDoc(inv)).unwrap_or_default()
+}
+
+/// [`list_json`] serialized straight from the inventory, without building a `Value` first.
+pub fn list_json_string(inv: &Inventory, pretty: bool) -> String {
+    let doc = ListDoc(inv);
+    let mut s = if pretty { serde_json::to_string_pretty(&doc) } else { serde_json::to_string(&doc) }
+        .unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+struct ListDoc<'a>(&'a Inventory);
+
+#[derive(Serialize)]
+struct ListGroup<'a> {
+    hosts: &'a std::collections::BTreeSet<String>,
+    #[serde(skip_serializing_if = "Vars::is_empty")]
+    vars: &'a Vars,
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    children: &'a std::collections::BTreeSet<String>,
+}
+
+impl Serialize for ListDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let inv = self.0;
+        let empty = std::collections::BTreeSet::new();
+        let no_vars = Vars::default();
+        let hostvars: BTreeMap<&str, &Vars> = inv.hosts.iter().map(|(n, h)| (n.as_str(), &h.vars)).collect();
+        let mut children: Vec<&str> = inv.groups.keys().map(String::as_str).collect();
+        children.push("ungrouped");
+        // Keys in sorted order, as a JSON object with sorted keys would have them.
+        let mut names: Vec<&str> = children.clone();
+        names.sort_unstable();
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("_meta", &MetaDoc { hostvars })?;
+        m.serialize_entry("all", &json!({ "children": children }))?;
+        for name in names {
+            match inv.groups.get(name) {
+                Some(g) => m.serialize_entry(
+                    name,
+                    &ListGroup { hosts: &g.hosts, vars: &g.vars, children: &g.children },
+                )?,
+                // An object with none of hosts/vars/children would be read as a host.
+                None => {
+                    m.serialize_entry(name, &ListGroup { hosts: &empty, vars: &no_vars, children: &empty })?
+                }
+            }
         }
-        if !g.children.is_empty() {
-            group.insert("children".into(), json!(g.children));
-        }
-        out.insert(name.clone(), Value::Object(group));
+        m.end()
     }
-    let hostvars: Map<String, Value> =
-        inv.hosts.iter().map(|(name, h)| (name.clone(), Value::Object(h.vars.to_json()))).collect();
-    out.insert("_meta".into(), json!({ "hostvars": hostvars }));
-    Value::Object(out)
+}
+
+#[derive(Serialize)]
+struct MetaDoc<'a> {
+    hostvars: BTreeMap<&'a str, &'a Vars>,
 }
 
 /// The `--host HOST` document: that host's own variables.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -53,7 +54,8 @@ impl Level {
 /// Who set a variable.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provenance {
-    pub object: ObjRef,
+    /// Shared: every variable of a host points at the same object.
+    pub object: Arc<ObjRef>,
     /// Field path within `object`, e.g. `spec.nodeTemplate.ansible.ansibleVars.foo`, or for
     /// ConfigMap/Secret sources, `data.key`.
     pub field: String,
@@ -135,6 +137,13 @@ impl Vars {
     }
 }
 
+/// Serializes as a mapping of names to plain values, without copying them.
+impl serde::Serialize for Vars {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.entries.iter().map(|(k, v)| (k, &v.value)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,11 +151,11 @@ mod tests {
 
     fn prov(field: &str) -> Provenance {
         Provenance {
-            object: ObjRef {
+            object: Arc::new(ObjRef {
                 kind: "K".into(),
                 name: "n".into(),
                 origin: Origin::Api { namespace: "ns".into() },
-            },
+            }),
             field: field.into(),
             level: Level::Field,
             scope: Scope::Group,

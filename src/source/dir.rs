@@ -27,17 +27,63 @@ impl Source for DirSource {
         if files.is_empty() {
             return Err(SourceError::NoManifests { path: self.path.display().to_string() });
         }
-        let mut docs = Vec::new();
+        let mut texts = Vec::with_capacity(files.len());
         for file in files {
             let shown = file.display().to_string();
             let text = fs_err::read_to_string(&file)
                 .map_err(|source| SourceError::Unreadable { path: shown.clone(), source })?;
-            for doc in manifest::parse(&shown, &text)? {
-                docs.push(Located { origin: Origin::File { path: shown.clone(), line: doc.line }, doc });
+            texts.push((shown, text));
+        }
+        let namespace = self.namespace.as_deref();
+        let mut snap = Snapshot::default();
+        for part in parse_all(&texts, namespace) {
+            snap.absorb(part?);
+        }
+        snap.check_duplicates()?;
+        Ok(snap)
+    }
+}
+
+/// Parses and decodes one file into its own snapshot, so that a file's intermediate JSON values
+/// are freed before the next file is read.
+fn parse_one(path: &str, text: &str, namespace: Option<&str>) -> Result<Snapshot, SourceError> {
+    let docs = manifest::parse(path, text)?;
+    let located = docs
+        .into_iter()
+        .map(|doc| Located { origin: Origin::File { path: path.to_string(), line: doc.line }, doc });
+    Ok(Snapshot::from_documents_unchecked(located, namespace)?)
+}
+
+/// Parses files on every core: YAML parsing is most of the cost of a large inventory. Results
+/// keep the sorted file order, so output and the first reported error are deterministic.
+fn parse_all(texts: &[(String, String)], namespace: Option<&str>) -> Vec<Result<Snapshot, SourceError>> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(texts.len()).max(1);
+    if workers == 1 {
+        return texts.iter().map(|(p, t)| parse_one(p, t, namespace)).collect();
+    }
+    let mut slots: Vec<Option<Result<Snapshot, SourceError>>> = (0..texts.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    texts
+                        .iter()
+                        .enumerate()
+                        .skip(w)
+                        .step_by(workers)
+                        .map(|(i, (p, t))| (i, parse_one(p, t, namespace)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            // A panic in a parser thread is a bug; re-raise it on this thread.
+            for (i, r) in h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
+                slots[i] = Some(r);
             }
         }
-        Ok(Snapshot::from_documents(docs, self.namespace.as_deref())?)
-    }
+    });
+    slots.into_iter().flatten().collect()
 }
 
 /// Lists manifest files under `root` (or `root` itself when it is a file).

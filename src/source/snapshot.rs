@@ -121,15 +121,30 @@ impl Snapshot {
         docs: impl IntoIterator<Item = Located>,
         namespace: Option<&str>,
     ) -> Result<Snapshot, SnapshotError> {
-        let mut snap = Snapshot::default();
-        for Located { origin, doc } in docs {
-            snap.add(origin, doc.value, namespace)?;
-        }
+        let snap = Snapshot::from_documents_unchecked(docs, namespace)?;
         snap.check_duplicates()?;
         Ok(snap)
     }
 
-    fn add(&mut self, origin: Origin, value: Value, namespace: Option<&str>) -> Result<(), SnapshotError> {
+    /// [`Snapshot::from_documents`] without the duplicate check, for sources that build one
+    /// snapshot from many parts and check once at the end.
+    pub fn from_documents_unchecked(
+        docs: impl IntoIterator<Item = Located>,
+        namespace: Option<&str>,
+    ) -> Result<Snapshot, SnapshotError> {
+        let mut snap = Snapshot::default();
+        for Located { origin, doc } in docs {
+            snap.add(origin, doc.value, namespace)?;
+        }
+        Ok(snap)
+    }
+
+    fn add(
+        &mut self,
+        origin: Origin,
+        mut value: Value,
+        namespace: Option<&str>,
+    ) -> Result<(), SnapshotError> {
         let not_object =
             |reason: &str| SnapshotError::NotAnObject { origin: origin.clone(), reason: reason.to_string() };
         if !value.is_object() {
@@ -145,9 +160,8 @@ impl Snapshot {
             return Ok(());
         };
         let kind = kind.to_string();
-        let meta_value = value.get("metadata").cloned().unwrap_or(Value::Null);
         let provisional = ObjRef { kind: kind.clone(), name: String::new(), origin: origin.clone() };
-        let meta: Meta = resource::decode("metadata", &meta_value)
+        let meta: Meta = resource::decode("metadata", value.get("metadata").unwrap_or(&Value::Null))
             .map_err(|error| SnapshotError::Invalid { object: provisional, kind: kind.clone(), error })?;
         if meta.name.is_empty() {
             return Err(not_object("metadata.name is missing or empty"));
@@ -160,14 +174,15 @@ impl Snapshot {
         let id = ObjRef { kind: kind.clone(), name: meta.name.clone(), origin };
         let invalid =
             |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
-        // An absent spec or status is an empty one, as the API server treats it.
-        let field = |name: &str| match value.get(name) {
+        // An absent spec or status is an empty one, as the API server treats it. Taken out of
+        // the document rather than copied: manifests can be large.
+        let mut take = |name: &str| match value.as_object_mut().and_then(|m| m.remove(name)) {
             None | Some(Value::Null) => Value::Object(Default::default()),
-            Some(v) => v.clone(),
+            Some(v) => v,
         };
         macro_rules! push {
             ($vec:ident, $field:literal) => {{
-                let body = resource::decode($field, &field($field)).map_err(invalid)?;
+                let body = resource::decode_owned($field, take($field)).map_err(invalid)?;
                 self.$vec.push(Object { id: id.clone(), meta, body });
             }};
         }
@@ -182,7 +197,7 @@ impl Snapshot {
             KnownKind::DnsMasq => push!(dnsmasqs, "status"),
             KnownKind::ConfigMap => {
                 let cm: k8s_openapi::api::core::v1::ConfigMap =
-                    resource::decode("", &value).map_err(invalid)?;
+                    resource::decode_owned("", value).map_err(invalid)?;
                 let body = ConfigMapData {
                     data: cm.data.unwrap_or_default(),
                     binary: cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect(),
@@ -190,7 +205,8 @@ impl Snapshot {
                 self.config_maps.push(Object { id, meta, body });
             }
             KnownKind::Secret => {
-                let s: k8s_openapi::api::core::v1::Secret = resource::decode("", &value).map_err(invalid)?;
+                let s: k8s_openapi::api::core::v1::Secret =
+                    resource::decode_owned("", value).map_err(invalid)?;
                 let mut data: BTreeMap<String, Vec<u8>> =
                     s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
                 // The API server merges stringData over data on write; do the same.
@@ -206,6 +222,13 @@ impl Snapshot {
 
     /// Adds every object of `other`; used when several sources are named.
     pub fn merge(&mut self, other: Snapshot) -> Result<(), SnapshotError> {
+        self.absorb(other);
+        self.check_duplicates()
+    }
+
+    /// Adds every object of `other` without checking for duplicates; call
+    /// [`Snapshot::check_duplicates`] when done.
+    pub fn absorb(&mut self, other: Snapshot) {
         self.dataplanes.extend(other.dataplanes);
         self.roles.extend(other.roles);
         self.nodes.extend(other.nodes);
@@ -218,10 +241,10 @@ impl Snapshot {
         self.secrets.extend(other.secrets);
         self.openstack.extend(other.openstack);
         self.ignored += other.ignored;
-        self.check_duplicates()
     }
 
-    fn check_duplicates(&self) -> Result<(), SnapshotError> {
+    /// Fails on the first object defined twice (same kind and name), naming both places.
+    pub fn check_duplicates(&self) -> Result<(), SnapshotError> {
         fn check<T>(objs: &[Object<T>]) -> Result<(), SnapshotError> {
             let mut seen: BTreeMap<(&str, &str), &Origin> = BTreeMap::new();
             for o in objs {
