@@ -21,7 +21,7 @@ fn main() {
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 3] [--ansible-runs 1] [--no-ansible]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 3] [--format yaml|json] [--ansible-runs 1] [--no-ansible]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");
@@ -63,6 +63,19 @@ fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result
             .map_err(|_| format!("bad value for {name}")),
         None => Ok(default),
     }
+}
+
+/// Rewrites every generated YAML file as a JSON `kind: List`, the shape the API server returns.
+fn to_json(dir: &Path) -> Result<(), String> {
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let text = fs_err::read_to_string(&path).map_err(|e| e.to_string())?;
+        let items: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).map_err(|e| e.to_string())?;
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+        fs_err::write(path.with_extension("json"), list.to_string()).map_err(|e| e.to_string())?;
+        fs_err::remove_file(&path).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// Writes `roles` Roles and `total / roles` Nodes each, like the example deployment.
@@ -109,12 +122,19 @@ fn inventory(args: &[String]) -> Result<(), String> {
     let runs: usize = flag(args, "--runs", 3)?;
     let ansible_runs: usize = flag(args, "--ansible-runs", 1)?;
     let with_ansible = !args.iter().any(|a| a == "--no-ansible");
+    let format: String = flag(args, "--format", "yaml".to_string())?;
+    if format != "yaml" && format != "json" {
+        return Err("--format is yaml or json".into());
+    }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let agent = exe.with_file_name("edpm-agent");
     if !agent.is_file() {
         return Err(format!("{} not found; build it with cargo build --release", agent.display()));
     }
-    println!("edpm-agent inventory --list: {} ({} run(s) each, best and worst shown)", agent.display(), runs);
+    println!(
+        "edpm-agent inventory --list on {format} manifests: {} ({runs} run(s) each, best and worst shown)",
+        agent.display()
+    );
     println!(
         "{:>8} {:>10} {:>12} {:>12} {:>12} {:>14}",
         "nodes", "input", "best wall", "worst wall", "peak RSS", "per node"
@@ -124,6 +144,9 @@ fn inventory(args: &[String]) -> Result<(), String> {
         let size = size?;
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         generate(dir.path(), roles, size)?;
+        if format == "json" {
+            to_json(dir.path())?;
+        }
         let bytes: u64 = std::fs::read_dir(dir.path())
             .map_err(|e| e.to_string())?
             .filter_map(|e| e.ok()?.metadata().ok())
