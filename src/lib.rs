@@ -12,6 +12,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod inventory;
 pub mod model;
+pub mod oslo;
 pub mod resource;
 pub mod settings;
 pub mod source;

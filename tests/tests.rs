@@ -17,3 +17,6 @@ mod ansible;
 
 // The kube source against an in-test fake API server.
 mod kube;
+
+// The oslo.config engine against the real oslo.config package (parse, layering, writer, merge).
+mod oslo_diff;

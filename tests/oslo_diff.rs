@@ -1,0 +1,339 @@
+//! Differential tests against the real oslo.config (PyPI, in the test venv): parsing and its
+//! errors, layering across --config-file/--config-dir, writer round-trips, and merge
+//! equivalence, on hand-written cases and thousands of generated ones.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use edpm_agent::oslo::layer::{Layer, Layers};
+use edpm_agent::oslo::{self, ConfigFile, Entry, Section};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Value, json};
+
+use crate::util::{python_tool, repo};
+
+fn harness(request: &Value) -> Value {
+    let mut child = Command::new(python_tool("python3"))
+        .arg(repo().join("tests/oslo/harness.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the oslo.config harness");
+    child.stdin.take().unwrap().write_all(request.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "harness failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Our parse, in the harness's shape.
+fn ours_parse(text: &str) -> Value {
+    match oslo::parse(text) {
+        Ok(f) => {
+            let mut sections = serde_json::Map::new();
+            for (name, keys) in f.sections_merged() {
+                let keys: serde_json::Map<String, Value> = keys
+                    .into_iter()
+                    .map(|(k, es)| {
+                        (k.to_string(), json!(es.iter().map(|e| e.value.as_str()).collect::<Vec<_>>()))
+                    })
+                    .collect();
+                sections.insert(name.to_string(), Value::Object(keys));
+            }
+            json!({ "sections": sections })
+        }
+        Err(e) => json!({"error": {"line": e.line, "message": e.message, "text": e.text}}),
+    }
+}
+
+fn sample<S: Strategy>(strategy: S, n: usize, seed: u8) -> Vec<S::Value> {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &[seed; 32]),
+    );
+    (0..n).map(|_| strategy.new_tree(&mut runner).unwrap().current()).collect()
+}
+
+fn value_text(dollar: bool) -> BoxedStrategy<String> {
+    // \u{1c} and \u{a0} are whitespace to Python's strip but differ in other definitions.
+    let alphabet = if dollar {
+        "[ab \t\"'#;=:$\\[\\]é{}\u{1c}\u{a0}]{0,6}"
+    } else {
+        "[ab \t\"'#;=:\\[\\]é\u{1c}]{0,6}"
+    };
+    alphabet.boxed()
+}
+
+/// One line of an oslo-ish file: sections (valid and broken), assignments, continuations,
+/// comments, blank lines and junk, weighted towards valid content.
+fn line(dollar: bool) -> BoxedStrategy<String> {
+    let sections = prop::sample::select(vec![
+        "[DEFAULT]",
+        "[default]",
+        "[Database]",
+        "[database]",
+        "[ db ]",
+        "[[x]]",
+        "[y]]",
+        "[libvirt]",
+        "[]",
+        "[x",
+        "[DEFAULT] # c",
+    ])
+    .prop_map(String::from);
+    let keys = prop::sample::select(vec!["a", "b", "m", "Key", "x_y", "", " a", "a "]);
+    let seps = prop::sample::select(vec!["=", " = ", ":", " : ", "= ", "\t=\t"]);
+    prop_oneof![
+        3 => sections,
+        8 => (keys, seps, value_text(dollar)).prop_map(|(k, s, v)| format!("{k}{s}{v}")),
+        2 => (prop::sample::select(vec![" ", "\t", "   "]), value_text(dollar)).prop_map(|(i, v)| format!("{i}{v}")),
+        1 => prop::sample::select(vec!["# c", ";c", "#", "# [x] = y"]).prop_map(String::from),
+        2 => prop::sample::select(vec!["", " ", "\t"]).prop_map(String::from),
+        1 => prop::sample::select(vec!["junk", "=v", "[", "\u{feff}[DEFAULT]", "a\u{a0}= b\u{a0}"]).prop_map(String::from),
+    ]
+    .boxed()
+}
+
+fn file_text(dollar: bool) -> BoxedStrategy<String> {
+    (
+        prop::collection::vec(line(dollar), 0..12),
+        prop::sample::select(vec!["\n", "\r\n", "\r"]),
+        any::<bool>(),
+    )
+        .prop_map(|(lines, eol, trailing)| {
+            let mut t = lines.join(eol);
+            if trailing {
+                t.push_str(eol);
+            }
+            t
+        })
+        .boxed()
+}
+
+fn report(kind: &str, mismatches: &[String], total: usize) {
+    assert!(
+        mismatches.is_empty(),
+        "{} of {total} {kind} cases differ from oslo.config; first ones:\n{}",
+        mismatches.len(),
+        mismatches.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+const HAND_WRITTEN: &[&str] = &[
+    "[DEFAULT]\na = 1\n  # not a comment\nml =\n  x\nb = 2\n  [other]\n",
+    "[DEFAULT]\nurl = http://h:80/x\nk: v = w\nq = \"x\"\nqq = \"\"x\"\"\nlone = \"\nmix = \"a\" \"b\"\n",
+    "[ db ]\n[[x]]\n[y]]\nk = v\n",
+    "  x\n",
+    "[s]\n[DEFAULT] # c\n",
+    "[]\n",
+    "[s]\njunk\n",
+    "[s]\n= v\n",
+    "a = 1\n\n",
+    "a = 1",
+    "\u{feff}[DEFAULT]\na = 1\n",
+    "[s]\ttab\n",
+    "[DEFAULT]\nx = 'it''s'\ny = \"\"\n",
+    "[DEFAULT]\r\na = 1\r\n  b\r\n",
+    "[s]\na = 1\n\t\n  c\n",
+    "# only a comment\n; another\n",
+    "",
+    "[s]\nk = v\u{1c}\n",
+    "[s]\u{1c}\nk = v\n  c\u{1c}\n",
+    "[s]\u{a0}\nk\u{a0}= \u{a0}v\n",
+];
+
+#[test]
+fn parsing_and_errors_match_oslo() {
+    let mut texts: Vec<String> = HAND_WRITTEN.iter().map(|s| s.to_string()).collect();
+    texts.extend(sample(file_text(true), 3000, 7));
+    let answer = harness(&json!({ "parse": texts }));
+    let theirs = answer["parse"].as_array().unwrap();
+    let mismatches: Vec<String> = texts
+        .iter()
+        .zip(theirs)
+        .filter_map(|(t, want)| {
+            let got = ours_parse(t);
+            (&got != want).then(|| format!("input {t:?}\n  oslo: {want}\n  ours: {got}"))
+        })
+        .collect();
+    report("parse", &mismatches, texts.len());
+    let errors = theirs.iter().filter(|a| a.get("error").is_some()).count();
+    assert!(
+        errors > 300 && errors < texts.len() - 300,
+        "generator covers both valid and invalid files ({errors} errors)"
+    );
+}
+
+/// A layering case: items in command-line order, each a file or a directory of files.
+#[derive(Debug, Clone)]
+enum Item {
+    File(String),
+    Dir(Vec<(String, String)>),
+}
+
+fn valid_file() -> BoxedStrategy<String> {
+    file_text(false).prop_filter("oslo parses it", |t| oslo::parse(t).is_ok()).boxed()
+}
+
+fn item() -> BoxedStrategy<Item> {
+    let names = prop::sample::select(vec![
+        "01-a.conf",
+        "02-b.conf",
+        "10-c.conf",
+        "Z.conf",
+        "nova.conf",
+        ".hidden.conf",
+        "skip.txt",
+    ]);
+    prop_oneof![
+        3 => valid_file().prop_map(Item::File),
+        1 => prop::collection::vec((names, valid_file()), 0..4).prop_map(|mut v| {
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v.dedup_by(|a, b| a.0 == b.0);
+            Item::Dir(v.into_iter().map(|(n, t)| (n.to_string(), t)).collect())
+        }),
+    ]
+    .boxed()
+}
+
+fn our_layers(items: &[Item]) -> Layers {
+    let mut layers = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        match it {
+            Item::File(t) => layers.push(Layer { file: format!("f{i}"), config: oslo::parse(t).unwrap() }),
+            Item::Dir(files) => {
+                let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
+                for name in oslo::layer::config_dir_files(&names) {
+                    let text = &files.iter().find(|(n, _)| *n == name).unwrap().1;
+                    layers.push(Layer { file: format!("d{i}/{name}"), config: oslo::parse(text).unwrap() });
+                }
+            }
+        }
+    }
+    Layers::new(layers)
+}
+
+fn item_json(it: &Item) -> Value {
+    match it {
+        Item::File(t) => json!({ "file": t }),
+        Item::Dir(files) => json!({ "dir": files }),
+    }
+}
+
+/// Options worth asking about: every one set anywhere, plus a few never set.
+fn queries(items: &[Item]) -> Vec<(String, String)> {
+    let mut q: Vec<(String, String)> = Vec::new();
+    for it in items {
+        let texts: Vec<&String> = match it {
+            Item::File(t) => vec![t],
+            Item::Dir(f) => f.iter().map(|(_, t)| t).collect(),
+        };
+        for t in texts {
+            let l = Layers::new(vec![Layer { file: String::new(), config: oslo::parse(t).unwrap() }]);
+            for o in l.options() {
+                if !q.contains(&o) {
+                    q.push(o);
+                }
+            }
+        }
+    }
+    for extra in [("DEFAULT", "never_set"), ("database", "a")] {
+        let extra = (extra.0.to_string(), extra.1.to_string());
+        if !q.contains(&extra) {
+            q.push(extra);
+        }
+    }
+    q
+}
+
+#[test]
+fn layering_and_merge_match_oslo() {
+    let cases: Vec<Vec<Item>> = sample(prop::collection::vec(item(), 1..5), 300, 11);
+    let mut request = Vec::new();
+    let mut ours = Vec::new();
+    for items in &cases {
+        let layers = our_layers(items);
+        let q = queries(items);
+        let single: Vec<Value> = q.iter().map(|(g, k)| json!(layers.get(g, k).map(|f| f.value))).collect();
+        let multi: Vec<Value> = q
+            .iter()
+            .map(|(g, k)| json!(layers.get_multi(g, k).iter().map(|f| f.value).collect::<Vec<_>>()))
+            .collect();
+        let merged =
+            oslo::write::write(&oslo::merge::merge(&layers), &[]).expect("merged files are always writable");
+        let qj: Vec<Value> = q.iter().map(|(g, k)| json!([g, k])).collect();
+        request.push(json!({ "items": items.iter().map(item_json).collect::<Vec<_>>(), "queries": qj }));
+        request.push(json!({ "items": [{ "file": merged }], "queries": qj }));
+        ours.push(json!({ "single": single, "multi": multi }));
+    }
+    let answer = harness(&json!({ "layer": request }));
+    let answers = answer["layer"].as_array().unwrap();
+    let mut layer_mismatch = Vec::new();
+    let mut merge_mismatch = Vec::new();
+    for (i, items) in cases.iter().enumerate() {
+        let (layered, merged) = (&answers[2 * i], &answers[2 * i + 1]);
+        if layered != &ours[i] {
+            layer_mismatch.push(format!("items {items:?}\n  oslo: {layered}\n  ours: {}", ours[i]));
+        }
+        if layered != merged {
+            merge_mismatch.push(format!("items {items:?}\n  layered: {layered}\n  merged: {merged}"));
+        }
+    }
+    report("layering", &layer_mismatch, cases.len());
+    report("merge", &merge_mismatch, cases.len());
+}
+
+fn model() -> BoxedStrategy<ConfigFile> {
+    let name = "[ab \\]\\[é#;=]{1,4}";
+    let key = "[a-zA-Z_][a-zA-Z0-9_ .-]{0,5}";
+    let value = "[ab \t\"'#;=:\\[\\]é\n]{0,10}";
+    let entry = (key, value).prop_map(|(key, value)| Entry { key, value, line: 0 });
+    let section = (name, prop::collection::vec(entry, 0..5)).prop_map(|(name, entries)| Section {
+        name,
+        line: 0,
+        entries,
+    });
+    prop::collection::vec(section, 0..4)
+        .prop_map(|sections| ConfigFile { sections, comments: vec![] })
+        .boxed()
+}
+
+#[test]
+fn writer_output_reads_back_identically_in_oslo() {
+    let models: Vec<ConfigFile> = sample(model(), 3000, 23);
+    let mut written = Vec::new();
+    let mut refused = 0;
+    for m in &models {
+        match oslo::write::write(m, &["written by edpm-agent"]) {
+            Ok(t) => written.push((m, t)),
+            Err(_) => refused += 1,
+        }
+    }
+    let answer = harness(&json!({ "parse": written.iter().map(|(_, t)| t).collect::<Vec<_>>() }));
+    let mismatches: Vec<String> = written
+        .iter()
+        .zip(answer["parse"].as_array().unwrap())
+        .filter_map(|((m, text), theirs)| {
+            let mut sections = serde_json::Map::new();
+            for (name, keys) in m.sections_merged() {
+                let keys: serde_json::Map<String, Value> = keys
+                    .into_iter()
+                    .map(|(k, es)| {
+                        (k.to_string(), json!(es.iter().map(|e| e.value.as_str()).collect::<Vec<_>>()))
+                    })
+                    .collect();
+                sections.insert(name.to_string(), Value::Object(keys));
+            }
+            let want = json!({ "sections": sections });
+            (&want != theirs).then(|| format!("written {text:?}\n  model: {want}\n  oslo:  {theirs}"))
+        })
+        .collect();
+    report("writer round-trip", &mismatches, written.len());
+    assert!(
+        written.len() > 1000 && refused > 100,
+        "both writable and refused values are exercised ({} / {refused})",
+        written.len()
+    );
+}
