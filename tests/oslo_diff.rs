@@ -190,7 +190,7 @@ fn item() -> BoxedStrategy<Item> {
     prop_oneof![
         3 => valid_file().prop_map(Item::File),
         1 => prop::collection::vec((names, valid_file()), 0..4).prop_map(|mut v| {
-            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v.sort_by(|a, b| a.0.cmp(b.0));
             v.dedup_by(|a, b| a.0 == b.0);
             Item::Dir(v.into_iter().map(|(n, t)| (n.to_string(), t)).collect())
         }),
