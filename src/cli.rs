@@ -55,6 +55,73 @@ pub enum Command {
     Inventory(InventoryArgs),
     /// Check the data-plane objects offline and report problems by object and field.
     Validate(ValidateArgs),
+    /// oslo.config files: parse, effective values across layers, lint, merge.
+    Oslo(OsloArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OsloArgs {
+    #[command(subcommand)]
+    pub action: OsloAction,
+    #[arg(long, value_enum, default_value_t = TextOrJson::Text, global = true)]
+    pub format: TextOrJson,
+}
+
+/// `--config-file`/`--config-dir` as oslo takes them: in command-line order, which `parse`
+/// recovers from clap's indices into [`LayersArgs::order`].
+#[derive(Debug, Args, Default)]
+pub struct LayersArgs {
+    /// A config file, read where it appears among the layers.
+    #[arg(long = "config-file", value_name = "FILE")]
+    pub config_file: Vec<PathBuf>,
+    /// A config directory: its *.conf files in sorted order, read where it appears.
+    #[arg(long = "config-dir", value_name = "DIR")]
+    pub config_dir: Vec<PathBuf>,
+    /// Both lists merged in command-line order (filled by [`parse`]).
+    #[arg(skip)]
+    pub order: Vec<LayerArg>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayerArg {
+    File(PathBuf),
+    Dir(PathBuf),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OsloAction {
+    /// Parse one file as oslo.config does; on malformed input exit 1 naming file and line.
+    Parse { file: PathBuf },
+    /// The effective raw value of GROUP KEY across the layers, and where it came from.
+    Get {
+        #[command(flatten)]
+        layers: LayersArgs,
+        /// The option is multi-valued (MultiStrOpt): every value of every layer.
+        #[arg(long)]
+        multi: bool,
+        group: String,
+        key: String,
+    },
+    /// Every option set in the layers: its value, the layer that set it, what it overrode.
+    Explain {
+        #[command(flatten)]
+        layers: LayersArgs,
+    },
+    /// Check a CustomServiceConfig snippet: oslo's errors plus likely mistakes.
+    Lint {
+        file: PathBuf,
+        /// Exit 1 on warnings too.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Merge the layers into one file with the same effective values.
+    Merge {
+        #[command(flatten)]
+        layers: LayersArgs,
+        /// Write here (atomically, mode 0600) instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -115,6 +182,36 @@ pub enum TextOrJson {
     Json,
 }
 
+/// Parses the command line, including the interleaved order of `--config-file` and
+/// `--config-dir`, which derive alone loses.
+pub fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches_from(normalize_args(args))?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let Command::Oslo(oslo) = &mut cli.command
+        && let Some(("oslo", m)) = matches.subcommand()
+        && let Some((_, sm)) = m.subcommand()
+    {
+        let layers = match &mut oslo.action {
+            OsloAction::Get { layers, .. }
+            | OsloAction::Explain { layers }
+            | OsloAction::Merge { layers, .. } => layers,
+            _ => return Ok(cli),
+        };
+        let mut order: Vec<(usize, LayerArg)> = Vec::new();
+        for (id, make) in
+            [("config_file", LayerArg::File as fn(PathBuf) -> LayerArg), ("config_dir", LayerArg::Dir)]
+        {
+            if let (Some(idx), Some(vals)) = (sm.indices_of(id), sm.get_many::<PathBuf>(id)) {
+                order.extend(idx.zip(vals).map(|(i, v)| (i, make(v.clone()))));
+            }
+        }
+        order.sort_by_key(|(i, _)| *i);
+        layers.order = order.into_iter().map(|(_, l)| l).collect();
+    }
+    Ok(cli)
+}
+
 /// Installed or linked as `edpm-inventory`, the binary is `edpm-agent inventory`, so that
 /// `ansible-playbook -i /usr/bin/edpm-inventory` works.
 pub fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
@@ -144,6 +241,31 @@ mod tests {
         assert_eq!(args, ["edpm-agent", "inventory", "--list"]);
         let cli = Cli::try_parse_from(args).unwrap();
         assert!(matches!(cli.command, Command::Inventory(InventoryArgs { list: true, .. })));
+    }
+
+    #[test]
+    fn oslo_layers_keep_command_line_order() {
+        let args = [
+            "edpm-agent",
+            "oslo",
+            "get",
+            "--config-file",
+            "a",
+            "--config-dir",
+            "d",
+            "--config-file",
+            "b",
+            "DEFAULT",
+            "k",
+        ];
+        let cli = parse(args.iter().map(OsString::from).collect()).unwrap();
+        let Command::Oslo(OsloArgs { action: OsloAction::Get { layers, .. }, .. }) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            layers.order,
+            [LayerArg::File("a".into()), LayerArg::Dir("d".into()), LayerArg::File("b".into())]
+        );
     }
 
     #[test]

@@ -6,8 +6,9 @@
 #[repr(u8)]
 pub enum Exit {
     Success = 0,
-    /// A bug or an unexpected I/O failure writing output.
-    Internal = 1,
+    /// Output could not be written, or a bug. For `oslo` commands, oslo's own convention: a
+    /// malformed config file, an unset option, a missing file, or lint errors.
+    Failure = 1,
     /// Bad command-line usage (clap's own code).
     Usage = 2,
     /// Malformed input: YAML/JSON syntax, wrong field types, invalid objects or settings.

@@ -3,12 +3,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
 use edpm_agent::{app, cli, exit::Exit};
 
 fn main() -> ExitCode {
-    let args = cli::normalize_args(std::env::args_os().collect());
-    let cli = match cli::Cli::try_parse_from(args) {
+    let cli = match cli::parse(std::env::args_os().collect()) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();

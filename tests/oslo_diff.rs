@@ -337,3 +337,130 @@ fn writer_output_reads_back_identically_in_oslo() {
         written.len()
     );
 }
+
+/// `edpm-agent oslo parse --format json` prints exactly what oslo's parser builds, errors
+/// included.
+#[test]
+fn cli_parse_json_matches_oslo() {
+    let dir = tempfile::tempdir().unwrap();
+    let texts: Vec<String> =
+        HAND_WRITTEN.iter().map(|s| s.to_string()).chain(sample(file_text(true), 40, 31)).collect();
+    let answer = harness(&json!({ "parse": texts }));
+    for (i, (text, want)) in texts.iter().zip(answer["parse"].as_array().unwrap()).enumerate() {
+        let path = dir.path().join(format!("c{i}.conf"));
+        std::fs::write(&path, text).unwrap();
+        let out = crate::util::run(&["oslo", "parse", "--format", "json", path.to_str().unwrap()], &[]);
+        let mut got: Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|_| panic!("not JSON: {}", out.stdout));
+        if let Some(e) = got.get_mut("error") {
+            assert_eq!(out.code, 1, "malformed input exits 1");
+            assert_eq!(e["file"], json!(path.to_str().unwrap()));
+            e.as_object_mut().unwrap().remove("file");
+        } else {
+            assert_eq!(out.code, 0);
+        }
+        assert_eq!(&got, want, "input {text:?}");
+    }
+}
+
+#[test]
+fn cli_get_follows_config_dir_and_argument_order() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("nova.conf.d");
+    std::fs::create_dir(&dir).unwrap();
+    for (name, text) in [
+        ("01-nova.conf", "[DEFAULT]\ndebug=true\n[libvirt]\nimages_type=qcow2\n"),
+        ("02-nova-host-specific.conf", "[DEFAULT]\nmy_ip=10.0.0.5\n"),
+        ("03-ceph-nova.conf", "[libvirt]\nimages_type=rbd\n"),
+        ("25-nova-extra.conf", "[DEFAULT]\ndebug=false\n"),
+        ("99-override.txt", "[DEFAULT]\ndebug=ignored\n"),
+        (".hidden.conf", "[DEFAULT]\ndebug=ignored\n"),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let late = d.path().join("late.conf");
+    std::fs::write(&late, "[DEFAULT]\ndebug=late\n").unwrap();
+    let get = |extra: &[&str], group: &str, key: &str| {
+        let mut args = vec!["oslo", "get", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[group, key]);
+        crate::util::run(&args, &[])
+    };
+    let dir_s = dir.to_str().unwrap();
+    let out = get(&["--config-dir", dir_s], "Libvirt", "images_type");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!((v["value"].as_str(), v["line"].as_u64()), (Some("rbd"), Some(2)));
+    assert!(v["file"].as_str().unwrap().ends_with("03-ceph-nova.conf"));
+    let v: Value = serde_json::from_str(
+        &get(&["--config-dir", dir_s, "--config-file", late.to_str().unwrap()], "DEFAULT", "debug").stdout,
+    )
+    .unwrap();
+    assert_eq!(v["value"], "late");
+    let v: Value = serde_json::from_str(
+        &get(&["--config-file", late.to_str().unwrap(), "--config-dir", dir_s], "DEFAULT", "debug").stdout,
+    )
+    .unwrap();
+    assert_eq!(v["value"], "false", "the later argument wins");
+    let v: Value =
+        serde_json::from_str(&get(&["--config-dir", dir_s, "--multi"], "DEFAULT", "debug").stdout).unwrap();
+    let values: Vec<&str> =
+        v["values"].as_array().unwrap().iter().map(|x| x["value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["true", "false"]);
+    let unset = get(&["--config-dir", dir_s], "DEFAULT", "host");
+    assert_eq!((unset.code, unset.stdout.as_str()), (1, ""));
+    let missing = get(&["--config-file", "/nonexistent/a.conf"], "DEFAULT", "x");
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stderr.contains("Failed to find some config files: /nonexistent/a.conf"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn cli_merge_and_lint() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("01.conf");
+    let b = d.path().join("02.conf");
+    std::fs::write(&a, "[DEFAULT]\nm = one\n[libvirt]\nx = \" padded \"\n").unwrap();
+    std::fs::write(&b, "[DEFAULT]\nm = two\n").unwrap();
+    let merged = d.path().join("merged.conf");
+    let out = crate::util::run(
+        &[
+            "oslo",
+            "merge",
+            "--config-file",
+            a.to_str().unwrap(),
+            "--config-file",
+            b.to_str().unwrap(),
+            "-o",
+            merged.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&merged).unwrap().permissions().mode() & 0o777, 0o600);
+    let answer = harness(&json!({"layer": [
+        {"items": [{"file": std::fs::read_to_string(&merged).unwrap()}], "queries": [["DEFAULT", "m"], ["libvirt", "x"]]},
+    ]}));
+    assert_eq!(answer["layer"][0]["single"], json!(["two", " padded "]));
+    assert_eq!(answer["layer"][0]["multi"], json!([["one", "two"], [" padded "]]));
+
+    let snippet = d.path().join("snippet.conf");
+    std::fs::write(&snippet, "[default]\ndebug = True  # verbose\n").unwrap();
+    let out = crate::util::run(&["oslo", "lint", snippet.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 0, "warnings alone pass");
+    assert!(
+        out.stdout.contains("snippet.conf:1: warning: [default]")
+            && out.stdout.contains("no inline comments"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(crate::util::run(&["oslo", "lint", "--strict", snippet.to_str().unwrap()], &[]).code, 1);
+    std::fs::write(&snippet, "debug = True\n").unwrap();
+    let out = crate::util::run(&["oslo", "lint", "--format", "json", snippet.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 1);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["findings"][0]["severity"], "error");
+}

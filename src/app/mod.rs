@@ -2,14 +2,12 @@
 //! pure stages, and writes results. Output goes to the `out` writer handed in by `main`, and
 //! is produced whole before anything is written, so a failure never leaves partial output.
 
+mod inventory_cmd;
+mod oslo_cmd;
+
 use std::io::Write;
-use std::path::Path;
 
-use serde_json::Value;
-
-use crate::cli::{
-    Cli, Command, ExportFormat, GlobalArgs, InventoryAction, InventoryArgs, TextOrJson, ValidateArgs,
-};
+use crate::cli::{Cli, Command, GlobalArgs};
 use crate::exit::Exit;
 use crate::inventory::{self, Inventory};
 use crate::resource::Origin;
@@ -30,7 +28,7 @@ impl std::fmt::Display for AppError {
 }
 
 impl AppError {
-    fn new(code: Exit, message: impl std::fmt::Display) -> Self {
+    pub(crate) fn new(code: Exit, message: impl std::fmt::Display) -> Self {
         // Ansible shows the script's stderr as one message; keep it one line.
         let message = message.to_string().replace('\n', " ");
         AppError { code, message }
@@ -67,18 +65,23 @@ impl From<inventory::InventoryError> for AppError {
     }
 }
 
-fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
+pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| AppError::new(Exit::Internal, format!("cannot write output: {e}")))
+        .map_err(|e| AppError::new(Exit::Failure, format!("cannot write output: {e}")))
 }
 
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
 pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Exit, AppError> {
+    // oslo commands read only the files they are given: no source settings needed.
+    if let Command::Oslo(args) = cli.command {
+        return oslo_cmd::run(args, out);
+    }
     let settings = resolve_settings(&cli.global, env)?;
     match cli.command {
-        Command::Inventory(args) => run_inventory(&settings, args, out),
-        Command::Validate(args) => run_validate(&settings, args, out),
+        Command::Inventory(args) => inventory_cmd::run_inventory(&settings, args, out),
+        Command::Validate(args) => inventory_cmd::run_validate(&settings, args, out),
+        Command::Oslo(args) => oslo_cmd::run(args, out),
     }
 }
 
@@ -141,7 +144,7 @@ pub fn inventory_options(s: &Settings) -> inventory::Options {
     inventory::Options { ssh_key_dir: s.ssh_key_dir.clone(), images: s.images.clone(), images_origin }
 }
 
-fn load(s: &Settings) -> Result<Snapshot, AppError> {
+pub(crate) fn load(s: &Settings) -> Result<Snapshot, AppError> {
     let snap = source::load_all(&sources(s))?;
     tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
     Ok(snap)
@@ -152,90 +155,4 @@ pub fn build_inventory(s: &Settings) -> Result<(Snapshot, Inventory), AppError> 
     let model = crate::model::resolve(&snap)?;
     let inv = inventory::build(&model, &snap, &inventory_options(s))?;
     Ok((snap, inv))
-}
-
-fn to_json(v: &Value, pretty: bool) -> String {
-    let mut s =
-        if pretty { serde_json::to_string_pretty(v) } else { serde_json::to_string(v) }.unwrap_or_default();
-    s.push('\n');
-    s
-}
-
-fn run_inventory(s: &Settings, args: InventoryArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
-    match args.action {
-        None if args.list => {
-            let (snap, inv) = build_inventory(s)?;
-            write_out(out, &inventory::export::list_json_string(&inv, args.pretty))?;
-            // The process exits next; freeing a 10,000-host inventory node by node costs a
-            // measurable share of the run (BENCHMARKS.md), and the OS reclaims it at once.
-            std::mem::forget((snap, inv));
-        }
-        None => {
-            let Some(host) = args.host else {
-                return Err(AppError::new(
-                    Exit::Usage,
-                    "inventory needs --list, --host HOST, or a subcommand (export, explain)",
-                ));
-            };
-            let (_, inv) = build_inventory(s)?;
-            let Some(v) = inventory::export::host_json(&inv, &host) else {
-                let hint = crate::model::did_you_mean(&host, inv.hosts.keys().map(String::as_str));
-                return Err(AppError::new(
-                    Exit::NotFound,
-                    format!("host \"{host}\" is not in the inventory{hint}"),
-                ));
-            };
-            write_out(out, &to_json(&v, args.pretty))?;
-        }
-        Some(InventoryAction::Export { format, output }) => {
-            let (_, inv) = build_inventory(s)?;
-            let text = match format {
-                ExportFormat::Yaml => inventory::export::yaml(&inv)
-                    .map_err(|e| AppError::new(Exit::Internal, format!("cannot write YAML: {e}")))?,
-                ExportFormat::Ini => inventory::export::ini(&inv),
-                ExportFormat::Json => inventory::export::static_json(&inv),
-            };
-            match output {
-                Some(path) => write_file(&path, text.as_bytes(), 0o600)?,
-                None => write_out(out, &text)?,
-            }
-        }
-        Some(InventoryAction::Explain { host, var, format, show_secrets }) => {
-            let (_, inv) = build_inventory(s)?;
-            let e = inventory::explain::explain(&inv, &host, var.as_deref())
-                .map_err(|e| AppError::new(Exit::NotFound, e))?;
-            let text = match format {
-                TextOrJson::Text => inventory::explain::to_text(&e, show_secrets),
-                TextOrJson::Json => to_json(&inventory::explain::to_json(&e, show_secrets), true),
-            };
-            write_out(out, &text)?;
-        }
-    }
-    Ok(Exit::Success)
-}
-
-/// Inventories may hold values from Secrets, hence mode 0600 for exported files.
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), AppError> {
-    crate::fsutil::write_atomic(path, bytes, mode).map_err(|e| {
-        AppError::new(Exit::Internal, format!("cannot write {}: {e}; nothing was written", path.display()))
-    })
-}
-
-fn run_validate(s: &Settings, args: ValidateArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
-    let snap = load(s)?;
-    let diags = crate::validate::validate(&snap, &inventory_options(s));
-    let (errors, warnings) = crate::validate::summary(&diags);
-    let text = match args.format {
-        TextOrJson::Json => to_json(&crate::validate::to_json(&diags), true),
-        TextOrJson::Text => {
-            let mut t: String = diags.iter().map(|d| format!("{d}\n")).collect();
-            t.push_str(&format!(
-                "{errors} error(s), {warnings} warning(s) in {} data-plane object(s)\n",
-                snap.host_sources()
-            ));
-            t
-        }
-    };
-    write_out(out, &text)?;
-    Ok(if errors > 0 { Exit::ValidationFailed } else { Exit::Success })
 }
