@@ -57,6 +57,55 @@ pub enum Command {
     Validate(ValidateArgs),
     /// oslo.config files: parse, effective values across layers, lint, merge.
     Oslo(OsloArgs),
+    /// Render the oslo.config files of EDPM services (nova, neutron agents) for nodes.
+    Render(RenderArgs),
+    /// Objects derived from the data plane, e.g. the NovaExternalCompute CRs of seed 003.
+    Derive(DeriveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Node (Node name, NodeSet node key, or inventory hostname); repeat, or omit for all.
+    #[arg(long = "node")]
+    pub nodes: Vec<String>,
+    /// Service (nova, neutron-metadata, neutron-ovn, neutron-sriov, neutron-dhcp); repeat,
+    /// or omit for every one the node runs.
+    #[arg(long = "service")]
+    pub services: Vec<String>,
+    /// Directory to write into: the files themselves for one node and one service, else
+    /// DIR/<node>/<service>/.
+    #[arg(long, required_unless_present = "redact")]
+    pub out: Option<PathBuf>,
+    /// Write one merged file per service instead of the layered files.
+    #[arg(long)]
+    pub merged: bool,
+    /// Print what would be written, secrets masked, and write nothing.
+    #[arg(long, conflicts_with = "check")]
+    pub redact: bool,
+    /// Compare with the files in --out and exit 10 when they differ; write nothing.
+    #[arg(long)]
+    pub check: bool,
+    /// Read templates from this directory (same relative paths) instead of the embedded ones.
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DeriveArgs {
+    #[command(subcommand)]
+    pub what: DeriveWhat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeriveWhat {
+    /// The NovaExternalCompute CR of every node with a nova.openstack.org/cell annotation.
+    Novaexternalcompute {
+        #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
+        format: ExportFormat,
+        /// With --source kube: server-side apply them (field manager edpm-agent).
+        #[arg(long)]
+        apply: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -25,6 +25,8 @@ pub enum Exit {
     NotFound = 8,
     /// `validate` found at least one error.
     ValidationFailed = 9,
+    /// `render --check`: the files on disk differ from what would be rendered.
+    Drift = 10,
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -7,12 +7,15 @@
 //! ARCHITECTURE.md.
 
 pub mod app;
+pub mod cell;
 pub mod cli;
+pub mod derive;
 pub mod exit;
 pub mod fsutil;
 pub mod inventory;
 pub mod model;
 pub mod oslo;
+pub mod render;
 pub mod resource;
 pub mod settings;
 pub mod source;

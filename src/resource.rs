@@ -293,6 +293,8 @@ pub struct NodeSetSpec {
 pub struct ServiceSpec {
     #[serde(default, rename = "edpmServiceType")]
     pub edpm_service_type: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub data_sources: Vec<DataSource>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

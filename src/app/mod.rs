@@ -4,6 +4,7 @@
 
 mod inventory_cmd;
 mod oslo_cmd;
+mod render_cmd;
 
 use std::io::Write;
 
@@ -82,6 +83,8 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
         Command::Inventory(args) => inventory_cmd::run_inventory(&settings, args, out),
         Command::Validate(args) => inventory_cmd::run_validate(&settings, args, out),
         Command::Oslo(args) => oslo_cmd::run(args, out),
+        Command::Render(args) => render_cmd::run(&settings, args, out),
+        Command::Derive(args) => render_cmd::derive(&settings, args, out),
     }
 }
 
@@ -151,8 +154,14 @@ pub(crate) fn load(s: &Settings) -> Result<Snapshot, AppError> {
 }
 
 pub fn build_inventory(s: &Settings) -> Result<(Snapshot, Inventory), AppError> {
+    let (snap, _, inv) = build_all(s)?;
+    Ok((snap, inv))
+}
+
+/// Snapshot, model and inventory: what render and derive work from.
+pub(crate) fn build_all(s: &Settings) -> Result<(Snapshot, crate::model::Model, Inventory), AppError> {
     let snap = load(s)?;
     let model = crate::model::resolve(&snap)?;
     let inv = inventory::build(&model, &snap, &inventory_options(s))?;
-    Ok((snap, inv))
+    Ok((snap, model, inv))
 }

@@ -261,6 +261,92 @@ impl KubeSource {
     }
 }
 
+impl KubeSource {
+    /// Server-side applies NovaExternalComputes (field manager `edpm-agent`). Each apply carries
+    /// the `resourceVersion` read just before, so the cell-move check and the write see the
+    /// same object: if it changed in between, the API server answers 409 and we read, check
+    /// and apply again (bounded).
+    pub fn apply_novaexternalcomputes(&self, objects: &[Value]) -> Result<Vec<String>, SourceError> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            SourceError::ClusterConfig { message: format!("cannot start the async runtime: {e}") }
+        })?;
+        rt.block_on(async {
+            let (client, ns) = self.client().await?;
+            let ar = ApiResource {
+                group: "nova.openstack.org".into(),
+                version: "v1beta1".into(),
+                api_version: crate::derive::NEC_API_VERSION.into(),
+                kind: "NovaExternalCompute".into(),
+                plural: "novaexternalcomputes".into(),
+            };
+            let api: Api<DynamicObject> = Api::namespaced_with(client, &ns, &ar);
+            let mut results = Vec::new();
+            for obj in objects {
+                let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                results.push(self.apply_one(&api, &ns, &name, obj).await?);
+            }
+            Ok(results)
+        })
+    }
+
+    async fn apply_one(
+        &self,
+        api: &Api<DynamicObject>,
+        ns: &str,
+        name: &str,
+        desired: &Value,
+    ) -> Result<String, SourceError> {
+        use kube::api::{Patch, PatchParams};
+        let params = PatchParams::apply("edpm-agent");
+        for _ in 0..3 {
+            let action = format!("reading novaexternalcompute {name} in namespace {ns}");
+            let live = match self.retry(&action, || api.get(name)).await {
+                Ok(o) => Some(o),
+                Err(kube::Error::Api(s)) if s.code == 404 => None,
+                Err(e) => return Err(cluster_error(action, &e)),
+            };
+            let mut patch = desired.clone();
+            patch["metadata"]["namespace"] = Value::String(ns.to_string());
+            // customServiceConfig belongs to the operator who wrote it: never part of our apply.
+            if let Some(spec) = patch["spec"].as_object_mut() {
+                spec.remove("customServiceConfig");
+            }
+            if let Some(live) = &live {
+                let have = live.data.pointer("/spec/cellName").and_then(Value::as_str).unwrap_or_default();
+                let want = desired["spec"]["cellName"].as_str().unwrap_or_default();
+                if !have.is_empty() && have != want {
+                    return Err(SourceError::Cluster {
+                        action: format!("applying novaexternalcompute {name}"),
+                        message: format!("it is in cell \"{have}\" and the annotation now says \"{want}\""),
+                        hint: "; nova cannot move a compute between cells: restore the annotation".into(),
+                    });
+                }
+                if let Some(rv) = &live.metadata.resource_version {
+                    patch["metadata"]["resourceVersion"] = Value::String(rv.clone());
+                }
+            }
+            let action = format!("applying novaexternalcompute {name} in namespace {ns}");
+            let body = Patch::Apply(&patch);
+            match self.retry(&action, || api.patch(name, &params, &body)).await {
+                Ok(_) => {
+                    return Ok(format!(
+                        "novaexternalcompute/{name} {}",
+                        if live.is_some() { "configured" } else { "created" }
+                    ));
+                }
+                // Changed since we read it: read, check and apply again.
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(cluster_error(action, &e)),
+            }
+        }
+        Err(SourceError::Cluster {
+            action: format!("applying novaexternalcompute {name} in namespace {ns}"),
+            message: "the object kept changing (409 Conflict three times)".into(),
+            hint: "; another client is writing it: try again".into(),
+        })
+    }
+}
+
 fn located(ns: &str, value: Value) -> Located {
     Located { origin: Origin::Api { namespace: ns.to_string() }, doc: Document { line: 0, value } }
 }

@@ -1,0 +1,200 @@
+//! `render` and `derive`: build the model and inventory, render or derive per node, then
+//! write (atomically), print redacted, compare (`--check`), or apply.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{AppError, build_all, write_out};
+use crate::cli::{DeriveArgs, DeriveWhat, ExportFormat, RenderArgs};
+use crate::exit::Exit;
+use crate::render::{self, NodeView, RenderError, RenderedFile, Templates};
+use crate::settings::{Settings, SourceSpec};
+
+impl From<RenderError> for AppError {
+    fn from(e: RenderError) -> Self {
+        let code = match &e {
+            RenderError::Cell(_) | RenderError::MissingDataSource { .. } => Exit::MissingReference,
+            RenderError::NotDeployed { .. } => Exit::NotFound,
+            _ => Exit::InvalidInput,
+        };
+        AppError::new(code, e)
+    }
+}
+
+fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> {
+    let mut overrides = BTreeMap::new();
+    if let Some(dir) = dir {
+        if !dir.is_dir() {
+            return Err(AppError::new(
+                Exit::SourceUnreadable,
+                format!("--templates {}: not a directory", dir.display()),
+            ));
+        }
+        for (name, _) in render::templates::EMBEDDED {
+            let p = dir.join(name);
+            if p.is_file() {
+                let text =
+                    fs_err::read_to_string(&p).map_err(|e| AppError::new(Exit::SourceUnreadable, e))?;
+                overrides.insert(name.to_string(), (text, p.display().to_string()));
+            }
+        }
+    }
+    Templates::new(overrides).map_err(|e| AppError::new(Exit::InvalidInput, e))
+}
+
+pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
+    let templates = load_templates(args.templates.as_deref())?;
+    let (snap, model, inv) = build_all(s)?;
+    let mut nodes = Vec::new();
+    if args.nodes.is_empty() {
+        for (_, m) in model.members() {
+            nodes.push(NodeView::new(&model, &inv, m.inventory_hostname()).expect("member of the model"));
+        }
+    } else {
+        for n in &args.nodes {
+            let view = NodeView::new(&model, &inv, n).ok_or_else(|| {
+                let names = model.members().map(|(_, m)| m.key.as_str()).collect::<Vec<_>>();
+                AppError::new(
+                    Exit::NotFound,
+                    format!(
+                        "node \"{n}\" is not in the data plane{}",
+                        crate::model::did_you_mean(n, names.into_iter())
+                    ),
+                )
+            })?;
+            nodes.push(view);
+        }
+    }
+    for s in &args.services {
+        if render::services::find(s).is_none() {
+            let known: Vec<&str> = render::SERVICES.iter().map(|k| k.name).collect();
+            return Err(AppError::new(
+                Exit::Usage,
+                format!("unknown service \"{s}\"; edpm-agent renders {}", known.join(", ")),
+            ));
+        }
+    }
+    // Everything is rendered before anything is written: one bad node writes nothing.
+    let mut plan: Vec<(String, &str, Vec<RenderedFile>)> = Vec::new();
+    for node in &nodes {
+        let wanted: Vec<&render::ServiceKind> = if args.services.is_empty() {
+            render::SERVICES
+                .iter()
+                .filter(|k| node.group.services.value.iter().any(|s| s == k.name))
+                .collect()
+        } else {
+            args.services.iter().filter_map(|s| render::services::find(s)).collect()
+        };
+        for kind in wanted {
+            let mut files = render::render(&snap, node, kind, &templates)?;
+            if args.merged {
+                files = vec![render::merge(&node.member.key, kind, &files)?];
+            }
+            plan.push((node.member.key.clone(), kind.name, files));
+        }
+    }
+    let single = plan.len() == 1 && !args.nodes.is_empty() && !args.services.is_empty();
+    let dir_of = |base: &Path, node: &str, svc: &str| {
+        if single { base.to_path_buf() } else { base.join(node).join(svc) }
+    };
+    if args.redact {
+        let mut text = String::new();
+        for (node, svc, files) in &plan {
+            for f in files {
+                text.push_str(&format!(
+                    "### node {node} service {svc}: {} (mode {:04o}, from {})\n",
+                    f.name, f.mode, f.from
+                ));
+                text.push_str(&render::redact(f));
+                text.push('\n');
+            }
+        }
+        write_out(out, &text)?;
+        return Ok(Exit::Success);
+    }
+    let base = args.out.expect("clap requires --out unless --redact");
+    if args.check {
+        let mut report = String::new();
+        for (node, svc, files) in &plan {
+            let dir = dir_of(&base, node, svc);
+            for f in files {
+                report.push_str(&check_file(&dir.join(&f.name), f));
+            }
+        }
+        write_out(out, &report)?;
+        return Ok(if report.is_empty() { Exit::Success } else { Exit::Drift });
+    }
+    let mut written = String::new();
+    for (node, svc, files) in &plan {
+        let dir = dir_of(&base, node, svc);
+        fs_err::create_dir_all(&dir)
+            .map_err(|e| AppError::new(Exit::Failure, format!("{e}; nothing more was written")))?;
+        for f in files {
+            let path = dir.join(&f.name);
+            crate::fsutil::write_atomic(&path, f.content.as_bytes(), f.mode)
+                .map_err(|e| AppError::new(Exit::Failure, format!("cannot write {}: {e}", path.display())))?;
+            written.push_str(&format!("{} ({:04o}, from {})\n", path.display(), f.mode, f.from));
+        }
+    }
+    write_out(out, &written)?;
+    Ok(Exit::Success)
+}
+
+/// One line per difference between a rendered file and the one on disk; empty when equal.
+fn check_file(path: &PathBuf, f: &RenderedFile) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::read(path) {
+        Err(_) => format!("missing: {}\n", path.display()),
+        Ok(bytes) if bytes != f.content.as_bytes() => format!("differs: {} (content)\n", path.display()),
+        Ok(_) => match std::fs::metadata(path).map(|m| m.permissions().mode() & 0o777) {
+            Ok(mode) if mode != f.mode => {
+                format!("differs: {} (mode {mode:04o}, want {:04o})\n", path.display(), f.mode)
+            }
+            _ => String::new(),
+        },
+    }
+}
+
+pub(super) fn derive(s: &Settings, args: DeriveArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
+    let DeriveWhat::Novaexternalcompute { format, apply } = args.what;
+    let (snap, model, _) = build_all(s)?;
+    let objects = crate::derive::novaexternalcomputes(&snap, &model, &s.images)
+        .map_err(|e| AppError::new(Exit::Conflict, e))?;
+    if apply {
+        if !s.sources.contains(&SourceSpec::Kube) {
+            return Err(AppError::new(
+                Exit::Usage,
+                "--apply needs --source kube: there is no cluster to apply to",
+            ));
+        }
+        let client = crate::source::kube::KubeSource {
+            namespace: s.namespace.clone(),
+            selector: s.selector.clone(),
+            kubeconfig: s.kubeconfig.clone(),
+            context: s.context.clone(),
+            timeout: s.kube_timeout,
+            attempts: 4,
+        };
+        let results = client.apply_novaexternalcomputes(&objects)?;
+        write_out(out, &results.iter().map(|r| format!("{r}\n")).collect::<String>())?;
+        return Ok(Exit::Success);
+    }
+    let text = match format {
+        ExportFormat::Json => {
+            let mut t = serde_json::to_string_pretty(&objects).unwrap_or_default();
+            t.push('\n');
+            t
+        }
+        _ => {
+            let mut t = String::new();
+            for o in &objects {
+                t.push_str("---\n");
+                t.push_str(&serde_saphyr::to_string(o).map_err(|e| AppError::new(Exit::Failure, e))?);
+            }
+            t
+        }
+    };
+    write_out(out, &text)?;
+    Ok(Exit::Success)
+}

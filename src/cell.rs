@@ -1,0 +1,155 @@
+//! Nova cells: which cell a node belongs to, and the control-plane values that cell gives its
+//! computes (seed 003; mounts-nova-edpm.md §3.2).
+//!
+//! Pure. The chain is node → `nova.openstack.org/cell` annotation (Node, else Role/NodeSet) →
+//! NovaCell → the Secret named by `NovaCell.spec.secret` → its keys. A missing link fails with
+//! the whole chain, so an operator sees which object to fix.
+
+use serde_json::Value;
+
+use crate::model::{HostGroup, Member};
+use crate::source::Snapshot;
+
+/// What a compute node needs from its cell. Secret values are kept here in memory only.
+#[derive(Clone)]
+pub struct CellContext {
+    /// The NovaCell object name (`nova-cell1`), which is what the annotation names.
+    pub name: String,
+    /// `spec.cellName` (`cell1`).
+    pub cell_name: String,
+    pub namespace: String,
+    pub transport_url: String,
+    pub notification_transport_url: Option<String>,
+    pub quorum_queues: bool,
+    pub keystone_internal_url: String,
+    pub region: String,
+    pub service_user: String,
+    pub service_password: Option<String>,
+    pub application_credential: Option<(String, String)>,
+    pub novncproxy_base_url: Option<String>,
+    /// The chain as text, for messages and provenance.
+    pub chain: String,
+}
+
+impl std::fmt::Debug for CellContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CellContext")
+            .field("name", &self.name)
+            .field("chain", &self.chain)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CellContext {
+    /// The values that must never be printed: for redaction.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut v = vec![self.transport_url.clone()];
+        v.extend(self.notification_transport_url.clone());
+        v.extend(self.service_password.clone());
+        if let Some((_, secret)) = &self.application_credential {
+            v.push(secret.clone());
+        }
+        v
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{chain}: {problem}; {fix}")]
+pub struct CellError {
+    pub chain: String,
+    pub problem: String,
+    pub fix: String,
+}
+
+/// The default region of an OpenStack deployment made by openstack-operator.
+pub const DEFAULT_REGION: &str = "regionOne";
+
+pub fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Result<CellContext, CellError> {
+    let node = format!("node {}", member.key);
+    let Some(cell) = member.cell(group) else {
+        return Err(CellError {
+            chain: node,
+            problem: format!(
+                "no {} annotation on {} or {}",
+                crate::resource::CELL_ANNOTATION,
+                member.id.short(),
+                group.id.short()
+            ),
+            fix: "annotate the Node or its Role/NodeSet with the NovaCell this compute belongs to".into(),
+        });
+    };
+    let mut chain =
+        format!("{node} → {} {} ({}) → NovaCell {}", cell.field, cell.name, cell.object.short(), cell.name);
+    let fail = |chain: &str, problem: String, fix: &str| CellError {
+        chain: chain.to_string(),
+        problem,
+        fix: fix.to_string(),
+    };
+    let Some(obj) = snap.openstack_object("NovaCell", &cell.name) else {
+        let known: Vec<&str> =
+            snap.openstack.iter().filter(|o| o.id.kind == "NovaCell").map(|o| o.id.name.as_str()).collect();
+        return Err(fail(
+            &chain,
+            format!("not found{}", crate::model::did_you_mean(&cell.name, known.iter().copied())),
+            "create the NovaCell or fix the annotation",
+        ));
+    };
+    let spec = obj.body.get("spec").cloned().unwrap_or(Value::Null);
+    let text = |k: &str| spec.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+    let Some(secret_name) = text("secret") else {
+        return Err(fail(
+            &chain,
+            "spec.secret is not set".into(),
+            "the NovaCell must name the Secret holding its transport URL",
+        ));
+    };
+    chain.push_str(&format!(" → Secret {secret_name}"));
+    let Some(secret) = snap.secret(&secret_name) else {
+        return Err(fail(&chain, "not found".into(), "create the Secret or correct NovaCell spec.secret"));
+    };
+    let key = |k: &str| {
+        secret.body.data.get(k).map(|v| String::from_utf8_lossy(v).into_owned()).filter(|v| !v.is_empty())
+    };
+    let Some(transport_url) = key("transport_url") else {
+        return Err(fail(
+            &format!("{chain} → key transport_url"),
+            "missing or empty".into(),
+            "the cell's message bus URL belongs in this key",
+        ));
+    };
+    let Some(keystone_internal_url) = text("keystoneAuthURL") else {
+        return Err(fail(
+            &format!("{chain} (NovaCell spec.keystoneAuthURL)"),
+            "not set".into(),
+            "set the internal Keystone URL on the NovaCell",
+        ));
+    };
+    let application_credential = key("ACID").zip(key("ACSecret"));
+    let service_password = key("ServicePassword");
+    if service_password.is_none() && application_credential.is_none() {
+        return Err(fail(
+            &format!("{chain} → key ServicePassword"),
+            "missing (and no ACID/ACSecret application credential)".into(),
+            "the nova service user's password belongs in this key",
+        ));
+    }
+    let cell_name = text("cellName").unwrap_or_else(|| cell.name.trim_start_matches("nova-").to_string());
+    let namespace = obj.meta.namespace.clone().unwrap_or_else(|| "openstack".into());
+    let vnc = spec.pointer("/noVNCProxyServiceTemplate/enabled").and_then(Value::as_bool).unwrap_or(false);
+    Ok(CellContext {
+        name: cell.name.clone(),
+        novncproxy_base_url: vnc
+            .then(|| format!("http://nova-novncproxy-{cell_name}-public.{namespace}.svc:6080/vnc_lite.html")),
+        cell_name,
+        namespace,
+        transport_url,
+        notification_transport_url: key("notification_transport_url"),
+        quorum_queues: key("quorum_queues").is_some_and(|q| q == "true"),
+        keystone_internal_url,
+        region: text("region").unwrap_or_else(|| DEFAULT_REGION.into()),
+        service_user: text("serviceUser").unwrap_or_else(|| "nova".into()),
+        service_password,
+        application_credential,
+        chain,
+    })
+}
