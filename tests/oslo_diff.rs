@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::util::{python_tool, repo};
 
-fn harness(request: &Value) -> Value {
+pub fn harness(request: &Value) -> Value {
     let mut child = Command::new(python_tool("python3"))
         .arg(repo().join("tests/oslo/harness.py"))
         .stdin(Stdio::piped())

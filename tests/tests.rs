@@ -20,3 +20,6 @@ mod kube;
 
 // The oslo.config engine against the real oslo.config package (parse, layering, writer, merge).
 mod oslo_diff;
+
+// render and derive: golden rendered files, oslo reading them, error chains, server-side apply.
+mod render;

@@ -23,9 +23,12 @@ pub enum Fault {
 #[derive(Default)]
 struct State {
     objects: Vec<Value>,
+    /// The last resourceVersion handed out.
+    version: u64,
     crds: HashSet<(String, String, String)>,
     faults: Vec<(String, Fault, usize)>,
     requests: Vec<String>,
+    bodies: Vec<(String, Value)>,
 }
 
 pub struct FakeApi {
@@ -59,13 +62,39 @@ impl FakeApi {
         self.state.lock().unwrap().crds.insert((group.into(), version.into(), plural.into()));
     }
 
-    pub fn put(&self, obj: Value) {
-        self.state.lock().unwrap().objects.push(obj);
+    pub fn put(&self, mut obj: Value) {
+        let mut st = self.state.lock().unwrap();
+        st.version += 1;
+        obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
+        st.objects.push(obj);
     }
 
     /// Fails the next `times` requests whose path contains `path`.
     pub fn fault(&self, path: &str, fault: Fault, times: usize) {
         self.state.lock().unwrap().faults.push((path.into(), fault, times));
+    }
+
+    /// The stored object of a kind and name, as the server holds it now.
+    pub fn object(&self, kind: &str, name: &str) -> Option<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .cloned()
+    }
+
+    /// Request bodies seen for paths containing `path`, as JSON.
+    pub fn bodies(&self, path: &str) -> Vec<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .bodies
+            .iter()
+            .filter(|(p, _)| p.contains(path))
+            .map(|(_, b)| b.clone())
+            .collect()
     }
 
     /// Requests seen so far, as `METHOD /path?query`.
@@ -100,6 +129,7 @@ fn status(code: u16, message: &str) -> (u16, Value) {
     let reason = match code {
         403 => "Forbidden",
         404 => "NotFound",
+        400 => "BadRequest",
         409 => "Conflict",
         429 => "TooManyRequests",
         _ => "InternalError",
@@ -140,7 +170,56 @@ fn matches_selector(obj: &Value, selector: &str) -> bool {
     })
 }
 
-fn route(state: &Mutex<State>, method: &str, target: &str) -> (u16, Value) {
+/// Server-side apply, with the semantics the client relies on: a `resourceVersion` in the
+/// patch is a precondition (409 Conflict when the object changed or does not exist), fields
+/// the patch does not name are kept (another manager's), and every write bumps the version.
+fn apply(
+    state: &Mutex<State>,
+    api_version: &str,
+    plural_name: &str,
+    ns: &str,
+    name: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    let Ok(patch) = serde_json::from_slice::<Value>(body) else {
+        return status(400, "body is not JSON");
+    };
+    let mut st = state.lock().unwrap();
+    st.version += 1;
+    let version = st.version.to_string();
+    let pos = st.objects.iter().position(|o| {
+        o["apiVersion"] == api_version
+            && plural(o["kind"].as_str().unwrap_or("")) == plural_name
+            && o["metadata"]["namespace"] == ns
+            && o["metadata"]["name"] == name
+    });
+    let precondition = patch["metadata"]["resourceVersion"].as_str();
+    match (pos, precondition) {
+        (Some(i), Some(rv)) if st.objects[i]["metadata"]["resourceVersion"] != rv => status(
+            409,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ),
+        (None, Some(_)) => status(409, "the object does not exist any more"),
+        (Some(i), _) => {
+            let obj = &mut st.objects[i];
+            if let (Some(have), Some(new)) = (obj["spec"].as_object_mut(), patch["spec"].as_object()) {
+                for (k, v) in new {
+                    have.insert(k.clone(), v.clone());
+                }
+            }
+            obj["metadata"]["resourceVersion"] = json!(version);
+            (200, obj.clone())
+        }
+        (None, None) => {
+            let mut obj = patch.clone();
+            obj["metadata"]["resourceVersion"] = json!(version);
+            st.objects.push(obj.clone());
+            (201, obj)
+        }
+    }
+}
+
+fn route(state: &Mutex<State>, method: &str, target: &str, body: &[u8]) -> (u16, Value) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let selector =
         query.split('&').find_map(|kv| kv.strip_prefix("labelSelector=")).map(decode).unwrap_or_default();
@@ -158,7 +237,7 @@ fn route(state: &Mutex<State>, method: &str, target: &str) -> (u16, Value) {
         _ => return status(404, "the server could not find the requested resource"),
     };
     let known = group.is_empty() || st.crds.contains(&(group.into(), version.into(), plural_name.into()));
-    if !known || method != "GET" {
+    if !known || !(method == "GET" || (method == "PATCH" && name.is_some())) {
         return status(404, "the server could not find the requested resource");
     }
     let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
@@ -167,6 +246,10 @@ fn route(state: &Mutex<State>, method: &str, target: &str) -> (u16, Value) {
             && plural(o["kind"].as_str().unwrap_or("")) == plural_name
             && o["metadata"]["namespace"] == ns
     };
+    if method == "PATCH" {
+        drop(st);
+        return apply(state, &api_version, plural_name, ns, name.unwrap_or_default(), body);
+    }
     match name {
         Some(n) => match st.objects.iter().filter(mine).find(|o| o["metadata"]["name"] == n) {
             Some(o) => (200, o.clone()),
@@ -206,6 +289,9 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
     let fault = {
         let mut st = state.lock().unwrap();
         st.requests.push(format!("{method} {target}"));
+        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+            st.bodies.push((target.to_string(), v));
+        }
         let hit = st.faults.iter_mut().find(|(p, _, n)| *n > 0 && target.contains(p.as_str()));
         hit.map(|(_, f, n)| {
             *n -= 1;
@@ -216,9 +302,9 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
         Some(Fault::Status(code)) => status(code, "injected fault"),
         Some(Fault::Delay(d)) => {
             std::thread::sleep(d);
-            route(state, method, target)
+            route(state, method, target, &body)
         }
-        None => route(state, method, target),
+        None => route(state, method, target, &body),
     };
     let body = value.to_string();
     let response = format!(
