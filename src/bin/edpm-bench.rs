@@ -15,13 +15,14 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("inventory") => inventory(&args[1..]),
+        Some("oslo") => oslo_bench(&args[1..]),
         Some("generate") => match args.get(1) {
             Some(dir) => flag(&args[2..], "--nodes", 10_000)
                 .and_then(|n| Ok((n, flag(&args[2..], "--roles", 100)?)))
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 3] [--format yaml|json] [--ansible-runs 1] [--no-ansible]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 3] [--format yaml|json] [--ansible-runs 1] [--no-ansible]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");
@@ -241,5 +242,155 @@ fn compare_ansible(agent: &Path, manifests: &Path, runs: usize) -> Result<(), St
     println!("  ansible-inventory --list, dynamic script (edpm-inventory): {}", ms(t_script));
     println!("  ansible-inventory --list, static YAML (upstream's hand-over):  {}", ms(t_static));
     println!("  static YAML / script: {:.1}x", t_static.as_secs_f64() / t_script.as_secs_f64());
+    Ok(())
+}
+
+/// Python side of the oslo benchmark: oslo.config's own parser (cfg.ConfigParser, as
+/// ConfigOpts uses it) on every file, then the layered value of every option with oslo's
+/// rule (newest file first, last occurrence; multi: all, oldest first), and separately a full
+/// ConfigOpts run with --config-dir for a sample of nodes.
+const OSLO_PY: &str = r#"
+import json, os, sys, time
+from oslo_config import cfg
+root, sample = sys.argv[1], int(sys.argv[2])
+nodes = sorted(os.listdir(root))
+t0 = time.perf_counter()
+count = 0
+for n in nodes:
+    d = os.path.join(root, n)
+    parsed = []
+    for f in sorted(os.listdir(d)):
+        sections, normalized = {}, {}
+        p = cfg.ConfigParser(os.path.join(d, f), sections)
+        p._add_normalized(normalized)
+        p.parse()
+        parsed.insert(0, normalized)
+    keys = {(g, k) for s in parsed for g, kv in s.items() for k in kv}
+    for g, k in keys:
+        single = next(s[g][k][-1] for s in parsed if g in s and k in s[g])
+        multi = [v for s in reversed(parsed) if g in s and k in s[g] for v in s[g][k]]
+        count += 1
+t1 = time.perf_counter()
+for n in nodes[:sample]:
+    conf = cfg.ConfigOpts()
+    conf(args=["--config-dir", os.path.join(root, n)], project="bench", default_config_files=[], default_config_dirs=[])
+t2 = time.perf_counter()
+print(json.dumps({"parse_layer": t1 - t0, "options": count, "configopts_sample": t2 - t1}))
+"#;
+
+fn oslo_bench(args: &[String]) -> Result<(), String> {
+    use edpm_agent::oslo;
+    let nodes: usize = flag(args, "--nodes", 1000)?;
+    let runs: usize = flag(args, "--runs", 3)?;
+    let python = find_tool("python3")
+        .filter(|p| p.to_string_lossy().contains("venv"))
+        .or_else(|| find_tool("python3"));
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let templates = edpm_agent::render::Templates::embedded();
+    // Render: 01-nova.conf and 02-nova-host-specific.conf per node, as `render` does.
+    let render_start = Instant::now();
+    let mut bytes = 0;
+    for i in 0..nodes {
+        let ctx = serde_json::json!({
+            "node": {"name": format!("compute-{i}"), "inventory_hostname": format!("compute-{i}"), "services": ["nova"]},
+            "vars": {"ctlplane_ip": format!("10.0.{}.{}", i / 250, i % 250), "canonical_hostname": format!("compute-{i}.example.com")},
+            "service": "nova",
+            "cell": {"name": "nova-cell1", "cell_name": "cell1", "transport_url": "rabbit://u:p@rabbit:5672/?ssl=0",
+                     "notification_transport_url": null, "quorum_queues": true, "keystone_internal_url": "https://keystone:5000",
+                     "region": "regionOne", "service_user": "nova", "service_password": "pw",
+                     "application_credential_id": null, "application_credential_secret": null, "novncproxy_base_url": null},
+        });
+        let node_dir = dir.path().join(format!("compute-{i:05}"));
+        fs_err::create_dir(&node_dir).map_err(|e| e.to_string())?;
+        for (t, f) in [
+            ("nova/01-nova.conf.j2", "01-nova.conf"),
+            ("nova/02-nova-host-specific.conf.j2", "02-nova-host-specific.conf"),
+        ] {
+            let text = edpm_agent::render::normalize_sections(&templates.render(t, &ctx)?);
+            bytes += text.len();
+            fs_err::write(node_dir.join(f), text).map_err(|e| e.to_string())?;
+        }
+        let custom = format!(
+            "[DEFAULT]\ncpu_allocation_ratio = {}.0\nreserved_host_memory_mb = 4096\n\n[libvirt]\nimages_type = rbd\ncpu_mode = custom\ncpu_models = Cascadelake-Server\n",
+            i % 16 + 1
+        );
+        bytes += custom.len();
+        fs_err::write(node_dir.join("25-nova-extra.conf"), custom).map_err(|e| e.to_string())?;
+    }
+    let render_time = render_start.elapsed();
+    println!(
+        "oslo.config engine: {nodes} nodes x 3 files (01-nova.conf, 02-nova-host-specific.conf, 25-nova-extra.conf), {:.1} MiB",
+        bytes as f64 / 1048576.0
+    );
+    println!("  render (minijinja, 2 templates per node, incl. writing): {}", ms(render_time));
+    let mut best = Duration::MAX;
+    let mut options = 0;
+    for _ in 0..runs {
+        let start = Instant::now();
+        options = 0;
+        let mut entries: Vec<_> = std::fs::read_dir(dir.path())
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for node_dir in entries {
+            let mut names: Vec<String> = std::fs::read_dir(&node_dir)
+                .map_err(|e| e.to_string())?
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect();
+            names.sort();
+            let mut layers = Vec::new();
+            for n in oslo::layer::config_dir_files(&names) {
+                let text = std::fs::read_to_string(node_dir.join(&n)).map_err(|e| e.to_string())?;
+                layers.push(oslo::layer::Layer {
+                    file: n,
+                    config: oslo::parse(&text).map_err(|e| e.to_string())?,
+                });
+            }
+            let layers = oslo::layer::Layers::new(layers);
+            for (g, k) in layers.options_iter() {
+                std::hint::black_box(layers.get(g, k));
+                std::hint::black_box(layers.get_multi(g, k));
+                options += 1;
+            }
+        }
+        best = best.min(start.elapsed());
+    }
+    println!(
+        "  edpm-agent parse + layer (every option, single and multi): {} (best of {runs}), {options} options",
+        ms(best)
+    );
+    let Some(python) = python else {
+        println!("  python3 with oslo.config not found (run scripts/setup-venv.sh); no comparison");
+        return Ok(());
+    };
+    let script_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let script = script_dir.path().join("bench_oslo.py");
+    fs_err::write(&script, OSLO_PY).map_err(|e| e.to_string())?;
+    let sample = nodes.min(100);
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(dir.path())
+        .arg(sample.to_string())
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !out.status.success() {
+        return Err(format!("python benchmark failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    let py = Duration::from_secs_f64(v["parse_layer"].as_f64().unwrap_or(0.0));
+    let co = Duration::from_secs_f64(v["configopts_sample"].as_f64().unwrap_or(0.0));
+    println!(
+        "  oslo.config (Python) parse + layer, same files and options: {} ({} options)",
+        ms(py),
+        v["options"]
+    );
+    println!("  ratio: edpm-agent is {:.1}x faster", py.as_secs_f64() / best.as_secs_f64());
+    println!(
+        "  for reference, oslo.config ConfigOpts(--config-dir) start-up, {sample} nodes: {} ({:.2} ms per node)",
+        ms(co),
+        co.as_secs_f64() * 1e3 / sample as f64
+    );
     Ok(())
 }

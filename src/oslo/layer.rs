@@ -4,6 +4,9 @@
 //! multi-valued option takes every occurrence of every file, oldest file first. Groups are
 //! compared normalized ([`normalize_group`]); keys exactly.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use super::{ConfigFile, normalize_group};
 
 /// One parsed file and the name to report it by.
@@ -23,59 +26,116 @@ pub struct Found<'a> {
     pub section: &'a str,
 }
 
-/// Layers, oldest first (the order files were given).
+/// Layers, oldest first (the order files were given), with an index from (normalized group,
+/// key) to every occurrence in layer order, so each lookup is a hash probe that allocates
+/// nothing.
 #[derive(Debug, Clone, Default)]
 pub struct Layers {
     pub layers: Vec<Layer>,
+    /// group → key → (layer, section, entry) positions, oldest first.
+    index: Index,
+    /// Options in first-seen order, as positions of their first occurrence.
+    order: Vec<(u32, u32, u32)>,
 }
 
 impl Layers {
     pub fn new(layers: Vec<Layer>) -> Self {
-        Layers { layers }
-    }
-
-    fn in_layer<'a>(layer: &'a Layer, group: &str, key: &str) -> impl Iterator<Item = Found<'a>> {
-        let group = group.to_string();
-        let key = key.to_string();
-        layer.config.sections.iter().filter(move |s| normalize_group(&s.name) == group).flat_map(move |s| {
-            let key = key.clone();
-            s.entries.iter().filter(move |e| e.key == key).map(move |e| Found {
-                value: &e.value,
-                file: &layer.file,
-                line: e.line,
-                section: &s.name,
-            })
-        })
-    }
-
-    /// The value of a single-valued option: the newest file containing the key wins, and within
-    /// it the last occurrence.
-    pub fn get(&self, group: &str, key: &str) -> Option<Found<'_>> {
-        let group = normalize_group(group);
-        self.layers.iter().rev().find_map(|l| Self::in_layer(l, &group, key).last())
-    }
-
-    /// The values of a multi-valued option: all occurrences, oldest file first.
-    pub fn get_multi(&self, group: &str, key: &str) -> Vec<Found<'_>> {
-        let group = normalize_group(group);
-        self.layers.iter().flat_map(|l| Self::in_layer(l, &group, key)).collect()
-    }
-
-    /// Every (normalized group, key) set anywhere, in first-seen order.
-    pub fn options(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for l in &self.layers {
-            for s in &l.config.sections {
-                let g = normalize_group(&s.name);
-                for e in &s.entries {
-                    if seen.insert((g.clone(), e.key.clone())) {
-                        out.push((g.clone(), e.key.clone()));
+        let mut index = Index::default();
+        let mut order = Vec::new();
+        for (li, l) in layers.iter().enumerate() {
+            for (si, s) in l.config.sections.iter().enumerate() {
+                let g = normalize_group_cow(&s.name);
+                let keys = match index.get_mut(g.as_ref()) {
+                    Some(k) => k,
+                    None => index.entry(g.into_owned()).or_default(),
+                };
+                for (ei, e) in s.entries.iter().enumerate() {
+                    let pos = (li as u32, si as u32, ei as u32);
+                    match keys.get_mut(e.key.as_str()) {
+                        Some(v) => v.push(pos),
+                        None => {
+                            keys.insert(e.key.clone(), vec![pos]);
+                            order.push(pos);
+                        }
                     }
                 }
             }
         }
-        out
+        Layers { layers, index, order }
+    }
+
+    fn found(&self, (li, si, ei): (u32, u32, u32)) -> Found<'_> {
+        let layer = &self.layers[li as usize];
+        let section = &layer.config.sections[si as usize];
+        let e = &section.entries[ei as usize];
+        Found { value: &e.value, file: &layer.file, line: e.line, section: &section.name }
+    }
+
+    fn positions(&self, group: &str, key: &str) -> &[(u32, u32, u32)] {
+        self.index
+            .get(normalize_group_cow(group).as_ref())
+            .and_then(|k| k.get(key))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The value of a single-valued option: the newest file containing the key wins, and within
+    /// it the last occurrence. With occurrences kept in layer order, that is the last one.
+    pub fn get(&self, group: &str, key: &str) -> Option<Found<'_>> {
+        self.positions(group, key).last().map(|p| self.found(*p))
+    }
+
+    /// The values of a multi-valued option: all occurrences, oldest file first.
+    pub fn get_multi(&self, group: &str, key: &str) -> Vec<Found<'_>> {
+        self.positions(group, key).iter().map(|p| self.found(*p)).collect()
+    }
+
+    /// Every (normalized group, key) set anywhere, in first-seen order.
+    pub fn options(&self) -> Vec<(String, String)> {
+        self.options_iter().map(|(g, k)| (normalize_group(g), k.to_string())).collect()
+    }
+
+    /// Like [`Layers::options`], borrowing: (group as first written, key).
+    pub fn options_iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.order.iter().map(|p| {
+            let f = self.found(*p);
+            let key = &self.layers[p.0 as usize].config.sections[p.1 as usize].entries[p.2 as usize].key;
+            (f.section, key.as_str())
+        })
+    }
+}
+
+/// FNV-1a: option names are short and not attacker-controlled, and SipHash was the largest
+/// single cost of layering (BENCHMARKS.md).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FastMap<V> = HashMap<String, V, BuildHasherDefault<Fnv>>;
+type Index = FastMap<FastMap<Vec<(u32, u32, u32)>>>;
+
+/// [`normalize_group`] without allocating when the name is already normal.
+fn normalize_group_cow(name: &str) -> std::borrow::Cow<'_, str> {
+    let normal = if name.is_ascii() {
+        !name.bytes().any(|b| b.is_ascii_uppercase())
+    } else {
+        !name.chars().any(char::is_uppercase)
+    };
+    if name == "DEFAULT" || normal {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(name.to_lowercase())
     }
 }
 

@@ -25,7 +25,12 @@ pub fn normalize_group(name: &str) -> String {
 /// Python's `str.isspace` for one character: Unicode White_Space plus the ASCII information
 /// separators U+001C..U+001F, which Python also treats as whitespace.
 pub fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+    if c.is_ascii() {
+        // Space, \t \n \x0b \x0c \r, and the separators \x1c..\x1f.
+        matches!(c, ' ' | '\t'..='\r' | '\u{1c}'..='\u{1f}')
+    } else {
+        c.is_whitespace()
+    }
 }
 
 /// Python's `str.strip()`.

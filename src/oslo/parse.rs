@@ -96,7 +96,8 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
         if rest.is_empty() {
             return None;
         }
-        match rest.find(['\n', '\r']) {
+        // A byte search: both terminators are ASCII, so this never splits a UTF-8 sequence.
+        match rest.bytes().position(|b| b == b'\n' || b == b'\r') {
             Some(i) => {
                 let line = &rest[..i];
                 let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
@@ -112,9 +113,11 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-struct Pending {
-    key: String,
-    parts: Vec<String>,
+struct Pending<'a> {
+    key: &'a str,
+    first: &'a str,
+    /// Continuation lines, when there are any (most values have none).
+    more: Vec<&'a str>,
     line: usize,
 }
 
@@ -132,7 +135,17 @@ pub fn parse(text: &str) -> Result<ConfigFile, ParseError> {
             let Some(section) = file.sections.last_mut() else {
                 return Err(ParseError { line: lineno, message: NO_SECTION, text: String::new() });
             };
-            section.entries.push(Entry { key: p.key, value: p.parts.join("\n"), line: p.line });
+            let value = if p.more.is_empty() {
+                p.first.to_string()
+            } else {
+                let mut v = String::from(p.first);
+                for m in p.more {
+                    v.push('\n');
+                    v.push_str(m);
+                }
+                v
+            };
+            section.entries.push(Entry { key: p.key.to_string(), value, line: p.line });
         }
         Ok(())
     }
@@ -147,7 +160,7 @@ pub fn parse(text: &str) -> Result<ConfigFile, ParseError> {
         if line.starts_with([' ', '\t']) {
             match &mut pending {
                 None => return Err(err(lineno, UNEXPECTED_CONTINUATION, line)),
-                Some(p) => p.parts.push(line.trim_start_matches(py_space).to_string()),
+                Some(p) => p.more.push(line.trim_start_matches(py_space)),
             }
             continue;
         }
@@ -169,7 +182,7 @@ pub fn parse(text: &str) -> Result<ConfigFile, ParseError> {
             if key.is_empty() {
                 return Err(err(lineno, EMPTY_KEY, line));
             }
-            pending = Some(Pending { key: key.to_string(), parts: vec![value.to_string()], line: lineno });
+            pending = Some(Pending { key, first: value, more: Vec::new(), line: lineno });
         }
     }
     flush(&mut file, &mut pending, lineno)?;
