@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the main job on the bundled example deployment (examples/), no cluster needed:
-# validates the data-plane objects, prints the Ansible inventory, and explains a variable.
+# validates the data-plane objects, prints the Ansible inventory, explains a variable, renders
+# the oslo.config files of every node, and derives the NovaExternalCompute CRs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
@@ -14,5 +15,13 @@ echo "== edpm-agent inventory export --format yaml (upstream's static layout)"
 $bin inventory export --format yaml
 echo "== edpm-agent inventory explain edpm-compute-1 ansible_port"
 $bin inventory explain edpm-compute-1 ansible_port
+echo "== edpm-agent render --redact (oslo.config files for every node, secrets masked)"
+$bin render --redact --node edpm-compute-1
+echo "== edpm-agent render --out target/examples-rendered (written atomically, 0600 for secrets)"
+$bin render --out target/examples-rendered
+echo "== edpm-agent oslo get: what nova-compute on edpm-compute-1 will use"
+$bin oslo get --config-dir target/examples-rendered/edpm-compute-1/nova DEFAULT cpu_allocation_ratio
+echo "== edpm-agent derive novaexternalcompute"
+$bin derive novaexternalcompute
 echo "== the same hosts in the NodeSet model"
 EDPM_AGENT_CONFIG=examples/edpm-agent-nodeset.yaml $bin inventory --list --pretty
