@@ -72,8 +72,8 @@ pub struct RenderArgs {
     /// or omit for every one the node runs.
     #[arg(long = "service")]
     pub services: Vec<String>,
-    /// Directory to write into: the files themselves for one node and one service, else
-    /// DIR/<node>/<service>/.
+    /// Directory to write into: DIR/<service>/ for one node (the layout of
+    /// /var/lib/openstack/configs on the node), DIR/<node>/<service>/ for several.
     #[arg(long, required_unless_present = "redact")]
     pub out: Option<PathBuf>,
     /// Write one merged file per service instead of the layered files.
@@ -88,6 +88,9 @@ pub struct RenderArgs {
     /// Read templates from this directory (same relative paths) instead of the embedded ones.
     #[arg(long)]
     pub templates: Option<PathBuf>,
+    /// json: a report {changed, unchanged} of paths, for Ansible's changed_when.
+    #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+    pub format: TextOrJson,
 }
 
 #[derive(Debug, Args)]

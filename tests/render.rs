@@ -33,7 +33,10 @@ fn golden_rendered_files_for_the_examples() {
     let out = run(&args(&["render", "--node", "edpm-compute-1", "--service", "nova", "--out", dir]), &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     for f in ["01-nova.conf", "02-nova-host-specific.conf", "25-nova-extra.conf"] {
-        snap(&format!("edpm-compute-1_nova_{f}"), &std::fs::read_to_string(d.path().join(f)).unwrap());
+        snap(
+            &format!("edpm-compute-1_nova_{f}"),
+            &std::fs::read_to_string(d.path().join("nova").join(f)).unwrap(),
+        );
     }
     let nodeset = run(
         &["--config", "examples/edpm-agent-nodeset.yaml", "render", "--redact", "--node", "edpm-compute-2"],
@@ -52,7 +55,7 @@ fn cell_values_follow_the_node_annotation() {
             &[],
         );
         assert_eq!(out.code, 0, "{}", out.stderr);
-        std::fs::read_to_string(d.path().join("01-nova.conf")).unwrap()
+        std::fs::read_to_string(d.path().join("nova/01-nova.conf")).unwrap()
     };
     assert!(v("edpm-compute-0").contains("transport_url=rabbit://cell1-user:fake-cell1-pass@rabbitmq-cell1"));
     let c1 = v("edpm-compute-1");
@@ -98,8 +101,8 @@ fn oslo_reads_rendered_layers_and_merged_file_alike() {
         v.sort();
         v
     };
-    let layered_files = files(&layered);
-    let merged_files = files(&merged);
+    let layered_files = files(&layered.join("nova"));
+    let merged_files = files(&merged.join("nova"));
     assert_eq!(merged_files.len(), 1);
     let mut queries: Vec<Value> = Vec::new();
     for (_, text) in &layered_files {

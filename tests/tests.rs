@@ -23,3 +23,6 @@ mod oslo_diff;
 
 // render and derive: golden rendered files, oslo reading them, error chains, server-side apply.
 mod render;
+
+// The Ansible roles in roles/, with real ansible-playbook into a temporary root.
+mod roles;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{AppError, build_all, write_out};
 use crate::cli::{DeriveArgs, DeriveWhat, ExportFormat, RenderArgs};
@@ -94,9 +94,10 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
             plan.push((node.member.key.clone(), kind.name, files));
         }
     }
-    let single = plan.len() == 1 && !args.nodes.is_empty() && !args.services.is_empty();
+    // One node: DIR/<service>/, the layout of /var/lib/openstack/configs on that node.
+    let one_node = nodes.len() == 1;
     let dir_of = |base: &Path, node: &str, svc: &str| {
-        if single { base.to_path_buf() } else { base.join(node).join(svc) }
+        if one_node { base.join(svc) } else { base.join(node).join(svc) }
     };
     if args.redact {
         let mut text = String::new();
@@ -125,24 +126,34 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
         write_out(out, &report)?;
         return Ok(if report.is_empty() { Exit::Success } else { Exit::Drift });
     }
-    let mut written = String::new();
+    let (mut changed, mut unchanged) = (Vec::new(), Vec::new());
+    let mut text = String::new();
     for (node, svc, files) in &plan {
         let dir = dir_of(&base, node, svc);
         fs_err::create_dir_all(&dir)
             .map_err(|e| AppError::new(Exit::Failure, format!("{e}; nothing more was written")))?;
         for f in files {
             let path = dir.join(&f.name);
+            // An unchanged file is left alone, so re-runs report no change and keep mtimes.
+            if check_file(&path, f).is_empty() {
+                unchanged.push(path.display().to_string());
+                continue;
+            }
             crate::fsutil::write_atomic(&path, f.content.as_bytes(), f.mode)
                 .map_err(|e| AppError::new(Exit::Failure, format!("cannot write {}: {e}", path.display())))?;
-            written.push_str(&format!("{} ({:04o}, from {})\n", path.display(), f.mode, f.from));
+            text.push_str(&format!("{} ({:04o}, from {})\n", path.display(), f.mode, f.from));
+            changed.push(path.display().to_string());
         }
     }
-    write_out(out, &written)?;
+    if args.format == crate::cli::TextOrJson::Json {
+        text = serde_json::json!({"changed": changed, "unchanged": unchanged}).to_string() + "\n";
+    }
+    write_out(out, &text)?;
     Ok(Exit::Success)
 }
 
 /// One line per difference between a rendered file and the one on disk; empty when equal.
-fn check_file(path: &PathBuf, f: &RenderedFile) -> String {
+fn check_file(path: &Path, f: &RenderedFile) -> String {
     use std::os::unix::fs::PermissionsExt;
     match std::fs::read(path) {
         Err(_) => format!("missing: {}\n", path.display()),

@@ -1,0 +1,100 @@
+//! The Ansible roles in roles/, run by the real ansible-playbook against localhost
+//! (`connection: local`) into a temporary root, twice: the second run must report no change.
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::util::{bin, python_tool, repo, run_program};
+
+fn recap_changed(stdout: &str) -> u32 {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.contains("ok=") && l.contains("changed="))
+        .unwrap_or_else(|| panic!("no recap in {stdout}"));
+    line.split_whitespace().find_map(|w| w.strip_prefix("changed=")).unwrap().parse().unwrap()
+}
+
+#[test]
+fn install_and_render_roles_are_idempotent() {
+    let root = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let playbook = work.path().join("site.yml");
+    let examples = repo().join("examples");
+    std::fs::write(
+        &playbook,
+        format!(
+            r#"
+- hosts: localhost
+  gather_facts: false
+  vars:
+    edpm_agent_root: "{root}"
+    edpm_agent_install_src: "{bin}"
+    edpm_agent_config:
+      source: ["{ex}/controlplane", "{ex}/dataplane"]
+      namespace: openstack
+    edpm_agent_render_node: edpm-compute-1
+  roles:
+    - edpm_agent_install
+    - edpm_agent_render
+"#,
+            root = root.path().display(),
+            bin = bin().display(),
+            ex = examples.display()
+        ),
+    )
+    .unwrap();
+    let roles = repo().join("roles");
+    let env = [
+        ("ANSIBLE_ROLES_PATH", roles.to_str().unwrap()),
+        ("ANSIBLE_NOCOLOR", "1"),
+        ("ANSIBLE_LOCAL_TEMP", "/tmp/edpm-agent-ansible-tmp"),
+        ("ANSIBLE_PYTHON_INTERPRETER", "auto_silent"),
+    ];
+    let play = || {
+        run_program(
+            &python_tool("ansible-playbook"),
+            &[
+                "-i",
+                "localhost,",
+                "-c",
+                "local",
+                "-e",
+                "ansible_python_interpreter={{ ansible_playbook_python }}",
+                playbook.to_str().unwrap(),
+            ],
+            &env,
+        )
+    };
+    let first = play();
+    assert_eq!(first.code, 0, "first run failed:\n{}\n{}", first.stdout, first.stderr);
+    assert!(recap_changed(&first.stdout) >= 4, "{}", first.stdout);
+    let r = root.path();
+    let mode = |p: &str| std::fs::metadata(r.join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("usr/local/bin/edpm-agent"), 0o755);
+    assert_eq!(
+        std::fs::read_link(r.join("usr/local/bin/edpm-inventory")).unwrap().to_str(),
+        Some("edpm-agent")
+    );
+    assert_eq!(mode("etc/edpm-agent/agent.yaml"), 0o600);
+    assert_eq!(mode("var/lib/openstack/configs/nova/01-nova.conf"), 0o600);
+    assert_eq!(mode("var/lib/openstack/configs/nova/02-nova-host-specific.conf"), 0o644);
+    let nova = std::fs::read_to_string(r.join("var/lib/openstack/configs/nova/01-nova.conf")).unwrap();
+    assert!(nova.contains("rabbitmq-cell2"), "edpm-compute-1 is in cell2");
+    assert!(r.join("var/lib/openstack/configs/neutron-metadata/10-neutron-metadata.conf").is_file());
+
+    let second = play();
+    assert_eq!(second.code, 0, "second run failed:\n{}\n{}", second.stdout, second.stderr);
+    assert_eq!(recap_changed(&second.stdout), 0, "second run must change nothing:\n{}", second.stdout);
+
+    // A drifted file is put back, and only that counts as a change.
+    std::fs::write(r.join("var/lib/openstack/configs/nova/02-nova-host-specific.conf"), "[DEFAULT]\n")
+        .unwrap();
+    let third = play();
+    assert_eq!(third.code, 0);
+    assert_eq!(recap_changed(&third.stdout), 1, "{}", third.stdout);
+    assert!(
+        std::fs::read_to_string(r.join("var/lib/openstack/configs/nova/02-nova-host-specific.conf"))
+            .unwrap()
+            .contains("my_ip = 192.168.122.101")
+    );
+}
