@@ -61,6 +61,28 @@ pub enum Command {
     Render(RenderArgs),
     /// Objects derived from the data plane, e.g. the NovaExternalCompute CRs of seed 003.
     Derive(DeriveArgs),
+    /// extraMounts: which volumes and mounts reach a service.
+    Mounts(MountsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MountsArgs {
+    #[command(subcommand)]
+    pub action: MountsAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MountsAction {
+    /// The volumes and mounts that reach a caller identity, in pod order, with warnings (JSON).
+    Propagate {
+        /// The caller's identity list, as the pod builds it: service, group, instance, e.g.
+        /// `--as Cinder CinderVolume ceph`, `--as Glance GlanceAPI default`, `--as Compute`.
+        #[arg(long = "as", required = true, num_args = 1..)]
+        identity: Vec<String>,
+        /// For `--as Compute`: the node whose Role/NodeSet nodeTemplate.extraMounts is the local list.
+        #[arg(long)]
+        node: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod inventory;
 pub mod model;
+pub mod mounts;
 pub mod oslo;
 pub mod render;
 pub mod resource;

@@ -26,3 +26,6 @@ mod render;
 
 // The Ansible roles in roles/, with real ansible-playbook into a temporary root.
 mod roles;
+
+// extraMounts propagation.
+mod mounts;

@@ -3,6 +3,7 @@
 //! is produced whole before anything is written, so a failure never leaves partial output.
 
 mod inventory_cmd;
+mod mounts_cmd;
 mod oslo_cmd;
 mod render_cmd;
 
@@ -85,6 +86,7 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
         Command::Oslo(args) => oslo_cmd::run(args, out),
         Command::Render(args) => render_cmd::run(&settings, args, out),
         Command::Derive(args) => render_cmd::derive(&settings, args, out),
+        Command::Mounts(args) => mounts_cmd::run(&settings, args, out),
     }
 }
 
