@@ -61,8 +61,24 @@ pub enum Command {
     Render(RenderArgs),
     /// Objects derived from the data plane, e.g. the NovaExternalCompute CRs of seed 003.
     Derive(DeriveArgs),
-    /// extraMounts: which volumes and mounts reach a service.
+    /// extraMounts: which volumes and mounts reach a service; what staging would change.
     Mounts(MountsArgs),
+    /// Write a node's files under a root (`/` on the node): Ceph client files and service config.
+    /// Prints a JSON report {changed, unchanged, removed}.
+    Stage(StageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StageArgs {
+    /// The node (Node name, NodeSet node key, or inventory hostname).
+    #[arg(long)]
+    pub node: String,
+    /// The root to stage under: `/` on the node itself.
+    #[arg(long)]
+    pub root: PathBuf,
+    /// Templates directory overriding the embedded ones (see render).
+    #[arg(long)]
+    pub templates: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -82,6 +98,17 @@ pub enum MountsAction {
         /// For `--as Compute`: the node whose Role/NodeSet nodeTemplate.extraMounts is the local list.
         #[arg(long)]
         node: Option<String>,
+    },
+    /// What `stage` would change for a node under a root: paths, modes, hashes, never contents.
+    Plan {
+        #[arg(long)]
+        node: String,
+        #[arg(long)]
+        root: PathBuf,
+        #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+        format: TextOrJson,
+        #[arg(long)]
+        templates: Option<PathBuf>,
     },
 }
 

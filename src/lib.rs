@@ -20,4 +20,5 @@ pub mod render;
 pub mod resource;
 pub mod settings;
 pub mod source;
+pub mod staging;
 pub mod validate;

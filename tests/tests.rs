@@ -29,3 +29,6 @@ mod roles;
 
 // extraMounts propagation.
 mod mounts;
+
+// Staging into temporary roots: ownership, links, Ceph sanity, SIGKILL crash safety.
+mod staging;

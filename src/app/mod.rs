@@ -6,6 +6,7 @@ mod inventory_cmd;
 mod mounts_cmd;
 mod oslo_cmd;
 mod render_cmd;
+mod stage_cmd;
 
 use std::io::Write;
 
@@ -86,7 +87,11 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
         Command::Oslo(args) => oslo_cmd::run(args, out),
         Command::Render(args) => render_cmd::run(&settings, args, out),
         Command::Derive(args) => render_cmd::derive(&settings, args, out),
+        Command::Mounts(crate::cli::MountsArgs {
+            action: crate::cli::MountsAction::Plan { node, root, format, templates },
+        }) => stage_cmd::plan(&settings, &node, &root, format, templates.as_deref(), out),
         Command::Mounts(args) => mounts_cmd::run(&settings, args, out),
+        Command::Stage(args) => stage_cmd::stage(&settings, args, out),
     }
 }
 

@@ -16,7 +16,9 @@ const LOCAL_LISTS: &[(&str, &str)] =
     &[("Cinder", "cinder"), ("Glance", "glance"), ("Manila", "manila"), ("Neutron", "neutron")];
 
 pub(super) fn run(s: &Settings, args: MountsArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
-    let MountsAction::Propagate { identity, node } = args.action;
+    let MountsAction::Propagate { identity, node } = args.action else {
+        unreachable!("mounts plan is dispatched to stage_cmd");
+    };
     let (snap, model, _) = build_all(s)?;
     let invalid = |e: crate::resource::DecodeError, object: &str| {
         AppError::new(Exit::InvalidInput, format!("{object}: {e}"))

@@ -22,7 +22,7 @@ impl From<RenderError> for AppError {
     }
 }
 
-fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> {
+pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> {
     let mut overrides = BTreeMap::new();
     if let Some(dir) = dir {
         if !dir.is_dir() {

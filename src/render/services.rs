@@ -5,6 +5,9 @@
 use crate::resource::{DataSource, LocalRef};
 use crate::source::Snapshot;
 
+/// A default data source: (is a Secret, name, optional).
+pub type DefaultSource = (bool, &'static str, bool);
+
 pub struct TemplateFile {
     pub template: &'static str,
     pub file: &'static str,
@@ -23,7 +26,7 @@ pub struct ServiceKind {
     /// The single file `--merged` writes.
     pub merged_name: &'static str,
     /// Upstream's default dataSources: (Secret?, name, optional).
-    pub default_sources: &'static [(bool, &'static str, bool)],
+    pub default_sources: &'static [DefaultSource],
     /// A data-source Secret whose config the templates generate for this node instead
     /// (nova's `nova-cell1-compute-config` names one cell for every node).
     pub replaced_secret_suffix: Option<&'static str>,

@@ -1,0 +1,253 @@
+//! Kubernetes volume semantics for the files a Secret, ConfigMap or projected volume shows
+//! in a pod (mounts-nova-edpm.md §1.3): every key as a file named after it, or only the listed
+//! `items` at their `path`; `defaultMode` (0644 unless set) with per-item `mode`; a missing
+//! object or key is an error unless `optional: true`. Pure: objects come from the snapshot.
+
+use serde_json::Value;
+
+use crate::source::Snapshot;
+
+/// One file of a volume: its path inside the volume, bytes, mode, and where it came from.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VolumeFile {
+    pub path: String,
+    pub bytes: Vec<u8>,
+    pub mode: u32,
+    pub from: String,
+    pub secret: bool,
+}
+
+impl std::fmt::Debug for VolumeFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VolumeFile")
+            .field("path", &self.path)
+            .field("mode", &self.mode)
+            .field("from", &self.from)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VolumeError {
+    #[error("{field}: {kind} \"{name}\" does not exist; create it or set optional: true")]
+    Missing { field: String, kind: &'static str, name: String },
+    #[error("{field}: key \"{key}\" is not in {kind} \"{name}\"; add it or set optional: true")]
+    MissingKey { field: String, kind: &'static str, name: String, key: String },
+    #[error("{field}: path {path:?} {problem}")]
+    BadPath { field: String, path: String, problem: &'static str },
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+}
+
+pub const DEFAULT_MODE: u32 = 0o644;
+
+/// A relative path inside a volume: no `..`, not absolute, no empty components.
+pub fn check_relative(field: &str, path: &str) -> Result<(), VolumeError> {
+    let bad = |problem| Err(VolumeError::BadPath { field: field.into(), path: path.into(), problem });
+    if path.is_empty() {
+        return bad("is empty");
+    }
+    if path.starts_with('/') {
+        return bad("is absolute; item paths are relative to the volume");
+    }
+    if path.split('/').any(|c| c == "..") {
+        return bad("contains '..', which would leave the volume");
+    }
+    if path.split('/').any(str::is_empty) || path.contains('\0') {
+        return bad("has an empty component");
+    }
+    Ok(())
+}
+
+fn mode_of(v: Option<&Value>, field: &str, default: u32) -> Result<u32, VolumeError> {
+    match v {
+        None | Some(Value::Null) => Ok(default),
+        Some(m) => match m.as_u64() {
+            Some(n) if n <= 0o777 => Ok(n as u32),
+            _ => Err(VolumeError::Invalid {
+                field: field.into(),
+                message: format!("mode {m} is not between 0 and 0777 (decimal 511)"),
+            }),
+        },
+    }
+}
+
+/// The files of one Secret or ConfigMap source (`secret`, `configMap`, or a projected source).
+fn source_files(
+    snap: &Snapshot,
+    src: &Value,
+    secret: bool,
+    field: &str,
+    default_mode: u32,
+    out: &mut Vec<VolumeFile>,
+) -> Result<(), VolumeError> {
+    let kind = if secret { "Secret" } else { "ConfigMap" };
+    // A secret volume names `secretName`; a projected secret source and a configMap name `name`.
+    let name = src.get("secretName").or_else(|| src.get("name")).and_then(Value::as_str).unwrap_or_default();
+    let optional = src.get("optional").and_then(Value::as_bool).unwrap_or(false);
+    let data: Option<Vec<(String, Vec<u8>)>> = if secret {
+        snap.secret(name).map(|s| s.body.data.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+    } else {
+        snap.config_map(name).map(|c| {
+            c.body
+                .data
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+                .chain(c.body.binary.iter().map(|(k, v)| (k.clone(), v.clone())))
+                .collect()
+        })
+    };
+    let Some(data) = data else {
+        if optional {
+            return Ok(());
+        }
+        return Err(VolumeError::Missing { field: field.into(), kind, name: name.into() });
+    };
+    let from = |k: &str| format!("{kind}/{name} key {k}");
+    match src.get("items").and_then(Value::as_array) {
+        None => {
+            for (k, v) in data {
+                out.push(VolumeFile {
+                    path: k.clone(),
+                    bytes: v,
+                    mode: default_mode,
+                    from: from(&k),
+                    secret,
+                });
+            }
+        }
+        Some(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let f = format!("{field}.items[{i}]");
+                let key = item.get("key").and_then(Value::as_str).unwrap_or_default();
+                let path = item.get("path").and_then(Value::as_str).unwrap_or(key);
+                check_relative(&format!("{f}.path"), path)?;
+                let mode = mode_of(item.get("mode"), &format!("{f}.mode"), default_mode)?;
+                match data.iter().find(|(k, _)| k == key) {
+                    Some((_, v)) => out.push(VolumeFile {
+                        path: path.into(),
+                        bytes: v.clone(),
+                        mode,
+                        from: from(key),
+                        secret,
+                    }),
+                    None if optional => {}
+                    None => {
+                        return Err(VolumeError::MissingKey {
+                            field: f,
+                            kind,
+                            name: name.into(),
+                            key: key.into(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The files a volume shows, or `None` for sources that are not files we can stage (hostPath,
+/// nfs, cephfs, persistentVolumeClaim, emptyDir, csi, ...).
+pub fn files(
+    snap: &Snapshot,
+    volume: &serde_json::Map<String, Value>,
+    field: &str,
+) -> Result<Option<Vec<VolumeFile>>, VolumeError> {
+    let mut out = Vec::new();
+    if let Some(s) = volume.get("secret") {
+        let mode = mode_of(s.get("defaultMode"), &format!("{field}.secret.defaultMode"), DEFAULT_MODE)?;
+        source_files(snap, s, true, &format!("{field}.secret"), mode, &mut out)?;
+    } else if let Some(c) = volume.get("configMap") {
+        let mode = mode_of(c.get("defaultMode"), &format!("{field}.configMap.defaultMode"), DEFAULT_MODE)?;
+        source_files(snap, c, false, &format!("{field}.configMap"), mode, &mut out)?;
+    } else if let Some(p) = volume.get("projected") {
+        let mode = mode_of(p.get("defaultMode"), &format!("{field}.projected.defaultMode"), DEFAULT_MODE)?;
+        for (i, src) in p.get("sources").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let f = format!("{field}.projected.sources[{i}]");
+            if let Some(s) = src.get("secret") {
+                source_files(snap, s, true, &format!("{f}.secret"), mode, &mut out)?;
+            } else if let Some(c) = src.get("configMap") {
+                source_files(snap, c, false, &format!("{f}.configMap"), mode, &mut out)?;
+            }
+        }
+    } else {
+        return Ok(None);
+    }
+    // Later sources win a path, as the kubelet's projection does.
+    let mut seen = std::collections::HashSet::new();
+    let mut dedup: Vec<VolumeFile> = out.into_iter().rev().filter(|f| seen.insert(f.path.clone())).collect();
+    dedup.reverse();
+    Ok(Some(dedup))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::resource::Origin;
+    use crate::source::manifest::Document;
+    use crate::source::snapshot::Located;
+
+    fn snap() -> Snapshot {
+        let docs = vec![
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a.keyring": "k", "b.conf": "c"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"x": "1"}}),
+        ];
+        Snapshot::from_documents(
+            docs.into_iter().map(|value| Located {
+                origin: Origin::File { path: "t".into(), line: 1 },
+                doc: Document { line: 1, value },
+            }),
+            None,
+        )
+        .unwrap()
+    }
+
+    fn vol(v: serde_json::Value) -> serde_json::Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn keys_items_modes_and_optional() {
+        let s = snap();
+        let all = files(&s, &vol(json!({"secret": {"secretName": "s"}})), "v").unwrap().unwrap();
+        assert_eq!(
+            all.iter().map(|f| (f.path.as_str(), f.mode)).collect::<Vec<_>>(),
+            [("a.keyring", 0o644), ("b.conf", 0o644)]
+        );
+        let items = files(&s, &vol(json!({"secret": {"secretName": "s", "defaultMode": 384, "items": [{"key": "b.conf", "path": "etc/b.conf", "mode": 420}, {"key": "a.keyring", "path": "k"}]}})), "v").unwrap().unwrap();
+        assert_eq!(
+            items.iter().map(|f| (f.path.as_str(), f.mode)).collect::<Vec<_>>(),
+            [("etc/b.conf", 0o644), ("k", 0o600)]
+        );
+        assert!(
+            files(&s, &vol(json!({"configMap": {"name": "absent", "optional": true}})), "v")
+                .unwrap()
+                .unwrap()
+                .is_empty()
+        );
+        let err = files(&s, &vol(json!({"configMap": {"name": "absent"}})), "v").unwrap_err().to_string();
+        assert!(err.contains("v.configMap: ConfigMap \"absent\" does not exist"), "{err}");
+        let err = files(&s, &vol(json!({"secret": {"secretName": "s", "items": [{"key": "nope"}]}})), "v")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("v.secret.items[0]") && err.contains("nope"), "{err}");
+        assert!(files(&s, &vol(json!({"nfs": {"server": "x", "path": "/"}})), "v").unwrap().is_none());
+    }
+
+    #[test]
+    fn projected_merges_sources_and_refuses_escaping_paths() {
+        let s = snap();
+        let p = files(&s, &vol(json!({"projected": {"defaultMode": 416, "sources": [{"secret": {"name": "s"}}, {"configMap": {"name": "c"}}]}})), "v").unwrap().unwrap();
+        assert_eq!(
+            p.iter().map(|f| (f.path.as_str(), f.mode)).collect::<Vec<_>>(),
+            [("a.keyring", 0o640), ("b.conf", 0o640), ("x", 0o640)]
+        );
+        for bad in ["../x", "/etc/x", "a//b", "a/../../b"] {
+            let v = vol(json!({"secret": {"secretName": "s", "items": [{"key": "b.conf", "path": bad}]}}));
+            assert!(matches!(files(&s, &v, "v"), Err(VolumeError::BadPath { .. })), "{bad}");
+        }
+    }
+}

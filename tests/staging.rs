@@ -1,0 +1,244 @@
+//! `stage` and `mounts plan` against the example, in temporary roots: modes, idempotence,
+//! ownership, refusal of links, Ceph sanity, and crash safety under SIGKILL.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{bin, repo, run};
+
+/// A copy of examples/controlplane and examples/dataplane to edit.
+fn scratch() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for sub in ["controlplane", "dataplane"] {
+        std::fs::create_dir(d.path().join(sub)).unwrap();
+        for e in std::fs::read_dir(repo().join("examples").join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, d.path().join(sub).join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    d
+}
+
+fn stage(src: &Path, root: &Path) -> crate::util::Output {
+    run(
+        &[
+            "--source",
+            src.to_str().unwrap(),
+            "stage",
+            "--node",
+            "edpm-compute-0",
+            "--root",
+            root.to_str().unwrap(),
+        ],
+        &[],
+    )
+}
+
+fn report(out: &crate::util::Output) -> Value {
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+fn count(v: &Value, k: &str) -> usize {
+    v[k].as_array().unwrap().len()
+}
+
+#[test]
+fn stages_with_modes_idempotently_and_owns_only_its_files() {
+    let src = scratch();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let first = report(&stage(src.path(), r));
+    assert!(count(&first, "changed") >= 12, "{first}");
+    let mode = |p: &str| std::fs::metadata(r.join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("var/lib/openstack/config/ceph"), 0o755);
+    assert_eq!(mode("var/lib/openstack/config/ceph/ceph.client.openstack.keyring"), 0o600);
+    assert_eq!(mode("var/lib/openstack/config/ceph/ceph.conf"), 0o644);
+    assert_eq!(mode("var/lib/openstack/configs/nova/01-nova.conf"), 0o600);
+    assert_eq!(mode("var/lib/openstack/configs/nova/ssh-privatekey"), 0o600);
+    assert_eq!(mode("var/lib/openstack/configs/ovn/ovsdb-config"), 0o644);
+    let foreign = r.join("var/lib/openstack/configs/nova/my-own-notes.txt");
+    std::fs::write(&foreign, "mine").unwrap();
+
+    let second = report(&stage(src.path(), r));
+    assert_eq!((count(&second, "changed"), count(&second, "removed")), (0, 0), "{second}");
+
+    // Drift is repaired (content and mode), and only that counts as a change.
+    std::fs::write(r.join("var/lib/openstack/config/ceph/ceph.conf"), "tampered").unwrap();
+    std::fs::set_permissions(
+        r.join("var/lib/openstack/configs/ovn/ovsdb-config"),
+        std::fs::Permissions::from_mode(0o666),
+    )
+    .unwrap();
+    let third = report(&stage(src.path(), r));
+    assert_eq!(count(&third, "changed"), 2, "{third}");
+    assert!(
+        std::fs::read_to_string(r.join("var/lib/openstack/config/ceph/ceph.conf")).unwrap().contains("fsid")
+    );
+
+    // A file no longer wanted is removed; a file never staged is left alone.
+    let cm = src.path().join("controlplane/configmaps.yaml");
+    let text = std::fs::read_to_string(&cm).unwrap();
+    std::fs::write(&cm, text.replace("name: nova-extra-config", "name: nova-extra-config-renamed")).unwrap();
+    let fourth = report(&stage(src.path(), r));
+    assert_eq!(
+        fourth["removed"],
+        serde_json::json!(["var/lib/openstack/configs/nova/25-nova-extra.conf"]),
+        "{fourth}"
+    );
+    assert!(!r.join("var/lib/openstack/configs/nova/25-nova-extra.conf").exists());
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
+}
+
+#[test]
+fn plan_shows_hashes_never_contents() {
+    let src = scratch();
+    let root = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "--source",
+            src.path().to_str().unwrap(),
+            "mounts",
+            "plan",
+            "--node",
+            "edpm-compute-0",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stdout.contains("fake-cell1-pass") && !out.stdout.contains("QVFB"),
+        "no secret contents in plans"
+    );
+    let steps: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert!(steps.iter().all(|s| s["action"] == "create" && s["sha256"].as_str().unwrap().len() == 64));
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "plan writes nothing");
+}
+
+#[test]
+fn links_below_the_root_are_refused() {
+    let src = scratch();
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("var/lib/openstack")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), root.path().join("var/lib/openstack/configs")).unwrap();
+    let out = stage(src.path(), root.path());
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0, "nothing written through the link");
+}
+
+#[test]
+fn ceph_sanity_and_escaping_items_fail_clearly() {
+    let src = scratch();
+    let sec = src.path().join("controlplane/secrets.yaml");
+    let text = std::fs::read_to_string(&sec).unwrap();
+    std::fs::write(&sec, text.replace("    fsid = 7a1719e8", "    fsid_typo = 7a1719e8")).unwrap();
+    let out = stage(src.path(), tempfile::tempdir().unwrap().path());
+    assert_eq!(out.code, 3);
+    assert!(out.stderr.contains("ceph.conf") && out.stderr.contains("has no fsid"), "{}", out.stderr);
+
+    let src = scratch();
+    let roles = src.path().join("dataplane/roles.yaml");
+    let text = std::fs::read_to_string(&roles).unwrap();
+    std::fs::write(&roles, text.replace("              secretName: ceph-conf-files\n", "              secretName: ceph-conf-files\n              items: [{key: ceph.conf, path: ../../escape.conf}]\n")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let out = stage(src.path(), root.path());
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("items[0].path") && out.stderr.contains("'..'"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+}
+
+/// Kill the stager with SIGKILL at many points while it replaces 2,000 files: every file is
+/// always the old or the new content, never a part, and the next run finishes the job and
+/// leaves no temporary file.
+#[test]
+fn sigkill_never_leaves_partial_files() {
+    let src = scratch();
+    let cm = src.path().join("controlplane/configmaps.yaml");
+    let base = std::fs::read_to_string(&cm).unwrap();
+    let version = |v: &str| {
+        let mut data = String::new();
+        for i in 0..2000 {
+            data.push_str(&format!("  key-{i:04}: \"{}\"\n", format!("{v}-{i:04}-").repeat(40)));
+        }
+        let doc = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ovncontroller-config\ndata:\n{data}"
+        );
+        let rest = base.replacen("name: ovncontroller-config", "name: ovncontroller-config-unused", 1);
+        std::fs::write(&cm, format!("{rest}\n---\n{doc}")).unwrap();
+    };
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let file = |i: usize| r.join(format!("var/lib/openstack/configs/ovn/key-{i:04}"));
+    version("old");
+    report(&stage(src.path(), r));
+    let check = |allowed: &[&str]| {
+        for i in 0..2000 {
+            let text = std::fs::read_to_string(file(i)).unwrap();
+            assert!(
+                allowed.iter().any(|v| text == format!("{v}-{i:04}-").repeat(40)),
+                "key-{i:04} is neither old nor new: {} bytes",
+                text.len()
+            );
+        }
+    };
+    let mut seed = 0x2545_f491u64;
+    for round in 0..12 {
+        version(if round % 2 == 0 { "new" } else { "old" });
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = Command::new(bin())
+            .args([
+                "--source",
+                src.path().to_str().unwrap(),
+                "stage",
+                "--node",
+                "edpm-compute-0",
+                "--root",
+                r.to_str().unwrap(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(seed % 400));
+        let _ = child.kill();
+        let _ = child.wait();
+        check(&["old", "new"]);
+    }
+    version("final");
+    report(&stage(src.path(), r));
+    check(&["final"]);
+    let leftovers: Vec<_> = walk(r)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".edpm-agent."))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(r.join("var/lib/edpm-agent/staged.json")).unwrap())
+            .unwrap();
+    assert!(manifest["files"].as_object().unwrap().len() >= 2000);
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
