@@ -98,3 +98,71 @@ fn install_and_render_roles_are_idempotent() {
             .contains("my_ip = 192.168.122.101")
     );
 }
+
+#[test]
+fn stage_role_is_idempotent_and_removes_what_it_no_longer_wants() {
+    let root = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    for sub in ["controlplane", "dataplane"] {
+        std::fs::create_dir_all(src.join(sub)).unwrap();
+        for e in std::fs::read_dir(repo().join("examples").join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, src.join(sub).join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let playbook = work.path().join("site.yml");
+    std::fs::write(
+        &playbook,
+        format!(
+            "- hosts: localhost\n  gather_facts: false\n  vars:\n    edpm_agent_root: \"{root}\"\n    edpm_agent_install_src: \"{bin}\"\n    edpm_agent_config:\n      source: [\"{src}/controlplane\", \"{src}/dataplane\"]\n    edpm_agent_stage_node: edpm-compute-0\n  roles:\n    - edpm_agent_install\n    - edpm_agent_stage\n",
+            root = root.path().display(),
+            bin = bin().display(),
+            src = src.display()
+        ),
+    )
+    .unwrap();
+    let roles = repo().join("roles");
+    let env = [
+        ("ANSIBLE_ROLES_PATH", roles.to_str().unwrap()),
+        ("ANSIBLE_NOCOLOR", "1"),
+        ("ANSIBLE_LOCAL_TEMP", "/tmp/edpm-agent-ansible-tmp"),
+    ];
+    let play = || {
+        run_program(
+            &python_tool("ansible-playbook"),
+            &[
+                "-i",
+                "localhost,",
+                "-c",
+                "local",
+                "-e",
+                "ansible_python_interpreter={{ ansible_playbook_python }}",
+                playbook.to_str().unwrap(),
+            ],
+            &env,
+        )
+    };
+    let first = play();
+    assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
+    let r = root.path();
+    assert_eq!(
+        std::fs::metadata(r.join("var/lib/openstack/config/ceph/ceph.client.openstack.keyring"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert!(r.join("var/lib/openstack/configs/nova/ssh-privatekey").is_file());
+    let second = play();
+    assert_eq!(second.code, 0);
+    assert_eq!(recap_changed(&second.stdout), 0, "{}", second.stdout);
+    let cm = src.join("controlplane/configmaps.yaml");
+    let text = std::fs::read_to_string(&cm).unwrap();
+    std::fs::write(&cm, text.replace("name: nova-extra-config", "name: nova-extra-config-off")).unwrap();
+    let third = play();
+    assert_eq!(third.code, 0);
+    assert_eq!(recap_changed(&third.stdout), 1, "{}", third.stdout);
+    assert!(!r.join("var/lib/openstack/configs/nova/25-nova-extra.conf").exists());
+}
