@@ -242,3 +242,30 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn nfs_and_cephfs_volumes_become_mount_units() {
+    let src = scratch();
+    let roles = src.path().join("dataplane/roles.yaml");
+    let text = std::fs::read_to_string(&roles).unwrap();
+    let extra = "    extraMounts:\n      - extraVolType: ImageConversion\n        volumes:\n          - name: conversion\n            nfs: {server: 192.0.2.50, path: /exports/conversion}\n          - name: shared\n            cephfs: {monitors: [192.0.2.11:6789, 192.0.2.12:6789], path: /volumes/shared, user: manila, secretRef: {name: cephfs-key}, readOnly: true}\n        mounts:\n          - {name: conversion, mountPath: /var/lib/nova/conversion}\n          - {name: shared, mountPath: /var/lib/shared-data}\n";
+    std::fs::write(&roles, text.replacen("    extraMounts:\n", extra, 1)).unwrap();
+    std::fs::write(src.path().join("controlplane/cephfs-key.yaml"), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: cephfs-key\nstringData:\n  key: QVFDZmFrZWNlcGhmc2tleQ==\n").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    report(&stage(src.path(), r));
+    let nfs = std::fs::read_to_string(r.join("etc/systemd/system/var-lib-nova-conversion.mount")).unwrap();
+    assert!(nfs.contains("What=192.0.2.50:/exports/conversion\nWhere=/var/lib/nova/conversion\nType=nfs\nOptions=rw,_netdev"), "{nfs}");
+    let ceph = std::fs::read_to_string(r.join("etc/systemd/system/var-lib-shared\\x2ddata.mount")).unwrap();
+    assert!(ceph.contains("What=192.0.2.11:6789,192.0.2.12:6789:/volumes/shared\n"), "{ceph}");
+    assert!(
+        ceph.contains("Options=name=manila,secretfile=/etc/ceph/edpm-agent-shared.secret,ro,_netdev"),
+        "{ceph}"
+    );
+    let key = r.join("etc/ceph/edpm-agent-shared.secret");
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(
+        r.join("var/lib/openstack/config/ceph/ceph.conf").is_file(),
+        "the Ceph files still come from the same list"
+    );
+}

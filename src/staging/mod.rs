@@ -6,6 +6,8 @@
 //!   (propagation `[Compute]`) and is mounted at `/etc/ceph` (edpm-ansible's
 //!   `edpm_ceph_client_files_source`) lands in `var/lib/openstack/config/ceph/`, top-level
 //!   non-dot files only, `*.keyring` 0600 and the rest 0644, as `edpm_ceph_client_files` does;
+//! - mount units: NFS and CephFS volumes that reach the job become systemd `.mount` units in
+//!   `etc/systemd/system/` ([`units`]);
 //! - service config: for each service the node runs, `var/lib/openstack/configs/<type>/<key>`
 //!   for every key of its dataSources (0600 from Secrets, 0644 from ConfigMaps); for the
 //!   services `render` knows, the rendered files take the place of the config keys.
@@ -14,6 +16,7 @@
 //! and no longer wanted are removed, files never staged are never touched.
 
 pub mod fs;
+pub mod units;
 pub mod volume;
 
 use std::collections::BTreeMap;
@@ -69,6 +72,8 @@ pub enum StageError {
     MissingSource { service: String, index: usize, kind: &'static str, name: String },
     #[error("Ceph files for node {node} are inconsistent: {}", problems.join("; "))]
     Ceph { node: String, problems: Vec<String> },
+    #[error("{0}")]
+    Unit(#[from] units::UnitError),
     #[error("{path} is wanted twice: from {first} and from {second}")]
     Clash { path: String, first: String, second: String },
 }
@@ -204,8 +209,8 @@ fn default_sources(svc: &str) -> Vec<DataSource> {
         .unwrap_or_default()
 }
 
-/// The Ceph files: volumes reaching `[Compute]` (the node's nodeTemplate, then the control
-/// plane's global list) that are mounted at `/etc/ceph`.
+/// The volumes reaching `[Compute]` (the node's nodeTemplate, then the control plane's global
+/// list): Ceph files from those mounted at `/etc/ceph`, mount units for NFS and CephFS ones.
 fn ceph_wants(snap: &Snapshot, group: &HostGroup) -> Result<Vec<Want>, StageError> {
     let mut entries: Vec<(Place, VolMounts)> = Vec::new();
     let local = mounts::decode_list(&group.extra_mounts.path, &group.extra_mounts.value)
@@ -229,6 +234,13 @@ fn ceph_wants(snap: &Snapshot, group: &HostGroup) -> Result<Vec<Want>, StageErro
     let mut out: Vec<Want> = Vec::new();
     for r in &collected.reached {
         for m in &r.mounts {
+            let vol_name = m.get("name").and_then(serde_json::Value::as_str).unwrap_or_default();
+            if let Some(vol) = r.volumes.iter().find(|v| v.name == vol_name)
+                && let Some(unit) = units::unit_for(snap, vol, m, &r.from.to_string())?
+            {
+                out.extend(unit);
+                continue;
+            }
             let path = m
                 .get("mountPath")
                 .and_then(serde_json::Value::as_str)
