@@ -10,17 +10,32 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new().prefix(".edpm-agent.").suffix(".tmp").tempfile_in(dir)?;
+    replace_file(path, contents, mode)?;
+    sync_dir(parent(path))
+}
+
+/// [`write_atomic`] without the directory fsync, for callers that replace many files in one
+/// directory and call [`sync_dir`] once afterwards: the file content is durable before the
+/// rename either way, and only the renames wait for the directory sync.
+pub fn replace_file(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
+    let mut tmp = tempfile::Builder::new().prefix(".edpm-agent.").suffix(".tmp").tempfile_in(parent(path))?;
     tmp.write_all(contents)?;
     tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
-    fs_err::File::open(dir)?.sync_all()?;
     Ok(())
+}
+
+/// Makes renames and removals in `dir` durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    fs_err::File::open(dir)?.sync_all()
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 #[cfg(test)]

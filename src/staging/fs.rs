@@ -1,7 +1,8 @@
 //! Writes the staging plan under a root (`/` on a node): the only code that writes host files.
 //!
-//! Invariants: every write is atomic (same-directory temp file, fsync, rename, directory
-//! fsync), so a reader or a crash sees the old file or the new one; unchanged files are not
+//! Invariants: every write is atomic (same-directory temp file, fsync, rename; each touched
+//! directory fsynced once before the manifest records completion), so a reader or a crash sees
+//! the old file or the new one; unchanged files are not
 //! rewritten; a path with `..`, an absolute path, or a symbolic link anywhere below the root is
 //! refused; only files recorded in the manifest are ever removed. The manifest is written twice:
 //! before changing anything it already lists every file this run may create (old ∪ new), and
@@ -170,13 +171,15 @@ pub fn apply(root: &Path, wants: &[Want], steps: &[Step]) -> Result<Report, FsEr
         write_manifest(root, &intent)?;
     }
     let mut report = Report::default();
+    let mut touched: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
     for step in steps {
         match step.action {
             Action::Unchanged => report.unchanged.push(step.path.clone()),
             Action::Create | Action::Update => {
                 let w = wants.iter().find(|w| w.path == step.path).expect("plan steps come from wants");
                 let path = safe_path(root, &w.path, true)?;
-                crate::fsutil::write_atomic(&path, &w.bytes, w.mode).map_err(io("write", &path))?;
+                crate::fsutil::replace_file(&path, &w.bytes, w.mode).map_err(io("write", &path))?;
+                touched.extend(path.parent().map(Path::to_path_buf));
                 report.changed.push(step.path.clone());
             }
             Action::Remove => {
@@ -195,6 +198,10 @@ pub fn apply(root: &Path, wants: &[Want], steps: &[Step]) -> Result<Report, FsEr
                 }
             }
         }
+    }
+    // One directory fsync per directory, before the manifest says the work is done.
+    for dir in &touched {
+        crate::fsutil::sync_dir(dir).map_err(io("sync", dir))?;
     }
     let final_manifest = Manifest { files: wants.iter().map(|w| (w.path.clone(), record(w))).collect() };
     if final_manifest != intent || intent != old {
