@@ -151,14 +151,7 @@ fn check_reports_drift_and_writes_nothing() {
 
 fn scratch_with(extra: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    for sub in ["controlplane", "dataplane"] {
-        let from = crate::util::repo().join("examples").join(sub);
-        std::fs::create_dir(d.path().join(sub)).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let p = e.unwrap().path();
-            std::fs::copy(&p, d.path().join(sub).join(p.file_name().unwrap())).unwrap();
-        }
-    }
+    crate::util::example_copy(d.path());
     std::fs::write(d.path().join("extra.yaml"), extra).unwrap();
     d
 }

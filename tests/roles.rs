@@ -104,13 +104,7 @@ fn stage_role_is_idempotent_and_removes_what_it_no_longer_wants() {
     let root = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let src = work.path().join("src");
-    for sub in ["controlplane", "dataplane"] {
-        std::fs::create_dir_all(src.join(sub)).unwrap();
-        for e in std::fs::read_dir(repo().join("examples").join(sub)).unwrap() {
-            let p = e.unwrap().path();
-            std::fs::copy(&p, src.join(sub).join(p.file_name().unwrap())).unwrap();
-        }
-    }
+    crate::util::example_copy(&src);
     let playbook = work.path().join("site.yml");
     std::fs::write(
         &playbook,

@@ -8,18 +8,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{bin, repo, run};
+use crate::util::{bin, run};
 
 /// A copy of examples/controlplane and examples/dataplane to edit.
 fn scratch() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    for sub in ["controlplane", "dataplane"] {
-        std::fs::create_dir(d.path().join(sub)).unwrap();
-        for e in std::fs::read_dir(repo().join("examples").join(sub)).unwrap() {
-            let p = e.unwrap().path();
-            std::fs::copy(&p, d.path().join(sub).join(p.file_name().unwrap())).unwrap();
-        }
-    }
+    crate::util::example_copy(d.path());
     d
 }
 

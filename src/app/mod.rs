@@ -133,17 +133,22 @@ pub fn sources(s: &Settings) -> Vec<Box<dyn Source>> {
                 SourceSpec::Dir(path) => {
                     Box::new(DirSource { path: path.clone(), namespace: s.namespace.clone() })
                 }
-                SourceSpec::Kube => Box::new(KubeSource {
-                    namespace: s.namespace.clone(),
-                    selector: s.selector.clone(),
-                    kubeconfig: s.kubeconfig.clone(),
-                    context: s.context.clone(),
-                    timeout: s.kube_timeout,
-                    attempts: 4,
-                }),
+                SourceSpec::Kube => Box::new(kube_source(s)),
             }
         })
         .collect()
+}
+
+/// The Kubernetes client settings: for reading (a source) and for applying (derive --apply).
+pub(crate) fn kube_source(s: &Settings) -> KubeSource {
+    KubeSource {
+        namespace: s.namespace.clone(),
+        selector: s.selector.clone(),
+        kubeconfig: s.kubeconfig.clone(),
+        context: s.context.clone(),
+        timeout: s.kube_timeout,
+        attempts: 4,
+    }
 }
 
 pub fn inventory_options(s: &Settings) -> inventory::Options {

@@ -179,14 +179,7 @@ pub(super) fn derive(s: &Settings, args: DeriveArgs, out: &mut dyn Write) -> Res
                 "--apply needs --source kube: there is no cluster to apply to",
             ));
         }
-        let client = crate::source::kube::KubeSource {
-            namespace: s.namespace.clone(),
-            selector: s.selector.clone(),
-            kubeconfig: s.kubeconfig.clone(),
-            context: s.context.clone(),
-            timeout: s.kube_timeout,
-            attempts: 4,
-        };
+        let client = super::kube_source(s);
         let results = client.apply_novaexternalcomputes(&objects)?;
         write_out(out, &results.iter().map(|r| format!("{r}\n")).collect::<String>())?;
         return Ok(Exit::Success);

@@ -71,3 +71,15 @@ pub fn normalize(s: &str) -> String {
     let shared = repo.clone() + "/../shared/reference/upstream/openstack";
     s.replace(&shared, "[UPSTREAM]").replace(&repo, "[REPO]")
 }
+
+/// A copy of examples/controlplane and examples/dataplane to edit, in `dir/controlplane` and
+/// `dir/dataplane`.
+pub fn example_copy(dir: &Path) {
+    for sub in ["controlplane", "dataplane"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for e in std::fs::read_dir(repo().join("examples").join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, dir.join(sub).join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
