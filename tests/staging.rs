@@ -263,3 +263,92 @@ fn nfs_and_cephfs_volumes_become_mount_units() {
         "the Ceph files still come from the same list"
     );
 }
+
+/// Undoes a chattr/mount when the test ends, even on failure.
+struct Undo(Vec<String>);
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        for cmd in &self.0 {
+            let _ = Command::new("sh").args(["-c", cmd]).status();
+        }
+    }
+}
+
+fn sh(cmd: &str) -> bool {
+    Command::new("sh").args(["-c", cmd]).status().is_ok_and(|s| s.success())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn change_extra_config(src: &Path, value: &str) {
+    let cm = src.join("controlplane/configmaps.yaml");
+    let text = std::fs::read_to_string(&cm).unwrap();
+    std::fs::write(
+        &cm,
+        text.replacen(
+            "    cpu_allocation_ratio = 8.0\n",
+            &format!("    cpu_allocation_ratio = 8.0\n    reserved_host_memory_mb = {value}\n"),
+            1,
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn permission_errors_keep_old_files_and_name_the_path() {
+    assert!(
+        is_root(),
+        "the failure tests make a directory immutable (chattr +i); run them as root, as CI does"
+    );
+    let src = scratch();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    report(&stage(src.path(), r));
+    let target = r.join("var/lib/openstack/configs/nova/25-nova-extra.conf");
+    let before = std::fs::read_to_string(&target).unwrap();
+    let dir = r.join("var/lib/openstack/configs/nova");
+    assert!(sh(&format!("chattr +i '{}'", dir.display())), "chattr +i failed");
+    let _undo = Undo(vec![format!("chattr -i '{}'", dir.display())]);
+    change_extra_config(src.path(), "2048");
+    let out = stage(src.path(), r);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot write")
+            && out.stderr.contains("configs/nova/25-nova-extra.conf")
+            && out.stderr.contains("previous file is left in place"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), before);
+}
+
+#[test]
+fn a_full_disk_keeps_old_files_and_names_the_path() {
+    assert!(is_root(), "the failure tests mount a small tmpfs; run them as root, as CI does");
+    let src = scratch();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    assert!(sh(&format!("mount -t tmpfs -o size=256k tmpfs '{}'", r.display())), "cannot mount a tmpfs");
+    let _undo = Undo(vec![format!("umount '{}'", r.display())]);
+    report(&stage(src.path(), r));
+    let target = r.join("var/lib/openstack/configs/nova/25-nova-extra.conf");
+    let before = std::fs::read_to_string(&target).unwrap();
+    change_extra_config(src.path(), &"9".repeat(400 * 1024));
+    let out = stage(src.path(), r);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("configs/nova/25-nova-extra.conf") && out.stderr.contains("No space left"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), before, "old file kept");
+    let temps: Vec<_> = walk(r)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".edpm-agent."))
+        .collect();
+    assert!(temps.is_empty(), "the failed write's temporary file is gone: {temps:?}");
+}
