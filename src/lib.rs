@@ -15,6 +15,7 @@ pub mod fsutil;
 pub mod inventory;
 pub mod model;
 pub mod mounts;
+pub mod openstack;
 pub mod oslo;
 pub mod render;
 pub mod resource;

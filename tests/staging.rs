@@ -352,3 +352,58 @@ fn a_full_disk_keeps_old_files_and_names_the_path() {
         .collect();
     assert!(temps.is_empty(), "the failed write's temporary file is gone: {temps:?}");
 }
+
+#[test]
+fn manila_csi_volumes_resolve_through_keystone_and_manila() {
+    use crate::util::fake_openstack::{self as os, FakeOpenStack};
+    let api = FakeOpenStack::start();
+    let src = scratch();
+    let roles = src.path().join("dataplane/roles.yaml");
+    let text = std::fs::read_to_string(&roles).unwrap();
+    let extra = format!(
+        "    extraMounts:\n      - volumes:\n          - name: manila-share\n            csi:\n              driver: cephfs.manila.csi.openstack.org\n              volumeAttributes: {{shareID: {}, shareAccessID: {}}}\n              nodePublishSecretRef: {{name: csi-manila-secret}}\n        mounts:\n          - {{name: manila-share, mountPath: /var/lib/manila-share}}\n",
+        os::SHARE,
+        os::ACCESS
+    );
+    std::fs::write(&roles, text.replacen("    extraMounts:\n", &extra, 1)).unwrap();
+    let secret = |id: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: csi-manila-secret\nstringData:\n  os-authURL: http://{}\n  os-region: regionOne\n  os-applicationCredentialID: {id}\n  os-applicationCredentialSecret: {}\n",
+            api.addr,
+            os::APP_SECRET
+        )
+    };
+    std::fs::write(src.path().join("controlplane/manila.yaml"), secret(os::APP_ID)).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    report(&stage(src.path(), r));
+    let unit = std::fs::read_to_string(r.join("etc/systemd/system/var-lib-manila\\x2dshare.mount")).unwrap();
+    assert!(unit.contains(&format!("What={}\n", os::EXPORT)), "preferred export location: {unit}");
+    assert!(
+        unit.contains(
+            "Type=ceph\nOptions=name=edpm,secretfile=/etc/ceph/edpm-agent-manila-share.secret,_netdev"
+        ),
+        "{unit}"
+    );
+    let key = r.join("etc/ceph/edpm-agent-manila-share.secret");
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), os::KEY);
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    let reqs = api.requests();
+    assert!(
+        reqs.iter().any(|q| q.starts_with("GET /manila/v2/share-access-rules/access-1 microversion=2.51")),
+        "{reqs:?}"
+    );
+
+    std::fs::write(src.path().join("controlplane/manila.yaml"), secret("wrong-id")).unwrap();
+    let out = stage(src.path(), r);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("Manila share share-1")
+            && out.stderr.contains("401")
+            && out.stderr.contains("Secret csi-manila-secret were rejected"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains(os::APP_SECRET), "no credential in messages");
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), os::KEY, "nothing changed on failure");
+}

@@ -42,7 +42,19 @@ fn compute(
     let templates = super::render_cmd::load_templates(templates)?;
     let (snap, model, inv) = build_all(s)?;
     let view = NodeView::new(&model, &inv, node).ok_or_else(|| staging::StageError::NoNode(node.into()))?;
-    let wants = staging::wants(&snap, &view, &templates)?;
+    // Manila CSI shares are resolved through Keystone and Manila only when a volume needs it.
+    let client = std::cell::OnceCell::new();
+    let resolve = |share: &staging::units::CsiShare| -> Result<staging::units::ResolvedShare, String> {
+        let c = match client.get() {
+            Some(c) => c,
+            None => {
+                let made = crate::openstack::Client::new(s.kube_timeout).map_err(|e| e.to_string())?;
+                client.get_or_init(|| made)
+            }
+        };
+        c.resolve(share).map_err(|e| e.to_string())
+    };
+    let wants = staging::wants(&snap, &view, &templates, &resolve)?;
     let manifest = staging::fs::read_manifest(root)?;
     let paths = wants.iter().map(|w| w.path.as_str()).chain(manifest.files.keys().map(String::as_str));
     let observed = staging::fs::observe(root, paths)?;

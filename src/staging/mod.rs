@@ -92,7 +92,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Everything the node should have, sorted by path.
-pub fn wants(snap: &Snapshot, view: &NodeView, templates: &Templates) -> Result<Vec<Want>, StageError> {
+pub fn wants(
+    snap: &Snapshot,
+    view: &NodeView,
+    templates: &Templates,
+    resolve: units::Resolver,
+) -> Result<Vec<Want>, StageError> {
     let mut out: BTreeMap<String, Want> = BTreeMap::new();
     fn add(out: &mut BTreeMap<String, Want>, w: Want) -> Result<(), StageError> {
         if let Some(first) = out.get(&w.path) {
@@ -105,7 +110,7 @@ pub fn wants(snap: &Snapshot, view: &NodeView, templates: &Templates) -> Result<
         out.insert(w.path.clone(), w);
         Ok(())
     }
-    for w in ceph_wants(snap, view.group)? {
+    for w in ceph_wants(snap, view.group, resolve)? {
         add(&mut out, w)?;
     }
     check_ceph(&view.member.key, &out)?;
@@ -211,7 +216,7 @@ fn default_sources(svc: &str) -> Vec<DataSource> {
 
 /// The volumes reaching `[Compute]` (the node's nodeTemplate, then the control plane's global
 /// list): Ceph files from those mounted at `/etc/ceph`, mount units for NFS and CephFS ones.
-fn ceph_wants(snap: &Snapshot, group: &HostGroup) -> Result<Vec<Want>, StageError> {
+fn ceph_wants(snap: &Snapshot, group: &HostGroup, resolve: units::Resolver) -> Result<Vec<Want>, StageError> {
     let mut entries: Vec<(Place, VolMounts)> = Vec::new();
     let local = mounts::decode_list(&group.extra_mounts.path, &group.extra_mounts.value)
         .map_err(|e| StageError::Decode(format!("{}: {e}", group.id)))?;
@@ -236,7 +241,7 @@ fn ceph_wants(snap: &Snapshot, group: &HostGroup) -> Result<Vec<Want>, StageErro
         for m in &r.mounts {
             let vol_name = m.get("name").and_then(serde_json::Value::as_str).unwrap_or_default();
             if let Some(vol) = r.volumes.iter().find(|v| v.name == vol_name)
-                && let Some(unit) = units::unit_for(snap, vol, m, &r.from.to_string())?
+                && let Some(unit) = units::unit_for(snap, vol, m, &r.from.to_string(), resolve)?
             {
                 out.extend(unit);
                 continue;

@@ -1,6 +1,7 @@
 //! Test helpers.
 
 pub mod fake_api;
+pub mod fake_openstack;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
