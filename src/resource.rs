@@ -295,6 +295,9 @@ pub struct ServiceSpec {
     pub edpm_service_type: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
     pub data_sources: Vec<DataSource>,
+    /// The CA bundle Secret (CRD default `combined-ca-bundle`).
+    #[serde(default)]
+    pub ca_certs: Option<String>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -407,3 +407,75 @@ fn manila_csi_volumes_resolve_through_keystone_and_manila() {
     assert!(!out.stderr.contains(os::APP_SECRET), "no credential in messages");
     assert_eq!(std::fs::read_to_string(&key).unwrap(), os::KEY, "nothing changed on failure");
 }
+
+#[test]
+fn tls_nodesets_get_each_service_ca_bundle() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let out = run(
+        &[
+            "--config",
+            "examples/edpm-agent-nodeset.yaml",
+            "stage",
+            "--node",
+            "edpm-compute-0",
+            "--root",
+            r.to_str().unwrap(),
+        ],
+        &[],
+    );
+    report(&out);
+    let bundle = r.join("var/lib/openstack/cacerts/nova/tls-ca-bundle.pem");
+    assert!(std::fs::read_to_string(&bundle).unwrap().contains("BEGIN CERTIFICATE"));
+    assert_eq!(std::fs::metadata(&bundle).unwrap().permissions().mode() & 0o777, 0o644);
+    assert!(
+        r.join("var/lib/openstack/cacerts/bootstrap/tls-ca-bundle.pem").is_file(),
+        "edpm_bootstrap reads it too"
+    );
+    // The seeds' Role model has no tlsEnabled: no bundles.
+    let seeds = tempfile::tempdir().unwrap();
+    report(&run(
+        &[
+            "--config",
+            "examples/edpm-agent.yaml",
+            "stage",
+            "--node",
+            "edpm-compute-0",
+            "--root",
+            seeds.path().to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert!(!seeds.path().join("var/lib/openstack/cacerts").exists());
+
+    let d = tempfile::tempdir().unwrap();
+    for sub in ["controlplane", "nodeset"] {
+        std::fs::create_dir(d.path().join(sub)).unwrap();
+        for e in std::fs::read_dir(crate::util::repo().join("examples").join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, d.path().join(sub).join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let sec = d.path().join("controlplane/secrets.yaml");
+    let text = std::fs::read_to_string(&sec).unwrap();
+    std::fs::write(&sec, text.replace("name: combined-ca-bundle", "name: other-bundle")).unwrap();
+    let out = run(
+        &[
+            "--source",
+            d.path().to_str().unwrap(),
+            "stage",
+            "--node",
+            "edpm-compute-0",
+            "--root",
+            tempfile::tempdir().unwrap().path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("caCerts Secret \"combined-ca-bundle\"")
+            && out.stderr.contains("tlsEnabled: false"),
+        "{}",
+        out.stderr
+    );
+}

@@ -14,7 +14,9 @@ impl From<staging::StageError> for AppError {
     fn from(e: staging::StageError) -> Self {
         let code = match &e {
             staging::StageError::NoNode(_) => Exit::NotFound,
-            staging::StageError::MissingSource { .. } => Exit::MissingReference,
+            staging::StageError::MissingSource { .. } | staging::StageError::MissingCaBundle { .. } => {
+                Exit::MissingReference
+            }
             staging::StageError::Render(r) => return AppError::from(r.clone()),
             staging::StageError::Clash { .. } => Exit::Conflict,
             _ => Exit::InvalidInput,

@@ -12,6 +12,9 @@
 //!   for every key of its dataSources (0600 from Secrets, 0644 from ConfigMaps); for the
 //!   services `render` knows, the rendered files take the place of the config keys.
 //!
+//! - with TLS enabled, each service's CA bundle (`caCerts`, default `combined-ca-bundle`) in
+//!   `var/lib/openstack/cacerts/<type>/tls-ca-bundle.pem` (0644), where edpm_install_certs looks.
+//!
 //! A manifest of what was staged (path, sha256, mode) decides ownership: files staged earlier
 //! and no longer wanted are removed, files never staged are never touched.
 
@@ -33,6 +36,11 @@ use crate::source::Snapshot;
 pub const CEPH_DIR: &str = "var/lib/openstack/config/ceph";
 pub const CEPH_SOURCE: &str = "/etc/ceph";
 pub const CONFIGS_DIR: &str = "var/lib/openstack/configs";
+pub const CACERTS_DIR: &str = "var/lib/openstack/cacerts";
+/// The CRD default of `OpenStackDataPlaneService.spec.caCerts`.
+pub const DEFAULT_CA_CERTS: &str = "combined-ca-bundle";
+/// The key edpm_install_certs reads from the CA bundle Secret.
+pub const CA_BUNDLE_KEY: &str = "tls-ca-bundle.pem";
 pub const MANIFEST: &str = "var/lib/edpm-agent/staged.json";
 
 /// A file the node should have.
@@ -70,6 +78,10 @@ pub enum StageError {
         "service {service}: dataSources[{index}] names {kind} \"{name}\", which does not exist; create it or mark it optional: true"
     )]
     MissingSource { service: String, index: usize, kind: &'static str, name: String },
+    #[error(
+        "service {service}: TLS is enabled and its caCerts Secret \"{name}\" (key tls-ca-bundle.pem) does not exist; create it, or set tlsEnabled: false on the NodeSet"
+    )]
+    MissingCaBundle { service: String, name: String },
     #[error("Ceph files for node {node} are inconsistent: {}", problems.join("; "))]
     Ceph { node: String, problems: Vec<String> },
     #[error("{0}")]
@@ -131,6 +143,30 @@ pub fn wants(
                 None => default_sources(svc),
             },
         };
+        // With TLS on (NodeSet tlsEnabled, default true), the runner mounts the service's CA
+        // bundle and edpm_install_certs expects it at cacerts/<type>/tls-ca-bundle.pem.
+        if view.group.tls_enabled.as_ref().is_some_and(|t| t.value) {
+            let ca = snap
+                .services
+                .iter()
+                .find(|s| &s.id.name == svc)
+                .and_then(|s| s.body.ca_certs.clone())
+                .unwrap_or_else(|| DEFAULT_CA_CERTS.into());
+            let bundle = snap.secret(&ca).and_then(|s| s.body.data.get(CA_BUNDLE_KEY));
+            let Some(bundle) = bundle else {
+                return Err(StageError::MissingCaBundle { service: svc.clone(), name: ca });
+            };
+            add(
+                &mut out,
+                Want {
+                    path: format!("{CACERTS_DIR}/{svc_type}/{CA_BUNDLE_KEY}"),
+                    bytes: bundle.clone(),
+                    mode: 0o644,
+                    from: format!("Secret/{ca} key {CA_BUNDLE_KEY}"),
+                    secret: false,
+                },
+            )?;
+        }
         if let Some(k) = kind {
             for f in render::render(snap, view, k, templates)? {
                 add(
