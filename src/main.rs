@@ -21,7 +21,7 @@ fn main() -> ExitCode {
     let mut out = stdout.lock();
     match app::run(cli, &env, &mut out) {
         Ok(code) => code.into(),
-        Err(e) if e.message.contains("Broken pipe") => Exit::Success.into(),
+        Err(e) if e.code == Exit::Success => Exit::Success.into(),
         Err(e) => {
             let _ = out.flush();
             eprintln!("edpm-agent: error: {e}");

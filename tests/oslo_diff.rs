@@ -29,21 +29,22 @@ pub fn harness(request: &Value) -> Value {
 }
 
 /// Our parse, in the harness's shape.
+/// A file in the harness's shape: `{"sections": {name: {key: [values]}}}`.
+fn sections_json(f: &ConfigFile) -> Value {
+    let mut sections = serde_json::Map::new();
+    for (name, keys) in f.sections_merged() {
+        let keys: serde_json::Map<String, Value> = keys
+            .into_iter()
+            .map(|(k, es)| (k.to_string(), json!(es.iter().map(|e| e.value.as_str()).collect::<Vec<_>>())))
+            .collect();
+        sections.insert(name.to_string(), Value::Object(keys));
+    }
+    json!({ "sections": sections })
+}
+
 fn ours_parse(text: &str) -> Value {
     match oslo::parse(text) {
-        Ok(f) => {
-            let mut sections = serde_json::Map::new();
-            for (name, keys) in f.sections_merged() {
-                let keys: serde_json::Map<String, Value> = keys
-                    .into_iter()
-                    .map(|(k, es)| {
-                        (k.to_string(), json!(es.iter().map(|e| e.value.as_str()).collect::<Vec<_>>()))
-                    })
-                    .collect();
-                sections.insert(name.to_string(), Value::Object(keys));
-            }
-            json!({ "sections": sections })
-        }
+        Ok(f) => sections_json(&f),
         Err(e) => json!({"error": {"line": e.line, "message": e.message, "text": e.text}}),
     }
 }
@@ -316,17 +317,7 @@ fn writer_output_reads_back_identically_in_oslo() {
         .iter()
         .zip(answer["parse"].as_array().unwrap())
         .filter_map(|((m, text), theirs)| {
-            let mut sections = serde_json::Map::new();
-            for (name, keys) in m.sections_merged() {
-                let keys: serde_json::Map<String, Value> = keys
-                    .into_iter()
-                    .map(|(k, es)| {
-                        (k.to_string(), json!(es.iter().map(|e| e.value.as_str()).collect::<Vec<_>>()))
-                    })
-                    .collect();
-                sections.insert(name.to_string(), Value::Object(keys));
-            }
-            let want = json!({ "sections": sections });
+            let want = sections_json(m);
             (&want != theirs).then(|| format!("written {text:?}\n  model: {want}\n  oslo:  {theirs}"))
         })
         .collect();

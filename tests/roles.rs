@@ -5,6 +5,27 @@ use std::os::unix::fs::PermissionsExt;
 
 use crate::util::{bin, python_tool, repo, run_program};
 
+/// ansible-playbook against localhost with `connection: local`, the repository's roles on the
+/// role path.
+fn play_local(playbook: &std::path::Path) -> crate::util::Output {
+    let roles = repo().join("roles");
+    let env = [
+        ("ANSIBLE_ROLES_PATH", roles.to_str().unwrap()),
+        ("ANSIBLE_NOCOLOR", "1"),
+        ("ANSIBLE_LOCAL_TEMP", "/tmp/edpm-agent-ansible-tmp"),
+    ];
+    let args = [
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-e",
+        "ansible_python_interpreter={{ ansible_playbook_python }}",
+        playbook.to_str().unwrap(),
+    ];
+    run_program(&python_tool("ansible-playbook"), &args, &env)
+}
+
 fn recap_changed(stdout: &str) -> u32 {
     let line = stdout
         .lines()
@@ -43,28 +64,7 @@ fn install_and_render_roles_are_idempotent() {
         ),
     )
     .unwrap();
-    let roles = repo().join("roles");
-    let env = [
-        ("ANSIBLE_ROLES_PATH", roles.to_str().unwrap()),
-        ("ANSIBLE_NOCOLOR", "1"),
-        ("ANSIBLE_LOCAL_TEMP", "/tmp/edpm-agent-ansible-tmp"),
-        ("ANSIBLE_PYTHON_INTERPRETER", "auto_silent"),
-    ];
-    let play = || {
-        run_program(
-            &python_tool("ansible-playbook"),
-            &[
-                "-i",
-                "localhost,",
-                "-c",
-                "local",
-                "-e",
-                "ansible_python_interpreter={{ ansible_playbook_python }}",
-                playbook.to_str().unwrap(),
-            ],
-            &env,
-        )
-    };
+    let play = || play_local(&playbook);
     let first = play();
     assert_eq!(first.code, 0, "first run failed:\n{}\n{}", first.stdout, first.stderr);
     assert!(recap_changed(&first.stdout) >= 4, "{}", first.stdout);
@@ -116,27 +116,7 @@ fn stage_role_is_idempotent_and_removes_what_it_no_longer_wants() {
         ),
     )
     .unwrap();
-    let roles = repo().join("roles");
-    let env = [
-        ("ANSIBLE_ROLES_PATH", roles.to_str().unwrap()),
-        ("ANSIBLE_NOCOLOR", "1"),
-        ("ANSIBLE_LOCAL_TEMP", "/tmp/edpm-agent-ansible-tmp"),
-    ];
-    let play = || {
-        run_program(
-            &python_tool("ansible-playbook"),
-            &[
-                "-i",
-                "localhost,",
-                "-c",
-                "local",
-                "-e",
-                "ansible_python_interpreter={{ ansible_playbook_python }}",
-                playbook.to_str().unwrap(),
-            ],
-            &env,
-        )
-    };
+    let play = || play_local(&playbook);
     let first = play();
     assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
     let r = root.path();

@@ -69,9 +69,13 @@ impl From<inventory::InventoryError> for AppError {
 }
 
 pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| AppError::new(Exit::Failure, format!("cannot write output: {e}")))
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| {
+        // The reader went away (`edpm-agent … | head`): not an error worth reporting.
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return AppError { code: Exit::Success, message: String::new() };
+        }
+        AppError::new(Exit::Failure, format!("cannot write output: {e}"))
+    })
 }
 
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
