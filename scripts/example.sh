@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the main job on the bundled example deployment (examples/), no cluster needed:
 # validates the data-plane objects, prints the Ansible inventory, explains a variable, renders
-# the oslo.config files of every node, and derives the NovaExternalCompute CRs.
+# the oslo.config files of every node, shows which extraMounts reach a service, stages a node's
+# files under target/example-root, and derives the NovaExternalCompute CRs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
@@ -21,6 +22,12 @@ echo "== edpm-agent render --out target/examples-rendered (written atomically, 0
 $bin render --out target/examples-rendered
 echo "== edpm-agent oslo get: what nova-compute on edpm-compute-1 will use"
 $bin oslo get --config-dir target/examples-rendered/edpm-compute-1/nova DEFAULT cpu_allocation_ratio
+echo "== edpm-agent mounts propagate --as Cinder CinderVolume ceph"
+$bin mounts propagate --as Cinder CinderVolume ceph
+echo "== edpm-agent mounts plan / stage for edpm-compute-0 under target/example-root"
+mkdir -p target/example-root
+$bin mounts plan --node edpm-compute-0 --root target/example-root
+$bin stage --node edpm-compute-0 --root target/example-root
 echo "== edpm-agent derive novaexternalcompute"
 $bin derive novaexternalcompute
 echo "== the same hosts in the NodeSet model"
