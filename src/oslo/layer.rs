@@ -35,7 +35,7 @@ pub struct Layers {
     /// group → key → (layer, section, entry) positions, oldest first.
     index: Index,
     /// Options in first-seen order, as positions of their first occurrence.
-    order: Vec<(u32, u32, u32)>,
+    order: Vec<Pos>,
 }
 
 impl Layers {
@@ -50,11 +50,11 @@ impl Layers {
                     None => index.entry(g.into_owned()).or_default(),
                 };
                 for (ei, e) in s.entries.iter().enumerate() {
-                    let pos = (li as u32, si as u32, ei as u32);
+                    let pos: Pos = (li as u32, si as u32, ei as u32);
                     match keys.get_mut(e.key.as_str()) {
-                        Some(v) => v.push(pos),
+                        Some(v) => v.rest.push(pos),
                         None => {
-                            keys.insert(e.key.clone(), vec![pos]);
+                            keys.insert(e.key.clone(), Positions { first: pos, rest: Vec::new() });
                             order.push(pos);
                         }
                     }
@@ -64,29 +64,26 @@ impl Layers {
         Layers { layers, index, order }
     }
 
-    fn found(&self, (li, si, ei): (u32, u32, u32)) -> Found<'_> {
+    fn found(&self, (li, si, ei): Pos) -> Found<'_> {
         let layer = &self.layers[li as usize];
         let section = &layer.config.sections[si as usize];
         let e = &section.entries[ei as usize];
         Found { value: &e.value, file: &layer.file, line: e.line, section: &section.name }
     }
 
-    fn positions(&self, group: &str, key: &str) -> &[(u32, u32, u32)] {
-        self.index
-            .get(normalize_group_cow(group).as_ref())
-            .and_then(|k| k.get(key))
-            .map_or(&[], Vec::as_slice)
+    fn positions(&self, group: &str, key: &str) -> Option<&Positions> {
+        self.index.get(normalize_group_cow(group).as_ref()).and_then(|k| k.get(key))
     }
 
     /// The value of a single-valued option: the newest file containing the key wins, and within
     /// it the last occurrence. With occurrences kept in layer order, that is the last one.
     pub fn get(&self, group: &str, key: &str) -> Option<Found<'_>> {
-        self.positions(group, key).last().map(|p| self.found(*p))
+        self.positions(group, key).map(|p| self.found(p.last()))
     }
 
     /// The values of a multi-valued option: all occurrences, oldest file first.
     pub fn get_multi(&self, group: &str, key: &str) -> Vec<Found<'_>> {
-        self.positions(group, key).iter().map(|p| self.found(*p)).collect()
+        self.positions(group, key).map_or_else(Vec::new, |p| p.iter().map(|pos| self.found(pos)).collect())
     }
 
     /// Every (normalized group, key) set anywhere, in first-seen order.
@@ -123,7 +120,26 @@ impl Hasher for Fnv {
 }
 
 type FastMap<V> = HashMap<String, V, BuildHasherDefault<Fnv>>;
-type Index = FastMap<FastMap<Vec<(u32, u32, u32)>>>;
+type Pos = (u32, u32, u32);
+type Index = FastMap<FastMap<Positions>>;
+
+/// An option's occurrences. Most options are set once, so the first one is kept inline and
+/// only repeats allocate.
+#[derive(Debug, Clone)]
+struct Positions {
+    first: Pos,
+    rest: Vec<Pos>,
+}
+
+impl Positions {
+    fn last(&self) -> Pos {
+        *self.rest.last().unwrap_or(&self.first)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Pos> + '_ {
+        std::iter::once(self.first).chain(self.rest.iter().copied())
+    }
+}
 
 /// [`normalize_group`] without allocating when the name is already normal.
 fn normalize_group_cow(name: &str) -> std::borrow::Cow<'_, str> {
