@@ -205,7 +205,30 @@ fn check_role_references(snap: &Snapshot, r: &mut Report) {
     }
 }
 
+/// `tlsEnabled` must match `OpenStackControlPlane.spec.tls.podLevel.enabled`; upstream only finds
+/// out when a Deployment starts (openstack-operator `listNodeSets`) and fails it.
+fn check_tls(snap: &Snapshot, m: &model::Model, r: &mut Report) {
+    for cp in snap.openstack.iter().filter(|o| o.id.kind == "OpenStackControlPlane") {
+        let Some(cp_tls) = cp.body.pointer("/spec/tls/podLevel/enabled").and_then(Value::as_bool) else {
+            continue;
+        };
+        for g in m.groups.iter().filter(|g| g.kind == GroupKind::NodeSet) {
+            if let Some(t) = &g.tls_enabled
+                && t.value != cp_tls
+            {
+                r.error(&g.id, &t.path, format!(
+                    "is {}{} but {} has spec.tls.podLevel.enabled {cp_tls}; a Deployment of this NodeSet would fail: make them match",
+                    t.value,
+                    if t.defaulted { " (the default)" } else { "" },
+                    cp.id.short()
+                ));
+            }
+        }
+    }
+}
+
 fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
+    check_tls(snap, m, r);
     let mut host_names: BTreeMap<String, Vec<(ObjRef, String)>> = BTreeMap::new();
     let mut addresses: BTreeMap<String, Vec<(ObjRef, String)>> = BTreeMap::new();
     for g in &m.groups {

@@ -284,3 +284,13 @@ fn validate_finds_duplicates_across_models_and_mangled_values() {
     assert!(out.stdout.contains("hostName \"n0\" is also used by"), "{}", out.stdout);
     assert!(out.stdout.contains("openstack-operator would decode it as 192.168"), "{}", out.stdout);
 }
+
+#[test]
+fn validate_flags_tls_mismatch_with_the_control_plane() {
+    let ns = "apiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNodeSet\nmetadata:\n  name: ns\nspec:\n  nodeTemplate:\n    ansibleSSHPrivateKeySecret: k\n  nodes:\n    n0:\n      ansible:\n        ansibleHost: 10.0.0.1\n---\napiVersion: core.openstack.org/v1beta1\nkind: OpenStackControlPlane\nmetadata:\n  name: cp\nspec:\n  tls:\n    podLevel:\n      enabled: false\n";
+    let d = scratch(&[("ns.yaml", ns)]);
+    let src = d.path().to_str().unwrap().to_string();
+    let out = run(&["--source", &src, "validate"], &[]);
+    assert_eq!(out.code, 9, "{}", out.stdout);
+    assert!(out.stdout.contains("spec.tlsEnabled: is true (the default) but OpenStackControlPlane/cp has spec.tls.podLevel.enabled false"), "{}", out.stdout);
+}
