@@ -168,3 +168,75 @@ fn live_cluster_inventory() {
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert!(v["_meta"]["hostvars"].is_object());
 }
+
+/// render and stage read more than the inventory: the cell's Secret, the services' data
+/// sources, extra-config and CA bundle, and extraMounts volumes; the kube source fetches each by
+/// name.
+#[test]
+fn render_and_stage_work_from_the_api_and_fetch_only_named_objects() {
+    let api = FakeApi::start();
+    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplanenodesets");
+    api.add_crd("nova.openstack.org", "v1beta1", "novacells");
+    api.put(json!({
+        "apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+        "metadata": {"name": "cmp", "namespace": "openstack", "annotations": {"nova.openstack.org/cell": "nova-cell1"}},
+        "spec": {"services": ["nova"], "tlsEnabled": false,
+                 "nodeTemplate": {"ansibleSSHPrivateKeySecret": "ssh",
+                                  "extraMounts": [{"volumes": [{"name": "ceph", "secret": {"secretName": "ceph-conf-files"}}],
+                                                   "mounts": [{"name": "ceph", "mountPath": "/etc/ceph"}]}]},
+                 "nodes": {"c0": {"ansible": {"ansibleHost": "192.0.2.5"},
+                                  "networks": [{"name": "ctlplane", "subnetName": "s", "fixedIP": "192.0.2.5"}]}}}
+    }));
+    api.put(json!({"apiVersion": "nova.openstack.org/v1beta1", "kind": "NovaCell", "metadata": {"name": "nova-cell1", "namespace": "openstack"},
+                   "spec": {"cellName": "cell1", "secret": "nova-cell1", "keystoneAuthURL": "https://keystone:5000"}}));
+    for (name, data) in [
+        ("nova-cell1", json!({"transport_url": "cmFiYml0Oi8vdTpwQGg6NTY3Mg==", "ServicePassword": "cHc="})),
+        ("nova-migration-ssh-key", json!({"ssh-privatekey": "a2V5"})),
+        ("ceph-conf-files", json!({"ceph.conf": "W2dsb2JhbF0KZnNpZCA9IHgKbW9uX2hvc3QgPSAxLjIuMy40Cg=="})),
+        ("unrelated", json!({"x": "eQ=="})),
+    ] {
+        api.put(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "openstack"}, "data": data}));
+    }
+    api.put(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nova-extra-config", "namespace": "openstack"},
+                   "data": {"25-nova-extra.conf": "[DEFAULT]\ncpu_allocation_ratio = 2.0\n"}}));
+    let kc = api.kubeconfig();
+    let kc = kc.to_str().unwrap();
+    let out = run(
+        &["--source", "kube", "--kubeconfig", kc, "render", "--redact", "--node", "c0", "--service", "nova"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("transport_url=<redacted>") && out.stdout.contains("cpu_allocation_ratio = 2.0"),
+        "{}",
+        out.stdout
+    );
+    let root = tempfile::tempdir().unwrap();
+    let out = run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc,
+            "stage",
+            "--node",
+            "c0",
+            "--root",
+            root.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(root.path().join("var/lib/openstack/config/ceph/ceph.conf").is_file());
+    assert!(root.path().join("var/lib/openstack/configs/nova/ssh-privatekey").is_file());
+    let reqs = api.requests();
+    for wanted in [
+        "/secrets/nova-cell1",
+        "/secrets/nova-migration-ssh-key",
+        "/secrets/ceph-conf-files",
+        "/configmaps/nova-extra-config",
+    ] {
+        assert!(reqs.iter().any(|r| r.ends_with(wanted)), "{wanted} not fetched: {reqs:?}");
+    }
+    assert!(!reqs.iter().any(|r| r.contains("unrelated")), "only named objects are read");
+}

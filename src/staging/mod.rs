@@ -136,22 +136,11 @@ pub fn wants(
             .unwrap_or_else(|| svc.clone());
         let dir = format!("{CONFIGS_DIR}/{svc_type}");
         let kind = render::services::find(svc);
-        let sources: Vec<DataSource> = match kind {
-            Some(k) => render::services::data_sources(snap, k),
-            None => match snap.services.iter().find(|s| &s.id.name == svc) {
-                Some(s) => s.body.data_sources.clone(),
-                None => default_sources(svc),
-            },
-        };
+        let sources = service_data_sources(snap, svc);
         // With TLS on (NodeSet tlsEnabled, default true), the runner mounts the service's CA
         // bundle and edpm_install_certs expects it at cacerts/<type>/tls-ca-bundle.pem.
         if view.group.tls_enabled.as_ref().is_some_and(|t| t.value) {
-            let ca = snap
-                .services
-                .iter()
-                .find(|s| &s.id.name == svc)
-                .and_then(|s| s.body.ca_certs.clone())
-                .unwrap_or_else(|| DEFAULT_CA_CERTS.into());
+            let ca = service_ca_certs(snap, svc);
             let bundle = snap.secret(&ca).and_then(|s| s.body.data.get(CA_BUNDLE_KEY));
             let Some(bundle) = bundle else {
                 return Err(StageError::MissingCaBundle { service: svc.clone(), name: ca });
@@ -229,6 +218,26 @@ pub fn wants(
         }
     }
     Ok(out.into_values().collect())
+}
+
+/// A service's dataSources: its OpenStackDataPlaneService's, else upstream's defaults.
+pub fn service_data_sources(snap: &Snapshot, svc: &str) -> Vec<DataSource> {
+    match render::services::find(svc) {
+        Some(k) => render::services::data_sources(snap, k),
+        None => match snap.services.iter().find(|s| s.id.name == svc) {
+            Some(s) => s.body.data_sources.clone(),
+            None => default_sources(svc),
+        },
+    }
+}
+
+/// A service's CA bundle Secret (`caCerts`, default `combined-ca-bundle`).
+pub fn service_ca_certs(snap: &Snapshot, svc: &str) -> String {
+    snap.services
+        .iter()
+        .find(|s| s.id.name == svc)
+        .and_then(|s| s.body.ca_certs.clone())
+        .unwrap_or_else(|| DEFAULT_CA_CERTS.into())
 }
 
 fn default_sources(svc: &str) -> Vec<DataSource> {
