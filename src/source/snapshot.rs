@@ -280,6 +280,19 @@ impl Snapshot {
         self.secrets.iter().find(|o| o.id.name == name)
     }
 
+    /// Every key of a Secret (`secret`) or ConfigMap (`data` then `binaryData`) as bytes, the
+    /// files the kubelet would show for it; `None` when the object is not in the snapshot.
+    pub fn object_files(&self, secret: bool, name: &str) -> Option<Vec<(String, Vec<u8>)>> {
+        if secret {
+            self.secret(name).map(|s| s.body.data.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        } else {
+            self.config_map(name).map(|c| {
+                let text = c.body.data.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes()));
+                text.chain(c.body.binary.iter().map(|(k, v)| (k.clone(), v.clone()))).collect()
+            })
+        }
+    }
+
     pub fn openstack_object(&self, kind: &str, name: &str) -> Option<&Object<Value>> {
         self.openstack.iter().find(|o| o.id.kind == kind && o.id.name == name)
     }

@@ -173,14 +173,7 @@ pub fn wants(
         for (index, ds) in sources.iter().enumerate() {
             for (secret, r) in [(false, &ds.config_map_ref), (true, &ds.secret_ref)] {
                 let Some(r) = r else { continue };
-                let data: Option<Vec<(String, Vec<u8>)>> = if secret {
-                    snap.secret(&r.name)
-                        .map(|s| s.body.data.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                } else {
-                    snap.config_map(&r.name).map(|c| {
-                        c.body.data.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect()
-                    })
-                };
+                let data = snap.object_files(secret, &r.name);
                 let Some(data) = data else {
                     if r.optional == Some(true) || kind.is_some_and(|k| secret && k.replaces_secret(&r.name))
                     {

@@ -85,18 +85,7 @@ fn source_files(
     // A secret volume names `secretName`; a projected secret source and a configMap name `name`.
     let name = src.get("secretName").or_else(|| src.get("name")).and_then(Value::as_str).unwrap_or_default();
     let optional = src.get("optional").and_then(Value::as_bool).unwrap_or(false);
-    let data: Option<Vec<(String, Vec<u8>)>> = if secret {
-        snap.secret(name).map(|s| s.body.data.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-    } else {
-        snap.config_map(name).map(|c| {
-            c.body
-                .data
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-                .chain(c.body.binary.iter().map(|(k, v)| (k.clone(), v.clone())))
-                .collect()
-        })
-    };
+    let data = snap.object_files(secret, name);
     let Some(data) = data else {
         if optional {
             return Ok(());
