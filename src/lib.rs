@@ -17,6 +17,7 @@ pub mod model;
 pub mod mounts;
 pub mod openstack;
 pub mod oslo;
+pub mod par;
 pub mod render;
 pub mod resource;
 pub mod settings;

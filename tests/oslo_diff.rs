@@ -35,7 +35,7 @@ fn sections_json(f: &ConfigFile) -> Value {
     for (name, keys) in f.sections_merged() {
         let keys: serde_json::Map<String, Value> = keys
             .into_iter()
-            .map(|(k, es)| (k.to_string(), json!(es.iter().map(|e| e.value.as_str()).collect::<Vec<_>>())))
+            .map(|(k, es)| (k.to_string(), json!(es.iter().map(|e| &*e.value).collect::<Vec<_>>())))
             .collect();
         sections.insert(name.to_string(), Value::Object(keys));
     }
@@ -199,7 +199,7 @@ fn item() -> BoxedStrategy<Item> {
     .boxed()
 }
 
-fn our_layers(items: &[Item]) -> Layers {
+fn our_layers(items: &[Item]) -> Layers<'_> {
     let mut layers = Vec::new();
     for (i, it) in items.iter().enumerate() {
         match it {
@@ -260,7 +260,7 @@ fn layering_and_merge_match_oslo() {
         let single: Vec<Value> = q.iter().map(|(g, k)| json!(layers.get(g, k).map(|f| f.value))).collect();
         let multi: Vec<Value> = q
             .iter()
-            .map(|(g, k)| json!(layers.get_multi(g, k).iter().map(|f| f.value).collect::<Vec<_>>()))
+            .map(|(g, k)| json!(layers.get_multi(g, k).map(|f| f.value).collect::<Vec<_>>()))
             .collect();
         let merged =
             oslo::write::write(&oslo::merge::merge(&layers), &[]).expect("merged files are always writable");
@@ -286,13 +286,13 @@ fn layering_and_merge_match_oslo() {
     report("merge", &merge_mismatch, cases.len());
 }
 
-fn model() -> BoxedStrategy<ConfigFile> {
+fn model() -> BoxedStrategy<ConfigFile<'static>> {
     let name = "[ab \\]\\[é#;=]{1,4}";
     let key = "[a-zA-Z_][a-zA-Z0-9_ .-]{0,5}";
     let value = "[ab \t\"'#;=:\\[\\]é\n]{0,10}";
-    let entry = (key, value).prop_map(|(key, value)| Entry { key, value, line: 0 });
+    let entry = (key, value).prop_map(|(key, value)| Entry { key: key.into(), value: value.into(), line: 0 });
     let section = (name, prop::collection::vec(entry, 0..5)).prop_map(|(name, entries)| Section {
-        name,
+        name: name.into(),
         line: 0,
         entries,
     });
@@ -303,7 +303,7 @@ fn model() -> BoxedStrategy<ConfigFile> {
 
 #[test]
 fn writer_output_reads_back_identically_in_oslo() {
-    let models: Vec<ConfigFile> = sample(model(), 3000, 23);
+    let models: Vec<ConfigFile<'static>> = sample(model(), 3000, 23);
     let mut written = Vec::new();
     let mut refused = 0;
     for m in &models {

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::{AppError, write_out};
 use crate::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
 use crate::exit::Exit;
+use crate::fsutil::Texts;
 use crate::oslo::layer::{Layer, Layers};
 use crate::oslo::lint::{self, Severity};
 use crate::oslo::{self, ConfigFile, pyrepr};
@@ -32,12 +33,13 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
             }
         }
         OsloAction::Get { layers, multi, group, key } => {
-            let layers = match load(&layers, json, out)? {
+            let texts = read_layers(&layers)?;
+            let layers = match load(&texts, json, out)? {
                 Ok(l) => l,
                 Err(code) => return Ok(code),
             };
-            let found = if multi {
-                layers.get_multi(&group, &key)
+            let found: Vec<_> = if multi {
+                layers.get_multi(&group, &key).collect()
             } else {
                 layers.get(&group, &key).into_iter().collect()
             };
@@ -65,7 +67,8 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
             Ok(Exit::Success)
         }
         OsloAction::Explain { layers } => {
-            let layers = match load(&layers, json, out)? {
+            let texts = read_layers(&layers)?;
+            let layers = match load(&texts, json, out)? {
                 Ok(l) => l,
                 Err(code) => return Ok(code),
             };
@@ -94,7 +97,8 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
             Ok(if errors || (strict && !findings.is_empty()) { Exit::Failure } else { Exit::Success })
         }
         OsloAction::Merge { layers, output } => {
-            let layers = match load(&layers, json, out)? {
+            let texts = read_layers(&layers)?;
+            let layers = match load(&texts, json, out)? {
                 Ok(l) => l,
                 Err(code) => return Ok(code),
             };
@@ -143,9 +147,9 @@ fn parse_failure(
     ))
 }
 
-/// Reads the layers in command-line order. A malformed file ends the command (exit 1), as it
-/// stops the service at start-up; missing files are reported together, as oslo does.
-fn load(args: &LayersArgs, json: bool, out: &mut dyn Write) -> Result<Result<Layers, Exit>, AppError> {
+/// Reads the layers' files in command-line order; missing files are reported together, as
+/// oslo does.
+fn read_layers(args: &LayersArgs) -> Result<Texts, AppError> {
     let mut files = Vec::new();
     for l in &args.order {
         match l {
@@ -171,21 +175,26 @@ fn load(args: &LayersArgs, json: bool, out: &mut dyn Write) -> Result<Result<Lay
             format!("Failed to find some config files: {}", missing.join(",")),
         ));
     }
+    Texts::read(files).map_err(|e| AppError::new(Exit::Failure, e))
+}
+
+/// Parses the files read by [`read_layers`]. A malformed file ends the command (exit 1), as it
+/// stops the service at start-up.
+fn load<'t>(texts: &'t Texts, json: bool, out: &mut dyn Write) -> Result<Result<Layers<'t>, Exit>, AppError> {
     let mut layers = Vec::new();
-    for f in files {
-        let text = read(&f)?;
-        match oslo::parse(&text) {
+    for (f, text) in texts.iter() {
+        match oslo::parse(text) {
             Ok(config) => layers.push(Layer { file: f.display().to_string(), config }),
-            Err(e) => return parse_failure(&f, &e, json, out).map(Err),
+            Err(e) => return parse_failure(f, &e, json, out).map(Err),
         }
     }
     Ok(Ok(Layers::new(layers)))
 }
 
 /// `{"sections": {name: {key: [values]}}}` in file order.
-struct Sections<'a>(&'a ConfigFile);
+struct Sections<'a, 'b>(&'b ConfigFile<'a>);
 
-impl Serialize for Sections<'_> {
+impl Serialize for Sections<'_, '_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
         for (name, keys) in self.0.sections_merged() {
@@ -195,13 +204,13 @@ impl Serialize for Sections<'_> {
     }
 }
 
-struct Keys<'a, 'b>(&'b oslo::parse::MergedKeys<'a>);
+struct Keys<'a, 'b, 'c>(&'c oslo::parse::MergedKeys<'a, 'b>);
 
-impl Serialize for Keys<'_, '_> {
+impl Serialize for Keys<'_, '_, '_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
         for (k, entries) in self.0 {
-            m.serialize_entry(k, &entries.iter().map(|e| e.value.as_str()).collect::<Vec<_>>())?;
+            m.serialize_entry(k, &entries.iter().map(|e| &*e.value).collect::<Vec<_>>())?;
         }
         m.end()
     }
@@ -227,7 +236,7 @@ fn explain(layers: &Layers, json: bool) -> String {
             .iter()
             .map(|(g, k)| {
                 let winner = layers.get(g, k);
-                let all = layers.get_multi(g, k);
+                let all: Vec<_> = layers.get_multi(g, k).collect();
                 json!({
                     "group": g, "key": k,
                     "value": winner.map(|w| w.value),
@@ -244,7 +253,8 @@ fn explain(layers: &Layers, json: bool) -> String {
     for (g, k) in options {
         let Some(w) = layers.get(&g, &k) else { continue };
         s.push_str(&format!("[{g}] {k} = {}\n    set by   {}:{}\n", pyrepr::repr(w.value), w.file, w.line));
-        for f in layers.get_multi(&g, &k).iter().rev().filter(|f| (f.file, f.line) != (w.file, w.line)) {
+        let all: Vec<_> = layers.get_multi(&g, &k).collect();
+        for f in all.iter().rev().filter(|f| (f.file, f.line) != (w.file, w.line)) {
             s.push_str(&format!(
                 "    overrode {}:{} = {} (kept too if the option is multi-valued)\n",
                 f.file,

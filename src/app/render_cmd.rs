@@ -43,6 +43,9 @@ pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> 
     Templates::new(overrides).map_err(|e| AppError::new(Exit::InvalidInput, e))
 }
 
+/// A node's rendered files for one service: (node, service, files).
+type Planned = (String, &'static str, Vec<RenderedFile>);
+
 pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let templates = load_templates(args.templates.as_deref())?;
     let (snap, model, inv) = build_all(s)?;
@@ -75,9 +78,10 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
             ));
         }
     }
-    // Everything is rendered before anything is written: one bad node writes nothing.
-    let mut plan: Vec<(String, &str, Vec<RenderedFile>)> = Vec::new();
-    for node in &nodes {
+    // Everything is rendered before anything is written: one bad node writes nothing. Nodes
+    // are independent, so they render on every core; the first error in node order is the one
+    // reported.
+    let render_node = |node: &NodeView| -> Result<Vec<Planned>, RenderError> {
         let wanted: Vec<&render::ServiceKind> = if args.services.is_empty() {
             render::SERVICES
                 .iter()
@@ -86,13 +90,19 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
         } else {
             args.services.iter().filter_map(|s| render::services::find(s)).collect()
         };
+        let mut out = Vec::new();
         for kind in wanted {
             let mut files = render::render(&snap, node, kind, &templates)?;
             if args.merged {
                 files = vec![render::merge(&node.member.key, kind, &files)?];
             }
-            plan.push((node.member.key.clone(), kind.name, files));
+            out.push((node.member.key.clone(), kind.name, files));
         }
+        Ok(out)
+    };
+    let mut plan: Vec<Planned> = Vec::new();
+    for rendered in crate::par::map(&nodes, render_node) {
+        plan.extend(rendered?);
     }
     // One node: DIR/<service>/, the layout of /var/lib/openstack/configs on that node.
     let one_node = nodes.len() == 1;

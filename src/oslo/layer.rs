@@ -4,16 +4,17 @@
 //! multi-valued option takes every occurrence of every file, oldest file first. Groups are
 //! compared normalized ([`normalize_group`]); keys exactly.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::borrow::Cow;
+
+use hashbrown::HashTable;
 
 use super::{ConfigFile, normalize_group};
 
 /// One parsed file and the name to report it by.
 #[derive(Debug, Clone)]
-pub struct Layer {
+pub struct Layer<'a> {
     pub file: String,
-    pub config: ConfigFile,
+    pub config: ConfigFile<'a>,
 }
 
 /// Where a value was found.
@@ -27,41 +28,94 @@ pub struct Found<'a> {
 }
 
 /// Layers, oldest first (the order files were given), with an index from (normalized group,
-/// key) to every occurrence in layer order, so each lookup is a hash probe that allocates
+/// key) to every occurrence in layer order, so each lookup is one hash probe that allocates
 /// nothing.
+///
+/// The index is three flat vectors and a table of option numbers: building it allocates a
+/// handful of times however many options there are (a map of maps with a vector per option
+/// was most of the cost of layering 1,000 nodes' files; BENCHMARKS.md).
 #[derive(Debug, Clone, Default)]
-pub struct Layers {
-    pub layers: Vec<Layer>,
-    /// group → key → (layer, section, entry) positions, oldest first.
-    index: Index,
-    /// Options in first-seen order, as positions of their first occurrence.
-    order: Vec<Pos>,
+pub struct Layers<'a> {
+    pub layers: Vec<Layer<'a>>,
+    /// Normalized group names; an option's `group` indexes this.
+    groups: Vec<Cow<'a, str>>,
+    /// Options in first-seen order.
+    options: Vec<Opt>,
+    /// Every occurrence, chained per option in layer order.
+    occurrences: Vec<Occurrence>,
+    /// Option numbers, hashed by (normalized group, key).
+    table: HashTable<u32>,
 }
 
-impl Layers {
-    pub fn new(layers: Vec<Layer>) -> Self {
-        let mut index = Index::default();
-        let mut order = Vec::new();
+/// (layer, section, entry).
+type Pos = (u32, u32, u32);
+
+#[derive(Debug, Clone, Copy)]
+struct Opt {
+    hash: u64,
+    group: u32,
+    /// The first and last occurrences (indexes into `occurrences`).
+    first: u32,
+    last: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Occurrence {
+    pos: Pos,
+    /// The next occurrence of the same option, or `NONE`.
+    next: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl<'a> Layers<'a> {
+    pub fn new(layers: Vec<Layer<'a>>) -> Self {
+        let total: usize = layers.iter().flat_map(|l| &l.config.sections).map(|s| s.entries.len()).sum();
+        let mut groups: Vec<Cow<'a, str>> = Vec::new();
+        let mut options: Vec<Opt> = Vec::with_capacity(total);
+        let mut occurrences: Vec<Occurrence> = Vec::with_capacity(total);
+        let mut table: HashTable<u32> = HashTable::with_capacity(total);
         for (li, l) in layers.iter().enumerate() {
             for (si, s) in l.config.sections.iter().enumerate() {
-                let g = normalize_group_cow(&s.name);
-                let keys = match index.get_mut(g.as_ref()) {
-                    Some(k) => k,
-                    None => index.entry(g.into_owned()).or_default(),
-                };
+                let normal = normalize_group_cow(&s.name);
+                // Groups are few: a scan beats hashing here.
+                let group = match groups.iter().position(|g| *g == normal) {
+                    Some(g) => g,
+                    None => {
+                        groups.push(match normal {
+                            Cow::Borrowed(_) => s.name.clone(),
+                            Cow::Owned(n) => Cow::Owned(n),
+                        });
+                        groups.len() - 1
+                    }
+                } as u32;
+                let seed = hash_group(&groups[group as usize]);
                 for (ei, e) in s.entries.iter().enumerate() {
-                    let pos: Pos = (li as u32, si as u32, ei as u32);
-                    match keys.get_mut(e.key.as_str()) {
-                        Some(v) => v.rest.push(pos),
+                    let occ = occurrences.len() as u32;
+                    occurrences.push(Occurrence { pos: (li as u32, si as u32, ei as u32), next: NONE });
+                    let hash = hash_key(seed, &e.key);
+                    let same = |&o: &u32| {
+                        let o = &options[o as usize];
+                        o.hash == hash
+                            && o.group == group
+                            && key_at(&layers, occurrences[o.first as usize].pos) == e.key
+                    };
+                    match table.find(hash, same) {
+                        Some(&o) => {
+                            let o = &mut options[o as usize];
+                            occurrences[o.last as usize].next = occ;
+                            o.last = occ;
+                        }
                         None => {
-                            keys.insert(e.key.clone(), Positions { first: pos, rest: Vec::new() });
-                            order.push(pos);
+                            let o = options.len() as u32;
+                            options.push(Opt { hash, group, first: occ, last: occ });
+                            table.insert_unique(hash, o, |&o| options[o as usize].hash);
                         }
                     }
                 }
             }
         }
-        Layers { layers, index, order }
+        Layers { layers, groups, options, occurrences, table }
     }
 
     fn found(&self, (li, si, ei): Pos) -> Found<'_> {
@@ -71,19 +125,28 @@ impl Layers {
         Found { value: &e.value, file: &layer.file, line: e.line, section: &section.name }
     }
 
-    fn positions(&self, group: &str, key: &str) -> Option<&Positions> {
-        self.index.get(normalize_group_cow(group).as_ref()).and_then(|k| k.get(key))
+    fn option(&self, group: &str, key: &str) -> Option<&Opt> {
+        let group = normalize_group_cow(group);
+        let hash = hash_key(hash_group(&group), key);
+        let o = self.table.find(hash, |&o| {
+            let o = &self.options[o as usize];
+            o.hash == hash
+                && self.groups[o.group as usize] == group
+                && key_at(&self.layers, self.occurrences[o.first as usize].pos) == key
+        })?;
+        Some(&self.options[*o as usize])
     }
 
     /// The value of a single-valued option: the newest file containing the key wins, and within
     /// it the last occurrence. With occurrences kept in layer order, that is the last one.
     pub fn get(&self, group: &str, key: &str) -> Option<Found<'_>> {
-        self.positions(group, key).map(|p| self.found(p.last()))
+        self.option(group, key).map(|o| self.found(self.occurrences[o.last as usize].pos))
     }
 
-    /// The values of a multi-valued option: all occurrences, oldest file first.
-    pub fn get_multi(&self, group: &str, key: &str) -> Vec<Found<'_>> {
-        self.positions(group, key).map_or_else(Vec::new, |p| p.iter().map(|pos| self.found(pos)).collect())
+    /// The values of a multi-valued option: all occurrences, oldest file first (none when the
+    /// option is not set). An iterator, so that looking a value up allocates nothing.
+    pub fn get_multi(&self, group: &str, key: &str) -> Multi<'_, 'a> {
+        Multi { layers: self, next: self.option(group, key).map_or(NONE, |o| o.first) }
     }
 
     /// Every (normalized group, key) set anywhere, in first-seen order.
@@ -93,65 +156,111 @@ impl Layers {
 
     /// Like [`Layers::options`], borrowing: (group as first written, key).
     pub fn options_iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.order.iter().map(|p| {
-            let f = self.found(*p);
-            let key = &self.layers[p.0 as usize].config.sections[p.1 as usize].entries[p.2 as usize].key;
-            (f.section, key.as_str())
+        self.options.iter().map(|o| {
+            let pos = self.occurrences[o.first as usize].pos;
+            (self.found(pos).section, key_at(&self.layers, pos))
         })
     }
 }
 
-/// FNV-1a: option names are short and not attacker-controlled, and SipHash was the largest
-/// single cost of layering (BENCHMARKS.md).
-#[derive(Default)]
-struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type FastMap<V> = HashMap<String, V, BuildHasherDefault<Fnv>>;
-type Pos = (u32, u32, u32);
-type Index = FastMap<FastMap<Positions>>;
-
-/// An option's occurrences. Most options are set once, so the first one is kept inline and
-/// only repeats allocate.
+/// The occurrences of one option, oldest first: [`Layers::get_multi`].
 #[derive(Debug, Clone)]
-struct Positions {
-    first: Pos,
-    rest: Vec<Pos>,
+pub struct Multi<'l, 'a> {
+    layers: &'l Layers<'a>,
+    next: u32,
 }
 
-impl Positions {
-    fn last(&self) -> Pos {
-        *self.rest.last().unwrap_or(&self.first)
-    }
+impl<'l> Iterator for Multi<'l, '_> {
+    type Item = Found<'l>;
 
-    fn iter(&self) -> impl Iterator<Item = Pos> + '_ {
-        std::iter::once(self.first).chain(self.rest.iter().copied())
+    fn next(&mut self) -> Option<Found<'l>> {
+        if self.next == NONE {
+            return None;
+        }
+        let occ = self.layers.occurrences[self.next as usize];
+        self.next = occ.next;
+        Some(self.layers.found(occ.pos))
     }
+}
+
+fn key_at<'l>(layers: &'l [Layer<'_>], (li, si, ei): Pos) -> &'l str {
+    &layers[li as usize].config.sections[si as usize].entries[ei as usize].key
+}
+
+/// Calls `f` with the bytes of `b` as little-endian words that together cover every byte,
+/// with no per-byte loop: whole 8-byte words, then the last 8 bytes again (overlapping) or, for
+/// short strings, two overlapping 4-byte or three single-byte reads.
+#[inline(always)]
+fn for_each_word(b: &[u8], mut f: impl FnMut(u64)) {
+    #[inline(always)]
+    fn word(b: &[u8]) -> u64 {
+        u64::from_le_bytes(b[..8].try_into().unwrap_or_default())
+    }
+    #[inline(always)]
+    fn half(b: &[u8]) -> u64 {
+        u64::from(u32::from_le_bytes(b[..4].try_into().unwrap_or_default()))
+    }
+    let n = b.len();
+    if n >= 8 {
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            f(word(c));
+        }
+        if !chunks.remainder().is_empty() {
+            f(word(&b[n - 8..]));
+        }
+    } else if n >= 4 {
+        f(half(b) | (half(&b[n - 4..]) << 32));
+    } else if n > 0 {
+        f(u64::from(b[0]) | (u64::from(b[n / 2]) << 8) | (u64::from(b[n - 1]) << 16));
+    }
+}
+
+/// Option names are short and not attacker-controlled (they come from the operator's own
+/// files), so a fast multiplicative hash over words does; SipHash was the largest single cost
+/// of layering. The length separates strings the overlapping reads would otherwise confuse.
+fn hash_bytes(h: u64, bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = (h.rotate_left(5) ^ bytes.len() as u64).wrapping_mul(K);
+    for_each_word(bytes, |w| h = (h.rotate_left(5) ^ w).wrapping_mul(K));
+    h
+}
+
+fn hash_group(normal: &str) -> u64 {
+    hash_bytes(0, normal.as_bytes())
+}
+
+/// The splitmix finish spreads the bits hashbrown reads from the top.
+fn hash_key(group_hash: u64, key: &str) -> u64 {
+    let mut h = hash_bytes(group_hash, key.as_bytes());
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// Whether `name` is ASCII with no upper-case letter, a word at a time: for ASCII bytes,
+/// adding 0x80-'A' sets the high bit exactly when the byte is >= 'A', and adding 0x80-'Z'-1
+/// exactly when it is > 'Z', with no carry into the next byte.
+fn is_ascii_lower(name: &str) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut ok = true;
+    for_each_word(name.as_bytes(), |w| {
+        let from_a = w.wrapping_add(ONES * u64::from(0x80 - b'A'));
+        let past_z = w.wrapping_add(ONES * u64::from(0x80 - b'Z' - 1));
+        ok &= w & HIGH == 0 && from_a & !past_z & HIGH == 0;
+    });
+    ok
 }
 
 /// [`normalize_group`] without allocating when the name is already normal.
-fn normalize_group_cow(name: &str) -> std::borrow::Cow<'_, str> {
-    let normal = if name.is_ascii() {
-        !name.bytes().any(|b| b.is_ascii_uppercase())
+fn normalize_group_cow(name: &str) -> Cow<'_, str> {
+    // ASCII lower-case names (nearly all) in a few word tests; anything else takes Unicode's
+    // rules.
+    if is_ascii_lower(name) || name == "DEFAULT" || !name.chars().any(char::is_uppercase) {
+        Cow::Borrowed(name)
     } else {
-        !name.chars().any(char::is_uppercase)
-    };
-    if name == "DEFAULT" || normal {
-        std::borrow::Cow::Borrowed(name)
-    } else {
-        std::borrow::Cow::Owned(name.to_lowercase())
+        Cow::Owned(name.to_lowercase())
     }
 }
 
@@ -169,7 +278,7 @@ mod tests {
     use super::*;
     use crate::oslo::parse;
 
-    fn layers(files: &[&str]) -> Layers {
+    fn layers<'a>(files: &[&'a str]) -> Layers<'a> {
         Layers::new(
             files
                 .iter()
@@ -197,7 +306,7 @@ mod tests {
     fn single_takes_last_in_newest_multi_accumulates() {
         let l = layers(&["[s]\nm = one\nm = two\n", "[S]\nm = three\n", "[t]\nm = x\n"]);
         assert_eq!(l.get("s", "m").unwrap().value, "three");
-        let all: Vec<_> = l.get_multi("s", "m").iter().map(|f| f.value).collect();
+        let all: Vec<_> = l.get_multi("s", "m").map(|f| f.value).collect();
         assert_eq!(all, ["one", "two", "three"]);
     }
 
@@ -207,6 +316,40 @@ mod tests {
         assert!(l.get("DEFAULT", "a").is_none());
         assert_eq!(l.get("default", "a").unwrap().value, "1");
         assert_eq!(l.get("DEFAULT", "A").unwrap().value, "2");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn word_tests_equal_byte_tests(s in "[a-zA-Z_@\\[\\]`{é0-9]{0,20}") {
+            let lower = s.is_ascii() && !s.bytes().any(|b| b.is_ascii_uppercase());
+            proptest::prop_assert_eq!(is_ascii_lower(&s), lower);
+            let mut seen = vec![false; s.len()];
+            // Every byte is part of some word read (coverage), so equal hashes need equal bytes
+            // only up to collisions.
+            let covered = |b: &[u8]| {
+                let mut words = Vec::new();
+                for_each_word(b, |w| words.push(w));
+                words
+            };
+            let words = covered(s.as_bytes());
+            for (i, byte) in s.bytes().enumerate() {
+                seen[i] = words.iter().any(|w| w.to_le_bytes().contains(&byte));
+            }
+            proptest::prop_assert!(seen.iter().all(|&x| x));
+        }
+
+        #[test]
+        fn lookups_find_exactly_what_was_set(keys in proptest::collection::vec("[a-zA-Z_]{1,20}", 1..30)) {
+            let text: String = keys.iter().map(|k| format!("[Grp]\n{k} = v-{k}\n")).collect();
+            let l = layers(&[&text]);
+            for k in &keys {
+                proptest::prop_assert_eq!(l.get("grp", k).map(|f| f.value.to_string()), Some(format!("v-{k}")));
+                let upper = k.to_uppercase();
+                if !keys.contains(&upper) {
+                    proptest::prop_assert!(l.get("grp", &upper).is_none());
+                }
+            }
+        }
     }
 
     #[test]

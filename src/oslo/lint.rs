@@ -58,7 +58,7 @@ pub fn lint(text: &str) -> Vec<Finding> {
     let mut seen: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
     for s in &file.sections {
         for e in &s.entries {
-            if let Some(first) = seen.insert((normalize_group(&s.name), e.key.clone()), e.line) {
+            if let Some(first) = seen.insert((normalize_group(&s.name), e.key.to_string()), e.line) {
                 warn(
                     &mut out,
                     e.line,

@@ -7,24 +7,25 @@
 //! has the key: the layering's single value. The differential tests check this against oslo.
 //! Unlike kolla's merge_configs and crudini, this never drops a multi-valued default.
 
+use std::borrow::Cow;
+
 use super::layer::Layers;
 use super::{ConfigFile, Entry, Section, normalize_group};
 
-pub fn merge(layers: &Layers) -> ConfigFile {
-    let mut sections: Vec<Section> = Vec::new();
+/// The merged file borrows its names and values from `layers`.
+pub fn merge<'b>(layers: &'b Layers<'_>) -> ConfigFile<'b> {
+    let mut sections: Vec<Section<'b>> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for (group, key) in layers.options() {
-        let values = layers.get_multi(&group, &key);
-        let i = *index.entry(group.clone()).or_insert_with(|| {
+    for (group, key) in layers.options_iter() {
+        let normal = normalize_group(group);
+        let i = *index.entry(normal).or_insert_with(|| {
             // Keep the first spelling seen; oslo looks groups up normalized anyway.
-            let name = values.first().map_or(group.clone(), |f| f.section.to_string());
-            sections.push(Section { name, line: 0, entries: Vec::new() });
+            sections.push(Section { name: Cow::Borrowed(group), line: 0, entries: Vec::new() });
             sections.len() - 1
         });
-        debug_assert_eq!(normalize_group(&sections[i].name), group);
-        sections[i].entries.extend(values.iter().map(|f| Entry {
-            key: key.clone(),
-            value: f.value.to_string(),
+        sections[i].entries.extend(layers.get_multi(group, key).map(|f| Entry {
+            key: Cow::Borrowed(key),
+            value: Cow::Borrowed(f.value),
             line: 0,
         }));
     }
@@ -50,8 +51,8 @@ mod tests {
         let m = Layers::new(vec![Layer { file: "m".into(), config: merged }]);
         for (g, k) in l.options() {
             assert_eq!(l.get(&g, &k).map(|f| f.value), m.get(&g, &k).map(|f| f.value));
-            let a: Vec<_> = l.get_multi(&g, &k).iter().map(|f| f.value).collect();
-            let b: Vec<_> = m.get_multi(&g, &k).iter().map(|f| f.value).collect();
+            let a: Vec<_> = l.get_multi(&g, &k).map(|f| f.value).collect();
+            let b: Vec<_> = m.get_multi(&g, &k).map(|f| f.value).collect();
             assert_eq!(a, b);
         }
     }

@@ -11,47 +11,54 @@
 //! - repeated keys and re-opened sections accumulate, in order.
 //!
 //! The six errors carry oslo's messages, line numbers and line text.
+//!
+//! The model borrows from the text it was parsed from: a key, a section name, a comment and a
+//! one-line value are slices of it, and only a value with continuation lines is built anew.
+//! Parsing allocates nothing per entry, which is most of what layering 1,000 nodes' files
+//! costs (BENCHMARKS.md). Models built in code (merge, tests) hold owned strings instead.
 
-use super::{py_space, py_strip};
+use std::borrow::Cow;
+
+use super::{py_strip, py_trim_end, py_trim_start};
 
 /// One assignment, with the line its key was on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub key: String,
-    pub value: String,
+pub struct Entry<'a> {
+    pub key: Cow<'a, str>,
+    pub value: Cow<'a, str>,
     pub line: usize,
 }
 
 /// A section as written (`[name]`). A name re-opened later in the file is a separate
 /// `Section` here; [`ConfigFile::sections_merged`] merges them as oslo's dict does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Section {
-    pub name: String,
+pub struct Section<'a> {
+    pub name: Cow<'a, str>,
     pub line: usize,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<Entry<'a>>,
 }
 
 /// A comment line (`#` or `;` at column 0), kept for lint and for writers that preserve them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Comment {
-    pub text: String,
+pub struct Comment<'a> {
+    pub text: &'a str,
     pub line: usize,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConfigFile {
-    pub sections: Vec<Section>,
-    pub comments: Vec<Comment>,
+pub struct ConfigFile<'a> {
+    pub sections: Vec<Section<'a>>,
+    pub comments: Vec<Comment<'a>>,
 }
 
 /// A section's keys with every value, in first-seen order.
-pub type MergedKeys<'a> = Vec<(&'a str, Vec<&'a Entry>)>;
+pub type MergedKeys<'a, 'b> = Vec<(&'b str, Vec<&'b Entry<'a>>)>;
 
-impl ConfigFile {
+impl<'a> ConfigFile<'a> {
     /// Sections merged by exact name, in first-seen order, keys in first-seen order with every
     /// value: the `sections` dict `cfg.ConfigParser` fills (what `oslo parse` prints).
-    pub fn sections_merged(&self) -> Vec<(&str, MergedKeys<'_>)> {
-        let mut out: Vec<(&str, MergedKeys<'_>)> = Vec::new();
+    pub fn sections_merged(&self) -> Vec<(&str, MergedKeys<'a, '_>)> {
+        let mut out: Vec<(&str, MergedKeys<'a, '_>)> = Vec::new();
         for s in &self.sections {
             let idx = match out.iter().position(|(n, _)| *n == s.name) {
                 Some(i) => i,
@@ -64,7 +71,7 @@ impl ConfigFile {
             for e in &s.entries {
                 match keys.iter_mut().find(|(k, _)| *k == e.key) {
                     Some((_, v)) => v.push(e),
-                    None => keys.push((&e.key, vec![e])),
+                    None => keys.push((&*e.key, vec![e])),
                 }
             }
         }
@@ -97,7 +104,7 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
             return None;
         }
         // A byte search: both terminators are ASCII, so this never splits a UTF-8 sequence.
-        match rest.bytes().position(|b| b == b'\n' || b == b'\r') {
+        match line_end(rest.as_bytes()) {
             Some(i) => {
                 let line = &rest[..i];
                 let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
@@ -113,6 +120,32 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The first `\n` or `\r`.
+fn line_end(b: &[u8]) -> Option<usize> {
+    find_either(b, b'\n', b'\r')
+}
+
+/// The first byte equal to `x` or `y`, eight bytes at a time: finding line ends and
+/// separators was the largest part of parsing. A byte equal to `t` makes `w ^ t` zero there,
+/// which the usual has-zero-byte test (`(v - 0x01…) & !v & 0x80…`) detects without false
+/// negatives; a hit is then located bytewise.
+fn find_either(b: &[u8], x: u8, y: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
+    let (xs, ys) = (ONES * u64::from(x), ONES * u64::from(y));
+    let mut chunks = b.chunks_exact(8);
+    let mut i = 0;
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        if has_zero(w ^ xs) || has_zero(w ^ ys) {
+            break;
+        }
+        i += 8;
+    }
+    b[i..].iter().position(|&c| c == x || c == y).map(|p| p + i)
+}
+
 struct Pending<'a> {
     key: &'a str,
     first: &'a str,
@@ -121,7 +154,7 @@ struct Pending<'a> {
     line: usize,
 }
 
-pub fn parse(text: &str) -> Result<ConfigFile, ParseError> {
+pub fn parse(text: &str) -> Result<ConfigFile<'_>, ParseError> {
     let mut file = ConfigFile::default();
     let mut pending: Option<Pending> = None;
     let mut lineno = 0;
@@ -130,53 +163,64 @@ pub fn parse(text: &str) -> Result<ConfigFile, ParseError> {
 
     // The flush of a pending assignment: oslo reports a missing section at the line where
     // the flush happens, with empty line text.
-    fn flush(file: &mut ConfigFile, pending: &mut Option<Pending>, lineno: usize) -> Result<(), ParseError> {
+    fn flush<'a>(
+        file: &mut ConfigFile<'a>,
+        pending: &mut Option<Pending<'a>>,
+        lineno: usize,
+    ) -> Result<(), ParseError> {
         if let Some(p) = pending.take() {
             let Some(section) = file.sections.last_mut() else {
                 return Err(ParseError { line: lineno, message: NO_SECTION, text: String::new() });
             };
             let value = if p.more.is_empty() {
-                p.first.to_string()
+                Cow::Borrowed(p.first)
             } else {
                 let mut v = String::from(p.first);
                 for m in p.more {
                     v.push('\n');
                     v.push_str(m);
                 }
-                v
+                Cow::Owned(v)
             };
-            section.entries.push(Entry { key: p.key.to_string(), value, line: p.line });
+            section.entries.push(Entry { key: Cow::Borrowed(p.key), value, line: p.line });
         }
         Ok(())
     }
 
     for raw in lines(text) {
         lineno += 1;
-        let line = raw.trim_end_matches(py_space);
+        let line = py_trim_end(raw);
         if line.is_empty() {
             flush(&mut file, &mut pending, lineno)?;
             continue;
         }
-        if line.starts_with([' ', '\t']) {
+        // Every test below is on an ASCII byte, which never occurs inside a UTF-8 sequence.
+        let first = line.as_bytes()[0];
+        if first == b' ' || first == b'\t' {
             match &mut pending {
                 None => return Err(err(lineno, UNEXPECTED_CONTINUATION, line)),
-                Some(p) => p.more.push(line.trim_start_matches(py_space)),
+                Some(p) => p.more.push(py_trim_start(line)),
             }
             continue;
         }
         flush(&mut file, &mut pending, lineno)?;
-        if line.starts_with('[') {
+        if first == b'[' {
             if !line.ends_with(']') {
                 return Err(err(lineno, NO_SECTION_END, line));
             }
-            // Python's len() counts code points.
-            if line.chars().count() <= 2 {
+            // Python's len() counts code points; more than 8 bytes is more than 2 of them.
+            if line.len() <= 8 && line.chars().count() <= 2 {
                 return Err(err(lineno, EMPTY_SECTION, line));
             }
             let name = &line[1..line.len() - 1];
-            file.sections.push(Section { name: name.to_string(), line: lineno, entries: Vec::new() });
-        } else if let Some(rest) = line.strip_prefix(['#', ';']) {
-            file.comments.push(Comment { text: rest.trim_start_matches(py_space).to_string(), line: lineno });
+            // Sections hold tens of entries; starting at 16 saves most regrowth copies.
+            file.sections.push(Section {
+                name: Cow::Borrowed(name),
+                line: lineno,
+                entries: Vec::with_capacity(16),
+            });
+        } else if first == b'#' || first == b';' {
+            file.comments.push(Comment { text: py_trim_start(&line[1..]), line: lineno });
         } else {
             let (key, value) = split_key_value(line).ok_or_else(|| err(lineno, NO_ASSIGNMENT, line))?;
             if key.is_empty() {
@@ -192,12 +236,12 @@ pub fn parse(text: &str) -> Result<ConfigFile, ParseError> {
 /// Splits at the first `=` or `:`, strips both sides, and drops one pair of identical
 /// surrounding quotes from the value.
 fn split_key_value(line: &str) -> Option<(&str, &str)> {
-    let i = line.find(['=', ':'])?;
+    let i = find_either(line.as_bytes(), b'=', b':')?;
     let key = py_strip(&line[..i]);
     let mut value = py_strip(&line[i + 1..]);
-    let mut chars = value.chars();
-    if let (Some(first), Some(last)) = (chars.next(), value.chars().next_back())
-        && (first == '"' || first == '\'')
+    // Quotes are ASCII, so comparing bytes compares the first and last characters.
+    if let (Some(&first), Some(&last)) = (value.as_bytes().first(), value.as_bytes().last())
+        && (first == b'"' || first == b'\'')
         && first == last
     {
         // A lone quote is both first and last: it becomes empty, as `value[1:-1]` does.
@@ -215,7 +259,9 @@ mod tests {
             .unwrap()
             .sections
             .iter()
-            .flat_map(|s| s.entries.iter().map(|e| (s.name.clone(), e.key.clone(), e.value.clone())))
+            .flat_map(|s| {
+                s.entries.iter().map(|e| (s.name.to_string(), e.key.to_string(), e.value.to_string()))
+            })
             .collect()
     }
 
@@ -256,8 +302,18 @@ mod tests {
     #[test]
     fn section_names_are_verbatim() {
         let f = parse("[ db ]\n[[x]]\n[y]]\n").unwrap();
-        let names: Vec<_> = f.sections.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<_> = f.sections.iter().map(|s| &*s.name).collect();
         assert_eq!(names, [" db ", "[x]", "y]"]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn find_either_finds_the_first(s in "[a\\n\\ré=:]{0,40}") {
+            let naive = s.bytes().position(|c| c == b'\n' || c == b'\r');
+            proptest::prop_assert_eq!(line_end(s.as_bytes()), naive);
+            let naive = s.bytes().position(|c| c == b'=' || c == b':');
+            proptest::prop_assert_eq!(find_either(s.as_bytes(), b'=', b':'), naive);
+        }
     }
 
     #[test]
@@ -289,6 +345,6 @@ mod tests {
         assert_eq!(merged.len(), 2);
         let a = &merged[0];
         assert_eq!(a.0, "a");
-        assert_eq!(a.1[0].1.iter().map(|e| e.value.as_str()).collect::<Vec<_>>(), ["1", "3"]);
+        assert_eq!(a.1[0].1.iter().map(|e| &*e.value).collect::<Vec<_>>(), ["1", "3"]);
     }
 }

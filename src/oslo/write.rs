@@ -123,7 +123,7 @@ mod tests {
     use super::*;
     use crate::oslo::{Entry, Section, parse};
 
-    fn one(value: &str) -> ConfigFile {
+    fn one(value: &str) -> ConfigFile<'_> {
         ConfigFile {
             sections: vec![Section {
                 name: "s".into(),

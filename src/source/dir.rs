@@ -54,36 +54,9 @@ fn parse_one(path: &str, text: &str, namespace: Option<&str>) -> Result<Snapshot
     Ok(Snapshot::from_documents_unchecked(located, namespace)?)
 }
 
-/// Parses files on every core: YAML parsing is most of the cost of a large inventory. Results
-/// keep the sorted file order, so output and the first reported error are deterministic.
+/// Parses files on every core: YAML parsing is most of the cost of a large inventory.
 fn parse_all(texts: &[(String, String)], namespace: Option<&str>) -> Vec<Result<Snapshot, SourceError>> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(texts.len()).max(1);
-    if workers == 1 {
-        return texts.iter().map(|(p, t)| parse_one(p, t, namespace)).collect();
-    }
-    let mut slots: Vec<Option<Result<Snapshot, SourceError>>> = (0..texts.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                scope.spawn(move || {
-                    texts
-                        .iter()
-                        .enumerate()
-                        .skip(w)
-                        .step_by(workers)
-                        .map(|(i, (p, t))| (i, parse_one(p, t, namespace)))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        for h in handles {
-            // A panic in a parser thread is a bug; re-raise it on this thread.
-            for (i, r) in h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)) {
-                slots[i] = Some(r);
-            }
-        }
-    });
-    slots.into_iter().flatten().collect()
+    crate::par::map(texts, |(p, t)| parse_one(p, t, namespace))
 }
 
 /// Lists manifest files under `root` (or `root` itself when it is a file).
