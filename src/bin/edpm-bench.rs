@@ -7,13 +7,12 @@
 //! Run from a release build: `cargo build --release && target/release/edpm-bench inventory`.
 
 use std::fmt::Write as _;
-
-// Inventories and config files are many small allocations (provenance, keys, values): a third
-// of all instructions with glibc's malloc (BENCHMARKS.md).
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+// The same allocator as edpm-agent, so in-process measurements (oslo) match the binary.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::{Duration, Instant};
 
 fn main() {
