@@ -62,7 +62,7 @@ pub(super) fn run_inventory(
             }
         }
         Some(InventoryAction::Explain { host, var, format, show_secrets }) => {
-            let (_, inv) = build_inventory(s)?;
+            let inv = super::build_inventory_traced(s)?;
             let e = inventory::explain::explain(&inv, &host, var.as_deref())
                 .map_err(|e| AppError::new(Exit::NotFound, e))?;
             let text = match format {

@@ -160,7 +160,12 @@ pub fn inventory_options(s: &Settings) -> inventory::Options {
         Some(p) => Origin::File { path: p.display().to_string(), line: 0 },
         None => Origin::Api { namespace: "environment".into() },
     };
-    inventory::Options { ssh_key_dir: s.ssh_key_dir.clone(), images: s.images.clone(), images_origin }
+    inventory::Options {
+        ssh_key_dir: s.ssh_key_dir.clone(),
+        images: s.images.clone(),
+        images_origin,
+        provenance: false,
+    }
 }
 
 pub(crate) fn load(s: &Settings) -> Result<Snapshot, AppError> {
@@ -169,9 +174,27 @@ pub(crate) fn load(s: &Settings) -> Result<Snapshot, AppError> {
     Ok(snap)
 }
 
+/// The inventory's values only: what Ansible and export need. The snapshot comes back
+/// without its Roles, Nodes and NodeSets, which the model has copied: freeing them before the
+/// inventory is built keeps a 10,000-host run's peak memory down (BENCHMARKS.md).
 pub fn build_inventory(s: &Settings) -> Result<(Snapshot, Inventory), AppError> {
-    let (snap, _, inv) = build_all(s)?;
+    let mut snap = load(s)?;
+    let model = crate::model::resolve(&snap)?;
+    drop((
+        std::mem::take(&mut snap.nodes),
+        std::mem::take(&mut snap.roles),
+        std::mem::take(&mut snap.nodesets),
+    ));
+    let inv = inventory::build(&model, &snap, &inventory_options(s))?;
     Ok((snap, inv))
+}
+
+/// The inventory with every variable's provenance, for `explain`.
+pub fn build_inventory_traced(s: &Settings) -> Result<Inventory, AppError> {
+    let snap = load(s)?;
+    let model = crate::model::resolve(&snap)?;
+    let opts = inventory::Options { provenance: true, ..inventory_options(s) };
+    Ok(inventory::build(&model, &snap, &opts)?)
 }
 
 /// Snapshot, model and inventory: what render and derive work from.

@@ -192,10 +192,52 @@ fn inventory(args: &[String]) -> Result<(), String> {
                 best.as_secs_f64() / w0.as_secs_f64() / (size as f64 / s0 as f64)
             ),
         }
+        if format == "yaml" {
+            parser_floor(dir.path(), runs)?;
+        }
         if with_ansible && size <= 10_000 {
             compare_ansible(&agent, dir.path(), ansible_runs)?;
         }
     }
+    Ok(())
+}
+
+/// What the YAML parser alone costs on the same files, in this process, one thread: into
+/// `serde_json::Value` (what the directory source asks for) and into `IgnoredAny` (scanning
+/// and resolving every event, keeping nothing), the floor for any use of the parser.
+fn parser_floor(dir: &Path, runs: usize) -> Result<(), String> {
+    let mut texts = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        texts.push(fs_err::read_to_string(e.map_err(|e| e.to_string())?.path()).map_err(|e| e.to_string())?);
+    }
+    let time = |f: &dyn Fn(&str) -> Result<(), String>| -> Result<Duration, String> {
+        let mut best = Duration::MAX;
+        for _ in 0..runs {
+            let start = Instant::now();
+            for t in &texts {
+                f(t)?;
+            }
+            best = best.min(start.elapsed());
+        }
+        Ok(best)
+    };
+    let to_value = time(&|t| {
+        let v: Vec<serde_json::Value> = serde_saphyr::from_multiple(t).map_err(|e| e.to_string())?;
+        std::hint::black_box(v);
+        Ok(())
+    })?;
+    let to_nothing = time(&|t| {
+        let v: Vec<serde::de::IgnoredAny> = serde_saphyr::from_multiple(t).map_err(|e| e.to_string())?;
+        std::hint::black_box(v);
+        Ok(())
+    })?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "         serde-saphyr alone, one thread (best of {runs}): to Value {}, to IgnoredAny {} (floor on {cores} cores: {})",
+        ms(to_value),
+        ms(to_nothing),
+        ms(to_nothing / cores as u32)
+    );
     Ok(())
 }
 

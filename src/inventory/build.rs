@@ -70,7 +70,7 @@ pub fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory
                 inv.groups
                     .entry(c.name.clone())
                     .or_insert_with(|| Group {
-                        vars: Vars::default(),
+                        vars: Vars::new(opts.provenance),
                         hosts: BTreeSet::new(),
                         children: BTreeSet::new(),
                         source: GroupSource::Cell(c.name.clone()),
@@ -110,12 +110,33 @@ fn claim_group(owners: &mut BTreeMap<String, String>, name: &str, owner: &str) -
     }
 }
 
-struct Setter {
+struct Setter<'a> {
+    /// The object being turned into vars, for errors.
+    id: &'a ObjRef,
+    /// What provenance names: `id`, or a shared placeholder when provenance is off.
     object: Arc<ObjRef>,
     scope: Scope,
 }
 
-impl Setter {
+/// The object untracked provenance names: with `Options::provenance` off nothing reads it, so
+/// hosts share one instead of each cloning its own ObjRef.
+fn untracked() -> Arc<ObjRef> {
+    static UNTRACKED: std::sync::LazyLock<Arc<ObjRef>> = std::sync::LazyLock::new(|| {
+        Arc::new(ObjRef {
+            kind: String::new(),
+            name: String::new(),
+            origin: crate::resource::Origin::Api { namespace: String::new() },
+        })
+    });
+    UNTRACKED.clone()
+}
+
+impl<'a> Setter<'a> {
+    fn new(id: &'a ObjRef, scope: Scope, opts: &Options) -> Setter<'a> {
+        let object = if opts.provenance { Arc::new(id.clone()) } else { untracked() };
+        Setter { id, object, scope }
+    }
+
     fn prov(&self, field: &str, level: Level) -> Provenance {
         Provenance {
             object: self.object.clone(),
@@ -137,9 +158,9 @@ impl Setter {
 }
 
 fn group_vars(g: &HostGroup, snap: &Snapshot, opts: &Options, net: &NetInfo) -> Result<Vars, InventoryError> {
-    let s = Setter { object: Arc::new(g.id.clone()), scope: Scope::Group };
+    let s = Setter::new(&g.id, Scope::Group, opts);
     let t = &g.template;
-    let mut vars = Vars::default();
+    let mut vars = Vars::new(opts.provenance);
     for ds in &t.vars_from {
         apply_vars_from(&mut vars, &s, ds, snap)?;
     }
@@ -200,9 +221,9 @@ fn host_vars(
     opts: &Options,
     net: &NetInfo,
 ) -> Result<Vars, InventoryError> {
-    let s = Setter { object: Arc::new(m.id.clone()), scope: Scope::Host };
+    let s = Setter::new(&m.id, Scope::Host, opts);
     let sec = &m.section;
-    let mut vars = Vars::default();
+    let mut vars = Vars::new(opts.provenance);
     for ds in &sec.vars_from {
         apply_vars_from(&mut vars, &s, ds, snap)?;
     }
@@ -375,12 +396,12 @@ fn apply_vars_from(
 ) -> Result<(), InventoryError> {
     let ds = &f.value;
     if ds.config_map_ref.is_none() && ds.secret_ref.is_none() {
-        return Err(InventoryError::EmptySource { object: (*s.object).clone(), field: f.path.clone() });
+        return Err(InventoryError::EmptySource { object: s.id.clone(), field: f.path.clone() });
     }
     let prefix = ds.prefix.as_deref().unwrap_or("");
     let missing =
         |kind: &'static str, name: &str, field: String, names: Vec<&str>| InventoryError::MissingSource {
-            object: (*s.object).clone(),
+            object: s.id.clone(),
             field,
             kind,
             name: name.to_string(),

@@ -38,6 +38,8 @@ pub enum ExplainError {
     NoHost { host: String, hint: String },
     #[error("variable \"{var}\" is not set for host \"{host}\"{hint}")]
     NoVar { host: String, var: String, hint: String },
+    #[error("the inventory was built without provenance; build it with inventory::Options::provenance set")]
+    NoProvenance,
 }
 
 pub fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<Explanation, ExplainError> {
@@ -67,8 +69,11 @@ pub fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<Explana
         let scoped = groups.iter().map(|(_, g)| &g.vars).chain(std::iter::once(&h.vars));
         for vs in scoped {
             if let Some(v) = vs.get(name) {
-                steps.extend(v.overridden.iter().cloned());
-                steps.push((v.value.clone(), v.from.clone()));
+                let Some(t) = &v.trail else {
+                    return Err(ExplainError::NoProvenance);
+                };
+                steps.extend(t.overridden.iter().cloned());
+                steps.push((v.value.clone(), t.from.clone()));
             }
         }
         vars.push(VarStory { name: name.clone(), steps });

@@ -25,6 +25,8 @@ pub struct Options {
     pub images: BTreeMap<String, String>,
     /// Where the images came from, for `explain`.
     pub images_origin: Origin,
+    /// Keep every variable's provenance (for `explain`); off, only values are kept.
+    pub provenance: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -106,4 +108,37 @@ pub enum ErrorKind {
     Invalid,
     Missing,
     Conflict,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{Source, dir::DirSource};
+
+    fn example(provenance: bool) -> Inventory {
+        let sources: Vec<Box<dyn Source>> = ["examples/controlplane", "examples/dataplane"]
+            .into_iter()
+            .map(|p| Box::new(DirSource { path: p.into(), namespace: None }) as Box<dyn Source>)
+            .collect();
+        let snap = crate::source::load_all(&sources).unwrap();
+        let model = crate::model::resolve(&snap).unwrap();
+        let opts = Options {
+            ssh_key_dir: "/runner/env/ssh_key".into(),
+            images: BTreeMap::new(),
+            images_origin: Origin::Api { namespace: "test".into() },
+            provenance,
+        };
+        build(&model, &snap, &opts).unwrap()
+    }
+
+    #[test]
+    fn provenance_changes_nothing_ansible_sees() {
+        let (traced, plain) = (example(true), example(false));
+        assert_eq!(export::list_json_string(&traced, true), export::list_json_string(&plain, true));
+        let host = plain.hosts.keys().next().unwrap();
+        assert!(plain.hosts[host].vars.iter().all(|(_, v)| v.trail.is_none()));
+        assert!(traced.hosts[host].vars.iter().all(|(_, v)| v.trail.is_some()));
+        assert!(explain::explain(&plain, host, None).is_err(), "explain needs provenance");
+        assert!(explain::explain(&traced, host, None).is_ok());
+    }
 }

@@ -84,29 +84,54 @@ impl fmt::Display for Provenance {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Var {
     pub value: Value,
+    /// Where the value came from; `None` when the inventory was built without provenance.
+    pub trail: Option<Box<Trail>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trail {
     pub from: Provenance,
     /// Earlier values of the same variable in the same scope, oldest first.
     pub overridden: Vec<(Value, Provenance)>,
 }
 
 /// An ordered set of variables (sorted by name, as upstream's yaml.v3 output is).
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// With `track` off (`inventory --list`, `--host`, export, render), only values are kept:
+/// only `explain` reads provenance, and keeping it cost a 10,000-host `--list` about a tenth
+/// of its peak memory (BENCHMARKS.md).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Vars {
     entries: BTreeMap<String, Var>,
+    track: bool,
+}
+
+impl Default for Vars {
+    fn default() -> Self {
+        Vars::new(true)
+    }
 }
 
 impl Vars {
+    pub fn new(track: bool) -> Self {
+        Vars { entries: BTreeMap::new(), track }
+    }
+
     pub fn set(&mut self, key: impl Into<String>, value: Value, from: Provenance) {
         use std::collections::btree_map::Entry;
+        let track = self.track;
         match self.entries.entry(key.into()) {
             Entry::Vacant(e) => {
-                e.insert(Var { value, from, overridden: Vec::new() });
+                let trail = track.then(|| Box::new(Trail { from, overridden: Vec::new() }));
+                e.insert(Var { value, trail });
             }
             Entry::Occupied(mut e) => {
                 let var = e.get_mut();
                 let old_value = std::mem::replace(&mut var.value, value);
-                let old_from = std::mem::replace(&mut var.from, from);
-                var.overridden.push((old_value, old_from));
+                if let Some(t) = &mut var.trail {
+                    let old_from = std::mem::replace(&mut t.from, from);
+                    t.overridden.push((old_value, old_from));
+                }
             }
         }
     }
@@ -171,7 +196,16 @@ mod tests {
         v.set("a", Value::from(2), prov("y"));
         let var = v.get("a").unwrap();
         assert_eq!(var.value, 2);
-        assert_eq!(var.from.field, "y");
-        assert_eq!(var.overridden, vec![(Value::from(1), prov("x"))]);
+        let trail = var.trail.as_ref().unwrap();
+        assert_eq!(trail.from.field, "y");
+        assert_eq!(trail.overridden, vec![(Value::from(1), prov("x"))]);
+    }
+
+    #[test]
+    fn untracked_vars_keep_values_only() {
+        let mut v = Vars::new(false);
+        v.set("a", Value::from(1), prov("x"));
+        v.set("a", Value::from(2), prov("y"));
+        assert_eq!(v.get("a").unwrap(), &Var { value: Value::from(2), trail: None });
     }
 }
