@@ -40,7 +40,7 @@ pub struct Layers<'a> {
     /// Normalized group names; an option's `group` indexes this.
     groups: Vec<Cow<'a, str>>,
     /// Options in first-seen order.
-    options: Vec<Opt>,
+    options: Vec<Opt<'a>>,
     /// Every occurrence, chained per option in layer order.
     occurrences: Vec<Occurrence>,
     /// Option numbers, hashed by (normalized group, key).
@@ -50,10 +50,13 @@ pub struct Layers<'a> {
 /// (layer, section, entry).
 type Pos = (u32, u32, u32);
 
-#[derive(Debug, Clone, Copy)]
-struct Opt {
+#[derive(Debug, Clone)]
+struct Opt<'a> {
     hash: u64,
     group: u32,
+    /// The key as its first occurrence spells it: a free copy for parsed files, whose keys
+    /// borrow from the text, and one that spares lookups a walk to the entry.
+    key: Cow<'a, str>,
     /// The first and last occurrences (indexes into `occurrences`).
     first: u32,
     last: u32,
@@ -72,7 +75,7 @@ impl<'a> Layers<'a> {
     pub fn new(layers: Vec<Layer<'a>>) -> Self {
         let total: usize = layers.iter().flat_map(|l| &l.config.sections).map(|s| s.entries.len()).sum();
         let mut groups: Vec<Cow<'a, str>> = Vec::new();
-        let mut options: Vec<Opt> = Vec::with_capacity(total);
+        let mut options: Vec<Opt<'a>> = Vec::with_capacity(total);
         let mut occurrences: Vec<Occurrence> = Vec::with_capacity(total);
         let mut table: HashTable<u32> = HashTable::with_capacity(total);
         for (li, l) in layers.iter().enumerate() {
@@ -96,9 +99,7 @@ impl<'a> Layers<'a> {
                     let hash = hash_key(seed, &e.key);
                     let same = |&o: &u32| {
                         let o = &options[o as usize];
-                        o.hash == hash
-                            && o.group == group
-                            && key_at(&layers, occurrences[o.first as usize].pos) == e.key
+                        o.hash == hash && o.group == group && o.key == e.key
                     };
                     match table.find(hash, same) {
                         Some(&o) => {
@@ -108,7 +109,7 @@ impl<'a> Layers<'a> {
                         }
                         None => {
                             let o = options.len() as u32;
-                            options.push(Opt { hash, group, first: occ, last: occ });
+                            options.push(Opt { hash, group, key: e.key.clone(), first: occ, last: occ });
                             table.insert_unique(hash, o, |&o| options[o as usize].hash);
                         }
                     }
@@ -125,14 +126,14 @@ impl<'a> Layers<'a> {
         Found { value: &e.value, file: &layer.file, line: e.line, section: &section.name }
     }
 
-    fn option(&self, group: &str, key: &str) -> Option<&Opt> {
+    fn option(&self, group: &str, key: &str) -> Option<&Opt<'a>> {
         let group = normalize_group_cow(group);
         let hash = hash_key(hash_group(&group), key);
         let o = self.table.find(hash, |&o| {
             let o = &self.options[o as usize];
             o.hash == hash
                 && self.groups[o.group as usize] == group
-                && key_at(&self.layers, self.occurrences[o.first as usize].pos) == key
+                && o.key == key
         })?;
         Some(&self.options[*o as usize])
     }
