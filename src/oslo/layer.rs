@@ -131,9 +131,7 @@ impl<'a> Layers<'a> {
         let hash = hash_key(hash_group(&group), key);
         let o = self.table.find(hash, |&o| {
             let o = &self.options[o as usize];
-            o.hash == hash
-                && self.groups[o.group as usize] == group
-                && o.key == key
+            o.hash == hash && self.groups[o.group as usize] == group && o.key == key
         })?;
         Some(&self.options[*o as usize])
     }
