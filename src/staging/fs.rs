@@ -22,7 +22,7 @@ use super::{Action, MANIFEST, Manifest, Record, Step, Want, sha256_hex, volume};
 pub enum FsError {
     #[error("refusing {path}: {reason}")]
     Unsafe { path: String, reason: String },
-    #[error("cannot {action} {path}: {source}; the previous file is left in place")]
+    #[error("cannot {action} {path}: {source}; {}", consequence(action))]
     Io {
         action: &'static str,
         path: String,
@@ -40,6 +40,19 @@ pub struct Report {
     pub changed: Vec<String>,
     pub unchanged: Vec<String>,
     pub removed: Vec<String>,
+}
+
+/// What a failed step leaves behind, for the operator reading the error: only a write replaces
+/// a file, and only a sync decides whether earlier replacements survive a crash.
+fn consequence(action: &str) -> &'static str {
+    match action {
+        "write" => "the previous file is left in place; fix the cause and run again",
+        "remove" => "the file is left in place; fix the cause and run again",
+        "sync" => {
+            "files replaced so far may not survive a crash until a later run syncs them; fix the cause and run again"
+        }
+        _ => "nothing was replaced by this step; fix the cause and run again",
+    }
 }
 
 const TEMP_PREFIX: &str = ".edpm-agent.";
@@ -213,6 +226,18 @@ pub fn apply(root: &Path, wants: &[Want], steps: &[Step]) -> Result<Report, FsEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_errors_say_what_was_left_behind() {
+        let e = |action| {
+            io(action, Path::new("/r/x"))(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+                .to_string()
+        };
+        assert!(e("write").contains("previous file is left in place"), "{}", e("write"));
+        assert!(e("create directory").contains("nothing was replaced"), "{}", e("create directory"));
+        assert!(!e("create directory").contains("previous file"));
+        assert!(e("sync").contains("may not survive a crash"));
+    }
 
     #[test]
     fn refuses_links_and_escapes() {
