@@ -45,26 +45,33 @@ impl Texts {
     /// Reads `paths` in order. Fails on the first file that cannot be read or is not UTF-8,
     /// naming it.
     pub fn read(paths: impl IntoIterator<Item = PathBuf>) -> std::io::Result<Texts> {
+        match Texts::read_until_error(paths) {
+            (texts, None) => Ok(texts),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// Reads `paths` in order until one fails: the files before it, and that failure. For
+    /// callers that must report an earlier file's own problem (say, a parse error) first, as
+    /// reading and parsing file by file would.
+    pub fn read_until_error(paths: impl IntoIterator<Item = PathBuf>) -> (Texts, Option<std::io::Error>) {
         let mut bytes = Vec::new();
         let mut files = Vec::new();
+        let mut failure = None;
         for path in paths {
             let start = bytes.len();
-            let file = fs_err::File::open(&path)?;
-            read_all(file.file(), &mut bytes).map_err(|e| {
-                std::io::Error::new(e.kind(), format!("failed to read {}: {e}", path.display()))
-            })?;
-            if let Err(e) = std::str::from_utf8(&bytes[start..]) {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("{}: not UTF-8 text ({e})", path.display()),
-                ));
+            if let Err(e) = read_one(&path, &mut bytes) {
+                bytes.truncate(start);
+                failure = Some(e);
+                break;
             }
             files.push((path, start..bytes.len()));
         }
-        // Each file's bytes were checked above, and valid pieces concatenate to valid UTF-8.
-        let buf =
-            String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        Ok(Texts { buf, files })
+        // Each file's bytes were checked by read_one, and valid pieces concatenate to valid UTF-8.
+        match String::from_utf8(bytes) {
+            Ok(buf) => (Texts { buf, files }, failure),
+            Err(e) => (Texts::default(), Some(std::io::Error::new(std::io::ErrorKind::InvalidData, e))),
+        }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Path, &str)> {
@@ -77,6 +84,21 @@ impl Texts {
 
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+}
+
+/// Appends the file at `path` to `buf`, checking that its own bytes are UTF-8.
+fn read_one(path: &Path, bytes: &mut Vec<u8>) -> std::io::Result<()> {
+    let start = bytes.len();
+    let file = fs_err::File::open(path)?;
+    read_all(file.file(), bytes)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("failed to read {}: {e}", path.display())))?;
+    match std::str::from_utf8(&bytes[start..]) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: not UTF-8 text ({e})", path.display()),
+        )),
     }
 }
 

@@ -455,3 +455,28 @@ fn cli_merge_and_lint() {
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["findings"][0]["severity"], "error");
 }
+
+/// Two bad files: oslo reads and parses file by file, so the first file's parse error wins over
+/// the second file's undecodable bytes; so must ours, though it reads before parsing.
+#[test]
+fn the_first_bad_file_is_the_one_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let (malformed, binary) = (d.path().join("malformed.conf"), d.path().join("binary.conf"));
+    std::fs::write(&malformed, "garbage\n").unwrap();
+    std::fs::write(&binary, b"[DEFAULT]\na = \xff\n").unwrap();
+    let get = |first: &std::path::Path, second: &std::path::Path| {
+        let (a, b) = (first.to_str().unwrap(), second.to_str().unwrap());
+        crate::util::run(
+            &["oslo", "--format", "json", "get", "--config-file", a, "--config-file", b, "DEFAULT", "a"],
+            &[],
+        )
+    };
+    let out = get(&malformed, &binary);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stderr));
+    assert_eq!(v["error"]["line"], 1);
+    assert!(v["error"]["file"].as_str().unwrap().ends_with("malformed.conf"), "{v}");
+    let out = get(&binary, &malformed);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("binary.conf: not UTF-8 text"), "{}", out.stderr);
+}

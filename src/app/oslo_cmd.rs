@@ -148,8 +148,9 @@ fn parse_failure(
 }
 
 /// Reads the layers' files in command-line order; missing files are reported together, as
-/// oslo does.
-fn read_layers(args: &LayersArgs) -> Result<Texts, AppError> {
+/// oslo does. A file that cannot be read stops the reading; its error is reported after the
+/// files before it have been parsed (see [`load`]).
+fn read_layers(args: &LayersArgs) -> Result<(Texts, Option<std::io::Error>), AppError> {
     let mut files = Vec::new();
     for l in &args.order {
         match l {
@@ -175,18 +176,26 @@ fn read_layers(args: &LayersArgs) -> Result<Texts, AppError> {
             format!("Failed to find some config files: {}", missing.join(",")),
         ));
     }
-    Texts::read(files).map_err(|e| AppError::new(Exit::Failure, e))
+    Ok(Texts::read_until_error(files))
 }
 
 /// Parses the files read by [`read_layers`]. A malformed file ends the command (exit 1), as it
-/// stops the service at start-up.
-fn load<'t>(texts: &'t Texts, json: bool, out: &mut dyn Write) -> Result<Result<Layers<'t>, Exit>, AppError> {
+/// stops the service at start-up; so does an unreadable one, but only once every file before it
+/// has parsed: the order oslo, which reads and parses file by file, reports problems in.
+fn load<'t>(
+    (texts, unreadable): &'t (Texts, Option<std::io::Error>),
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<Result<Layers<'t>, Exit>, AppError> {
     let mut layers = Vec::new();
     for (f, text) in texts.iter() {
         match oslo::parse(text) {
             Ok(config) => layers.push(Layer { file: f.display().to_string(), config }),
             Err(e) => return parse_failure(f, &e, json, out).map(Err),
         }
+    }
+    if let Some(e) = unreadable {
+        return Err(AppError::new(Exit::Failure, e));
     }
     Ok(Ok(Layers::new(layers)))
 }

@@ -255,12 +255,13 @@ fn is_ascii_lower(name: &str) -> bool {
 /// [`normalize_group`] without allocating when the name is already normal.
 fn normalize_group_cow(name: &str) -> Cow<'_, str> {
     // ASCII lower-case names (nearly all) in a few word tests; anything else takes Unicode's
-    // rules.
-    if is_ascii_lower(name) || name == "DEFAULT" || !name.chars().any(char::is_uppercase) {
-        Cow::Borrowed(name)
-    } else {
-        Cow::Owned(name.to_lowercase())
+    // rules in full: titlecase letters such as 'ǅ' are not upper-case yet lower-case to
+    // another letter, so only a comparison with the lowered name tells.
+    if is_ascii_lower(name) || name == "DEFAULT" {
+        return Cow::Borrowed(name);
     }
+    let lower = name.to_lowercase();
+    if lower == name { Cow::Borrowed(name) } else { Cow::Owned(lower) }
 }
 
 /// The files a `--config-dir` contributes, given the names in it: `*.conf`, no dot-files,
@@ -307,6 +308,18 @@ mod tests {
         assert_eq!(l.get("s", "m").unwrap().value, "three");
         let all: Vec<_> = l.get_multi("s", "m").map(|f| f.value).collect();
         assert_eq!(all, ["one", "two", "three"]);
+    }
+
+    #[test]
+    fn titlecase_groups_merge_as_in_python() {
+        // Python: 'ǅ'.lower() == 'ǆ', though 'ǅ' is not upper-case.
+        let l = layers(&["[ǅ]\na = 1\n", "[ǆ]\na = 2\n"]);
+        assert_eq!(l.get_multi("ǆ", "a").map(|f| f.value).collect::<Vec<_>>(), ["1", "2"]);
+        assert_eq!(l.get("ǅ", "a").unwrap().value, "2");
+        assert_eq!(l.options().len(), 1);
+        for name in ["ǅ", "ǆ", "Ǆ", "ΣΑΣ", "İx", "DEFAULT", "default", "Libvirt", "é"] {
+            assert_eq!(normalize_group_cow(name), normalize_group(name), "{name}");
+        }
     }
 
     #[test]
