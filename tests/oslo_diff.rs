@@ -82,6 +82,10 @@ fn line(dollar: bool) -> BoxedStrategy<String> {
         "[]",
         "[x",
         "[DEFAULT] # c",
+        // Titlecase 'ǅ' lower-cases to 'ǆ' without being upper-case; 'Σ' ends words as 'ς'.
+        "[ǅ]",
+        "[ǆ]",
+        "[ΣΑΣ]",
     ])
     .prop_map(String::from);
     let keys = prop::sample::select(vec!["a", "b", "m", "Key", "x_y", "", " a", "a "]);
