@@ -78,21 +78,25 @@ impl<'a> Layers<'a> {
         let mut options: Vec<Opt<'a>> = Vec::with_capacity(total);
         let mut occurrences: Vec<Occurrence> = Vec::with_capacity(total);
         let mut table: HashTable<u32> = HashTable::with_capacity(total);
+        // Group numbers by name: files usually have a handful of sections, but a generated one
+        // with thousands must not make building quadratic.
+        let mut group_table: HashTable<(u64, u32)> = HashTable::new();
         for (li, l) in layers.iter().enumerate() {
             for (si, s) in l.config.sections.iter().enumerate() {
                 let normal = normalize_group_cow(&s.name);
-                // Groups are few: a scan beats hashing here.
-                let group = match groups.iter().position(|g| *g == normal) {
-                    Some(g) => g,
+                let seed = hash_group(&normal);
+                let group = match group_table.find(seed, |&(_, g)| groups[g as usize] == normal) {
+                    Some(&(_, g)) => g,
                     None => {
+                        let g = groups.len() as u32;
                         groups.push(match normal {
                             Cow::Borrowed(_) => s.name.clone(),
                             Cow::Owned(n) => Cow::Owned(n),
                         });
-                        groups.len() - 1
+                        group_table.insert_unique(seed, (seed, g), |&(h, _)| h);
+                        g
                     }
-                } as u32;
-                let seed = hash_group(&groups[group as usize]);
+                };
                 for (ei, e) in s.entries.iter().enumerate() {
                     let occ = occurrences.len() as u32;
                     occurrences.push(Occurrence { pos: (li as u32, si as u32, ei as u32), next: NONE });
@@ -308,6 +312,17 @@ mod tests {
         assert_eq!(l.get("s", "m").unwrap().value, "three");
         let all: Vec<_> = l.get_multi("s", "m").map(|f| f.value).collect();
         assert_eq!(all, ["one", "two", "three"]);
+    }
+
+    #[test]
+    fn many_groups_each_find_their_own_options() {
+        let text: String = (0..3000).map(|i| format!("[G{i}]\nk = {i}\n[g{i}]\nk = again-{i}\n")).collect();
+        let l = layers(&[&text]);
+        assert_eq!(l.options().len(), 3000);
+        for i in (0..3000).step_by(7) {
+            let multi: Vec<_> = l.get_multi(&format!("g{i}"), "k").map(|f| f.value).collect();
+            assert_eq!(multi, [i.to_string(), format!("again-{i}")]);
+        }
     }
 
     #[test]
