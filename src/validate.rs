@@ -344,19 +344,21 @@ fn check_vars_from(snap: &Snapshot, id: &ObjRef, f: &Field<crate::resource::Data
     if ds.config_map_ref.is_none() && ds.secret_ref.is_none() {
         r.error(id, &f.path, "has neither configMapRef nor secretRef");
     }
+    let missing = |r: &mut Report, kind: &str, field: &str, name: &str, known: Vec<&str>| {
+        r.error(
+            id,
+            format!("{}.{field}.name", f.path),
+            format!(
+                "{kind} \"{name}\" does not exist{}; inventory generation fails until it does",
+                model::did_you_mean(name, known.into_iter())
+            ),
+        );
+    };
     if let Some(cm) = &ds.config_map_ref {
         match snap.config_map(&cm.name) {
             None if cm.optional != Some(true) => {
-                let names = snap.config_maps.iter().map(|o| o.id.name.as_str());
-                r.error(
-                    id,
-                    format!("{}.configMapRef.name", f.path),
-                    format!(
-                        "ConfigMap \"{}\" does not exist{}; inventory generation fails until it does",
-                        cm.name,
-                        model::did_you_mean(&cm.name, names)
-                    ),
-                );
+                let known = snap.config_maps.iter().map(|o| o.id.name.as_str()).collect();
+                missing(r, "ConfigMap", "configMapRef", &cm.name, known);
             }
             None => {}
             Some(obj) => {
@@ -376,16 +378,8 @@ fn check_vars_from(snap: &Snapshot, id: &ObjRef, f: &Field<crate::resource::Data
         && snap.secret(&s.name).is_none()
         && s.optional != Some(true)
     {
-        let names = snap.secrets.iter().map(|o| o.id.name.as_str());
-        r.error(
-            id,
-            format!("{}.secretRef.name", f.path),
-            format!(
-                "Secret \"{}\" does not exist{}; inventory generation fails until it does",
-                s.name,
-                model::did_you_mean(&s.name, names)
-            ),
-        );
+        let known = snap.secrets.iter().map(|o| o.id.name.as_str()).collect();
+        missing(r, "Secret", "secretRef", &s.name, known);
     }
 }
 

@@ -239,24 +239,24 @@ fn user_config_must_parse_match_the_glob_and_sort_last() {
 fn template_overrides_and_strict_undefined() {
     let t = tempfile::tempdir().unwrap();
     std::fs::create_dir(t.path().join("nova")).unwrap();
-    std::fs::write(
-        t.path().join("nova/02-nova-host-specific.conf.j2"),
-        "[DEFAULT]\nmy_ip = {{ vars.ctlplane_ip }}\nrack = {{ vars.rack_name }}\n",
-    )
-    .unwrap();
-    let out = run(
-        &args(&[
-            "render",
-            "--redact",
-            "--node",
-            "edpm-compute-0",
-            "--service",
-            "nova",
-            "--templates",
-            t.path().to_str().unwrap(),
-        ]),
-        &[],
-    );
+    let render_with = |template: &str| {
+        std::fs::write(t.path().join("nova/02-nova-host-specific.conf.j2"), template).unwrap();
+        let dir = t.path().to_str().unwrap();
+        run(
+            &args(&[
+                "render",
+                "--redact",
+                "--node",
+                "edpm-compute-0",
+                "--service",
+                "nova",
+                "--templates",
+                dir,
+            ]),
+            &[],
+        )
+    };
+    let out = render_with("[DEFAULT]\nmy_ip = {{ vars.ctlplane_ip }}\nrack = {{ vars.rack_name }}\n");
     assert_eq!(out.code, 3);
     assert!(
         out.stderr.contains("nova/02-nova-host-specific.conf.j2")
@@ -265,23 +265,8 @@ fn template_overrides_and_strict_undefined() {
         "{}",
         out.stderr
     );
-    std::fs::write(
-        t.path().join("nova/02-nova-host-specific.conf.j2"),
+    let out = render_with(
         "[DEFAULT]\nmy_ip = {{ vars.ctlplane_ip }}\nrack = {{ vars.rack_name | default('r1') }}\n",
-    )
-    .unwrap();
-    let out = run(
-        &args(&[
-            "render",
-            "--redact",
-            "--node",
-            "edpm-compute-0",
-            "--service",
-            "nova",
-            "--templates",
-            t.path().to_str().unwrap(),
-        ]),
-        &[],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("rack = r1"));

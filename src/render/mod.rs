@@ -255,18 +255,14 @@ fn data_source_files(
         {
             match snap.config_map(&r.name) {
                 Some(cm) => {
-                    for (k, v) in &cm.body.data {
-                        if kind.matches(k) && !generated.contains_key(k) {
-                            out.push(RenderedFile {
-                                name: k.clone(),
-                                content: v.clone(),
-                                mode: 0o644,
-                                from: format!("{} key {k}", cm.id.short()),
-                                secrets: vec![],
-                                from_secret: false,
-                            });
-                        }
-                    }
+                    out.extend(source_files(
+                        kind,
+                        generated,
+                        &cm.id,
+                        cm.body.data.iter(),
+                        String::clone,
+                        false,
+                    ));
                 }
                 None if r.optional == Some(true) => {}
                 None => return Err(missing("ConfigMap", &r.name)),
@@ -278,18 +274,8 @@ fn data_source_files(
             }
             match snap.secret(&r.name) {
                 Some(s) => {
-                    for (k, v) in &s.body.data {
-                        if kind.matches(k) && !generated.contains_key(k) {
-                            out.push(RenderedFile {
-                                name: k.clone(),
-                                content: String::from_utf8_lossy(v).into_owned(),
-                                mode: 0o600,
-                                from: format!("{} key {k}", s.id.short()),
-                                secrets: vec![],
-                                from_secret: true,
-                            });
-                        }
-                    }
+                    let text = |v: &Vec<u8>| String::from_utf8_lossy(v).into_owned();
+                    out.extend(source_files(kind, generated, &s.id, s.body.data.iter(), text, true));
                 }
                 None if r.optional == Some(true) => {}
                 None => return Err(missing("Secret", &r.name)),
@@ -297,6 +283,28 @@ fn data_source_files(
         }
     }
     Ok(out)
+}
+
+/// The keys of one data source that this service copies and that no generated file replaces.
+/// Secret keys hold credentials: mode 0600.
+fn source_files<'k, V: 'k>(
+    kind: &ServiceKind,
+    generated: &BTreeMap<String, RenderedFile>,
+    id: &crate::resource::ObjRef,
+    keys: impl Iterator<Item = (&'k String, &'k V)>,
+    text: impl Fn(&V) -> String,
+    from_secret: bool,
+) -> Vec<RenderedFile> {
+    keys.filter(|(k, _)| kind.matches(k) && !generated.contains_key(*k))
+        .map(|(k, v)| RenderedFile {
+            name: k.clone(),
+            content: text(v),
+            mode: if from_secret { 0o600 } else { 0o644 },
+            from: format!("{} key {k}", id.short()),
+            secrets: vec![],
+            from_secret,
+        })
+        .collect()
 }
 
 /// The user's CustomServiceConfig: the keys of the service's extra-config ConfigMap (e.g.
