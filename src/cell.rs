@@ -8,16 +8,15 @@
 use serde_json::Value;
 
 use crate::model::{HostGroup, Member};
-use crate::source::Snapshot;
+use crate::snapshot::Snapshot;
 
 /// What a compute node needs from its cell. Secret values are kept here in memory only.
 #[derive(Clone)]
-pub struct CellContext {
+pub(crate) struct CellContext {
     /// The NovaCell object name (`nova-cell1`), which is what the annotation names.
     pub name: String,
     /// `spec.cellName` (`cell1`).
     pub cell_name: String,
-    pub namespace: String,
     pub transport_url: String,
     pub notification_transport_url: Option<String>,
     pub quorum_queues: bool,
@@ -42,7 +41,7 @@ impl std::fmt::Debug for CellContext {
 
 impl CellContext {
     /// The values that must never be printed: for redaction.
-    pub fn secrets(&self) -> Vec<String> {
+    pub(crate) fn secrets(&self) -> Vec<String> {
         let mut v = vec![self.transport_url.clone()];
         v.extend(self.notification_transport_url.clone());
         v.extend(self.service_password.clone());
@@ -62,16 +61,16 @@ pub struct CellError {
 }
 
 /// The default region of an OpenStack deployment made by openstack-operator.
-pub const DEFAULT_REGION: &str = "regionOne";
+pub(crate) const DEFAULT_REGION: &str = "regionOne";
 
-pub fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Result<CellContext, CellError> {
+pub(crate) fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Result<CellContext, CellError> {
     let node = format!("node {}", member.key);
     let Some(cell) = member.cell(group) else {
         return Err(CellError {
             chain: node,
             problem: format!(
                 "no {} annotation on {} or {}",
-                crate::resource::CELL_ANNOTATION,
+                crate::snapshot::resource::CELL_ANNOTATION,
                 member.id.short(),
                 group.id.short()
             ),
@@ -141,7 +140,6 @@ pub fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Result<Ce
         novncproxy_base_url: vnc
             .then(|| format!("http://nova-novncproxy-{cell_name}-public.{namespace}.svc:6080/vnc_lite.html")),
         cell_name,
-        namespace,
         transport_url,
         notification_transport_url: key("notification_transport_url"),
         quorum_queues: key("quorum_queues").is_some_and(|q| q == "true"),

@@ -13,40 +13,67 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "edpm-agent", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
+    /// Log to stderr (-v info, -vv debug). Never use with Ansible: it reads stderr as errors.
+    #[arg(long, short = 'v', action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Where to read the data plane: also accepted after the command.
     #[command(flatten)]
-    pub global: GlobalArgs,
+    pub source: SourceArgs,
     #[command(subcommand)]
     pub command: Command,
 }
 
-#[derive(Debug, Args)]
-pub struct GlobalArgs {
+/// Where to read the data plane and how to reach the cluster. Every command that reads the data
+/// plane takes these, before or after its name; `oslo` commands read only the files they name.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Source options")]
+pub struct SourceArgs {
     /// Where to read objects: a directory (or file) of YAML/JSON manifests, or `kube` for the
     /// Kubernetes API. Repeat to combine sources. [env: EDPM_AGENT_SOURCE, `:`-separated]
-    #[arg(long = "source", value_name = "DIR|kube", global = true)]
+    #[arg(long = "source", value_name = "DIR|kube")]
     pub sources: Vec<String>,
     /// Namespace to read (kube), or to keep (directory). [env: EDPM_AGENT_NAMESPACE]
-    #[arg(long, short = 'n', global = true)]
+    #[arg(long, short = 'n')]
     pub namespace: Option<String>,
     /// Label selector for the data-plane kinds read from the API. [env: EDPM_AGENT_SELECTOR]
-    #[arg(long, short = 'l', global = true)]
+    #[arg(long, short = 'l')]
     pub selector: Option<String>,
     /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster). [env: EDPM_AGENT_KUBECONFIG]
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context. [env: EDPM_AGENT_CONTEXT]
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub context: Option<String>,
     /// Directory where the runner mounts SSH keys. [env: EDPM_AGENT_SSH_KEY_DIR] [default: /runner/env/ssh_key]
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "DIR")]
     pub ssh_key_dir: Option<String>,
     /// Settings file (YAML: source, namespace, selector, kubeconfig, context, ssh_key_dir,
-    /// kube_timeout_seconds, images).
-    #[arg(long, env = "EDPM_AGENT_CONFIG", global = true)]
+    /// kube_timeout_seconds, images). [env: EDPM_AGENT_CONFIG]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Log to stderr (-v info, -vv debug). Never use with Ansible: it reads stderr as errors.
-    #[arg(long, short = 'v', action = clap::ArgAction::Count, global = true)]
-    pub verbose: u8,
+}
+
+impl SourceArgs {
+    /// `self` (given before the command) with `after` (given after it) on top: sources add up,
+    /// a value given after the command wins.
+    pub fn merged(mut self, after: &SourceArgs) -> SourceArgs {
+        self.sources.extend(after.sources.iter().cloned());
+        macro_rules! over {
+            ($($f:ident),*) => {$( if after.$f.is_some() { self.$f = after.$f.clone(); } )*};
+        }
+        over!(namespace, selector, kubeconfig, context, ssh_key_dir, config);
+        self
+    }
+
+    fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+            && self.namespace.is_none()
+            && self.selector.is_none()
+            && self.kubeconfig.is_none()
+            && self.context.is_none()
+            && self.ssh_key_dir.is_none()
+            && self.config.is_none()
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -68,17 +95,42 @@ pub enum Command {
     Stage(StageArgs),
 }
 
+impl Command {
+    /// The source options given after the command, for the commands that read the data plane.
+    pub fn source_args(&self) -> Option<&SourceArgs> {
+        Some(match self {
+            Command::Inventory(a) => match &a.action {
+                None => &a.source,
+                Some(InventoryAction::Export { source, .. })
+                | Some(InventoryAction::Explain { source, .. }) => source,
+            },
+            Command::Validate(a) => &a.source,
+            Command::Oslo(_) => return None,
+            Command::Render(a) => &a.source,
+            Command::Derive(a) => match &a.what {
+                DeriveWhat::Novaexternalcompute { source, .. } => source,
+            },
+            Command::Mounts(a) => match &a.action {
+                MountsAction::Propagate { source, .. } | MountsAction::Plan { source, .. } => source,
+            },
+            Command::Stage(a) => &a.source,
+        })
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct StageArgs {
     /// The node (Node name, NodeSet node key, or inventory hostname).
     #[arg(long)]
     pub node: String,
     /// The root to stage under: `/` on the node itself.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub root: PathBuf,
     /// Templates directory overriding the embedded ones (see render).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 #[derive(Debug, Args)]
@@ -93,22 +145,30 @@ pub enum MountsAction {
     Propagate {
         /// The caller's identity list, as the pod builds it: service, group, instance, e.g.
         /// `--as Cinder CinderVolume ceph`, `--as Glance GlanceAPI default`, `--as Compute`.
-        #[arg(long = "as", required = true, num_args = 1..)]
+        #[arg(long = "as", value_name = "IDENTITY", required = true, num_args = 1..)]
         identity: Vec<String>,
         /// For `--as Compute`: the node whose Role/NodeSet nodeTemplate.extraMounts is the local list.
         #[arg(long)]
         node: Option<String>,
+        #[command(flatten)]
+        source: SourceArgs,
     },
     /// What `stage` would change for a node under a root: paths, modes, hashes, never contents.
     Plan {
+        /// The node (Node name, NodeSet node key, or inventory hostname).
         #[arg(long)]
         node: String,
-        #[arg(long)]
+        /// The root `stage` would write under: `/` on the node itself.
+        #[arg(long, value_name = "DIR")]
         root: PathBuf,
+        /// text: one line per file; json: the steps as a list.
         #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
         format: TextOrJson,
-        #[arg(long)]
+        /// Templates directory overriding the embedded ones (see render).
+        #[arg(long, value_name = "DIR")]
         templates: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
     },
 }
 
@@ -123,7 +183,7 @@ pub struct RenderArgs {
     pub services: Vec<String>,
     /// Directory to write into: DIR/<service>/ for one node (the layout of
     /// /var/lib/openstack/configs on the node), DIR/<node>/<service>/ for several.
-    #[arg(long, required_unless_present = "redact")]
+    #[arg(long, value_name = "DIR", required_unless_present = "redact")]
     pub out: Option<PathBuf>,
     /// Write one merged file per service instead of the layered files.
     #[arg(long)]
@@ -135,11 +195,14 @@ pub struct RenderArgs {
     #[arg(long)]
     pub check: bool,
     /// Read templates from this directory (same relative paths) instead of the embedded ones.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
-    /// json: a report {changed, unchanged} of paths, for Ansible's changed_when.
+    /// text: the files written; json: a report {changed, unchanged} of paths, for Ansible's
+    /// changed_when.
     #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
     pub format: TextOrJson,
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 #[derive(Debug, Args)]
@@ -152,11 +215,14 @@ pub struct DeriveArgs {
 pub enum DeriveWhat {
     /// The NovaExternalCompute CR of every node with a nova.openstack.org/cell annotation.
     Novaexternalcompute {
+        /// yaml: a multi-document stream; json: a list.
         #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
         format: ExportFormat,
         /// With --source kube: server-side apply them (field manager edpm-agent).
         #[arg(long)]
         apply: bool,
+        #[command(flatten)]
+        source: SourceArgs,
     },
 }
 
@@ -164,6 +230,7 @@ pub enum DeriveWhat {
 pub struct OsloArgs {
     #[command(subcommand)]
     pub action: OsloAction,
+    /// text for people; json for tools.
     #[arg(long, value_enum, default_value_t = TextOrJson::Text, global = true)]
     pub format: TextOrJson,
 }
@@ -192,7 +259,10 @@ pub enum LayerArg {
 #[derive(Debug, Subcommand)]
 pub enum OsloAction {
     /// Parse one file as oslo.config does; on malformed input exit 1 naming file and line.
-    Parse { file: PathBuf },
+    Parse {
+        /// The oslo.config file.
+        file: PathBuf,
+    },
     /// The effective raw value of GROUP KEY across the layers, and where it came from.
     Get {
         #[command(flatten)]
@@ -200,7 +270,9 @@ pub enum OsloAction {
         /// The option is multi-valued (MultiStrOpt): every value of every layer.
         #[arg(long)]
         multi: bool,
+        /// The section, e.g. DEFAULT.
         group: String,
+        /// The option name.
         key: String,
     },
     /// Every option set in the layers: its value, the layer that set it, what it overrode.
@@ -210,6 +282,7 @@ pub enum OsloAction {
     },
     /// Check a CustomServiceConfig snippet: oslo's errors plus likely mistakes.
     Lint {
+        /// The snippet to check.
         file: PathBuf,
         /// Exit 1 on warnings too.
         #[arg(long)]
@@ -220,7 +293,7 @@ pub enum OsloAction {
         #[command(flatten)]
         layers: LayersArgs,
         /// Write here (atomically, mode 0600) instead of stdout.
-        #[arg(long, short = 'o')]
+        #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
 }
@@ -237,6 +310,8 @@ pub struct InventoryArgs {
     /// Indent the JSON.
     #[arg(long)]
     pub pretty: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
     #[command(subcommand)]
     pub action: Option<InventoryAction>,
 }
@@ -245,29 +320,40 @@ pub struct InventoryArgs {
 pub enum InventoryAction {
     /// Write a static inventory.
     Export {
-        /// yaml matches the layout of the operator's inventory Secret; json is the same tree as JSON.
+        /// yaml matches the layout of the operator's inventory Secret; json is the same tree as
+        /// JSON; ini writes values as Python literals.
         #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
         format: ExportFormat,
-        /// Write to this file (atomically) instead of stdout.
-        #[arg(long, short = 'o')]
+        /// Write to this file (atomically, mode 0600) instead of stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
     },
     /// Show where each variable of a host came from and what it overrode.
     Explain {
+        /// The host (inventory hostname, node name or host name).
         host: String,
+        /// One variable; omit for all of the host's variables.
         var: Option<String>,
+        /// text for people; json for tools.
         #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
         format: TextOrJson,
         /// Show values that came from Secrets instead of redacting them.
         #[arg(long)]
         show_secrets: bool,
+        #[command(flatten)]
+        source: SourceArgs,
     },
 }
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
+    /// text: one line per problem and a summary; json: the diagnostics as a list.
     #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
     pub format: TextOrJson,
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -287,8 +373,19 @@ pub enum TextOrJson {
 /// `--config-dir`, which derive alone loses.
 pub fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().try_get_matches_from(normalize_args(args))?;
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(normalize_args(args))?;
     let mut cli = Cli::from_arg_matches(&matches)?;
+    match cli.command.source_args() {
+        Some(after) => cli.source = std::mem::take(&mut cli.source).merged(after),
+        None if !cli.source.is_empty() => {
+            return Err(command.error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "oslo commands read only the files they name: --source, --config and the other source options do not apply",
+            ));
+        }
+        None => {}
+    }
     if let Command::Oslo(oslo) = &mut cli.command
         && let Some(("oslo", m)) = matches.subcommand()
         && let Some((_, sm)) = m.subcommand()

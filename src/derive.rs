@@ -11,19 +11,19 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::model::{GroupKind, Model};
-use crate::source::Snapshot;
+use crate::snapshot::Snapshot;
 
-pub const NEC_API_VERSION: &str = "nova.openstack.org/v1beta1";
+pub(crate) const NEC_API_VERSION: &str = "nova.openstack.org/v1beta1";
 
 /// Settings image keys that fill the CR's image fields when set.
-pub const IMAGE_FIELDS: &[(&str, &str)] = &[
+pub(crate) const IMAGE_FIELDS: &[(&str, &str)] = &[
     ("nova_compute_container_image", "novaComputeContainerImage"),
     ("nova_libvirt_container_image", "novaLibvirtContainerImage"),
     ("ansibleee_container_image", "ansibleEEContainerImage"),
 ];
 
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum DeriveError {
+pub(crate) enum DeriveError {
     #[error(
         "node {node}: {annotation} now says cell \"{wanted}\" ({from}), but NovaExternalCompute/{node} is in cell \"{existing}\"; nova cannot move a compute between cells: restore the annotation, or remove the compute from its cell first"
     )]
@@ -31,7 +31,7 @@ pub enum DeriveError {
 }
 
 /// The CRs, in node order.
-pub fn novaexternalcomputes(
+pub(crate) fn novaexternalcomputes(
     snap: &Snapshot,
     model: &Model,
     images: &BTreeMap<String, String>,
@@ -45,7 +45,7 @@ pub fn novaexternalcomputes(
         {
             return Err(DeriveError::CellMove {
                 node: m.key.clone(),
-                annotation: crate::resource::CELL_ANNOTATION.into(),
+                annotation: crate::snapshot::resource::CELL_ANNOTATION.into(),
                 from: cell.object.short(),
                 wanted: cell.name.clone(),
                 existing: have.into(),

@@ -1,26 +1,34 @@
 //! edpm-agent: Ansible inventories, oslo.config rendering and file staging for OpenStack
 //! External DataPlane Management (EDPM) nodes.
 //!
-//! Modules in reading order. The pure core (`resource`, `source::manifest`,
-//! `source::snapshot`, `model`, `inventory`, `validate`, `settings`) does no I/O and reads no
-//! clock; the shell (`source::dir`, `source::kube`, `fsutil`, `app`, `main`) does. See
-//! ARCHITECTURE.md.
+//! Two layers (ARCHITECTURE.md):
+//! - the pure core: plain data in, plain data out; no I/O, no clock, no client;
+//! - the shell: reads files and talks to servers, then hands plain data to the core.
+//!
+//! The core never imports the shell (checked by `tests/layout.rs`), and only `k8s` talks to
+//! the Kubernetes API server.
 
+// The pure core, in reading order.
+pub(crate) mod cell;
+pub(crate) mod derive;
+pub(crate) mod inventory;
+pub(crate) mod model;
+pub(crate) mod mounts;
+pub mod oslo;
+pub mod render;
+pub(crate) mod services;
+pub(crate) mod settings;
+pub(crate) mod snapshot;
+pub(crate) mod staging;
+pub(crate) mod validate;
+
+// The shell.
 pub mod app;
-pub mod cell;
 pub mod cli;
-pub mod derive;
 pub mod exit;
 pub mod fsutil;
-pub mod inventory;
-pub mod model;
-pub mod mounts;
-pub mod openstack;
-pub mod oslo;
-pub mod par;
-pub mod render;
-pub mod resource;
-pub mod settings;
-pub mod source;
-pub mod staging;
-pub mod validate;
+pub(crate) mod hostfs;
+pub(crate) mod k8s;
+pub(crate) mod openstack;
+pub(crate) mod par;
+pub(crate) mod source;

@@ -1,6 +1,6 @@
 //! Thin entry point: parse arguments, set up logging, run, map the result to an exit code.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use edpm_agent::{app, cli, exit::Exit};
@@ -18,7 +18,7 @@ fn main() -> ExitCode {
             return if e.use_stderr() { Exit::Usage.into() } else { Exit::Success.into() };
         }
     };
-    init_logging(cli.global.verbose);
+    init_logging(cli.verbose);
     let env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
@@ -44,8 +44,11 @@ fn init_logging(verbose: u8) {
         (1, _) | (0, _) => "edpm_agent=info".to_string(),
         _ => "edpm_agent=debug,kube=debug".to_string(),
     };
+    // Colour only for a person at a terminal, and never when NO_COLOR is set (no-color.org).
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .init();
 }

@@ -10,48 +10,17 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::resource::{
+use crate::services::{DEFAULT_NODESET_SERVICES, DEFAULT_ROLE_SERVICES};
+use crate::snapshot::Snapshot;
+use crate::snapshot::resource::{
     AnsibleOpts, CELL_ANNOTATION, DataSource, IpSetNetwork, LegacyNodeSection, Meta, NodeSpec, ObjRef,
     Object, Origin, RoleSpec,
 };
-use crate::source::Snapshot;
-
-/// Default `spec.services` of an OpenStackDataPlaneNodeSet (openstack-operator HEAD).
-pub const DEFAULT_NODESET_SERVICES: &[&str] = &[
-    "redhat",
-    "download-cache",
-    "bootstrap",
-    "configure-network",
-    "validate-network",
-    "install-os",
-    "configure-os",
-    "ssh-known-hosts",
-    "run-os",
-    "reboot-os",
-    "install-certs",
-    "ovn",
-    "neutron-metadata",
-    "libvirt",
-    "nova",
-    "telemetry",
-];
-
-/// Default `spec.services` of an OpenStackDataPlaneRole (dataplane-operator `605f1a16`).
-pub const DEFAULT_ROLE_SERVICES: &[&str] = &[
-    "configure-network",
-    "validate-network",
-    "install-os",
-    "configure-os",
-    "run-os",
-    "ovn",
-    "libvirt",
-    "nova",
-];
 
 /// Webhook default for `ansibleUser` on pre-provisioned NodeSets.
-pub const DEFAULT_ANSIBLE_USER: &str = "cloud-admin";
+pub(crate) const DEFAULT_ANSIBLE_USER: &str = "cloud-admin";
 /// CRD default for `nodeTemplate.managementNetwork`.
-pub const DEFAULT_MANAGEMENT_NETWORK: &str = "ctlplane";
+pub(crate) const DEFAULT_MANAGEMENT_NETWORK: &str = "ctlplane";
 
 /// A value and the field path it was read from.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,7 +139,7 @@ impl Model {
 
 /// Builds the model. Errors are references that cannot be resolved at all (a Node without its
 /// Role); everything else is left to the inventory and `validate`.
-pub fn resolve(snap: &Snapshot) -> Result<Model, ModelError> {
+pub(crate) fn resolve(snap: &Snapshot) -> Result<Model, ModelError> {
     let mut groups = Vec::new();
     let (inline_roles, inline_nodes) = inline_objects(snap);
     let roles: Vec<&Object<RoleSpec>> = snap.roles.iter().chain(&inline_roles).collect();
@@ -200,7 +169,7 @@ pub fn resolve(snap: &Snapshot) -> Result<Model, ModelError> {
 }
 
 /// Suggests the closest name, for typos in references.
-pub fn did_you_mean<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> String {
     let best = names.map(|n| (edit_distance(wanted, n), n)).filter(|(d, _)| *d <= 3).min();
     match best {
         Some((_, n)) => format!("; did you mean \"{n}\"?"),
@@ -368,7 +337,7 @@ fn ansible_section(a: &AnsibleOpts, base: &str) -> AnsibleSection {
     }
 }
 
-fn nodeset_group(ns: &Object<crate::resource::NodeSetSpec>) -> HostGroup {
+fn nodeset_group(ns: &Object<crate::snapshot::resource::NodeSetSpec>) -> HostGroup {
     let spec = &ns.body;
     let pre_provisioned = spec.pre_provisioned.unwrap_or(false);
     let bm = spec.baremetal_set_template.as_ref();
@@ -453,8 +422,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::source::manifest::Document;
-    use crate::source::snapshot::Located;
+    use crate::snapshot::Located;
+    use crate::snapshot::manifest::Document;
 
     fn snap(values: Vec<Value>) -> Snapshot {
         let docs = values.into_iter().enumerate().map(|(i, value)| Located {

@@ -12,17 +12,17 @@ use crate::staging::units::{Credentials, CsiShare, ResolvedShare};
 const MANILA_MICROVERSION: &str = "2.51";
 
 #[derive(Debug, thiserror::Error)]
-pub enum OpenStackError {
+pub(crate) enum OpenStackError {
     #[error("{step}: {message}{hint}")]
     Api { step: String, message: String, hint: String },
 }
 
-pub struct Client {
+pub(crate) struct Client {
     http: reqwest::blocking::Client,
 }
 
 impl Client {
-    pub fn new(timeout: Duration) -> Result<Client, OpenStackError> {
+    pub(crate) fn new(timeout: Duration) -> Result<Client, OpenStackError> {
         // kube already brings rustls with ring; make it the process default once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::blocking::Client::builder().timeout(timeout).build().map_err(|e| {
@@ -36,7 +36,7 @@ impl Client {
     }
 
     /// Token, then the share's preferred export location and the access rule's cephx key.
-    pub fn resolve(&self, share: &CsiShare) -> Result<ResolvedShare, OpenStackError> {
+    pub(crate) fn resolve(&self, share: &CsiShare) -> Result<ResolvedShare, OpenStackError> {
         let creds = &share.credentials;
         let auth = format!("{}/auth/tokens", keystone_v3(&creds.auth_url));
         let step = format!("volume {} (Manila share {}): Keystone {auth}", share.volume, share.share_id);
@@ -114,12 +114,12 @@ fn transport(step: &str, e: &reqwest::Error) -> OpenStackError {
 }
 
 /// The Keystone v3 base: `os-authURL` with or without `/v3`.
-pub fn keystone_v3(auth_url: &str) -> String {
+pub(crate) fn keystone_v3(auth_url: &str) -> String {
     let base = auth_url.trim_end_matches('/');
     if base.ends_with("/v3") { base.to_string() } else { format!("{base}/v3") }
 }
 
-pub fn auth_body(c: &Credentials) -> Value {
+pub(crate) fn auth_body(c: &Credentials) -> Value {
     match (&c.application_credential_id, &c.application_credential_secret) {
         (Some(id), Some(secret)) => json!({"auth": {"identity": {"methods": ["application_credential"],
             "application_credential": {"id": id, "secret": secret}}}}),
@@ -132,7 +132,7 @@ pub fn auth_body(c: &Credentials) -> Value {
 
 /// The Manila v2 endpoint from a token's catalog: type `sharev2`, in the region when one is
 /// given, `internal` before `public`.
-pub fn manila_endpoint(token: &Value, region: Option<&str>) -> Option<String> {
+pub(crate) fn manila_endpoint(token: &Value, region: Option<&str>) -> Option<String> {
     let catalog = token.pointer("/token/catalog")?.as_array()?;
     let service = catalog.iter().find(|s| s.get("type").and_then(Value::as_str) == Some("sharev2"))?;
     let endpoints: Vec<&Value> = service
@@ -156,7 +156,11 @@ pub fn manila_endpoint(token: &Value, region: Option<&str>) -> Option<String> {
 }
 
 /// The preferred export location (else the first) and an active cephx access rule.
-pub fn parse_share(share: &CsiShare, exports: &Value, access: &Value) -> Result<ResolvedShare, String> {
+pub(crate) fn parse_share(
+    share: &CsiShare,
+    exports: &Value,
+    access: &Value,
+) -> Result<ResolvedShare, String> {
     let locations = exports.get("export_locations").and_then(Value::as_array).cloned().unwrap_or_default();
     let chosen = locations
         .iter()

@@ -5,7 +5,7 @@
 /// `f` applied to every item, on up to `available_parallelism` threads, results in input
 /// order. Items are dealt round-robin so neighbouring (similar-sized) items share the load.
 /// A panic in a worker is a bug and is re-raised on the calling thread.
-pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
     if workers == 1 {
         return items.iter().map(f).collect();

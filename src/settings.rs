@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 /// Where objects are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceSpec {
+pub(crate) enum SourceSpec {
     Dir(PathBuf),
     Kube,
 }
@@ -32,7 +32,7 @@ impl SourceSpec {
 }
 
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub sources: Vec<SourceSpec>,
     pub namespace: Option<String>,
     pub selector: Option<String>,
@@ -47,20 +47,19 @@ pub struct Settings {
 
 /// Values given on the command line (already free of clap types).
 #[derive(Debug, Clone, Default)]
-pub struct CliValues {
+pub(crate) struct CliValues {
     pub sources: Vec<String>,
     pub namespace: Option<String>,
     pub selector: Option<String>,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     pub ssh_key_dir: Option<String>,
-    pub config: Option<PathBuf>,
 }
 
 /// The config file (`EDPM_AGENT_CONFIG`), YAML.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub struct FileValues {
+pub(crate) struct FileValues {
     /// `kube`, a directory, or a list of them.
     #[serde(default)]
     pub source: Option<OneOrMany>,
@@ -82,13 +81,13 @@ pub struct FileValues {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum OneOrMany {
+pub(crate) enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum SettingsError {
+pub(crate) enum SettingsError {
     #[error("config file {path}: {message}")]
     File { path: String, message: String },
     #[error("environment variable {name}={value:?}: {message}")]
@@ -99,14 +98,14 @@ pub enum SettingsError {
     NoSource,
 }
 
-pub const DEFAULT_SSH_KEY_DIR: &str = "/runner/env/ssh_key";
-pub const DEFAULT_KUBE_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_SSH_KEY_DIR: &str = "/runner/env/ssh_key";
+pub(crate) const DEFAULT_KUBE_TIMEOUT: Duration = Duration::from_secs(15);
 /// Prefix of environment variables that set default images, e.g.
 /// `EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE=...` sets `edpm_nova_compute_image`.
-pub const IMAGE_ENV_PREFIX: &str = "EDPM_AGENT_IMAGE_";
+pub(crate) const IMAGE_ENV_PREFIX: &str = "EDPM_AGENT_IMAGE_";
 
 /// Parses the config file text.
-pub fn parse_file(path: &Path, text: &str) -> Result<FileValues, SettingsError> {
+pub(crate) fn parse_file(path: &Path, text: &str) -> Result<FileValues, SettingsError> {
     serde_saphyr::from_str::<Option<FileValues>>(text).map(Option::unwrap_or_default).map_err(|e| {
         SettingsError::File {
             path: path.display().to_string(),
@@ -117,7 +116,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<FileValues, SettingsError> 
 
 /// Resolves the settings. `env` looks a variable up; `env_vars` lists all of them (for the
 /// image prefix); `file` is the parsed config file and its path.
-pub fn resolve(
+pub(crate) fn resolve(
     cli: CliValues,
     env: &dyn Fn(&str) -> Option<String>,
     env_vars: &[(String, String)],

@@ -14,17 +14,17 @@ use crate::inventory::{
     build::{anchor_decode, decode_vars_from_value, parse_ansible_vars},
 };
 use crate::model::{self, AnsibleSection, Field, GroupKind};
-use crate::resource::{ObjRef, UnknownFields};
-use crate::source::Snapshot;
+use crate::snapshot::Snapshot;
+use crate::snapshot::resource::{ObjRef, UnknownFields};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
+pub(crate) enum Severity {
     Error,
     Warning,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Diagnostic {
+pub(crate) struct Diagnostic {
     pub severity: Severity,
     pub object: ObjRef,
     pub field: String,
@@ -67,7 +67,7 @@ impl Report {
 }
 
 /// Runs every check. Diagnostics come sorted: errors first, then by object.
-pub fn validate(snap: &Snapshot, opts: &inventory::Options) -> Vec<Diagnostic> {
+pub(crate) fn validate(snap: &Snapshot, opts: &inventory::Options) -> Vec<Diagnostic> {
     let mut r = Report(Vec::new());
     check_names(snap, &mut r);
     check_unknown_fields(snap, &mut r);
@@ -91,16 +91,16 @@ fn placeholder() -> ObjRef {
     ObjRef {
         kind: "Inventory".into(),
         name: "-".into(),
-        origin: crate::resource::Origin::Api { namespace: "-".into() },
+        origin: crate::snapshot::resource::Origin::Api { namespace: "-".into() },
     }
 }
 
-pub fn summary(diags: &[Diagnostic]) -> (usize, usize) {
+pub(crate) fn summary(diags: &[Diagnostic]) -> (usize, usize) {
     let errors = diags.iter().filter(|d| d.severity == Severity::Error).count();
     (errors, diags.len() - errors)
 }
 
-pub fn to_json(diags: &[Diagnostic]) -> Value {
+pub(crate) fn to_json(diags: &[Diagnostic]) -> Value {
     let (errors, warnings) = summary(diags);
     json!({
         "errors": errors,
@@ -117,7 +117,7 @@ pub fn to_json(diags: &[Diagnostic]) -> Value {
 }
 
 /// RFC 1123 label: at most 63 of `[a-z0-9-]`, starting and ending alphanumeric.
-pub fn is_dns1123_label(s: &str) -> bool {
+pub(crate) fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
@@ -126,7 +126,7 @@ pub fn is_dns1123_label(s: &str) -> bool {
 }
 
 /// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
@@ -339,7 +339,12 @@ fn check_section(snap: &Snapshot, id: &ObjRef, s: &AnsibleSection, r: &mut Repor
     }
 }
 
-fn check_vars_from(snap: &Snapshot, id: &ObjRef, f: &Field<crate::resource::DataSource>, r: &mut Report) {
+fn check_vars_from(
+    snap: &Snapshot,
+    id: &ObjRef,
+    f: &Field<crate::snapshot::resource::DataSource>,
+    r: &mut Report,
+) {
     let ds = &f.value;
     if ds.config_map_ref.is_none() && ds.secret_ref.is_none() {
         r.error(id, &f.path, "has neither configMapRef nor secretRef");

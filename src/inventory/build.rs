@@ -10,13 +10,13 @@ use serde_json::{Map, Value, json};
 use crate::inventory::vars::{Level, Provenance, Scope, Vars};
 use crate::inventory::{Group, GroupSource, Host, Inventory, InventoryError, Options};
 use crate::model::{AnsibleSection, Field, GroupKind, HostGroup, Member, Model};
-use crate::resource::{DataSource, IpSetNetwork, ObjRef};
-use crate::source::Snapshot;
+use crate::snapshot::Snapshot;
+use crate::snapshot::resource::{DataSource, IpSetNetwork, ObjRef};
 
 /// Group names Ansible reserves.
 const RESERVED_GROUPS: [&str; 2] = ["all", "ungrouped"];
 
-pub fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory, InventoryError> {
+pub(crate) fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory, InventoryError> {
     let net = NetInfo::from_snapshot(snap);
     let mut inv = Inventory::default();
     let mut group_owner: BTreeMap<String, String> = BTreeMap::new();
@@ -125,7 +125,7 @@ fn untracked() -> Arc<ObjRef> {
         Arc::new(ObjRef {
             kind: String::new(),
             name: String::new(),
-            origin: crate::resource::Origin::Api { namespace: String::new() },
+            origin: crate::snapshot::resource::Origin::Api { namespace: String::new() },
         })
     });
     UNTRACKED.clone()
@@ -269,7 +269,7 @@ fn set_fields(vars: &mut Vars, s: &Setter, sec: &AnsibleSection) {
 }
 
 /// Decodes `ansibleVars` into a mapping. The earliest CRD held YAML text in a string.
-pub fn parse_ansible_vars(
+pub(crate) fn parse_ansible_vars(
     object: &ObjRef,
     f: Option<&Field<Value>>,
 ) -> Result<Map<String, Value>, InventoryError> {
@@ -298,7 +298,7 @@ pub fn parse_ansible_vars(
     }
 }
 
-pub fn type_name(v: &Value) -> &'static str {
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -320,13 +320,13 @@ fn apply_ansible_vars(vars: &mut Vars, s: &Setter, f: Option<&Field<Value>>, par
 /// Decodes an `ansibleVarsFrom` value: JSON only when the *whole* string is JSON, otherwise
 /// the string itself. Upstream HEAD decodes only the first JSON token and so turns
 /// `192.168.122.0/24` into `192.168`; we do not copy that (dataplane.md §2.2).
-pub fn decode_vars_from_value(raw: &str) -> Value {
+pub(crate) fn decode_vars_from_value(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
 }
 
 /// What openstack-operator HEAD would make of the same string (first JSON token wins), so that
 /// `validate` can warn where the operator and edpm-agent disagree.
-pub fn anchor_decode(raw: &str) -> Value {
+pub(crate) fn anchor_decode(raw: &str) -> Value {
     let t = raw.trim_start();
     let first = t.chars().next();
     match first {
@@ -449,7 +449,7 @@ fn apply_vars_from(
 
 /// Network facts from NetConfig and DNSMasq, when the source has them.
 struct NetInfo<'a> {
-    networks: Vec<&'a crate::resource::NetConfigNetwork>,
+    networks: Vec<&'a crate::snapshot::resource::NetConfigNetwork>,
     dns_addresses: Option<Vec<String>>,
 }
 
@@ -461,7 +461,7 @@ impl<'a> NetInfo<'a> {
         }
     }
 
-    fn network(&self, name: &str) -> Option<&'a crate::resource::NetConfigNetwork> {
+    fn network(&self, name: &str) -> Option<&'a crate::snapshot::resource::NetConfigNetwork> {
         self.networks.iter().copied().find(|n| n.name.eq_ignore_ascii_case(name))
     }
 

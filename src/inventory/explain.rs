@@ -13,7 +13,7 @@ use crate::inventory::{GroupSource, Inventory, Provenance, Scope};
 use crate::model::did_you_mean;
 
 #[derive(Debug, Clone)]
-pub struct Explanation {
+pub(crate) struct Explanation {
     pub host: String,
     pub groups: Vec<(String, String)>,
     pub vars: Vec<VarStory>,
@@ -21,30 +21,30 @@ pub struct Explanation {
 
 /// Every value a variable took on its way to the effective one, oldest first.
 #[derive(Debug, Clone)]
-pub struct VarStory {
+pub(crate) struct VarStory {
     pub name: String,
     pub steps: Vec<(Value, Provenance)>,
 }
 
 impl VarStory {
-    pub fn winner(&self) -> &(Value, Provenance) {
+    pub(crate) fn winner(&self) -> &(Value, Provenance) {
         self.steps.last().expect("a story has at least one step")
     }
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum ExplainError {
+pub(crate) enum ExplainError {
     #[error("host \"{host}\" is not in the inventory{hint}; `edpm-agent inventory --list` shows the hosts")]
-    NoHost { host: String, hint: String },
+    UnknownHost { host: String, hint: String },
     #[error("variable \"{var}\" is not set for host \"{host}\"{hint}")]
-    NoVar { host: String, var: String, hint: String },
+    UnsetVar { host: String, var: String, hint: String },
     #[error("the inventory was built without provenance; build it with inventory::Options::provenance set")]
-    NoProvenance,
+    Untraced,
 }
 
-pub fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<Explanation, ExplainError> {
+pub(crate) fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<Explanation, ExplainError> {
     let Some(h) = inv.hosts.get(host) else {
-        return Err(ExplainError::NoHost {
+        return Err(ExplainError::UnknownHost {
             host: host.into(),
             hint: did_you_mean(host, inv.hosts.keys().map(String::as_str)),
         });
@@ -57,7 +57,7 @@ pub fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<Explana
     if let Some(v) = var
         && !names.iter().any(|n| n.as_str() == v)
     {
-        return Err(ExplainError::NoVar {
+        return Err(ExplainError::UnsetVar {
             host: host.into(),
             var: v.into(),
             hint: did_you_mean(v, names.iter().map(|n| n.as_str())),
@@ -70,7 +70,7 @@ pub fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<Explana
         for vs in scoped {
             if let Some(v) = vs.get(name) {
                 let Some(t) = &v.trail else {
-                    return Err(ExplainError::NoProvenance);
+                    return Err(ExplainError::Untraced);
                 };
                 steps.extend(t.overridden.iter().cloned());
                 steps.push((v.value.clone(), t.from.clone()));
@@ -103,7 +103,7 @@ fn shown(v: &Value, p: &Provenance, show_secrets: bool) -> Value {
     }
 }
 
-pub fn to_json(e: &Explanation, show_secrets: bool) -> Value {
+pub(crate) fn to_json(e: &Explanation, show_secrets: bool) -> Value {
     let step = |(v, p): &(Value, Provenance)| {
         json!({
             "value": shown(v, p, show_secrets),
@@ -128,7 +128,7 @@ pub fn to_json(e: &Explanation, show_secrets: bool) -> Value {
     })
 }
 
-pub fn to_text(e: &Explanation, show_secrets: bool) -> String {
+pub(crate) fn to_text(e: &Explanation, show_secrets: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "host {}", e.host);
     for (g, why) in &e.groups {

@@ -9,21 +9,16 @@ use serde_json::{Map, Value, json};
 
 use crate::inventory::{Inventory, Vars};
 
-/// The `--list` document: every group as a child of `all`, `ungrouped` present, and
-/// `_meta.hostvars` so that Ansible never calls `--host` (oslo-ansible-crates.md §3).
-/// Hostvars hold host-level variables only; group variables stay on their groups, so
-/// Ansible applies its own precedence exactly as with upstream's static inventory.
-pub fn list_json(inv: &Inventory) -> Value {
-    serde_json::to_value(ListDoc(inv)).unwrap_or_default()
-}
-
-/// [`list_json`] serialized straight from the inventory, without building a `Value` first.
-pub fn list_json_string(inv: &Inventory, pretty: bool) -> String {
+/// The `--list` document, serialized straight from the inventory without building a `Value`
+/// first: every group as a child of `all`, `ungrouped` present, and `_meta.hostvars` so that
+/// Ansible never calls `--host` (oslo-ansible-crates.md §3). Hostvars hold host-level
+/// variables only; group variables stay on their groups, so Ansible applies its own precedence
+/// exactly as with upstream's static inventory.
+pub(crate) fn list_json_string(inv: &Inventory, pretty: bool) -> Result<String, serde_json::Error> {
     let doc = ListDoc(inv);
-    let mut s = if pretty { serde_json::to_string_pretty(&doc) } else { serde_json::to_string(&doc) }
-        .unwrap_or_default();
+    let mut s = if pretty { serde_json::to_string_pretty(&doc) } else { serde_json::to_string(&doc) }?;
     s.push('\n');
-    s
+    Ok(s)
 }
 
 struct ListDoc<'a>(&'a Inventory);
@@ -74,7 +69,7 @@ struct MetaDoc<'a> {
 }
 
 /// The `--host HOST` document: that host's own variables.
-pub fn host_json(inv: &Inventory, host: &str) -> Option<Value> {
+pub(crate) fn host_json(inv: &Inventory, host: &str) -> Option<Value> {
     inv.hosts.get(host).map(|h| Value::Object(h.vars.to_json()))
 }
 
@@ -112,7 +107,7 @@ fn static_layout(inv: &Inventory) -> BTreeMap<&str, YamlGroup<'_>> {
 }
 
 /// The static layout as YAML, with yaml.v3's four-space indent.
-pub fn yaml(inv: &Inventory) -> Result<String, String> {
+pub(crate) fn yaml(inv: &Inventory) -> Result<String, String> {
     let doc = static_layout(inv);
     let options = serde_saphyr::ser_options! {
         indent_step: 4,
@@ -124,7 +119,7 @@ pub fn yaml(inv: &Inventory) -> Result<String, String> {
 
 /// The static layout as JSON, which Ansible's yaml inventory plugin reads too (and much faster
 /// than YAML: oslo-ansible-crates.md §3).
-pub fn static_json(inv: &Inventory) -> String {
+pub(crate) fn static_json(inv: &Inventory) -> String {
     let mut s = serde_json::to_string_pretty(&static_layout(inv)).unwrap_or_default();
     s.push('\n');
     s
@@ -133,7 +128,7 @@ pub fn static_json(inv: &Inventory) -> String {
 /// A static INI inventory. INI can only hold one line per variable, so every value is written
 /// as a Python literal, which Ansible's INI plugin `literal_eval`s back into the same type
 /// (host variables additionally go through `shlex`, hence the extra single quoting).
-pub fn ini(inv: &Inventory) -> String {
+pub(crate) fn ini(inv: &Inventory) -> String {
     let mut out = String::new();
     for (name, g) in &inv.groups {
         let _ = writeln!(out, "[{name}]");
@@ -167,7 +162,7 @@ pub fn ini(inv: &Inventory) -> String {
 
 /// A Python literal for a JSON value. JSON string escapes are a subset of Python's, so
 /// `serde_json`'s string encoding is reused; only the constants differ.
-pub fn python_literal(v: &Value) -> String {
+pub(crate) fn python_literal(v: &Value) -> String {
     match v {
         Value::Null => "None".into(),
         Value::Bool(true) => "True".into(),

@@ -3,22 +3,22 @@
 //!
 //! Invariant: no I/O here. Output functions return strings; the shell writes them.
 
-pub mod build;
-pub mod explain;
-pub mod export;
-pub mod vars;
+pub(crate) mod build;
+pub(crate) mod explain;
+pub(crate) mod export;
+pub(crate) mod vars;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub use build::build;
-pub use vars::{Level, Provenance, Scope, Var, Vars};
+pub(crate) use build::build;
+pub(crate) use vars::{Provenance, Scope, Vars};
 
 use crate::model::CellRef;
-use crate::resource::{ObjRef, Origin};
+use crate::snapshot::resource::{ObjRef, Origin};
 
 /// Settings the inventory needs from outside the snapshot.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// Directory where the runner mounts SSH keys (`/runner/env/ssh_key`).
     pub ssh_key_dir: String,
     /// Default container images (`edpm_*_image` → image), applied unless the user set them.
@@ -113,14 +113,18 @@ pub enum ErrorKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{Source, dir::DirSource};
+    use crate::snapshot::{self, Snapshot};
 
     fn example(provenance: bool) -> Inventory {
-        let sources: Vec<Box<dyn Source>> = ["examples/controlplane", "examples/dataplane"]
-            .into_iter()
-            .map(|p| Box::new(DirSource { path: p.into(), namespace: None }) as Box<dyn Source>)
-            .collect();
-        let snap = crate::source::load_all(&sources).unwrap();
+        let mut snap = Snapshot::default();
+        for dir in ["examples/controlplane", "examples/dataplane"] {
+            let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+            files.sort();
+            for f in files {
+                let text = std::fs::read_to_string(&f).unwrap();
+                snap.merge(snapshot::from_file_text(&f.display().to_string(), &text, None).unwrap()).unwrap();
+            }
+        }
         let model = crate::model::resolve(&snap).unwrap();
         let opts = Options {
             ssh_key_dir: "/runner/env/ssh_key".into(),
@@ -134,7 +138,10 @@ mod tests {
     #[test]
     fn provenance_changes_nothing_ansible_sees() {
         let (traced, plain) = (example(true), example(false));
-        assert_eq!(export::list_json_string(&traced, true), export::list_json_string(&plain, true));
+        assert_eq!(
+            export::list_json_string(&traced, true).unwrap(),
+            export::list_json_string(&plain, true).unwrap()
+        );
         let host = plain.hosts.keys().next().unwrap();
         assert!(plain.hosts[host].vars.iter().all(|(_, v)| v.trail.is_none()));
         assert!(traced.hosts[host].vars.iter().all(|(_, v)| v.trail.is_some()));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::resource::ObjRef;
+use crate::snapshot::resource::ObjRef;
 
 /// Where in the inventory a variable lives; Ansible gives host vars precedence over group vars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -172,7 +172,7 @@ impl serde::Serialize for Vars {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::Origin;
+    use crate::snapshot::resource::Origin;
 
     fn prov(field: &str) -> Provenance {
         Provenance {

@@ -9,17 +9,19 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::resource::{self, DecodeError};
+use crate::model::HostGroup;
+use crate::snapshot::Snapshot;
+use crate::snapshot::resource::{self, DecodeError};
 
 /// `PropagationType` "All": matches every caller.
-pub const ALL: &str = "All";
+pub(crate) const ALL: &str = "All";
 /// The caller identity of the EDPM Ansible job.
-pub const COMPUTE: &str = "Compute";
+pub(crate) const COMPUTE: &str = "Compute";
 
 /// lib-common `storage.VolMounts`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct VolMounts {
+pub(crate) struct VolMounts {
     #[serde(default)]
     pub propagation: Option<Vec<String>>,
     #[serde(default)]
@@ -32,7 +34,7 @@ pub struct VolMounts {
 
 /// A volume: its name and its (slim corev1) source, kept as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Volume {
+pub(crate) struct Volume {
     pub name: String,
     #[serde(flatten)]
     pub source: serde_json::Map<String, Value>,
@@ -41,7 +43,7 @@ pub struct Volume {
 /// The service-operator wrapper `{name, region, extraVol}`. `name` and `region` never filter.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExtraVolMounts {
+pub(crate) struct ExtraVolMounts {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
@@ -52,14 +54,14 @@ pub struct ExtraVolMounts {
 
 /// One copy `Propagate` returns: only volumes and mounts (propagation and type dropped).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Propagated {
+pub(crate) struct Propagated {
     pub volumes: Vec<Volume>,
     pub mounts: Vec<Value>,
 }
 
 /// `VolMounts.Propagate(svc)`: one copy if `propagation` is empty, plus one copy per entry
 /// that is `All` or equals (case-sensitively) one of the caller's identities.
-pub fn propagate(vm: &VolMounts, svc: &[&str]) -> Vec<Propagated> {
+pub(crate) fn propagate(vm: &VolMounts, svc: &[&str]) -> Vec<Propagated> {
     let copy = || Propagated { volumes: vm.volumes.clone(), mounts: vm.mounts.clone() };
     let props = vm.propagation.as_deref().unwrap_or(&[]);
     let mut out = Vec::new();
@@ -74,14 +76,9 @@ pub fn propagate(vm: &VolMounts, svc: &[&str]) -> Vec<Propagated> {
     out
 }
 
-/// The wrapper's `Propagate`: each `extraVol` entry in order.
-pub fn propagate_wrapper(w: &ExtraVolMounts, svc: &[&str]) -> Vec<Propagated> {
-    w.extra_vol.iter().flat_map(|vm| propagate(vm, svc)).collect()
-}
-
 /// Where an extraMounts entry was written, for people.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Place {
+pub(crate) struct Place {
     pub object: String,
     pub path: String,
 }
@@ -94,7 +91,7 @@ impl std::fmt::Display for Place {
 
 /// A volume or mount that reached the caller, and the entry it came from.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reached {
+pub(crate) struct Reached {
     pub volumes: Vec<Volume>,
     pub mounts: Vec<Value>,
     pub from: Place,
@@ -103,7 +100,7 @@ pub struct Reached {
 
 /// The result for one caller: everything that reaches it, in pod order, and warnings.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Collected {
+pub(crate) struct Collected {
     pub reached: Vec<Reached>,
     pub warnings: Vec<String>,
 }
@@ -111,7 +108,7 @@ pub struct Collected {
 /// Entries come local lists first, then global ones (openstack-operator since 5882ae32), each
 /// with the place it was written; every entry's copies are kept in order. Duplicate volume names and mount paths, which the API server would reject in a
 /// pod, are reported naming both entries.
-pub fn collect(entries: &[(Place, VolMounts)], svc: &[&str]) -> Collected {
+pub(crate) fn collect(entries: &[(Place, VolMounts)], svc: &[&str]) -> Collected {
     let mut c = Collected::default();
     for (place, vm) in entries {
         for p in propagate(vm, svc) {
@@ -151,14 +148,69 @@ pub fn collect(entries: &[(Place, VolMounts)], svc: &[&str]) -> Collected {
     c
 }
 
+/// The service templates whose local extraMounts apply to a caller, by its service identity:
+/// (identity, `OpenStackControlPlane.spec` field).
+const LOCAL_LISTS: &[(&str, &str)] =
+    &[("Cinder", "cinder"), ("Glance", "glance"), ("Manila", "manila"), ("Neutron", "neutron")];
+
+/// An extraMounts list that does not decode, and the object it is in.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{object}: {error}")]
+pub(crate) struct MountsError {
+    pub object: String,
+    pub error: DecodeError,
+}
+
+/// Every extraMounts entry that can reach a caller whose identity starts with `service`, in
+/// the order the pods combine them: the local lists first (the control plane's
+/// `spec.<service>.template.extraMounts`; for [`COMPUTE`], the `group`'s
+/// `nodeTemplate.extraMounts`), then the control plane's global `spec.extraMounts`.
+/// [`collect`] then keeps what actually propagates to the caller.
+pub(crate) fn entries(
+    snap: &Snapshot,
+    service: &str,
+    group: Option<&HostGroup>,
+) -> Result<Vec<(Place, VolMounts)>, MountsError> {
+    let mut out = Vec::new();
+    let cps: Vec<_> = snap.openstack.iter().filter(|o| o.id.kind == "OpenStackControlPlane").collect();
+    let invalid = |object: String| move |error| MountsError { object, error };
+    if let Some((_, field)) = LOCAL_LISTS.iter().find(|(svc, _)| *svc == service) {
+        for cp in &cps {
+            let path = format!("spec.{field}.template.extraMounts");
+            if let Some(Value::Array(v)) = cp.body.pointer(&format!("/spec/{field}/template/extraMounts")) {
+                for (p, vm) in decode_wrappers(&path, v).map_err(invalid(cp.id.to_string()))? {
+                    out.push((Place { object: cp.id.short(), path: p }, vm));
+                }
+            }
+        }
+    }
+    if service == COMPUTE
+        && let Some(g) = group
+    {
+        let list =
+            decode_list(&g.extra_mounts.path, &g.extra_mounts.value).map_err(invalid(g.id.to_string()))?;
+        for (i, vm) in list.into_iter().enumerate() {
+            out.push((Place { object: g.id.short(), path: format!("{}[{i}]", g.extra_mounts.path) }, vm));
+        }
+    }
+    for cp in &cps {
+        if let Some(Value::Array(v)) = cp.body.pointer("/spec/extraMounts") {
+            for (p, vm) in decode_wrappers("spec.extraMounts", v).map_err(invalid(cp.id.to_string()))? {
+                out.push((Place { object: cp.id.short(), path: p }, vm));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Decodes a list of `VolMounts` (a NodeSet's or Role's `nodeTemplate.extraMounts`).
-pub fn decode_list(base: &str, v: &[Value]) -> Result<Vec<VolMounts>, DecodeError> {
+pub(crate) fn decode_list(base: &str, v: &[Value]) -> Result<Vec<VolMounts>, DecodeError> {
     v.iter().enumerate().map(|(i, x)| resource::decode(&format!("{base}[{i}]"), x)).collect()
 }
 
 /// Decodes a list of wrappers (`OpenStackControlPlane.spec.extraMounts`, service templates)
 /// and flattens it into `VolMounts` with their paths, since `name`/`region` do not filter.
-pub fn decode_wrappers(base: &str, v: &[Value]) -> Result<Vec<(String, VolMounts)>, DecodeError> {
+pub(crate) fn decode_wrappers(base: &str, v: &[Value]) -> Result<Vec<(String, VolMounts)>, DecodeError> {
     let mut out = Vec::new();
     for (i, x) in v.iter().enumerate() {
         let w: ExtraVolMounts = resource::decode(&format!("{base}[{i}]"), x)?;
@@ -236,15 +288,18 @@ mod tests {
 
     #[test]
     fn wrapper_concatenates_in_order_and_ignores_name_and_region() {
-        let mut b = vm(Some(&["Compute"]));
-        b.volumes[0].name = "b".into();
-        let w = ExtraVolMounts {
-            name: Some("x".into()),
-            region: Some("nowhere".into()),
-            extra_vol: vec![vm(None), b],
-        };
-        let names: Vec<String> =
-            propagate_wrapper(&w, EDPM).iter().map(|p| p.volumes[0].name.clone()).collect();
+        let w = json!([{"name": "x", "region": "nowhere", "extraVol": [
+            {"volumes": [{"name": "ceph"}], "mounts": []},
+            {"propagation": ["Compute"], "volumes": [{"name": "b"}], "mounts": []},
+        ]}]);
+        let entries = decode_wrappers("spec.extraMounts", w.as_array().unwrap()).unwrap();
+        let paths: Vec<&str> = entries.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["spec.extraMounts[0].extraVol[0]", "spec.extraMounts[0].extraVol[1]"]);
+        let names: Vec<String> = entries
+            .iter()
+            .flat_map(|(_, vm)| propagate(vm, EDPM))
+            .map(|p| p.volumes[0].name.clone())
+            .collect();
         assert_eq!(names, ["ceph", "b"]);
     }
 

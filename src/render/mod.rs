@@ -5,21 +5,20 @@
 //! Pure: the templates, the snapshot, the model and the inventory come in; files (name, mode,
 //! content, which values are secret) come out. Writing them is the shell's job.
 
-pub mod services;
 pub mod templates;
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-pub use services::{SERVICES, ServiceKind};
 pub use templates::Templates;
 
 use crate::cell::{self, CellContext};
 use crate::inventory::Inventory;
 use crate::model::{HostGroup, Member, Model};
 use crate::oslo;
-use crate::source::Snapshot;
+use crate::services::{ConfigFiles, Service};
+use crate::snapshot::Snapshot;
 
 /// A file to write into the service's config directory
 /// (`/var/lib/openstack/configs/<service>/` on the node).
@@ -48,6 +47,8 @@ impl std::fmt::Debug for RenderedFile {
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RenderError {
+    #[error("edpm-agent does not render config files for service {service}")]
+    NotRendered { service: String },
     #[error("{0}")]
     Cell(#[from] cell::CellError),
     #[error("node {node}: template {template}: {message}")]
@@ -111,30 +112,31 @@ pub fn effective_vars(inv: &Inventory, host: &str) -> Map<String, Value> {
 pub fn render(
     snap: &Snapshot,
     node: &NodeView,
-    kind: &ServiceKind,
+    svc: &Service,
     templates: &Templates,
 ) -> Result<Vec<RenderedFile>, RenderError> {
     let node_name = node.member.key.clone();
+    let cfg = config_files(svc)?;
     let services = &node.group.services.value;
-    if !services.iter().any(|s| s == kind.name) {
+    if !services.iter().any(|s| s == svc.name) {
         return Err(RenderError::NotDeployed {
             node: node_name,
-            service: kind.name.into(),
+            service: svc.name.into(),
             services: services.join(", "),
         });
     }
-    let cell = if kind.needs_cell { Some(cell::resolve(snap, node.group, node.member)?) } else { None };
+    let cell = if cfg.needs_cell { Some(cell::resolve(snap, node.group, node.member)?) } else { None };
     let mut context = json!({
         "node": {"name": node_name, "inventory_hostname": node.member.inventory_hostname(), "services": services},
         "vars": node.vars,
-        "service": kind.name,
+        "service": svc.name,
     });
     if let Some(c) = &cell {
         context["cell"] = cell_json(c);
     }
     let secrets = cell.as_ref().map(CellContext::secrets).unwrap_or_default();
     let mut files: BTreeMap<String, RenderedFile> = BTreeMap::new();
-    for t in kind.templates {
+    for t in cfg.templates {
         let text = templates.render(t.template, &context).map_err(|message| RenderError::Template {
             node: node_name.clone(),
             template: t.template.into(),
@@ -161,18 +163,25 @@ pub fn render(
             },
         );
     }
-    for f in data_source_files(snap, node, kind, &files)? {
+    for f in data_source_files(snap, node, svc, &files)? {
         files.entry(f.name.clone()).or_insert(f);
     }
     let generated_last = files.keys().next_back().cloned().unwrap_or_default();
-    for f in user_files(snap, node, kind, &generated_last)? {
+    for f in user_files(snap, node, svc, cfg, &generated_last)? {
         files.insert(f.name.clone(), f);
     }
     Ok(files.into_values().collect())
 }
 
+/// The files `render` produces for `svc`; a service outside the catalogue's rendered ones is
+/// the caller's bug, reported rather than assumed away.
+fn config_files(svc: &Service) -> Result<&ConfigFiles, RenderError> {
+    svc.config.as_ref().ok_or_else(|| RenderError::NotRendered { service: svc.name.into() })
+}
+
 /// Merges rendered layers into one file with the same effective values (`--merged`).
-pub fn merge(node: &str, kind: &ServiceKind, files: &[RenderedFile]) -> Result<RenderedFile, RenderError> {
+pub fn merge(node: &str, svc: &Service, files: &[RenderedFile]) -> Result<RenderedFile, RenderError> {
+    let cfg = config_files(svc)?;
     let layers = oslo::layer::Layers::new(
         files
             .iter()
@@ -184,14 +193,14 @@ pub fn merge(node: &str, kind: &ServiceKind, files: &[RenderedFile]) -> Result<R
     );
     let header = format!(
         "{} for node {node}, merged by edpm-agent from: {}",
-        kind.name,
+        svc.name,
         files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
     );
     let content = oslo::write::write(&oslo::merge::merge(&layers), &[&header])
-        .map_err(|error| RenderError::Merge { node: node.into(), service: kind.name.into(), error })?;
+        .map_err(|error| RenderError::Merge { node: node.into(), service: svc.name.into(), error })?;
     let secret = files.iter().any(|f| f.mode == 0o600);
     Ok(RenderedFile {
-        name: kind.merged_name.into(),
+        name: cfg.merged_name.into(),
         content,
         mode: if secret { 0o600 } else { 0o644 },
         from: "merge of the layered files".into(),
@@ -237,26 +246,26 @@ pub fn normalize_sections(text: &str) -> String {
 fn data_source_files(
     snap: &Snapshot,
     node: &NodeView,
-    kind: &ServiceKind,
+    svc: &Service,
     generated: &BTreeMap<String, RenderedFile>,
 ) -> Result<Vec<RenderedFile>, RenderError> {
     let mut out = Vec::new();
-    for (index, ds) in services::data_sources(snap, kind).iter().enumerate() {
+    for (index, ds) in snap.service_data_sources(svc.name).iter().enumerate() {
         let missing = |k: &'static str, name: &str| RenderError::MissingDataSource {
             node: node.member.key.clone(),
-            service: kind.name.into(),
+            service: svc.name.into(),
             index,
             kind: k,
             name: name.into(),
         };
         // The extra-config ConfigMap is the user's CustomServiceConfig: handled by user_files.
         if let Some(r) = &ds.config_map_ref
-            && r.name != services::extra_config_map(kind)
+            && r.name != svc.extra_config_map()
         {
             match snap.config_map(&r.name) {
                 Some(cm) => {
                     out.extend(source_files(
-                        kind,
+                        svc,
                         generated,
                         &cm.id,
                         cm.body.data.iter(),
@@ -269,13 +278,13 @@ fn data_source_files(
             }
         }
         if let Some(r) = &ds.secret_ref {
-            if kind.replaces_secret(&r.name) {
+            if svc.replaces_secret(&r.name) {
                 continue;
             }
             match snap.secret(&r.name) {
                 Some(s) => {
                     let text = |v: &Vec<u8>| String::from_utf8_lossy(v).into_owned();
-                    out.extend(source_files(kind, generated, &s.id, s.body.data.iter(), text, true));
+                    out.extend(source_files(svc, generated, &s.id, s.body.data.iter(), text, true));
                 }
                 None if r.optional == Some(true) => {}
                 None => return Err(missing("Secret", &r.name)),
@@ -288,14 +297,14 @@ fn data_source_files(
 /// The keys of one data source that this service copies and that no generated file replaces.
 /// Secret keys hold credentials: mode 0600.
 fn source_files<'k, V: 'k>(
-    kind: &ServiceKind,
+    svc: &Service,
     generated: &BTreeMap<String, RenderedFile>,
-    id: &crate::resource::ObjRef,
+    id: &crate::snapshot::resource::ObjRef,
     keys: impl Iterator<Item = (&'k String, &'k V)>,
     text: impl Fn(&V) -> String,
     from_secret: bool,
 ) -> Vec<RenderedFile> {
-    keys.filter(|(k, _)| kind.matches(k) && !generated.contains_key(*k))
+    keys.filter(|(k, _)| svc.matches(k) && !generated.contains_key(*k))
         .map(|(k, v)| RenderedFile {
             name: k.clone(),
             content: text(v),
@@ -314,23 +323,24 @@ fn source_files<'k, V: 'k>(
 fn user_files(
     snap: &Snapshot,
     node: &NodeView,
-    kind: &ServiceKind,
+    svc: &Service,
+    cfg: &ConfigFiles,
     generated_last: &str,
 ) -> Result<Vec<RenderedFile>, RenderError> {
     let mut out = Vec::new();
     let check = |from: String, file: String, content: String| -> Result<RenderedFile, RenderError> {
         let name_err = |problem: String| RenderError::UserFileName {
             node: node.member.key.clone(),
-            service: kind.name.into(),
+            service: svc.name.into(),
             from: from.clone(),
             file: file.clone(),
             problem,
-            suggestion: kind.custom_name.into(),
+            suggestion: cfg.custom_name.into(),
         };
-        if !kind.matches(&file) {
+        if !svc.matches(&file) {
             return Err(name_err(format!(
                 "edpm-ansible does not copy (it copies {})",
-                kind.globs.join(" and ")
+                cfg.globs.join(" and ")
             )));
         }
         if file.as_str() <= generated_last {
@@ -340,20 +350,20 @@ fn user_files(
         }
         oslo::parse(&content).map_err(|error| RenderError::UserConfig {
             node: node.member.key.clone(),
-            service: kind.name.into(),
+            service: svc.name.into(),
             from: from.clone(),
             file: file.clone(),
             error,
         })?;
         Ok(RenderedFile { name: file, content, mode: 0o644, from, secrets: vec![], from_secret: false })
     };
-    let extra = services::extra_config_map(kind);
+    let extra = svc.extra_config_map();
     if let Some(cm) = snap.config_map(&extra) {
         for (k, v) in &cm.body.data {
             out.push(check(format!("{} key {k}", cm.id.short()), k.clone(), v.clone())?);
         }
     }
-    if kind.needs_cell
+    if cfg.needs_cell
         && let Some(nec) = snap.openstack_object("NovaExternalCompute", &node.member.key)
         && let Some(csc) = nec
             .body
@@ -363,7 +373,7 @@ fn user_files(
     {
         out.push(check(
             format!("{} spec.customServiceConfig", nec.id.short()),
-            kind.custom_name.into(),
+            cfg.custom_name.into(),
             csc.to_string(),
         )?);
     }

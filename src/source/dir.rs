@@ -1,66 +1,43 @@
-//! A directory (or single file) of manifests.
+//! A directory (or single file) of manifests: the only reader of manifest files. It reads
+//! `*.yaml`, `*.yml` and `*.json` recursively, in sorted order, following symbolic links (a
+//! mounted ConfigMap is a tree of links) and skipping dot-names (`..data`, `.git`); the pure
+//! `snapshot::from_file_text` parses and decodes each file, on every core.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::resource::Origin;
-use crate::source::manifest;
-use crate::source::snapshot::{Located, Snapshot};
-use crate::source::{Source, SourceError};
-
-/// Reads `*.yaml`, `*.yml` and `*.json` recursively, in sorted order, following symbolic links
-/// (a mounted ConfigMap is a tree of links) and skipping dot-names (`..data`, `.git`).
-pub struct DirSource {
-    pub path: PathBuf,
-    pub namespace: Option<String>,
-}
+use super::SourceError;
+use crate::snapshot::{self, Snapshot};
 
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
-impl Source for DirSource {
-    fn describe(&self) -> String {
-        format!("directory {}", self.path.display())
+/// Reads the manifests under `path` into one snapshot. `namespace`, when given, keeps only
+/// objects in that namespace (and those that name none).
+pub(crate) fn load(path: &Path, namespace: Option<&str>) -> Result<Snapshot, SourceError> {
+    let files = manifest_files(path)?;
+    if files.is_empty() {
+        return Err(SourceError::NoManifests { path: path.display().to_string() });
     }
-
-    fn load(&self) -> Result<Snapshot, SourceError> {
-        let files = manifest_files(&self.path)?;
-        if files.is_empty() {
-            return Err(SourceError::NoManifests { path: self.path.display().to_string() });
-        }
-        let mut texts = Vec::with_capacity(files.len());
-        for file in files {
-            let shown = file.display().to_string();
-            let text = fs_err::read_to_string(&file)
-                .map_err(|source| SourceError::Unreadable { path: shown.clone(), source })?;
-            texts.push((shown, text));
-        }
-        let namespace = self.namespace.as_deref();
-        let mut snap = Snapshot::default();
-        for part in parse_all(&texts, namespace) {
-            snap.absorb(part?);
-        }
-        snap.check_duplicates()?;
-        Ok(snap)
+    let mut texts = Vec::with_capacity(files.len());
+    for file in files {
+        let shown = file.display().to_string();
+        let text = fs_err::read_to_string(&file)
+            .map_err(|source| SourceError::Unreadable { path: shown.clone(), source })?;
+        texts.push((shown, text));
     }
-}
-
-/// Parses and decodes one file into its own snapshot, so that a file's intermediate JSON values
-/// are freed before the next file is read.
-fn parse_one(path: &str, text: &str, namespace: Option<&str>) -> Result<Snapshot, SourceError> {
-    let docs = manifest::parse(path, text)?;
-    let located = docs
-        .into_iter()
-        .map(|doc| Located { origin: Origin::File { path: path.to_string(), line: doc.line }, doc });
-    Ok(Snapshot::from_documents_unchecked(located, namespace)?)
-}
-
-/// Parses files on every core: YAML parsing is most of the cost of a large inventory.
-fn parse_all(texts: &[(String, String)], namespace: Option<&str>) -> Vec<Result<Snapshot, SourceError>> {
-    crate::par::map(texts, |(p, t)| parse_one(p, t, namespace))
+    // YAML parsing is most of the cost of a large inventory; files are independent. Each file
+    // becomes its own snapshot, so its intermediate JSON values are freed before the next.
+    let parts = crate::par::map(&texts, |(p, t)| snapshot::from_file_text(p, t, namespace));
+    let mut snap = Snapshot::default();
+    for part in parts {
+        snap.absorb(part?);
+    }
+    snap.check_duplicates()?;
+    Ok(snap)
 }
 
 /// Lists manifest files under `root` (or `root` itself when it is a file).
-pub fn manifest_files(root: &Path) -> Result<Vec<PathBuf>, SourceError> {
+pub(crate) fn manifest_files(root: &Path) -> Result<Vec<PathBuf>, SourceError> {
     let unreadable =
         |path: &Path, source| SourceError::Unreadable { path: path.display().to_string(), source };
     let meta = std::fs::metadata(root).map_err(|e| unreadable(root, e))?;

@@ -1,26 +1,15 @@
-//! Sources produce one [`Snapshot`] of typed objects; nothing downstream knows which one.
-//!
-//! Two implementations share the [`Source`] trait: [`dir::DirSource`] (a directory of
-//! manifests, no cluster) and [`kube::KubeSource`] (the Kubernetes API).
-//! This is shell code: it reads files and talks to the API server, then hands documents to the
-//! pure [`manifest`] parser and [`snapshot`] classifier.
+//! Where the snapshot comes from: each configured source is a directory of manifests
+//! ([`dir`]) or the cluster (`k8s::read`); their snapshots are merged in order. Nothing
+//! after this point knows which one it got.
 
-pub mod dir;
-pub mod kube;
-pub mod manifest;
-pub mod snapshot;
+pub(crate) mod dir;
 
-pub use snapshot::Snapshot;
-
-/// Something that can produce a snapshot of the data-plane objects.
-pub trait Source {
-    /// A short description for error messages, e.g. `directory examples/dataplane`.
-    fn describe(&self) -> String;
-    fn load(&self) -> Result<Snapshot, SourceError>;
-}
+use crate::k8s;
+use crate::settings::{Settings, SourceSpec};
+use crate::snapshot::{Snapshot, SnapshotError};
 
 #[derive(Debug, thiserror::Error)]
-pub enum SourceError {
+pub(crate) enum SourceError {
     #[error("cannot read {path}: {source}; check that the path exists and is readable")]
     Unreadable {
         path: String,
@@ -31,24 +20,41 @@ pub enum SourceError {
         "no manifests (*.yaml, *.yml, *.json) found under {path}; point --source at the directory holding the data-plane CRs"
     )]
     NoManifests { path: String },
-    #[error("{0}; fix the YAML/JSON syntax")]
-    Parse(#[from] manifest::ParseError),
     #[error("{0}")]
-    Snapshot(#[from] snapshot::SnapshotError),
-    #[error(
-        "cannot load Kubernetes client configuration: {message}; set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account"
-    )]
-    ClusterConfig { message: String },
-    #[error("{action}: {message}{hint}")]
-    Cluster { action: String, message: String, hint: String },
+    Snapshot(#[from] SnapshotError),
+    #[error("{0}")]
+    Cluster(#[from] k8s::Error),
 }
 
-/// Loads every source in order and merges the snapshots; an object defined by two sources is
-/// an error, as it would be within one.
-pub fn load_all(sources: &[Box<dyn Source>]) -> Result<Snapshot, SourceError> {
+impl From<k8s::read::ReadError> for SourceError {
+    fn from(e: k8s::read::ReadError) -> Self {
+        match e {
+            k8s::read::ReadError::Api(e) => SourceError::Cluster(e),
+            k8s::read::ReadError::Snapshot(e) => SourceError::Snapshot(e),
+        }
+    }
+}
+
+/// Loads every configured source in order and merges the snapshots; an object defined by two
+/// sources is an error, as it would be within one. `cluster` connects (once) when a source
+/// is the cluster.
+pub(crate) fn load<'c>(
+    settings: &Settings,
+    cluster: &dyn Fn() -> Result<&'c k8s::Cluster, k8s::Error>,
+) -> Result<Snapshot, SourceError> {
     let mut snap = Snapshot::default();
-    for s in sources {
-        snap.merge(s.load()?)?;
+    for spec in &settings.sources {
+        let part = match spec {
+            SourceSpec::Dir(path) => dir::load(path, settings.namespace.as_deref())?,
+            SourceSpec::Kube => {
+                let c = cluster()?;
+                c.block_on(k8s::read::snapshot(c.client(), settings.selector.as_deref()))?
+            }
+        };
+        snap.merge(part)?;
+    }
+    for path in &snap.not_manifests {
+        tracing::debug!(path, "skipped: holds no Kubernetes object");
     }
     Ok(snap)
 }

@@ -18,9 +18,8 @@
 //! A manifest of what was staged (path, sha256, mode) decides ownership: files staged earlier
 //! and no longer wanted are removed, files never staged are never touched.
 
-pub mod fs;
-pub mod units;
-pub mod volume;
+pub(crate) mod units;
+pub(crate) mod volume;
 
 use std::collections::BTreeMap;
 
@@ -28,29 +27,27 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::model::HostGroup;
-use crate::mounts::{self, Place, VolMounts};
+use crate::mounts;
 use crate::render::{self, NodeView, Templates};
-use crate::resource::{DataSource, LocalRef};
-use crate::source::Snapshot;
+use crate::snapshot::Snapshot;
 
-pub const CEPH_DIR: &str = "var/lib/openstack/config/ceph";
-pub const CEPH_SOURCE: &str = "/etc/ceph";
-pub const CONFIGS_DIR: &str = "var/lib/openstack/configs";
-pub const CACERTS_DIR: &str = "var/lib/openstack/cacerts";
-/// The CRD default of `OpenStackDataPlaneService.spec.caCerts`.
-pub const DEFAULT_CA_CERTS: &str = "combined-ca-bundle";
+pub(crate) const CEPH_DIR: &str = "var/lib/openstack/config/ceph";
+pub(crate) const CEPH_SOURCE: &str = "/etc/ceph";
+pub(crate) const CONFIGS_DIR: &str = "var/lib/openstack/configs";
+pub(crate) const CACERTS_DIR: &str = "var/lib/openstack/cacerts";
 /// The key edpm_install_certs reads from the CA bundle Secret.
-pub const CA_BUNDLE_KEY: &str = "tls-ca-bundle.pem";
-pub const MANIFEST: &str = "var/lib/edpm-agent/staged.json";
+pub(crate) const CA_BUNDLE_KEY: &str = "tls-ca-bundle.pem";
+pub(crate) const MANIFEST: &str = "var/lib/edpm-agent/staged.json";
 
 /// A file the node should have.
 #[derive(Clone)]
-pub struct Want {
+pub(crate) struct Want {
     /// Relative to the root, e.g. `var/lib/openstack/config/ceph/ceph.conf`.
     pub path: String,
     pub bytes: Vec<u8>,
     pub mode: u32,
     pub from: String,
+    #[expect(dead_code, reason = "mounts plan will hide the digest of Secret-derived files")]
     pub secret: bool,
 }
 
@@ -90,21 +87,13 @@ pub enum StageError {
     Clash { path: String, first: String, second: String },
 }
 
-/// Upstream's default dataSources for services `render` does not handle
-/// (openstack-operator config/services, dataplane.md §1.2).
-const OTHER_SOURCES: &[(&str, &[render::services::DefaultSource])] = &[
-    ("ovn", &[(false, "ovncontroller-config", false)]),
-    ("libvirt", &[(true, "libvirt-secret", false)]),
-    ("telemetry", &[(true, "ceilometer-compute-config-data", false)]),
-];
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let d = Sha256::digest(bytes);
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Everything the node should have, sorted by path.
-pub fn wants(
+pub(crate) fn wants(
     snap: &Snapshot,
     view: &NodeView,
     templates: &Templates,
@@ -127,20 +116,14 @@ pub fn wants(
     }
     check_ceph(&view.member.key, &out)?;
     for svc in &view.group.services.value {
-        let svc_type = snap
-            .services
-            .iter()
-            .find(|s| &s.id.name == svc)
-            .and_then(|s| s.body.edpm_service_type.clone())
-            .filter(|t| !t.is_empty())
-            .unwrap_or_else(|| svc.clone());
+        let svc_type = snap.service_type(svc);
         let dir = format!("{CONFIGS_DIR}/{svc_type}");
-        let kind = render::services::find(svc);
-        let sources = service_data_sources(snap, svc);
+        let kind = crate::services::find_rendered(svc);
+        let sources = snap.service_data_sources(svc);
         // With TLS on (NodeSet tlsEnabled, default true), the runner mounts the service's CA
         // bundle and edpm_install_certs expects it at cacerts/<type>/tls-ca-bundle.pem.
         if view.group.tls_enabled.as_ref().is_some_and(|t| t.value) {
-            let ca = service_ca_certs(snap, svc);
+            let ca = snap.service_ca_certs(svc);
             let bundle = snap.secret(&ca).and_then(|s| s.body.data.get(CA_BUNDLE_KEY));
             let Some(bundle) = bundle else {
                 return Err(StageError::MissingCaBundle { service: svc.clone(), name: ca });
@@ -213,66 +196,11 @@ pub fn wants(
     Ok(out.into_values().collect())
 }
 
-/// A service's dataSources: its OpenStackDataPlaneService's, else upstream's defaults.
-pub fn service_data_sources(snap: &Snapshot, svc: &str) -> Vec<DataSource> {
-    match render::services::find(svc) {
-        Some(k) => render::services::data_sources(snap, k),
-        None => match snap.services.iter().find(|s| s.id.name == svc) {
-            Some(s) => s.body.data_sources.clone(),
-            None => default_sources(svc),
-        },
-    }
-}
-
-/// A service's CA bundle Secret (`caCerts`, default `combined-ca-bundle`).
-pub fn service_ca_certs(snap: &Snapshot, svc: &str) -> String {
-    snap.services
-        .iter()
-        .find(|s| s.id.name == svc)
-        .and_then(|s| s.body.ca_certs.clone())
-        .unwrap_or_else(|| DEFAULT_CA_CERTS.into())
-}
-
-fn default_sources(svc: &str) -> Vec<DataSource> {
-    OTHER_SOURCES
-        .iter()
-        .find(|(s, _)| *s == svc)
-        .map(|(_, list)| {
-            list.iter()
-                .map(|(secret, name, optional)| {
-                    let r = Some(LocalRef { name: name.to_string(), optional: Some(*optional) });
-                    if *secret {
-                        DataSource { secret_ref: r, ..Default::default() }
-                    } else {
-                        DataSource { config_map_ref: r, ..Default::default() }
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The volumes reaching `[Compute]` (the node's nodeTemplate, then the control plane's global
 /// list): Ceph files from those mounted at `/etc/ceph`, mount units for NFS and CephFS ones.
 fn ceph_wants(snap: &Snapshot, group: &HostGroup, resolve: units::Resolver) -> Result<Vec<Want>, StageError> {
-    let mut entries: Vec<(Place, VolMounts)> = Vec::new();
-    let local = mounts::decode_list(&group.extra_mounts.path, &group.extra_mounts.value)
-        .map_err(|e| StageError::Decode(format!("{}: {e}", group.id)))?;
-    for (i, vm) in local.into_iter().enumerate() {
-        entries.push((
-            Place { object: group.id.short(), path: format!("{}[{i}]", group.extra_mounts.path) },
-            vm,
-        ));
-    }
-    for cp in snap.openstack.iter().filter(|o| o.id.kind == "OpenStackControlPlane") {
-        if let Some(serde_json::Value::Array(v)) = cp.body.pointer("/spec/extraMounts") {
-            for (p, vm) in mounts::decode_wrappers("spec.extraMounts", v)
-                .map_err(|e| StageError::Decode(format!("{}: {e}", cp.id)))?
-            {
-                entries.push((Place { object: cp.id.short(), path: p }, vm));
-            }
-        }
-    }
+    let entries =
+        mounts::entries(snap, mounts::COMPUTE, Some(group)).map_err(|e| StageError::Decode(e.to_string()))?;
     let collected = mounts::collect(&entries, &[mounts::COMPUTE]);
     let mut out: Vec<Want> = Vec::new();
     for r in &collected.reached {
@@ -364,19 +292,19 @@ fn check_ceph(node: &str, wants: &BTreeMap<String, Want>) -> Result<(), StageErr
 
 /// What the manifest records of a staged file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     pub sha256: String,
     pub mode: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub files: BTreeMap<String, Record>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Action {
+pub(crate) enum Action {
     Create,
     Update,
     Unchanged,
@@ -385,7 +313,7 @@ pub enum Action {
 
 /// One step of a plan; never carries content, only its hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Step {
+pub(crate) struct Step {
     pub path: String,
     pub action: Action,
     pub mode: u32,
@@ -396,7 +324,11 @@ pub struct Step {
 /// Compares the wanted files with what is on disk (`observed`: path → (sha256, mode), for the
 /// wanted and the manifest's paths) and with the manifest. A file on disk that differs is
 /// updated, staged or not before; a manifest entry no longer wanted is removed.
-pub fn plan(wants: &[Want], manifest: &Manifest, observed: &BTreeMap<String, (String, u32)>) -> Vec<Step> {
+pub(crate) fn plan(
+    wants: &[Want],
+    manifest: &Manifest,
+    observed: &BTreeMap<String, (String, u32)>,
+) -> Vec<Step> {
     let mut steps = Vec::new();
     for w in wants {
         let sha = sha256_hex(&w.bytes);

@@ -12,14 +12,14 @@ use serde_json::Value;
 
 use super::Want;
 use crate::mounts::Volume;
-use crate::source::Snapshot;
+use crate::snapshot::Snapshot;
 
-pub const UNIT_DIR: &str = "etc/systemd/system";
-pub const CEPH_SECRET_DIR: &str = "etc/ceph";
+pub(crate) const UNIT_DIR: &str = "etc/systemd/system";
+pub(crate) const CEPH_SECRET_DIR: &str = "etc/ceph";
 
 /// `systemd-escape --path`: simplified path without the leading slash, `/` as `-`, and every
 /// byte outside `[A-Za-z0-9:_.]` (and a leading `.`) as `\xNN`. The root is `-`.
-pub fn escape_path(path: &str) -> String {
+pub(crate) fn escape_path(path: &str) -> String {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
     if parts.is_empty() {
         return "-".into();
@@ -48,7 +48,7 @@ pub struct UnitError {
 /// OpenStack credentials from a manila-csi Secret (`os-authURL`, `os-region`, and an
 /// application credential or a user/password/project).
 #[derive(Clone, Default)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     pub auth_url: String,
     pub region: Option<String>,
     pub application_credential_id: Option<String>,
@@ -70,7 +70,7 @@ impl std::fmt::Debug for Credentials {
 
 /// A Manila CSI volume to resolve through the OpenStack APIs.
 #[derive(Debug, Clone)]
-pub struct CsiShare {
+pub(crate) struct CsiShare {
     pub volume: String,
     pub share_id: String,
     pub access_id: String,
@@ -83,7 +83,7 @@ pub struct CsiShare {
 /// What Manila says about the share: the CephFS export (`mon1,mon2:/path`) and the cephx
 /// user and key of the access rule.
 #[derive(Clone, PartialEq, Eq)]
-pub struct ResolvedShare {
+pub(crate) struct ResolvedShare {
     pub export: String,
     pub user: String,
     pub key: String,
@@ -99,11 +99,11 @@ impl std::fmt::Debug for ResolvedShare {
 }
 
 /// Resolves a share (the shell passes the OpenStack client; tests pass a fake).
-pub type Resolver<'a> = &'a dyn Fn(&CsiShare) -> Result<ResolvedShare, String>;
+pub(crate) type Resolver<'a> = &'a dyn Fn(&CsiShare) -> Result<ResolvedShare, String>;
 
 /// The Manila CSI request of a volume (`csi.driver` ending in `manila.csi.openstack.org`), or
 /// `None` for other volumes.
-pub fn csi_share(snap: &Snapshot, vol: &Volume, from: &str) -> Result<Option<CsiShare>, UnitError> {
+pub(crate) fn csi_share(snap: &Snapshot, vol: &Volume, from: &str) -> Result<Option<CsiShare>, UnitError> {
     let err = |problem: String| UnitError { from: from.into(), volume: vol.name.clone(), problem };
     let Some(csi) = vol.source.get("csi") else { return Ok(None) };
     let driver = csi.get("driver").and_then(Value::as_str).unwrap_or_default();
@@ -159,7 +159,7 @@ pub fn csi_share(snap: &Snapshot, vol: &Volume, from: &str) -> Result<Option<Csi
 
 /// The unit (and CephFS secret file) for one mount of a volume, or `None` when the volume is
 /// neither NFS, CephFS nor a Manila CSI share.
-pub fn unit_for(
+pub(crate) fn unit_for(
     snap: &Snapshot,
     vol: &Volume,
     mount: &Value,

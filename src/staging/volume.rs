@@ -5,11 +5,11 @@
 
 use serde_json::Value;
 
-use crate::source::Snapshot;
+use crate::snapshot::Snapshot;
 
 /// One file of a volume: its path inside the volume, bytes, mode, and where it came from.
 #[derive(Clone, PartialEq, Eq)]
-pub struct VolumeFile {
+pub(crate) struct VolumeFile {
     pub path: String,
     pub bytes: Vec<u8>,
     pub mode: u32,
@@ -39,10 +39,10 @@ pub enum VolumeError {
     Invalid { field: String, message: String },
 }
 
-pub const DEFAULT_MODE: u32 = 0o644;
+pub(crate) const DEFAULT_MODE: u32 = 0o644;
 
 /// A relative path inside a volume: no `..`, not absolute, no empty components.
-pub fn check_relative(field: &str, path: &str) -> Result<(), VolumeError> {
+pub(crate) fn check_relative(field: &str, path: &str) -> Result<(), VolumeError> {
     let bad = |problem| Err(VolumeError::BadPath { field: field.into(), path: path.into(), problem });
     if path.is_empty() {
         return bad("is empty");
@@ -138,7 +138,7 @@ fn source_files(
 
 /// The files a volume shows, or `None` for sources that are not files we can stage (hostPath,
 /// nfs, cephfs, persistentVolumeClaim, emptyDir, csi, ...).
-pub fn files(
+pub(crate) fn files(
     snap: &Snapshot,
     volume: &serde_json::Map<String, Value>,
     field: &str,
@@ -175,9 +175,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::resource::Origin;
-    use crate::source::manifest::Document;
-    use crate::source::snapshot::Located;
+    use crate::snapshot::Located;
+    use crate::snapshot::manifest::Document;
+    use crate::snapshot::resource::Origin;
 
     fn snap() -> Snapshot {
         let docs = vec![

@@ -9,12 +9,16 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::resource::{
-    self, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DecodeError, DnsMasqStatus, IpSetStatus,
-    Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec, NodeSpec, ObjRef, Object, Origin, RoleSpec,
-    ServiceSpec,
+pub(crate) mod manifest;
+pub(crate) mod refs;
+pub(crate) mod resource;
+
+use self::manifest::Document;
+use self::resource::{
+    CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DataSource, DecodeError, DnsMasqStatus,
+    IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec, NodeSpec, ObjRef, Object,
+    Origin, RoleSpec, ServiceSpec,
 };
-use crate::source::manifest::Document;
 
 /// ConfigMap contents: text keys and binary keys.
 #[derive(Debug, Clone, Default)]
@@ -53,10 +57,15 @@ pub struct Snapshot {
     pub openstack: Vec<Object<Value>>,
     /// Number of documents of kinds nothing here reads.
     pub ignored: usize,
+    /// Files that hold no Kubernetes object at all (settings files, Helm values beside the
+    /// manifests): skipped whole, named so the shell can log them.
+    pub not_manifests: Vec<String>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SnapshotError {
+    #[error("{0}; fix the YAML/JSON syntax")]
+    Parse(#[from] manifest::ParseError),
     #[error(
         "{origin}: document is not a Kubernetes object: {reason}; every document needs apiVersion, kind and metadata.name"
     )]
@@ -112,6 +121,27 @@ fn classify(api_version: &str, kind: &str) -> Option<KnownKind> {
 pub struct Located {
     pub origin: Origin,
     pub doc: Document,
+}
+
+/// Parses and decodes one manifest file's text (read from `path`) into its own snapshot. A
+/// file in which no document is a mapping with `apiVersion` or `kind` is not a manifest at
+/// all: it is skipped and named in [`Snapshot::not_manifests`]. A file with at least one
+/// object keeps today's strictness: every document must be an object.
+pub(crate) fn from_file_text(
+    path: &str,
+    text: &str,
+    namespace: Option<&str>,
+) -> Result<Snapshot, SnapshotError> {
+    let docs = manifest::parse(path, text)?;
+    let looks_like_object =
+        |d: &Document| d.value.get("apiVersion").is_some() || d.value.get("kind").is_some();
+    if !docs.is_empty() && !docs.iter().any(looks_like_object) {
+        return Ok(Snapshot { not_manifests: vec![path.to_string()], ..Default::default() });
+    }
+    let located = docs
+        .into_iter()
+        .map(|doc| Located { origin: Origin::File { path: path.to_string(), line: doc.line }, doc });
+    Snapshot::from_documents_unchecked(located, namespace)
 }
 
 impl Snapshot {
@@ -241,6 +271,7 @@ impl Snapshot {
         self.secrets.extend(other.secrets);
         self.openstack.extend(other.openstack);
         self.ignored += other.ignored;
+        self.not_manifests.extend(other.not_manifests);
     }
 
     /// Fails on the first object defined twice (same kind and name), naming both places.
@@ -291,6 +322,35 @@ impl Snapshot {
                 text.chain(c.body.binary.iter().map(|(k, v)| (k.clone(), v.clone()))).collect()
             })
         }
+    }
+
+    /// A service's dataSources: its OpenStackDataPlaneService's when the snapshot has one,
+    /// else upstream's defaults (none for services outside the catalogue).
+    pub fn service_data_sources(&self, name: &str) -> Vec<DataSource> {
+        match self.services.iter().find(|s| s.id.name == name) {
+            Some(svc) => svc.body.data_sources.clone(),
+            None => crate::services::default_data_sources(name),
+        }
+    }
+
+    /// A service's `edpmServiceType` (the directory its files are staged in): its
+    /// OpenStackDataPlaneService's, else its name, as the CRD defaults it.
+    pub fn service_type(&self, name: &str) -> String {
+        self.services
+            .iter()
+            .find(|s| s.id.name == name)
+            .and_then(|s| s.body.edpm_service_type.clone())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| name.to_string())
+    }
+
+    /// A service's CA bundle Secret (`caCerts`, default `combined-ca-bundle`).
+    pub fn service_ca_certs(&self, name: &str) -> String {
+        self.services
+            .iter()
+            .find(|s| s.id.name == name)
+            .and_then(|s| s.body.ca_certs.clone())
+            .unwrap_or_else(|| crate::services::DEFAULT_CA_CERTS.into())
     }
 
     pub fn openstack_object(&self, kind: &str, name: &str) -> Option<&Object<Value>> {

@@ -1,4 +1,5 @@
-//! Writes the staging plan under a root (`/` on a node): the only code that writes host files.
+//! Writes the staging plan (`staging`) under a root (`/` on a node), and reads back what is
+//! there: the only code that writes host files.
 //!
 //! Invariants: every write is atomic (same-directory temp file, fsync, rename; each touched
 //! directory fsynced once before the manifest records completion), so a reader or a crash sees
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Action, MANIFEST, Manifest, Record, Step, Want, sha256_hex, volume};
+use crate::staging::{Action, MANIFEST, Manifest, Record, Step, Want, sha256_hex, volume};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
@@ -36,7 +37,7 @@ pub enum FsError {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub changed: Vec<String>,
     pub unchanged: Vec<String>,
     pub removed: Vec<String>,
@@ -65,7 +66,7 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> FsErr
 
 /// The absolute path of `rel` under `root`, after checking every existing component below the
 /// root: no symbolic links, directories where directories are needed.
-pub fn safe_path(root: &Path, rel: &str, create_dirs: bool) -> Result<PathBuf, FsError> {
+pub(crate) fn safe_path(root: &Path, rel: &str, create_dirs: bool) -> Result<PathBuf, FsError> {
     volume::check_relative("path", rel)
         .map_err(|e| FsError::Unsafe { path: rel.into(), reason: e.to_string() })?;
     let mut cur = root.to_path_buf();
@@ -107,7 +108,7 @@ pub fn safe_path(root: &Path, rel: &str, create_dirs: bool) -> Result<PathBuf, F
 }
 
 /// sha256 and mode of each path that exists (and is a regular file).
-pub fn observe<'a>(
+pub(crate) fn observe<'a>(
     root: &Path,
     paths: impl Iterator<Item = &'a str>,
 ) -> Result<BTreeMap<String, (String, u32)>, FsError> {
@@ -128,7 +129,7 @@ pub fn observe<'a>(
     Ok(out)
 }
 
-pub fn read_manifest(root: &Path) -> Result<Manifest, FsError> {
+pub(crate) fn read_manifest(root: &Path) -> Result<Manifest, FsError> {
     let path = safe_path(root, MANIFEST, false)?;
     match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str(&text)
@@ -140,7 +141,10 @@ pub fn read_manifest(root: &Path) -> Result<Manifest, FsError> {
 
 fn write_manifest(root: &Path, m: &Manifest) -> Result<(), FsError> {
     let path = safe_path(root, MANIFEST, true)?;
-    let text = serde_json::to_string_pretty(m).unwrap_or_default();
+    let text = serde_json::to_string_pretty(m).map_err(|e| FsError::Manifest {
+        path: path.display().to_string(),
+        message: format!("cannot encode: {e}"),
+    })?;
     crate::fsutil::write_atomic(&path, text.as_bytes(), 0o600).map_err(io("write", &path))
 }
 
@@ -161,7 +165,7 @@ fn clean_temps(dir: &Path) -> Result<(), FsError> {
 }
 
 /// Applies a plan made by [`super::plan`] for `wants`.
-pub fn apply(root: &Path, wants: &[Want], steps: &[Step]) -> Result<Report, FsError> {
+pub(crate) fn apply(root: &Path, wants: &[Want], steps: &[Step]) -> Result<Report, FsError> {
     let old = read_manifest(root)?;
     let mut dirs: Vec<PathBuf> = wants
         .iter()

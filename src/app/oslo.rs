@@ -9,7 +9,8 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 
-use super::{AppError, write_out};
+use super::AppError;
+use super::output::{write_file, write_out};
 use crate::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
 use crate::exit::Exit;
 use crate::fsutil::Texts;
@@ -108,7 +109,7 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
                 .map_err(|e| AppError::new(Exit::Failure, e))?;
             match output {
                 // Config files carry credentials (transport_url, passwords).
-                Some(path) => super::inventory_cmd::write_file(&path, text.as_bytes(), 0o600)?,
+                Some(path) => write_file(&path, text.as_bytes(), 0o600)?,
                 None => write_out(out, &text)?,
             }
             Ok(Exit::Success)

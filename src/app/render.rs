@@ -1,26 +1,16 @@
-//! `render` and `derive`: build the model and inventory, render or derive per node, then
-//! write (atomically), print redacted, compare (`--check`), or apply.
+//! `render`: build the pipeline, render per node (on every core), then write atomically,
+//! print redacted, or compare (`--check`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use super::{AppError, build_all, write_out};
-use crate::cli::{DeriveArgs, DeriveWhat, ExportFormat, RenderArgs};
+use super::output::{json_text, write_out};
+use super::{AppError, Context};
+use crate::cli::{RenderArgs, TextOrJson};
 use crate::exit::Exit;
 use crate::render::{self, NodeView, RenderError, RenderedFile, Templates};
-use crate::settings::{Settings, SourceSpec};
-
-impl From<RenderError> for AppError {
-    fn from(e: RenderError) -> Self {
-        let code = match &e {
-            RenderError::Cell(_) | RenderError::MissingDataSource { .. } => Exit::MissingReference,
-            RenderError::NotDeployed { .. } => Exit::NotFound,
-            _ => Exit::InvalidInput,
-        };
-        AppError::new(code, e)
-    }
-}
+use crate::services::{self, Service};
 
 pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> {
     let mut overrides = BTreeMap::new();
@@ -46,9 +36,9 @@ pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> 
 /// A node's rendered files for one service: (node, service, files).
 type Planned = (String, &'static str, Vec<RenderedFile>);
 
-pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
+pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let templates = load_templates(args.templates.as_deref())?;
-    let (snap, model, inv) = build_all(s)?;
+    let super::pipeline::Pipeline { snap, model, inv } = cx.pipeline()?;
     let mut nodes = Vec::new();
     if args.nodes.is_empty() {
         for (_, m) in model.members() {
@@ -70,8 +60,8 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
         }
     }
     for s in &args.services {
-        if render::services::find(s).is_none() {
-            let known: Vec<&str> = render::SERVICES.iter().map(|k| k.name).collect();
+        if services::find_rendered(s).is_none() {
+            let known: Vec<&str> = services::rendered().map(|k| k.name).collect();
             return Err(AppError::new(
                 Exit::Usage,
                 format!("unknown service \"{s}\"; edpm-agent renders {}", known.join(", ")),
@@ -82,13 +72,10 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
     // are independent, so they render on every core; the first error in node order is the one
     // reported.
     let render_node = |node: &NodeView| -> Result<Vec<Planned>, RenderError> {
-        let wanted: Vec<&render::ServiceKind> = if args.services.is_empty() {
-            render::SERVICES
-                .iter()
-                .filter(|k| node.group.services.value.iter().any(|s| s == k.name))
-                .collect()
+        let wanted: Vec<&Service> = if args.services.is_empty() {
+            services::rendered().filter(|k| node.group.services.value.iter().any(|s| s == k.name)).collect()
         } else {
-            args.services.iter().filter_map(|s| render::services::find(s)).collect()
+            args.services.iter().filter_map(|s| services::find_rendered(s)).collect()
         };
         let mut out = Vec::new();
         for kind in wanted {
@@ -133,8 +120,14 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
                 report.push_str(&check_file(&dir.join(&f.name), f));
             }
         }
+        if report.is_empty() {
+            let files: usize = plan.iter().map(|(_, _, f)| f.len()).sum();
+            report = format!("{files} file(s) under {} match what would be rendered\n", base.display());
+            write_out(out, &report)?;
+            return Ok(Exit::Success);
+        }
         write_out(out, &report)?;
-        return Ok(if report.is_empty() { Exit::Success } else { Exit::Drift });
+        return Ok(Exit::Drift);
     }
     let (mut changed, mut unchanged) = (Vec::new(), Vec::new());
     let mut text = String::new();
@@ -155,8 +148,8 @@ pub(super) fn run(s: &Settings, args: RenderArgs, out: &mut dyn Write) -> Result
             changed.push(path.display().to_string());
         }
     }
-    if args.format == crate::cli::TextOrJson::Json {
-        text = serde_json::json!({"changed": changed, "unchanged": unchanged}).to_string() + "\n";
+    if args.format == TextOrJson::Json {
+        text = json_text(&serde_json::json!({"changed": changed, "unchanged": unchanged}), false)?;
     }
     write_out(out, &text)?;
     Ok(Exit::Success)
@@ -175,40 +168,4 @@ fn check_file(path: &Path, f: &RenderedFile) -> String {
             _ => String::new(),
         },
     }
-}
-
-pub(super) fn derive(s: &Settings, args: DeriveArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
-    let DeriveWhat::Novaexternalcompute { format, apply } = args.what;
-    let (snap, model, _) = build_all(s)?;
-    let objects = crate::derive::novaexternalcomputes(&snap, &model, &s.images)
-        .map_err(|e| AppError::new(Exit::Conflict, e))?;
-    if apply {
-        if !s.sources.contains(&SourceSpec::Kube) {
-            return Err(AppError::new(
-                Exit::Usage,
-                "--apply needs --source kube: there is no cluster to apply to",
-            ));
-        }
-        let client = super::kube_source(s);
-        let results = client.apply_novaexternalcomputes(&objects)?;
-        write_out(out, &results.iter().map(|r| format!("{r}\n")).collect::<String>())?;
-        return Ok(Exit::Success);
-    }
-    let text = match format {
-        ExportFormat::Json => {
-            let mut t = serde_json::to_string_pretty(&objects).unwrap_or_default();
-            t.push('\n');
-            t
-        }
-        _ => {
-            let mut t = String::new();
-            for o in &objects {
-                t.push_str("---\n");
-                t.push_str(&serde_saphyr::to_string(o).map_err(|e| AppError::new(Exit::Failure, e))?);
-            }
-            t
-        }
-    };
-    write_out(out, &text)?;
-    Ok(Exit::Success)
 }

@@ -14,16 +14,16 @@ use serde_json::Value;
 
 /// Upstream's API groups, so that a manifest with the right kind but a foreign group is not
 /// mistaken for one of ours.
-pub const DATAPLANE_GROUP: &str = "dataplane.openstack.org";
-pub const NETWORK_GROUP: &str = "network.openstack.org";
-pub const NOVA_GROUP: &str = "nova.openstack.org";
-pub const CORE_OPENSTACK_GROUP: &str = "core.openstack.org";
+pub(crate) const DATAPLANE_GROUP: &str = "dataplane.openstack.org";
+pub(crate) const NETWORK_GROUP: &str = "network.openstack.org";
+pub(crate) const NOVA_GROUP: &str = "nova.openstack.org";
+pub(crate) const CORE_OPENSTACK_GROUP: &str = "core.openstack.org";
 
 /// Annotation that places a Node (or every Node of a Role / NodeSet) in a nova cell.
-pub const CELL_ANNOTATION: &str = "nova.openstack.org/cell";
+pub(crate) const CELL_ANNOTATION: &str = "nova.openstack.org/cell";
 
 /// Fields the API server keeps but nothing in this crate reads.
-pub type Unknown = BTreeMap<String, Value>;
+pub(crate) type Unknown = BTreeMap<String, Value>;
 
 /// Treats an explicit `null` like an absent field, as the API server does.
 fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -434,12 +434,12 @@ pub struct DecodeError {
 
 /// Decodes `value` (a field of some object) into `T`, reporting the failing field path
 /// relative to `base`.
-pub fn decode<T: DeserializeOwned>(base: &str, value: &Value) -> Result<T, DecodeError> {
+pub(crate) fn decode<T: DeserializeOwned>(base: &str, value: &Value) -> Result<T, DecodeError> {
     decode_owned(base, value.clone())
 }
 
 /// Like [`decode`], consuming the value so strings move instead of being copied.
-pub fn decode_owned<T: DeserializeOwned>(base: &str, value: Value) -> Result<T, DecodeError> {
+pub(crate) fn decode_owned<T: DeserializeOwned>(base: &str, value: Value) -> Result<T, DecodeError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.path().to_string();
         let path = match (base.is_empty(), inner == ".") {
@@ -452,7 +452,7 @@ pub fn decode_owned<T: DeserializeOwned>(base: &str, value: Value) -> Result<T, 
 }
 
 /// Collects the paths of every field the typed structs did not recognise.
-pub trait UnknownFields {
+pub(crate) trait UnknownFields {
     fn unknown_fields(&self, base: &str, out: &mut Vec<String>);
 }
 

@@ -23,7 +23,7 @@ pub struct ParseError {
 }
 
 /// Parses `text`, read from `path`, into its documents. Empty documents are skipped.
-pub fn parse(path: &str, text: &str) -> Result<Vec<Document>, ParseError> {
+pub(crate) fn parse(path: &str, text: &str) -> Result<Vec<Document>, ParseError> {
     let raw = if path.ends_with(".json") { parse_json(path, text)? } else { parse_yaml(path, text)? };
     let mut docs = Vec::with_capacity(raw.len());
     for doc in raw {

@@ -1,0 +1,98 @@
+//! The shared pipeline every command that reads the data plane runs: sources → snapshot →
+//! model → inventory, each stage built once. The cluster connection, when a source or a
+//! writer needs it, is made once per run and shared.
+
+use std::cell::OnceCell;
+
+use super::AppError;
+use crate::inventory::{self, Inventory};
+use crate::k8s;
+use crate::model::{self, Model};
+use crate::settings::Settings;
+use crate::snapshot::Snapshot;
+use crate::snapshot::resource::Origin;
+
+/// A run's settings and its (lazily made) cluster connection.
+pub(crate) struct Context<'s> {
+    pub(crate) settings: &'s Settings,
+    cluster: OnceCell<k8s::Cluster>,
+}
+
+/// Snapshot, model and inventory, built once.
+pub(crate) struct Pipeline {
+    pub(crate) snap: Snapshot,
+    pub(crate) model: Model,
+    pub(crate) inv: Inventory,
+}
+
+impl<'s> Context<'s> {
+    pub(crate) fn new(settings: &'s Settings) -> Context<'s> {
+        Context { settings, cluster: OnceCell::new() }
+    }
+
+    /// The cluster connection, made on first use.
+    pub(crate) fn cluster(&self) -> Result<&k8s::Cluster, k8s::Error> {
+        if let Some(c) = self.cluster.get() {
+            return Ok(c);
+        }
+        let s = self.settings;
+        let made = k8s::Cluster::connect(&k8s::Settings {
+            namespace: s.namespace.clone(),
+            kubeconfig: s.kubeconfig.clone(),
+            context: s.context.clone(),
+            timeout: s.kube_timeout,
+            attempts: 4,
+        })?;
+        Ok(self.cluster.get_or_init(|| made))
+    }
+
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, AppError> {
+        let snap = crate::source::load(self.settings, &|| self.cluster())?;
+        tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
+        Ok(snap)
+    }
+
+    pub(crate) fn inventory_options(&self) -> inventory::Options {
+        let images_origin = match &self.settings.config_file {
+            Some(p) => Origin::File { path: p.display().to_string(), line: 0 },
+            None => Origin::Api { namespace: "environment".into() },
+        };
+        inventory::Options {
+            ssh_key_dir: self.settings.ssh_key_dir.clone(),
+            images: self.settings.images.clone(),
+            images_origin,
+            provenance: false,
+        }
+    }
+
+    /// The inventory's values only: what Ansible and export need. The snapshot comes back
+    /// without its Roles, Nodes and NodeSets, which the model has copied: freeing them before
+    /// the inventory is built keeps a 10,000-host run's peak memory down (BENCHMARKS.md).
+    pub(crate) fn inventory(&self) -> Result<(Snapshot, Inventory), AppError> {
+        let mut snap = self.snapshot()?;
+        let model = model::resolve(&snap)?;
+        drop((
+            std::mem::take(&mut snap.nodes),
+            std::mem::take(&mut snap.roles),
+            std::mem::take(&mut snap.nodesets),
+        ));
+        let inv = inventory::build(&model, &snap, &self.inventory_options())?;
+        Ok((snap, inv))
+    }
+
+    /// The inventory with every variable's provenance, for `explain`.
+    pub(crate) fn inventory_traced(&self) -> Result<Inventory, AppError> {
+        let snap = self.snapshot()?;
+        let model = model::resolve(&snap)?;
+        let opts = inventory::Options { provenance: true, ..self.inventory_options() };
+        Ok(inventory::build(&model, &snap, &opts)?)
+    }
+
+    /// Snapshot, model and inventory: what render, derive, mounts and stage work from.
+    pub(crate) fn pipeline(&self) -> Result<Pipeline, AppError> {
+        let snap = self.snapshot()?;
+        let model = model::resolve(&snap)?;
+        let inv = inventory::build(&model, &snap, &self.inventory_options())?;
+        Ok(Pipeline { snap, model, inv })
+    }
+}

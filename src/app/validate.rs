@@ -1,0 +1,28 @@
+//! `validate`: every problem the pipeline's stages find, by object and field, instead of
+//! stopping at the first.
+
+use std::io::Write;
+
+use super::output::{json_text, write_out};
+use super::{AppError, Context};
+use crate::cli::{TextOrJson, ValidateArgs};
+use crate::exit::Exit;
+
+pub(super) fn run(cx: &Context, args: ValidateArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
+    let snap = cx.snapshot()?;
+    let diags = crate::validate::validate(&snap, &cx.inventory_options());
+    let (errors, warnings) = crate::validate::summary(&diags);
+    let text = match args.format {
+        TextOrJson::Json => json_text(&crate::validate::to_json(&diags), true)?,
+        TextOrJson::Text => {
+            let mut t: String = diags.iter().map(|d| format!("{d}\n")).collect();
+            t.push_str(&format!(
+                "{errors} error(s), {warnings} warning(s) in {} data-plane object(s)\n",
+                snap.host_sources()
+            ));
+            t
+        }
+    };
+    write_out(out, &text)?;
+    Ok(if errors > 0 { Exit::ValidationFailed } else { Exit::Success })
+}

@@ -1,0 +1,171 @@
+//! The Kubernetes shell: the one place that talks to the API server.
+//!
+//! - [`Client`] is built once per process from [`Settings`]: kubeconfig or in-cluster
+//!   configuration, per-request timeouts, and one retry layer ([`retry`]) for every request.
+//! - [`read`] fills a snapshot: it lists the data-plane kinds and gets, by name, only the
+//!   ConfigMaps and Secrets they reference.
+//! - [`apply`] is the writer: server-side apply of NovaExternalComputes.
+//!
+//! Synchronous callers (the commands) use [`Cluster`], which owns the client and the one
+//! current-thread tokio runtime it runs on; nothing else in the crate starts a runtime.
+
+pub(crate) mod apply;
+pub(crate) mod read;
+mod retry;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// How to reach the cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// Namespace to work in; `None` means the kubeconfig context's (or the pod's) namespace.
+    pub(crate) namespace: Option<String>,
+    pub(crate) kubeconfig: Option<PathBuf>,
+    pub(crate) context: Option<String>,
+    /// The time one logical request may take, retries included.
+    pub(crate) timeout: Duration,
+    /// Attempts per request, including the first.
+    pub(crate) attempts: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    #[error(
+        "cannot load Kubernetes client configuration: {message}; set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account"
+    )]
+    Config { message: String },
+    #[error("{action}: {message}{hint}")]
+    Request { action: String, message: String, hint: String },
+}
+
+/// A connected API client: the kube client, the namespace it works in, and its settings.
+#[derive(Clone)]
+pub(crate) struct Client {
+    kube: kube::Client,
+    namespace: String,
+    settings: Settings,
+}
+
+impl Client {
+    /// Builds the client. Must run inside a tokio runtime (the retry layer's buffer spawns
+    /// its worker there).
+    pub(crate) async fn connect(settings: &Settings) -> Result<Client, Error> {
+        let config_error = |message: String| Error::Config { message };
+        let options = KubeConfigOptions { context: settings.context.clone(), ..Default::default() };
+        let mut config = match &settings.kubeconfig {
+            Some(path) => {
+                let kc = Kubeconfig::read_from(path)
+                    .map_err(|e| config_error(format!("{}: {e}", path.display())))?;
+                kube::Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|e| config_error(e.to_string()))?
+            }
+            None if settings.context.is_some() => {
+                kube::Config::from_kubeconfig(&options).await.map_err(|e| config_error(e.to_string()))?
+            }
+            None => kube::Config::infer().await.map_err(|e| config_error(e.to_string()))?,
+        };
+        config.connect_timeout = Some(settings.timeout);
+        config.read_timeout = Some(settings.timeout);
+        config.write_timeout = Some(settings.timeout);
+        // Retries happen in one place, ours (`retry`): kube's own layer would multiply them.
+        config.default_retry = false;
+        let namespace = settings.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
+        let url = config.cluster_url.to_string();
+        let kube = retry::client(config, settings)
+            .map_err(|e| config_error(format!("cannot build a client for {url}: {e}")))?;
+        Ok(Client { kube, namespace, settings: settings.clone() })
+    }
+
+    pub(crate) fn kube(&self) -> kube::Client {
+        self.kube.clone()
+    }
+
+    pub(crate) fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Runs one logical request within the configured time. The retry layer below retries
+    /// throttling, server errors and transport failures and stops before this bound, so a
+    /// server that keeps answering 503 is reported by its own answer; this bound catches a
+    /// server that trickles or never answers.
+    pub(crate) async fn within_time<T>(
+        &self,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, kube::Error> {
+        // The layer's budget is the timeout; one more attempt's worth of slack keeps its own
+        // last answer in view.
+        let bound = self.settings.timeout * 2;
+        match tokio::time::timeout(bound, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(kube::Error::Service(format!("no response within {:?}", bound).into())),
+        }
+    }
+
+    /// The error for a failed request, naming the request and what to do.
+    pub(crate) fn error(&self, action: impl Into<String>, e: &kube::Error) -> Error {
+        request_error(action.into(), e)
+    }
+}
+
+/// A client for synchronous callers: owns the current-thread runtime it runs on.
+pub(crate) struct Cluster {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+}
+
+impl Cluster {
+    pub(crate) fn connect(settings: &Settings) -> Result<Cluster, Error> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config { message: format!("cannot start the async runtime: {e}") })?;
+        let client = rt.block_on(Client::connect(settings))?;
+        Ok(Cluster { rt, client })
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub(crate) fn block_on<F: Future>(&self, fut: F) -> F::Output {
+        self.rt.block_on(fut)
+    }
+}
+
+fn request_error(action: String, e: &kube::Error) -> Error {
+    let (message, hint) = match e {
+        kube::Error::Api(s) => {
+            let hint = match s.code {
+                401 => "; the credentials were rejected: refresh the kubeconfig token",
+                403 => "; the account lacks RBAC permission: grant get/list on this resource",
+                429 | 500..=599 => "; the API server kept failing after retries: try again later",
+                _ => "",
+            };
+            (format!("API server answered {} {}: {}", s.code, s.reason, s.message), hint)
+        }
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {
+            (error_chain(e), "; check that the API server is reachable and the kubeconfig points at it")
+        }
+        _ => (error_chain(e), ""),
+    };
+    Error::Request { action, message, hint: hint.to_string() }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        cur = c.source();
+    }
+    s
+}

@@ -1,0 +1,197 @@
+//! Reads a snapshot from the API server: lists the data-plane kinds (the ones that produce
+//! hosts with the label selector), then gets by name only the ConfigMaps and Secrets those
+//! objects reference (`snapshot::refs`); it never lists Secrets.
+//!
+//! Every object is turned back into plain JSON and goes through the same [`Snapshot`]
+//! decoding as a manifest, so both sources yield identical models. A kind whose CRD is not
+//! installed answers 404 to a list and is read as empty.
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde_json::Value;
+
+use super::{Client, Error};
+use crate::snapshot::manifest::Document;
+use crate::snapshot::resource::Origin;
+use crate::snapshot::{Located, Snapshot, SnapshotError};
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadError {
+    #[error("{0}")]
+    Api(#[from] Error),
+    #[error("{0}")]
+    Snapshot(#[from] SnapshotError),
+}
+
+/// A kind to list: (group, version, kind, plural, whether the label selector applies).
+struct Listed {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    selected: bool,
+}
+
+const LISTED: &[Listed] = &[
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlane",
+        plural: "openstackdataplanes",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneRole",
+        plural: "openstackdataplaneroles",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneNode",
+        plural: "openstackdataplanenodes",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneNodeSet",
+        plural: "openstackdataplanenodesets",
+        selected: true,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneService",
+        plural: "openstackdataplaneservices",
+        selected: false,
+    },
+    Listed {
+        group: "network.openstack.org",
+        version: "v1beta1",
+        kind: "IPSet",
+        plural: "ipsets",
+        selected: false,
+    },
+    Listed {
+        group: "network.openstack.org",
+        version: "v1beta1",
+        kind: "NetConfig",
+        plural: "netconfigs",
+        selected: false,
+    },
+    Listed {
+        group: "network.openstack.org",
+        version: "v1beta1",
+        kind: "DNSMasq",
+        plural: "dnsmasqs",
+        selected: false,
+    },
+    Listed {
+        group: "nova.openstack.org",
+        version: "v1beta1",
+        kind: "NovaCell",
+        plural: "novacells",
+        selected: false,
+    },
+    Listed {
+        group: "nova.openstack.org",
+        version: "v1beta1",
+        kind: "NovaExternalCompute",
+        plural: "novaexternalcomputes",
+        selected: false,
+    },
+    Listed {
+        group: "core.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackControlPlane",
+        plural: "openstackcontrolplanes",
+        selected: false,
+    },
+];
+
+/// Reads the snapshot of the client's namespace. `selector` applies to the kinds that
+/// produce hosts.
+pub(crate) async fn snapshot(client: &Client, selector: Option<&str>) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
+    let mut docs = Vec::new();
+    for l in LISTED {
+        let ar = ApiResource {
+            group: l.group.into(),
+            version: l.version.into(),
+            api_version: format!("{}/{}", l.group, l.version),
+            kind: l.kind.into(),
+            plural: l.plural.into(),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &ar);
+        let mut lp = ListParams::default();
+        if l.selected
+            && let Some(sel) = selector
+        {
+            lp = lp.labels(sel);
+        }
+        let action = format!("listing {}.{} in namespace {ns}", l.plural, l.group);
+        let list = match client.within_time(api.list(&lp)).await {
+            Ok(list) => list,
+            // The CRD is not installed: that operator is not deployed, so there is nothing of
+            // this kind to read.
+            Err(kube::Error::Api(s)) if s.code == 404 => continue,
+            Err(e) => return Err(client.error(action, &e).into()),
+        };
+        for item in list.items {
+            let mut value = to_json(&action, &item)?;
+            // List items may omit their type; we know what we asked for.
+            value["apiVersion"] = Value::String(ar.api_version.clone());
+            value["kind"] = Value::String(l.kind.into());
+            docs.push(located(&ns, value));
+        }
+    }
+    let partial = Snapshot::from_documents(docs.clone(), None)?;
+    let (config_maps, secrets) = crate::snapshot::refs::references(&partial);
+    for name in config_maps {
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
+        if let Some(value) = get(client, &api, "configmap", &name).await? {
+            docs.push(located(&ns, typed(value, "ConfigMap")));
+        }
+    }
+    for name in secrets {
+        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+        if let Some(value) = get(client, &api, "secret", &name).await? {
+            docs.push(located(&ns, typed(value, "Secret")));
+        }
+    }
+    Ok(Snapshot::from_documents(docs, None)?)
+}
+
+/// Fetches one object as JSON; a missing one is `None`, so that the model can report the
+/// whole reference chain that needed it.
+async fn get<K>(client: &Client, api: &Api<K>, what: &str, name: &str) -> Result<Option<Value>, Error>
+where
+    K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let action = format!("reading {what} {name} in namespace {}", client.namespace());
+    match client.within_time(api.get(name)).await {
+        Ok(obj) => to_json(&action, &obj).map(Some),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+        Err(e) => Err(client.error(action, &e)),
+    }
+}
+
+fn to_json(action: &str, obj: &impl serde::Serialize) -> Result<Value, Error> {
+    serde_json::to_value(obj).map_err(|e| Error::Request {
+        action: action.to_string(),
+        message: format!("cannot re-encode the object: {e}"),
+        hint: String::new(),
+    })
+}
+
+fn typed(mut value: Value, kind: &str) -> Value {
+    value["apiVersion"] = "v1".into();
+    value["kind"] = kind.into();
+    value
+}
+
+fn located(ns: &str, value: Value) -> Located {
+    Located { origin: Origin::Api { namespace: ns.to_string() }, doc: Document { line: 0, value } }
+}
