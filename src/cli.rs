@@ -467,6 +467,37 @@ mod tests {
     }
 
     #[test]
+    fn every_argument_is_described() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let builtin = matches!(a.get_id().as_str(), "help" | "version");
+                if !builtin && a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {}", a.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "edpm-agent", &mut missing);
+        assert!(missing.is_empty(), "arguments without a description: {missing:?}");
+    }
+
+    #[test]
+    fn source_options_merge_before_and_after_the_command() {
+        let cli = parse(
+            ["edpm-agent", "-n", "a", "--source", "x", "validate", "--source", "y", "-n", "b"]
+                .iter()
+                .map(OsString::from)
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(cli.source.sources, ["x", "y"]);
+        assert_eq!(cli.source.namespace.as_deref(), Some("b"), "after the command wins");
+    }
+
+    #[test]
     fn list_and_host_conflict() {
         assert!(Cli::try_parse_from(["edpm-agent", "inventory", "--list", "--host", "h"]).is_err());
     }

@@ -1,6 +1,9 @@
 //! Real Ansible: `ansible-inventory` and `ansible-playbook` from the venv `.ci/run` creates.
 //! `ANSIBLE_INVENTORY_UNPARSED_FAILED=true` makes a broken script fail the run instead of
-//! degrading to an empty inventory (oslo-ansible-crates.md §3).
+//! degrading to an empty inventory (oslo-ansible-crates.md §3), and the script is read only by
+//! Ansible's script plugin (`ANSIBLE_INVENTORY_ENABLED=script`, as README recommends): otherwise,
+//! when the script fails, Ansible feeds the executable to its YAML and INI plugins, which parse
+//! the whole binary (seconds and gigabytes for a debug build) and print garbage.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +19,9 @@ const ANSIBLE_ENV: &[(&str, &str)] = &[
     ("ANSIBLE_LOCAL_TEMP", "/tmp/edpm-agent-ansible-tmp"),
 ];
 
+/// Only the script plugin reads an inventory script.
+const SCRIPT_ENV: (&str, &str) = ("ANSIBLE_INVENTORY_ENABLED", "script");
+
 fn script(dir: &Path) -> PathBuf {
     let link = dir.join("edpm-inventory");
     std::os::unix::fs::symlink(bin(), &link).unwrap();
@@ -24,6 +30,12 @@ fn script(dir: &Path) -> PathBuf {
 
 fn env<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     ANSIBLE_ENV.iter().chain(extra).copied().collect()
+}
+
+fn script_env<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut e = env(extra);
+    e.push(SCRIPT_ENV);
+    e
 }
 
 /// What Ansible should see for each host: its groups' vars (by group name), then its own.
@@ -56,7 +68,7 @@ fn ansible_inventory(inventory: &Path, extra_env: &[(&str, &str)], args: &[&str]
 fn ansible_inventory_reads_the_script_like_our_own_list() {
     let d = tempfile::tempdir().unwrap();
     let s = script(d.path());
-    let cfg = [("EDPM_AGENT_CONFIG", "examples/edpm-agent.yaml")];
+    let cfg = [("EDPM_AGENT_CONFIG", "examples/edpm-agent.yaml"), SCRIPT_ENV];
     let out = ansible_inventory(&s, &cfg, &["--list"]);
     assert_eq!(out.code, 0, "ansible-inventory failed: {}", out.stderr);
     assert!(!out.stderr.contains("ERROR") && !out.stderr.contains("WARNING]: * Failed"), "{}", out.stderr);
@@ -117,9 +129,16 @@ fn static_exports_mean_the_same_to_ansible_as_the_script() {
 fn a_failing_script_fails_the_ansible_run_with_our_message() {
     let d = tempfile::tempdir().unwrap();
     let s = script(d.path());
-    let out = ansible_inventory(&s, &[("EDPM_AGENT_SOURCE", "/nonexistent/manifests")], &["--list"]);
+    let out =
+        ansible_inventory(&s, &[("EDPM_AGENT_SOURCE", "/nonexistent/manifests"), SCRIPT_ENV], &["--list"]);
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("/nonexistent/manifests"), "{}", out.stderr);
+    // Only the script plugin tried: no other plugin parsed the executable and printed it.
+    assert!(
+        out.stderr.len() < 4096 && !out.stderr.contains("ELF"),
+        "Ansible fed the binary to other inventory plugins:\n{}",
+        &out.stderr[..out.stderr.len().min(2000)]
+    );
 }
 
 #[test]
@@ -172,7 +191,7 @@ fn ansible_playbook_runs_against_the_script_inventory() {
             "-e",
             &rd,
         ],
-        &env(&[("EDPM_AGENT_CONFIG", repo().join("examples/edpm-agent.yaml").to_str().unwrap())]),
+        &script_env(&[("EDPM_AGENT_CONFIG", repo().join("examples/edpm-agent.yaml").to_str().unwrap())]),
     );
     assert_eq!(out.code, 0, "ansible-playbook failed:\n{}\n{}", out.stdout, out.stderr);
     let seen = |h: &str| std::fs::read_to_string(results.join(h)).unwrap();

@@ -294,3 +294,112 @@ fn validate_flags_tls_mismatch_with_the_control_plane() {
     assert_eq!(out.code, 9, "{}", out.stdout);
     assert!(out.stdout.contains("spec.tlsEnabled: is true (the default) but OpenStackControlPlane/cp has spec.tls.podLevel.enabled false"), "{}", out.stdout);
 }
+
+#[test]
+fn the_whole_examples_tree_is_one_deployment() {
+    // Settings files sit beside the manifests; they hold no Kubernetes object and are skipped.
+    let out = run(&["--source", "examples", "validate"], &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.ends_with("0 error(s), 0 warning(s) in 9 data-plane object(s)\n"), "{}", out.stdout);
+    let out = run(&["--source", "examples", "inventory", "--list"], &[]);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["_meta"]["hostvars"].as_object().unwrap().len(), 7, "both models' hosts");
+    // Debug logging names the skipped files.
+    let out = run(&["--source", "examples", "-vv", "validate"], &[]);
+    assert!(
+        out.stderr.contains("examples/edpm-agent.yaml") && out.stderr.contains("holds no Kubernetes object")
+    );
+}
+
+#[test]
+fn source_options_go_before_or_after_the_command_and_not_to_oslo() {
+    let before = run(
+        &["--source", "examples/controlplane", "--source", "examples/dataplane", "inventory", "--list"],
+        &[],
+    );
+    let after = run(
+        &["inventory", "--list", "--source", "examples/controlplane", "--source", "examples/dataplane"],
+        &[],
+    );
+    let split = run(
+        &[
+            "--source",
+            "examples/controlplane",
+            "inventory",
+            "export",
+            "--format",
+            "json",
+            "--source",
+            "examples/dataplane",
+        ],
+        &[],
+    );
+    assert_eq!(
+        (before.code, after.code, split.code),
+        (0, 0, 0),
+        "{}{}{}",
+        before.stderr,
+        after.stderr,
+        split.stderr
+    );
+    assert_eq!(before.stdout, after.stdout);
+    let out = run(&["--source", "examples", "oslo", "parse", "templates/README.md"], &[]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("oslo commands read only the files they name"), "{}", out.stderr);
+    let help = run(&["oslo", "parse", "--help"], &[]);
+    assert!(!help.stdout.contains("--source") && !help.stdout.contains("--config <"), "{}", help.stdout);
+}
+
+#[test]
+fn an_empty_config_variable_means_unset() {
+    let out = run(
+        &["inventory", "--list"],
+        &[("EDPM_AGENT_CONFIG", ""), ("EDPM_AGENT_SOURCE", "examples/dataplane:examples/controlplane")],
+    );
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    // And a usage error never presents --config as a required argument.
+    let out = run(&["inventory", "--bogus"], &[("EDPM_AGENT_CONFIG", "examples/edpm-agent.yaml")]);
+    assert_eq!(out.code, 2);
+    assert!(!out.stderr.contains("--config"), "{}", out.stderr);
+}
+
+#[test]
+fn logs_are_plain_text_when_stderr_is_not_a_terminal() {
+    let out = run(&with(SEEDS, &["-vv", "validate"]), &[]);
+    assert!(out.stderr.contains("sources loaded"), "{}", out.stderr);
+    assert!(!out.stderr.contains('\u{1b}'), "colour escapes in a file: {:?}", out.stderr);
+}
+
+#[test]
+fn stage_root_problems_say_what_is_wrong() {
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("nope");
+    assert_failure(
+        &with(SEEDS, &["stage", "--node", "edpm-compute-0", "--root", missing.to_str().unwrap()]),
+        &[],
+        6,
+        &["does not exist"],
+    );
+    let file = d.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    assert_failure(
+        &with(SEEDS, &["stage", "--node", "edpm-compute-0", "--root", file.to_str().unwrap()]),
+        &[],
+        6,
+        &["not a directory"],
+    );
+}
+
+#[test]
+fn render_check_confirms_a_match() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().to_str().unwrap();
+    assert_eq!(run(&with(SEEDS, &["render", "--node", "edpm-compute-0", "--out", dir]), &[]).code, 0);
+    let out = run(&with(SEEDS, &["render", "--node", "edpm-compute-0", "--out", dir, "--check"]), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.ends_with("match what would be rendered\n") && out.stdout.lines().count() == 1,
+        "{}",
+        out.stdout
+    );
+}

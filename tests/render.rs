@@ -39,11 +39,11 @@ fn golden_rendered_files_for_the_examples() {
         );
     }
     let nodeset = run(
-        &["--config", "examples/edpm-agent-nodeset.yaml", "render", "--redact", "--node", "edpm-compute-2"],
+        &["--config", "examples/edpm-agent-nodeset.yaml", "render", "--redact", "--node", "edpm-compute-4"],
         &[],
     );
     assert_eq!(nodeset.code, 0, "{}", nodeset.stderr);
-    snap("nodeset_edpm-compute-2_redacted", &nodeset.stdout);
+    snap("nodeset_edpm-compute-4_redacted", &nodeset.stdout);
 }
 
 #[test]

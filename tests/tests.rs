@@ -30,5 +30,8 @@ mod roles;
 // extraMounts propagation.
 mod mounts;
 
+// The architecture's boundaries, checked on the source text.
+mod layout;
+
 // Staging into temporary roots: ownership, links, Ceph sanity, SIGKILL crash safety.
 mod staging;
