@@ -93,6 +93,8 @@ pub enum Command {
     /// Write a node's files under a root (`/` on the node): Ceph client files and service config.
     /// Prints a JSON report {changed, unchanged, removed}.
     Stage(StageArgs),
+    /// Phase -1/0/1 readiness of every node and NodeSet: show, explain, report, wait.
+    Status(StatusArgs),
 }
 
 impl Command {
@@ -114,8 +116,94 @@ impl Command {
                 MountsAction::Propagate { source, .. } | MountsAction::Plan { source, .. } => source,
             },
             Command::Stage(a) => &a.source,
+            Command::Status(a) => match &a.action {
+                StatusAction::Show { source, .. }
+                | StatusAction::Explain { source, .. }
+                | StatusAction::Report { source, .. }
+                | StatusAction::Wait { source, .. } => source,
+                StatusAction::Crds { .. } => return None,
+            },
         })
     }
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(subcommand)]
+    pub action: StatusAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StatusAction {
+    /// Nodes × phases at a glance (table), or every condition (json).
+    Show {
+        /// Only this node (name, inventory hostname or host name); repeat.
+        #[arg(long = "node")]
+        nodes: Vec<String>,
+        /// Only this NodeSet or Role and its nodes; repeat.
+        #[arg(long = "nodeset")]
+        nodesets: Vec<String>,
+        /// table: 80 columns, coloured on a terminal; json: every condition.
+        #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
+        format: TableOrJson,
+        /// Also read the status objects `status report` wrote here (for stable transition times).
+        #[arg(long, value_name = "DIR")]
+        status_dir: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// Why a node is, or is not, ready in each phase: the evidence behind each condition.
+    Explain {
+        /// The node (name, inventory hostname or host name).
+        node: String,
+        /// Also read the status objects `status report` wrote here.
+        #[arg(long, value_name = "DIR")]
+        status_dir: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// Write the status objects: server-side apply with --source kube, else YAML files in --status-dir.
+    Report {
+        /// With a directory source: where to write one YAML file per object (read back by show).
+        #[arg(long, value_name = "DIR")]
+        status_dir: Option<PathBuf>,
+        /// With --source kube: the most the writes may take, in seconds (or 90s, 5m).
+        #[arg(long, value_name = "DURATION", default_value = "120")]
+        timeout: String,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// Wait until nodes (or NodeSets) reach a phase; exit 11 on timeout, 12 on a terminal failure.
+    Wait {
+        /// -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready (all of them).
+        #[arg(long, allow_hyphen_values = true, value_name = "PHASE")]
+        phase: String,
+        /// A node to wait for; repeat. Without --node and --nodeset: every node.
+        #[arg(long = "node")]
+        nodes: Vec<String>,
+        /// A NodeSet or Role to wait for (its rollup); repeat.
+        #[arg(long = "nodeset")]
+        nodesets: Vec<String>,
+        /// How long to wait: seconds, or with a unit (90s, 10m, 1h).
+        #[arg(long, value_name = "DURATION")]
+        timeout: String,
+        /// How often to look again: seconds, or with a unit.
+        #[arg(long, value_name = "DURATION", default_value = "10")]
+        interval: String,
+        /// Also read the status objects `status report` wrote here.
+        #[arg(long, value_name = "DIR")]
+        status_dir: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// Print the CustomResourceDefinitions of edpm-agent's status objects (YAML).
+    Crds {},
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableOrJson {
+    Table,
+    Json,
 }
 
 #[derive(Debug, Args)]

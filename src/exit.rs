@@ -27,6 +27,10 @@ pub enum Exit {
     ValidationFailed = 9,
     /// `render --check`: the files on disk differ from what would be rendered.
     Drift = 10,
+    /// `status wait`: the condition was not met in time.
+    Timeout = 11,
+    /// `status wait`: a node failed in a way no running Deployment will retry.
+    Terminal = 12,
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -10,11 +10,13 @@
 
 // The pure core, in reading order.
 pub(crate) mod cell;
+pub(crate) mod condition;
 pub(crate) mod derive;
 pub(crate) mod inventory;
 pub(crate) mod model;
 pub(crate) mod mounts;
 pub mod oslo;
+pub(crate) mod readiness;
 pub mod render;
 pub(crate) mod services;
 pub(crate) mod settings;

@@ -41,6 +41,8 @@ pub(crate) struct Settings {
     pub kube_timeout: Duration,
     pub ssh_key_dir: String,
     pub images: BTreeMap<String, String>,
+    /// Readiness phase per service, where it differs from the catalogue's.
+    pub service_phases: BTreeMap<String, crate::services::Phase>,
     /// Where the settings came from, for provenance (`explain`) and errors.
     pub config_file: Option<PathBuf>,
 }
@@ -77,6 +79,33 @@ pub(crate) struct FileValues {
     pub ssh_key_dir: Option<String>,
     #[serde(default)]
     pub images: BTreeMap<String, String>,
+    /// Readiness phase per service: `0`/`infrastructure` or `1`/`services`.
+    #[serde(default)]
+    pub service_phases: BTreeMap<String, PhaseValue>,
+}
+
+/// A phase as the config file writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PhaseValue(pub crate::services::Phase);
+
+impl<'de> Deserialize<'de> for PhaseValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::services::Phase;
+        let v = serde_json::Value::deserialize(d)?;
+        match &v {
+            serde_json::Value::Number(n) if n.as_i64() == Some(0) => Ok(PhaseValue(Phase::Infrastructure)),
+            serde_json::Value::Number(n) if n.as_i64() == Some(1) => Ok(PhaseValue(Phase::Services)),
+            serde_json::Value::String(s) if matches!(s.as_str(), "0" | "infrastructure") => {
+                Ok(PhaseValue(Phase::Infrastructure))
+            }
+            serde_json::Value::String(s) if matches!(s.as_str(), "1" | "services") => {
+                Ok(PhaseValue(Phase::Services))
+            }
+            _ => Err(serde::de::Error::custom(format!(
+                "phase {v} is not one of 0 (infrastructure) or 1 (services); phase -1 is bare metal and has no services"
+            ))),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -176,6 +205,7 @@ pub(crate) fn resolve(
             .or(file.ssh_key_dir)
             .unwrap_or_else(|| DEFAULT_SSH_KEY_DIR.into()),
         images,
+        service_phases: file.service_phases.iter().map(|(k, v)| (k.clone(), v.0)).collect(),
         config_file: file_path,
     })
 }
@@ -229,6 +259,22 @@ mod tests {
             vec![("EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE".to_string(), "quay.io/x/nova:1".to_string())];
         let s = resolve(CliValues::default(), &env, &vars, None).unwrap();
         assert_eq!(s.images["edpm_nova_compute_image"], "quay.io/x/nova:1");
+    }
+
+    #[test]
+    fn service_phases_from_the_file() {
+        use crate::services::Phase;
+        let f = parse_file(
+            Path::new("c.yaml"),
+            "source: d\nservice_phases:\n  my-firewall: 0\n  ceph-client: infrastructure\n  custom: services\n",
+        )
+        .unwrap();
+        let s = resolve(CliValues::default(), &env_of(&[]), &[], Some(("c.yaml".into(), f))).unwrap();
+        assert_eq!(s.service_phases["my-firewall"], Phase::Infrastructure);
+        assert_eq!(s.service_phases["ceph-client"], Phase::Infrastructure);
+        assert_eq!(s.service_phases["custom"], Phase::Services);
+        let err = parse_file(Path::new("c.yaml"), "service_phases:\n  x: -1\n").unwrap_err().to_string();
+        assert!(err.contains("phase -1 is bare metal"), "{err}");
     }
 
     #[test]

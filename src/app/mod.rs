@@ -12,6 +12,7 @@ mod output;
 mod pipeline;
 mod render;
 mod stage;
+mod status;
 mod validate;
 
 use std::io::Write;
@@ -49,6 +50,10 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
     if let Command::Oslo(args) = cli.command {
         return oslo::run(args, out);
     }
+    if let Command::Status(crate::cli::StatusArgs { action: crate::cli::StatusAction::Crds {} }) = cli.command
+    {
+        return status::crds(out);
+    }
     let settings = resolve_settings(&cli.source, env)?;
     let cx = Context::new(&settings);
     match cli.command {
@@ -59,6 +64,7 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
         Command::Derive(args) => derive::run(&cx, args, out),
         Command::Mounts(args) => mounts::run(&cx, args, out),
         Command::Stage(args) => stage::run(&cx, args, out),
+        Command::Status(args) => status::run(settings.clone(), args, env, out),
     }
 }
 

@@ -16,6 +16,8 @@ use crate::snapshot::resource::Origin;
 pub(crate) struct Context<'s> {
     pub(crate) settings: &'s Settings,
     cluster: OnceCell<k8s::Cluster>,
+    /// Read the evidence readiness needs from the cluster too (the `status` commands).
+    pub(crate) with_evidence: bool,
 }
 
 /// Snapshot, model and inventory, built once.
@@ -27,7 +29,7 @@ pub(crate) struct Pipeline {
 
 impl<'s> Context<'s> {
     pub(crate) fn new(settings: &'s Settings) -> Context<'s> {
-        Context { settings, cluster: OnceCell::new() }
+        Context { settings, cluster: OnceCell::new(), with_evidence: false }
     }
 
     /// The cluster connection, made on first use.
@@ -47,7 +49,7 @@ impl<'s> Context<'s> {
     }
 
     pub(crate) fn snapshot(&self) -> Result<Snapshot, AppError> {
-        let snap = crate::source::load(self.settings, &|| self.cluster())?;
+        let snap = crate::source::load(self.settings, self.with_evidence, &|| self.cluster())?;
         tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
         Ok(snap)
     }

@@ -12,6 +12,7 @@
 pub(crate) mod apply;
 pub(crate) mod read;
 mod retry;
+pub(crate) mod status;
 
 use std::future::Future;
 use std::path::PathBuf;

@@ -29,6 +29,11 @@ struct Listed {
     kind: &'static str,
     plural: &'static str,
     selected: bool,
+    /// A label selector of its own (the operator's Jobs, the node agents' Leases).
+    labels: Option<&'static str>,
+    /// Read only for readiness (`status` commands): Deployments, Jobs, BaremetalSets, Leases and
+    /// edpm-agent's own status objects.
+    evidence: bool,
 }
 
 const LISTED: &[Listed] = &[
@@ -38,6 +43,8 @@ const LISTED: &[Listed] = &[
         kind: "OpenStackDataPlane",
         plural: "openstackdataplanes",
         selected: true,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "dataplane.openstack.org",
@@ -45,6 +52,8 @@ const LISTED: &[Listed] = &[
         kind: "OpenStackDataPlaneRole",
         plural: "openstackdataplaneroles",
         selected: true,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "dataplane.openstack.org",
@@ -52,6 +61,8 @@ const LISTED: &[Listed] = &[
         kind: "OpenStackDataPlaneNode",
         plural: "openstackdataplanenodes",
         selected: true,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "dataplane.openstack.org",
@@ -59,6 +70,8 @@ const LISTED: &[Listed] = &[
         kind: "OpenStackDataPlaneNodeSet",
         plural: "openstackdataplanenodesets",
         selected: true,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "dataplane.openstack.org",
@@ -66,6 +79,8 @@ const LISTED: &[Listed] = &[
         kind: "OpenStackDataPlaneService",
         plural: "openstackdataplaneservices",
         selected: false,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "network.openstack.org",
@@ -73,6 +88,8 @@ const LISTED: &[Listed] = &[
         kind: "IPSet",
         plural: "ipsets",
         selected: false,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "network.openstack.org",
@@ -80,6 +97,8 @@ const LISTED: &[Listed] = &[
         kind: "NetConfig",
         plural: "netconfigs",
         selected: false,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "network.openstack.org",
@@ -87,6 +106,8 @@ const LISTED: &[Listed] = &[
         kind: "DNSMasq",
         plural: "dnsmasqs",
         selected: false,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "nova.openstack.org",
@@ -94,6 +115,8 @@ const LISTED: &[Listed] = &[
         kind: "NovaCell",
         plural: "novacells",
         selected: false,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "nova.openstack.org",
@@ -101,6 +124,8 @@ const LISTED: &[Listed] = &[
         kind: "NovaExternalCompute",
         plural: "novaexternalcomputes",
         selected: false,
+        labels: None,
+        evidence: false,
     },
     Listed {
         group: "core.openstack.org",
@@ -108,15 +133,75 @@ const LISTED: &[Listed] = &[
         kind: "OpenStackControlPlane",
         plural: "openstackcontrolplanes",
         selected: false,
+        labels: None,
+        evidence: false,
+    },
+    Listed {
+        group: "dataplane.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackDataPlaneDeployment",
+        plural: "openstackdataplanedeployments",
+        selected: false,
+        labels: None,
+        evidence: true,
+    },
+    Listed {
+        group: "batch",
+        version: "v1",
+        kind: "Job",
+        plural: "jobs",
+        selected: false,
+        labels: Some("app=openstackansibleee"),
+        evidence: true,
+    },
+    Listed {
+        group: "baremetal.openstack.org",
+        version: "v1beta1",
+        kind: "OpenStackBaremetalSet",
+        plural: "openstackbaremetalsets",
+        selected: false,
+        labels: None,
+        evidence: true,
+    },
+    Listed {
+        group: "agent.edpm.openstack.org",
+        version: "v1alpha1",
+        kind: "EDPMNodeStatus",
+        plural: "edpmnodestatuses",
+        selected: false,
+        labels: None,
+        evidence: true,
+    },
+    Listed {
+        group: "agent.edpm.openstack.org",
+        version: "v1alpha1",
+        kind: "EDPMNodeSetStatus",
+        plural: "edpmnodesetstatuses",
+        selected: false,
+        labels: None,
+        evidence: true,
+    },
+    Listed {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        plural: "leases",
+        selected: false,
+        labels: Some("agent.edpm.openstack.org/node"),
+        evidence: true,
     },
 ];
 
 /// Reads the snapshot of the client's namespace. `selector` applies to the kinds that
 /// produce hosts.
-pub(crate) async fn snapshot(client: &Client, selector: Option<&str>) -> Result<Snapshot, ReadError> {
+pub(crate) async fn snapshot(
+    client: &Client,
+    selector: Option<&str>,
+    with_evidence: bool,
+) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
     let mut docs = Vec::new();
-    for l in LISTED {
+    for l in LISTED.iter().filter(|l| with_evidence || !l.evidence) {
         let ar = ApiResource {
             group: l.group.into(),
             version: l.version.into(),
@@ -125,10 +210,14 @@ pub(crate) async fn snapshot(client: &Client, selector: Option<&str>) -> Result<
             plural: l.plural.into(),
         };
         let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &ar);
+        // batch/v1 and coordination.k8s.io/v1 are core groups: never "not installed".
         let mut lp = ListParams::default();
         if l.selected
             && let Some(sel) = selector
         {
+            lp = lp.labels(sel);
+        }
+        if let Some(sel) = l.labels {
             lp = lp.labels(sel);
         }
         let action = format!("listing {}.{} in namespace {ns}", l.plural, l.group);

@@ -9,15 +9,17 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+pub(crate) mod evidence;
 pub(crate) mod manifest;
 pub(crate) mod refs;
 pub(crate) mod resource;
 
+use self::evidence::Evidence;
 use self::manifest::Document;
 use self::resource::{
-    CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DataSource, DecodeError, DnsMasqStatus,
-    IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec, NodeSpec, ObjRef, Object,
-    Origin, RoleSpec, ServiceSpec,
+    AGENT_GROUP, BAREMETAL_GROUP, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DataSource,
+    DecodeError, DnsMasqStatus, IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec,
+    NodeSpec, ObjRef, Object, Origin, RoleSpec, ServiceSpec,
 };
 
 /// ConfigMap contents: text keys and binary keys.
@@ -55,6 +57,9 @@ pub struct Snapshot {
     /// Kinds read by later stages (NovaCell, OpenStackControlPlane, NovaExternalCompute), kept
     /// as plain JSON until those stages type them.
     pub openstack: Vec<Object<Value>>,
+    /// What the cluster says about deployments, for readiness: upstream status blocks, Jobs,
+    /// BaremetalSets, edpm-agent's own status objects and the node agents' Leases.
+    pub evidence: Evidence,
     /// Number of documents of kinds nothing here reads.
     pub ignored: usize,
     /// Files that hold no Kubernetes object at all (settings files, Helm values beside the
@@ -96,6 +101,12 @@ enum KnownKind {
     ConfigMap,
     Secret,
     OpenStack,
+    Deployment,
+    Job,
+    BaremetalSet,
+    NodeReport,
+    RollupReport,
+    Lease,
 }
 
 fn classify(api_version: &str, kind: &str) -> Option<KnownKind> {
@@ -112,6 +123,12 @@ fn classify(api_version: &str, kind: &str) -> Option<KnownKind> {
         ("", "ConfigMap") if api_version == "v1" => KnownKind::ConfigMap,
         ("", "Secret") if api_version == "v1" => KnownKind::Secret,
         (NOVA_GROUP, _) | (CORE_OPENSTACK_GROUP, _) => KnownKind::OpenStack,
+        (DATAPLANE_GROUP, "OpenStackDataPlaneDeployment") => KnownKind::Deployment,
+        ("batch", "Job") => KnownKind::Job,
+        (BAREMETAL_GROUP, "OpenStackBaremetalSet") => KnownKind::BaremetalSet,
+        (AGENT_GROUP, "EDPMNodeStatus") => KnownKind::NodeReport,
+        (AGENT_GROUP, "EDPMNodeSetStatus") => KnownKind::RollupReport,
+        ("coordination.k8s.io", "Lease") => KnownKind::Lease,
         _ => return None,
     })
 }
@@ -216,11 +233,54 @@ impl Snapshot {
                 self.$vec.push(Object { id: id.clone(), meta, body });
             }};
         }
+        macro_rules! status {
+            ($map:ident) => {{
+                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                self.evidence.$map.insert(id.name.clone(), status);
+            }};
+        }
         match known {
             KnownKind::DataPlane => push!(dataplanes, "spec"),
-            KnownKind::Role => push!(roles, "spec"),
-            KnownKind::Node => push!(nodes, "spec"),
-            KnownKind::NodeSet => push!(nodesets, "spec"),
+            KnownKind::Role => {
+                status!(roles);
+                push!(roles, "spec")
+            }
+            KnownKind::Node => {
+                status!(nodes);
+                push!(nodes, "spec")
+            }
+            KnownKind::NodeSet => {
+                status!(nodesets);
+                push!(nodesets, "spec")
+            }
+            KnownKind::Deployment => {
+                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
+                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                self.evidence.deployments.push(evidence::Deployment { id, meta, spec, status });
+            }
+            KnownKind::Job => {
+                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
+                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                self.evidence.jobs.push(evidence::Job { id, meta, spec, status });
+            }
+            KnownKind::BaremetalSet => {
+                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                self.evidence.baremetal_sets.push(evidence::BaremetalSet { id, meta, status });
+            }
+            KnownKind::NodeReport => {
+                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
+                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                self.evidence.reports.push(evidence::NodeReport { id, meta, spec, status });
+            }
+            KnownKind::RollupReport => {
+                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
+                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                self.evidence.rollups.push(evidence::NodeReport { id, meta, spec, status });
+            }
+            KnownKind::Lease => {
+                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
+                self.evidence.leases.push(evidence::Lease { id, meta, spec });
+            }
             KnownKind::Service => push!(services, "spec"),
             KnownKind::IpSet => push!(ipsets, "status"),
             KnownKind::NetConfig => push!(netconfigs, "spec"),
@@ -270,6 +330,7 @@ impl Snapshot {
         self.config_maps.extend(other.config_maps);
         self.secrets.extend(other.secrets);
         self.openstack.extend(other.openstack);
+        self.evidence.absorb(other.evidence);
         self.ignored += other.ignored;
         self.not_manifests.extend(other.not_manifests);
     }
@@ -342,6 +403,15 @@ impl Snapshot {
             .and_then(|s| s.body.edpm_service_type.clone())
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| name.to_string())
+    }
+
+    /// Whether a service runs once for all NodeSets of a Deployment: its
+    /// OpenStackDataPlaneService's `deployOnAllNodeSets`, else the catalogue's.
+    pub(crate) fn service_is_global(&self, name: &str) -> bool {
+        match self.services.iter().find(|s| s.id.name == name).and_then(|s| s.body.deploy_on_all_node_sets) {
+            Some(g) => g,
+            None => crate::services::find(name).is_some_and(|s| s.deploy_on_all_nodesets),
+        }
     }
 
     /// A service's CA bundle Secret (`caCerts`, default `combined-ca-bundle`).

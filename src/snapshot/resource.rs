@@ -18,6 +18,9 @@ pub(crate) const DATAPLANE_GROUP: &str = "dataplane.openstack.org";
 pub(crate) const NETWORK_GROUP: &str = "network.openstack.org";
 pub(crate) const NOVA_GROUP: &str = "nova.openstack.org";
 pub(crate) const CORE_OPENSTACK_GROUP: &str = "core.openstack.org";
+pub(crate) const BAREMETAL_GROUP: &str = "baremetal.openstack.org";
+/// edpm-agent's own API group (its status objects).
+pub(crate) const AGENT_GROUP: &str = "agent.edpm.openstack.org";
 
 /// Annotation that places a Node (or every Node of a Role / NodeSet) in a nova cell.
 pub(crate) const CELL_ANNOTATION: &str = "nova.openstack.org/cell";
@@ -41,6 +44,13 @@ pub struct Meta {
     pub name: String,
     #[serde(default)]
     pub namespace: Option<String>,
+    /// Set on objects read from the API server; owner references need it.
+    #[serde(default)]
+    pub uid: Option<String>,
+    #[serde(default)]
+    pub generation: Option<i64>,
+    #[serde(default)]
+    pub creation_timestamp: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
     pub annotations: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "nullable")]
@@ -298,6 +308,9 @@ pub struct ServiceSpec {
     /// The CA bundle Secret (CRD default `combined-ca-bundle`).
     #[serde(default)]
     pub ca_certs: Option<String>,
+    /// Runs once per Deployment for all its NodeSets (upstream dedupes it onto the first).
+    #[serde(default)]
+    pub deploy_on_all_node_sets: Option<bool>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

@@ -37,9 +37,12 @@ impl From<k8s::read::ReadError> for SourceError {
 
 /// Loads every configured source in order and merges the snapshots; an object defined by two
 /// sources is an error, as it would be within one. `cluster` connects (once) when a source
-/// is the cluster.
+/// is the cluster. `with_evidence` also reads what readiness needs from the cluster
+/// (Deployments, Jobs, BaremetalSets, Leases, edpm-agent's status objects); a directory
+/// source always holds whatever its files hold.
 pub(crate) fn load<'c>(
     settings: &Settings,
+    with_evidence: bool,
     cluster: &dyn Fn() -> Result<&'c k8s::Cluster, k8s::Error>,
 ) -> Result<Snapshot, SourceError> {
     let mut snap = Snapshot::default();
@@ -48,7 +51,7 @@ pub(crate) fn load<'c>(
             SourceSpec::Dir(path) => dir::load(path, settings.namespace.as_deref())?,
             SourceSpec::Kube => {
                 let c = cluster()?;
-                c.block_on(k8s::read::snapshot(c.client(), settings.selector.as_deref()))?
+                c.block_on(k8s::read::snapshot(c.client(), settings.selector.as_deref(), with_evidence))?
             }
         };
         snap.merge(part)?;

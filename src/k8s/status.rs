@@ -1,0 +1,158 @@
+//! The status writer: server-side apply of edpm-agent's status objects under field manager
+//! `edpm-agent`, only for what `readiness::report::plan` says changed.
+//!
+//! - An object that does not exist is created by an apply of its metadata and spec; its
+//!   status then goes through the status subresource (the main endpoint ignores status).
+//! - Status applies carry only the condition types edpm-agent owns, so in the
+//!   `listType=map` condition list the node agent's entries (another field manager) stay.
+//! - Writes run a few at a time, within one overall deadline; 409 Conflict (another writer
+//!   won a race) is retried after a jittered backoff; 429/5xx/transport failures are retried
+//!   below by the client's retry layer.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde_json::Value;
+
+use super::apply::FIELD_MANAGER;
+use super::{Client, Error};
+use crate::readiness::api;
+use crate::readiness::report::Write;
+
+/// What a report did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct Outcome {
+    pub(crate) created: Vec<String>,
+    pub(crate) updated: Vec<String>,
+    pub(crate) unchanged: usize,
+    /// Write requests sent (creations count two: object and status).
+    pub(crate) requests: usize,
+}
+
+/// How many objects are written at once.
+pub(crate) const CONCURRENCY: usize = 8;
+
+fn resource(kind: &str) -> ApiResource {
+    let plural = if kind == api::NODE_KIND { "edpmnodestatuses" } else { "edpmnodesetstatuses" };
+    ApiResource {
+        group: api::GROUP.into(),
+        version: api::VERSION.into(),
+        api_version: api::API_VERSION.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Applies the writes that need it, `CONCURRENCY` at a time, all within `deadline`.
+pub(crate) async fn apply(client: &Client, writes: Vec<Write>, deadline: Duration) -> Result<Outcome, Error> {
+    let mut outcome = Outcome::default();
+    let todo: Vec<Write> = writes
+        .into_iter()
+        .filter(|w| {
+            let needed = w.needs_object || w.needs_status;
+            if !needed {
+                outcome.unchanged += 1;
+            }
+            needed
+        })
+        .collect();
+    let run = futures::stream::iter(todo.into_iter().map(|w| write_one(client, w)))
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<_>>();
+    let results = match tokio::time::timeout(deadline, run).await {
+        Ok(r) => r,
+        Err(_) => {
+            return Err(Error::Request {
+                action: "writing edpm-agent status objects".into(),
+                message: format!("not finished within {deadline:?}"),
+                hint: "; the next report sends the latest state (it is recomputed from the evidence)".into(),
+            });
+        }
+    };
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok((name, created, requests)) => {
+                outcome.requests += requests;
+                if created { outcome.created.push(name) } else { outcome.updated.push(name) }
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    outcome.created.sort();
+    outcome.updated.sort();
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(outcome),
+    }
+}
+
+/// One object: (name, created, requests sent).
+async fn write_one(client: &Client, w: Write) -> Result<(String, bool, usize), Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), client.namespace(), &resource(w.kind));
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut requests = 0;
+    let mut generation = None;
+    if w.needs_object {
+        let mut body = w.object.clone();
+        if let Some(m) = body.as_object_mut() {
+            m.remove("status");
+        }
+        body["metadata"]["namespace"] = Value::String(client.namespace().to_string());
+        let action = format!("applying {} {} in namespace {}", w.kind, w.name, client.namespace());
+        let patch = Patch::Apply(&body);
+        let applied =
+            retry_conflicts(client, &action, || api.patch(&w.name, &params, &patch), &mut requests).await?;
+        generation = applied.metadata.generation;
+    }
+    if w.needs_status || w.needs_object {
+        let mut status = w.object["status"].clone();
+        if let Some(g) = generation {
+            status["observedGeneration"] = Value::from(g);
+        }
+        let body = serde_json::json!({
+            "apiVersion": api::API_VERSION,
+            "kind": w.kind,
+            "metadata": {"name": w.name},
+            "status": status,
+        });
+        let action =
+            format!("applying the status of {} {} in namespace {}", w.kind, w.name, client.namespace());
+        let patch = Patch::Apply(&body);
+        retry_conflicts(client, &action, || api.patch_status(&w.name, &params, &patch), &mut requests)
+            .await?;
+    }
+    Ok((w.name, w.needs_object, requests))
+}
+
+/// 409 Conflict: another writer got there first; wait a jittered moment and apply again
+/// (bounded). Everything else the client's retry layer already handled.
+async fn retry_conflicts<T, F, Fut>(
+    client: &Client,
+    action: &str,
+    mut f: F,
+    requests: &mut usize,
+) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let mut delay = Duration::from_millis(100);
+    let mut attempt = 1;
+    loop {
+        *requests += 1;
+        match client.within_time(f()).await {
+            Ok(v) => return Ok(v),
+            Err(kube::Error::Api(s)) if s.code == 409 && attempt < 4 => {
+                tracing::debug!(action, attempt, "409 Conflict, retrying");
+                tokio::time::sleep(super::retry::jitter(delay)).await;
+                delay *= 2;
+                attempt += 1;
+            }
+            Err(e) => return Err(client.error(action.to_string(), &e)),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! edpm-agent's own API: the status objects readiness is reported in.
+//!
+//! Group `agent.edpm.openstack.org`, version `v1alpha1`:
+//! - `EDPMNodeStatus` (short name `edpmnode`): one per EDPM node, named by [`super::names`];
+//! - `EDPMNodeSetStatus` (short name `edpmnodeset`): one per NodeSet or Role, the rollup.
+//!
+//! Both have a status subresource whose `conditions` is a map-list keyed by `type`, so that the
+//! reporter (`status report`, field manager `edpm-agent`) and the node agent (its own field
+//! manager) each own their condition types and never clobber each other's. The CRD YAML is
+//! generated from these types (`crds`) and committed under `packaging/kubernetes/`.
+//!
+//! Pure types: the derive only describes the resource; talking to the API server is `k8s`'s.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::condition::Conditions;
+
+pub(crate) const GROUP: &str = "agent.edpm.openstack.org";
+pub(crate) const VERSION: &str = "v1alpha1";
+pub(crate) const API_VERSION: &str = "agent.edpm.openstack.org/v1alpha1";
+pub(crate) const NODE_KIND: &str = "EDPMNodeStatus";
+pub(crate) const NODESET_KIND: &str = "EDPMNodeSetStatus";
+
+/// Labels on every object, for selection (`kubectl get edpmnode -l agent.edpm.openstack.org/nodeset=x`).
+pub(crate) const NODESET_LABEL: &str = "agent.edpm.openstack.org/nodeset";
+pub(crate) const NODE_LABEL: &str = "agent.edpm.openstack.org/node";
+
+/// Which model the node comes from: a NodeSet node, or a seeds' Node of a Role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub(crate) enum OwnerKind {
+    OpenStackDataPlaneNodeSet,
+    OpenStackDataPlaneRole,
+}
+
+/// The per-node status object.
+#[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "agent.edpm.openstack.org",
+    version = "v1alpha1",
+    kind = "EDPMNodeStatus",
+    root = "EdpmNodeStatus",
+    plural = "edpmnodestatuses",
+    singular = "edpmnodestatus",
+    shortname = "edpmnode",
+    category = "edpm",
+    namespaced,
+    status = "NodeStatus",
+    doc = "Phase -1/0/1 readiness of one EDPM node, with edpm-agent's conditions and the node agent's",
+    printcolumn(name = "NodeSet", type_ = "string", json_path = ".spec.nodeSet"),
+    printcolumn(name = "Node", type_ = "string", json_path = ".spec.node"),
+    printcolumn(
+        name = "Baremetal",
+        type_ = "string",
+        description = "phase -1",
+        json_path = ".status.conditions[?(@.type==\"BaremetalProvisionReady\")].status"
+    ),
+    printcolumn(
+        name = "Infra",
+        type_ = "string",
+        description = "phase 0",
+        json_path = ".status.conditions[?(@.type==\"InfrastructureReady\")].status"
+    ),
+    printcolumn(
+        name = "Services",
+        type_ = "string",
+        description = "phase 1",
+        json_path = ".status.conditions[?(@.type==\"ServicesReady\")].status"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EdpmNodeStatusSpec {
+    /// The NodeSet (or the seeds' Role) the node belongs to.
+    pub node_set: String,
+    pub node_set_kind: OwnerKind,
+    /// The node: its key in the NodeSet's `spec.nodes`, or the seeds' Node name.
+    pub node: String,
+    /// The node's `hostName`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host_name: String,
+}
+
+/// The status both writers share: conditions keyed by type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NodeStatus {
+    /// The object's `metadata.generation` the conditions were computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Conditions,
+}
+
+/// The per-NodeSet (or per-Role) rollup object.
+#[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "agent.edpm.openstack.org",
+    version = "v1alpha1",
+    kind = "EDPMNodeSetStatus",
+    root = "EdpmNodeSetStatus",
+    plural = "edpmnodesetstatuses",
+    singular = "edpmnodesetstatus",
+    shortname = "edpmnodeset",
+    category = "edpm",
+    namespaced,
+    status = "NodeSetStatus",
+    doc = "Phase -1/0/1 readiness of a NodeSet (or a seeds' Role): how many nodes are ready and which block",
+    printcolumn(name = "Nodes", type_ = "string", json_path = ".status.nodes.summary"),
+    printcolumn(
+        name = "Baremetal",
+        type_ = "string",
+        description = "phase -1",
+        json_path = ".status.conditions[?(@.type==\"NodeSetBaremetalProvisionReady\")].status"
+    ),
+    printcolumn(
+        name = "Infra",
+        type_ = "string",
+        description = "phase 0",
+        json_path = ".status.conditions[?(@.type==\"NodeSetInfrastructureReady\")].status"
+    ),
+    printcolumn(
+        name = "Services",
+        type_ = "string",
+        description = "phase 1",
+        json_path = ".status.conditions[?(@.type==\"NodeSetServicesReady\")].status"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        priority = 1,
+        json_path = ".status.conditions[?(@.type==\"Ready\")].message"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EdpmNodeSetStatusSpec {
+    pub node_set: String,
+    pub node_set_kind: OwnerKind,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NodeSetStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Conditions,
+    #[serde(default)]
+    pub nodes: NodeCounts,
+}
+
+/// How many of the NodeSet's nodes are ready, overall and per phase.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NodeCounts {
+    pub total: u32,
+    pub ready: u32,
+    pub baremetal_ready: u32,
+    pub infrastructure_ready: u32,
+    pub services_ready: u32,
+    /// `ready/total`, for the printer column.
+    #[serde(default)]
+    pub summary: String,
+}
+
+/// The two CRDs, as generated from the types.
+pub(crate) fn crds() -> Vec<CustomResourceDefinition> {
+    use kube::CustomResourceExt;
+    vec![EdpmNodeStatus::crd(), EdpmNodeSetStatus::crd()]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crds_declare_conditions_as_a_map_list_keyed_by_type() {
+        for crd in super::crds() {
+            let v = serde_json::to_value(&crd).unwrap();
+            let version = &v["spec"]["versions"][0];
+            let conds =
+                &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["conditions"];
+            assert_eq!(conds["x-kubernetes-list-type"], "map", "{}", crd.metadata.name.clone().unwrap());
+            assert_eq!(conds["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
+            assert!(
+                conds["items"]["required"].as_array().unwrap().iter().any(|r| r == "type"),
+                "a map-list key must be required"
+            );
+            assert!(version["subresources"]["status"].is_object(), "status subresource");
+        }
+    }
+}

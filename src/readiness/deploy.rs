@@ -1,0 +1,271 @@
+//! Deployments as they concern one NodeSet: which ran, in which order, with which services
+//! and which hosts, and what each service's condition says.
+//!
+//! Evidence, most specific first: a Deployment's own `status.nodeSetConditions[<nodeset>]`;
+//! else the NodeSet's copy of it (`status.deploymentStatuses[<deployment>]`), for a Deployment
+//! that is not in the snapshot. A Deployment without any status has not started.
+
+use std::collections::BTreeMap;
+
+use crate::condition::{Condition, Conditions, Status, Time};
+use crate::snapshot::evidence::{Deployment, Evidence, ExecutionSummary, NodeSetStatus};
+
+use super::limit::Limit;
+
+/// upstream `strcase.ToCamel` (iancoleman/strcase v0.3.0, byte by byte), as the service
+/// condition types use it: `configure-network` → `ConfigureNetwork`, `install-os` →
+/// `InstallOs`. A letter after `-`, `_`, `.`, a space or a digit is upper-cased, an upper-case
+/// letter after another is lower-cased, and every other byte is dropped.
+pub(crate) fn to_camel(s: &str) -> String {
+    let s = s.trim();
+    let mut out = String::with_capacity(s.len());
+    let mut cap_next = true;
+    let mut prev_cap = false;
+    for &b in s.as_bytes() {
+        let (is_cap, is_low) = (b.is_ascii_uppercase(), b.is_ascii_lowercase());
+        let mut v = b;
+        if cap_next {
+            v = v.to_ascii_uppercase();
+        } else if prev_cap && is_cap {
+            v = v.to_ascii_lowercase();
+        }
+        prev_cap = is_cap;
+        if is_cap || is_low {
+            out.push(v as char);
+            cap_next = false;
+        } else if b.is_ascii_digit() {
+            out.push(v as char);
+            cap_next = true;
+        } else {
+            cap_next = matches!(b, b'_' | b' ' | b'-' | b'.');
+        }
+    }
+    out
+}
+
+/// `Service<Camel>DeploymentReady`.
+pub(crate) fn service_condition(service: &str) -> String {
+    format!("Service{}DeploymentReady", to_camel(service))
+}
+
+pub(crate) const NODESET_DEPLOYMENT_READY: &str = "NodeSetDeploymentReady";
+
+/// One Deployment's run on one NodeSet.
+#[derive(Debug)]
+pub(crate) struct Run<'a> {
+    pub name: &'a str,
+    /// Created later is newer; then the newest condition time; then the name.
+    pub order: (Option<Time>, Time, &'a str),
+    /// Services in the order they run: `servicesOverride`, else the NodeSet's.
+    pub services: Vec<&'a str>,
+    pub limit: Option<Limit>,
+    pub limit_text: Option<&'a str>,
+    /// `nodeSetConditions[<nodeset>]`; `None` when the Deployment has no status yet.
+    pub conds: Option<&'a Conditions>,
+    /// The Deployment's conditions for every NodeSet, for global services deduplicated onto
+    /// another NodeSet.
+    pub all_conds: Vec<&'a Conditions>,
+    /// Job name → summary (the Deployment's, else the NodeSet's copy).
+    pub summaries: BTreeMap<&'a str, &'a ExecutionSummary>,
+    pub deployment: Option<&'a Deployment>,
+    /// Read from the NodeSet's copies, not from the Deployment object.
+    pub from_nodeset_copy: bool,
+}
+
+/// Where a run stands as a whole (upstream's `checkDeployment` reading of
+/// `NodeSetDeploymentReady`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunState {
+    NotStarted,
+    Running,
+    Done,
+    /// `IsError`: terminal when the reason is `BackoffLimitExceeded`.
+    Failed {
+        terminal: bool,
+    },
+}
+
+/// What a run says about one service.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Outcome<'a> {
+    Done(&'a Condition),
+    /// Requested, or not reached yet while the run is going on.
+    Pending(Option<&'a Condition>),
+    Failed(&'a Condition),
+    /// Not reached: the run stopped (or never started) before this service.
+    NotReached,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn state(&self) -> RunState {
+        let Some(conds) = self.conds else { return RunState::NotStarted };
+        match conds.get(NODESET_DEPLOYMENT_READY) {
+            Some(c) if c.is_true() => RunState::Done,
+            Some(c) if c.is_error() => RunState::Failed { terminal: c.reason == "BackoffLimitExceeded" },
+            Some(c) if c.status == Status::False => RunState::Running,
+            // Unknown ("Deployment not started"), or no condition at all.
+            _ if conds.iter().any(|c| c.type_.starts_with("Service") && c.status == Status::False) => {
+                if conds.iter().any(|c| c.type_.starts_with("Service") && c.is_error()) {
+                    RunState::Failed { terminal: false }
+                } else {
+                    RunState::Running
+                }
+            }
+            _ => RunState::NotStarted,
+        }
+    }
+
+    /// The top-level condition of the run for this NodeSet, for messages.
+    pub(crate) fn nodeset_condition(&self) -> Option<&'a Condition> {
+        self.conds.and_then(|c| c.get(NODESET_DEPLOYMENT_READY))
+    }
+
+    pub(crate) fn covers(&self, names: &[&str]) -> bool {
+        self.limit.as_ref().is_none_or(|l| l.covers(names))
+    }
+
+    pub(crate) fn runs(&self, service: &str) -> bool {
+        self.services.contains(&service)
+    }
+
+    /// The service's condition in this run; a global service's may sit on another NodeSet.
+    pub(crate) fn service_condition(&self, service: &str, global: bool) -> Option<&'a Condition> {
+        let ty = service_condition(service);
+        if let Some(c) = self.conds.and_then(|c| c.get(&ty)) {
+            return Some(c);
+        }
+        if global {
+            return self.all_conds.iter().find_map(|c| c.get(&ty));
+        }
+        None
+    }
+
+    pub(crate) fn outcome(&self, service: &str, global: bool) -> Outcome<'a> {
+        match self.service_condition(service, global) {
+            Some(c) if c.is_true() => Outcome::Done(c),
+            Some(c) if c.status == Status::False && c.severity == crate::condition::Severity::Error => {
+                Outcome::Failed(c)
+            }
+            Some(c) if c.is_error() => Outcome::Failed(c),
+            Some(c) => Outcome::Pending(Some(c)),
+            None => match self.state() {
+                RunState::Running => Outcome::Pending(None),
+                _ => Outcome::NotReached,
+            },
+        }
+    }
+}
+
+/// The runs that concern `nodeset`, oldest first. `services` is the NodeSet's own list.
+pub(crate) fn runs<'a>(
+    evidence: &'a Evidence,
+    nodeset: &'a str,
+    status: Option<&'a NodeSetStatus>,
+    services: &'a [String],
+) -> Vec<Run<'a>> {
+    let mut out: Vec<Run<'a>> = Vec::new();
+    for d in evidence.deployments.iter().filter(|d| d.spec.node_sets.iter().any(|n| n == nodeset)) {
+        let own = d.status.node_set_conditions.get(nodeset);
+        let copy = status.and_then(|s| s.deployment_statuses.get(&d.id.name));
+        let (conds, from_copy) = match (own, copy) {
+            (Some(c), _) if !c.0.is_empty() => (Some(c), false),
+            (_, Some(c)) if !c.0.is_empty() => (Some(c), true),
+            _ => (None, false),
+        };
+        let mut summaries: BTreeMap<&str, &ExecutionSummary> = BTreeMap::new();
+        if let Some(s) = status.and_then(|s| s.deployment_execution_summaries.get(&d.id.name)) {
+            summaries.extend(s.iter().map(|(k, v)| (k.as_str(), v)));
+        }
+        summaries.extend(d.status.ansible_execution_summaries.iter().map(|(k, v)| (k.as_str(), v)));
+        let list: Vec<&str> = if !d.spec.services_override.is_empty() {
+            d.spec.services_override.iter().map(String::as_str).collect()
+        } else {
+            services.iter().map(String::as_str).collect()
+        };
+        let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse);
+        out.push(Run {
+            name: &d.id.name,
+            order: (
+                created,
+                newest(d.status.conditions.iter().chain(conds.into_iter().flat_map(|c| c.iter()))),
+                &d.id.name,
+            ),
+            services: list,
+            limit: d.spec.ansible_limit.as_deref().and_then(Limit::parse),
+            limit_text: d.spec.ansible_limit.as_deref().filter(|l| Limit::parse(l).is_some()),
+            conds,
+            all_conds: d.status.node_set_conditions.values().collect(),
+            summaries,
+            deployment: Some(d),
+            from_nodeset_copy: from_copy,
+        });
+    }
+    // Deployments known only from the NodeSet's copies (the Deployment objects were not read).
+    if let Some(s) = status {
+        for (name, conds) in &s.deployment_statuses {
+            if out.iter().any(|r| r.name == name) || conds.0.is_empty() {
+                continue;
+            }
+            let summaries = s
+                .deployment_execution_summaries
+                .get(name)
+                .map(|m| m.iter().map(|(k, v)| (k.as_str(), v)).collect())
+                .unwrap_or_default();
+            out.push(Run {
+                name,
+                order: (None, newest(conds.iter()), name),
+                services: services.iter().map(String::as_str).collect(),
+                limit: None,
+                limit_text: None,
+                conds: Some(conds),
+                all_conds: vec![conds],
+                summaries,
+                deployment: None,
+                from_nodeset_copy: true,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.order.cmp(&b.order));
+    out
+}
+
+fn newest<'a>(conds: impl Iterator<Item = &'a Condition>) -> Time {
+    conds.map(|c| c.last_transition_time).max().unwrap_or_default()
+}
+
+/// The summary of the Job a run used for a service on a NodeSet.
+pub(crate) fn summary<'a>(
+    run: &Run<'a>,
+    service: &str,
+    nodeset: &str,
+    global: bool,
+) -> Option<(String, &'a ExecutionSummary)> {
+    let job = super::names::job_name(service, run.name, nodeset, global);
+    run.summaries.get(job.as_str()).map(|s| (job, *s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn camel_case_as_strcase() {
+        for (s, want) in [
+            ("configure-network", "ConfigureNetwork"),
+            ("install-os", "InstallOs"),
+            ("ssh-known-hosts", "SshKnownHosts"),
+            ("neutron-metadata", "NeutronMetadata"),
+            ("nova", "Nova"),
+            ("failed-service", "FailedService"),
+            ("nova-cell1", "NovaCell1"),
+            ("this-service-does-not-exist", "ThisServiceDoesNotExist"),
+            ("custom_svc", "CustomSvc"),
+            ("ovs-DPDK", "OvsDpdk"),
+            ("a/b", "Ab"),
+            ("2nd-svc", "2NdSvc"),
+        ] {
+            assert_eq!(to_camel(s), want, "{s}");
+        }
+        assert_eq!(service_condition("install-certs"), "ServiceInstallCertsDeploymentReady");
+    }
+}

@@ -1,0 +1,167 @@
+//! What `status report` writes: edpm-agent's status objects built from a readiness
+//! computation, and, against what the snapshot already holds of them, which need a write.
+//!
+//! Only changes other than transition times cause a write: an object that does not exist
+//! yet is created (its metadata and spec) and then gets its status; an existing one gets its
+//! status only when a condition's status, reason, severity or message changed, or its
+//! `observedGeneration` lags. The conditions written are edpm-agent's own; the node agent's
+//! are left to it, except when its Lease expired: then they are written as Unknown, taking
+//! them over until the agent writes them again (it applies with force). Pure.
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use super::api::{
+    EdpmNodeSetStatus, EdpmNodeSetStatusSpec, EdpmNodeStatus, EdpmNodeStatusSpec, NODE_LABEL, NODESET_LABEL,
+    NodeSetStatus, NodeStatus,
+};
+use super::{NodeSetView, NodeView, Owner, Readiness, is_agent_condition};
+use crate::condition::{Conditions, Status};
+use crate::snapshot::evidence::{Evidence, NodeReport};
+
+/// One object to write, and what of it.
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    pub kind: &'static str,
+    pub name: String,
+    /// The whole object, as the directory writer stores it and the API server receives it.
+    pub object: serde_json::Value,
+    /// Create it (or fix its labels and owner): apply metadata and spec.
+    pub needs_object: bool,
+    /// Apply its status.
+    pub needs_status: bool,
+}
+
+/// Every status object of a readiness computation, with what needs writing against
+/// `existing` (the objects as the snapshot read them).
+pub(crate) fn plan(
+    r: &Readiness,
+    existing: &Evidence,
+    namespace: &str,
+) -> Result<Vec<Write>, serde_json::Error> {
+    let nodes: HashMap<&str, &NodeReport> =
+        existing.reports.iter().map(|x| (x.id.name.as_str(), x)).collect();
+    let sets: HashMap<&str, &NodeReport> = existing.rollups.iter().map(|x| (x.id.name.as_str(), x)).collect();
+    let mut out = Vec::with_capacity(r.nodes.len() + r.nodesets.len());
+    for n in &r.nodes {
+        out.push(node_write(n, nodes.get(n.object.as_str()).copied(), namespace)?);
+    }
+    for s in &r.nodesets {
+        out.push(nodeset_write(s, sets.get(s.object.as_str()).copied(), namespace)?);
+    }
+    Ok(out)
+}
+
+fn meta(name: &str, namespace: &str, owner: &Owner, labels: BTreeMap<String, String>) -> ObjectMeta {
+    let owner_references = owner.uid.as_ref().map(|uid| {
+        vec![OwnerReference {
+            api_version: "dataplane.openstack.org/v1beta1".into(),
+            kind: owner.kind.clone(),
+            name: owner.name.clone(),
+            uid: uid.clone(),
+            block_owner_deletion: None,
+            controller: None,
+        }]
+    });
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        labels: Some(labels),
+        owner_references,
+        ..Default::default()
+    }
+}
+
+/// The conditions edpm-agent writes: its own, and the agent's when they were turned Unknown
+/// (an expired Lease).
+fn written(conds: &Conditions) -> Conditions {
+    Conditions(
+        conds
+            .iter()
+            .filter(|c| {
+                !is_agent_condition(&c.type_)
+                    || (c.status == Status::Unknown && c.reason == "AgentHeartbeatExpired")
+            })
+            .cloned()
+            .collect(),
+    )
+}
+
+/// Whether the existing object's metadata and spec already say what we would.
+fn object_matches(existing: &NodeReport, labels: &BTreeMap<String, String>, owner: &Owner) -> bool {
+    let labels_ok = labels.iter().all(|(k, v)| existing.meta.labels.get(k) == Some(v));
+    // The reader keeps no ownerReferences; an owner UID seen now but absent then is not
+    // knowable here, so only labels decide (the owner is set when the object is created).
+    let _ = owner;
+    labels_ok
+}
+
+fn status_matches(existing: &NodeReport, ours: &Conditions, generation: Option<i64>) -> bool {
+    if existing.status.observed_generation != generation {
+        return false;
+    }
+    ours.iter().all(|c| existing.status.conditions.get(&c.type_).is_some_and(|e| !c.differs_from(e)))
+        // A type we wrote before and no longer compute must be removed by a write.
+        && existing.status.conditions.iter().filter(|e| !is_agent_condition(&e.type_)).all(|e| ours.get(&e.type_).is_some())
+}
+
+fn node_write(
+    n: &NodeView,
+    existing: Option<&NodeReport>,
+    namespace: &str,
+) -> Result<Write, serde_json::Error> {
+    let labels = BTreeMap::from([
+        (NODESET_LABEL.to_string(), n.nodeset.clone()),
+        (NODE_LABEL.to_string(), n.node.clone()),
+    ]);
+    let conds = written(&n.conditions);
+    let generation = existing.and_then(|e| e.meta.generation).or(Some(1));
+    let object = EdpmNodeStatus {
+        metadata: meta(&n.object, n.namespace.as_deref().unwrap_or(namespace), &n.owner, labels.clone()),
+        spec: EdpmNodeStatusSpec {
+            node_set: n.nodeset.clone(),
+            node_set_kind: n.kind,
+            node: n.node.clone(),
+            host_name: n.host_name.clone(),
+        },
+        status: Some(NodeStatus { observed_generation: generation, conditions: conds.clone() }),
+    };
+    let needs_object = existing.is_none_or(|e| !object_matches(e, &labels, &n.owner));
+    let needs_status = existing.is_none_or(|e| !status_matches(e, &conds, generation));
+    Ok(Write {
+        kind: super::api::NODE_KIND,
+        name: n.object.clone(),
+        object: serde_json::to_value(&object)?,
+        needs_object,
+        needs_status,
+    })
+}
+
+fn nodeset_write(
+    s: &NodeSetView,
+    existing: Option<&NodeReport>,
+    namespace: &str,
+) -> Result<Write, serde_json::Error> {
+    let labels = BTreeMap::from([(NODESET_LABEL.to_string(), s.name.clone())]);
+    let generation = existing.and_then(|e| e.meta.generation).or(Some(1));
+    let object = EdpmNodeSetStatus {
+        metadata: meta(&s.object, s.namespace.as_deref().unwrap_or(namespace), &s.owner, labels.clone()),
+        spec: EdpmNodeSetStatusSpec { node_set: s.name.clone(), node_set_kind: s.kind },
+        status: Some(NodeSetStatus {
+            observed_generation: generation,
+            conditions: s.conditions.clone(),
+            nodes: s.counts.clone(),
+        }),
+    };
+    let needs_object = existing.is_none_or(|e| !object_matches(e, &labels, &s.owner));
+    // The counts are part of the status too; they only change with a condition message.
+    let needs_status = existing.is_none_or(|e| !status_matches(e, &s.conditions, generation));
+    Ok(Write {
+        kind: super::api::NODESET_KIND,
+        name: s.object.clone(),
+        object: serde_json::to_value(&object)?,
+        needs_object,
+        needs_status,
+    })
+}

@@ -1,0 +1,303 @@
+//! How readiness is shown: an 80-column table of nodes × phases and NodeSets, the JSON
+//! document `status show --format json` prints, and the evidence chain of `status explain`.
+//! Pure: text out; colour only when the caller says the output is a terminal.
+
+use serde_json::{Value, json};
+
+use super::{
+    BAREMETAL, INFRASTRUCTURE, NODESET_BAREMETAL, NODESET_INFRASTRUCTURE, NODESET_SERVICES, NodeSetView,
+    NodeView, Readiness, SERVICES,
+};
+use crate::condition::{Condition, READY, Severity, Status};
+
+/// What to show of a readiness computation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    pub nodes: Vec<String>,
+    pub nodesets: Vec<String>,
+}
+
+impl Filter {
+    fn node(&self, n: &NodeView) -> bool {
+        (self.nodes.is_empty()
+            || self.nodes.iter().any(|x| x == &n.node || x == &n.host || x == &n.host_name))
+            && (self.nodesets.is_empty() || self.nodesets.contains(&n.nodeset))
+    }
+
+    fn nodeset(&self, s: &NodeSetView) -> bool {
+        (self.nodesets.is_empty() || self.nodesets.contains(&s.name))
+            && (self.nodes.is_empty() || self.nodesets.contains(&s.name))
+    }
+}
+
+/// The JSON document: `{"nodes": [{"name", "nodeSet", "conditions": […]}], "nodeSets": [{"name", "conditions": […]}]}`.
+pub(crate) fn to_json(r: &Readiness, f: &Filter) -> Value {
+    let conds = |cs: &crate::condition::Conditions| -> Vec<Value> { cs.iter().map(condition_json).collect() };
+    json!({
+        "nodes": r.nodes.iter().filter(|n| f.node(n)).map(|n| json!({
+            "name": n.node,
+            "nodeSet": n.nodeset,
+            "object": n.object,
+            "conditions": conds(&n.conditions),
+        })).collect::<Vec<_>>(),
+        "nodeSets": r.nodesets.iter().filter(|s| f.nodeset(s)).map(|s| json!({
+            "name": s.name,
+            "object": s.object,
+            "nodes": {"total": s.counts.total, "ready": s.counts.ready},
+            "conditions": conds(&s.conditions),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Every key always present, severity `""` when there is none.
+fn condition_json(c: &Condition) -> Value {
+    json!({
+        "type": c.type_,
+        "status": c.status_word(),
+        "severity": severity_word(c.severity),
+        "reason": c.reason,
+        "message": c.message,
+        "lastTransitionTime": c.last_transition_time.to_string(),
+    })
+}
+
+fn severity_word(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "Error",
+        Severity::Warning => "Warning",
+        Severity::Info => "Info",
+        Severity::None => "",
+    }
+}
+
+/// A phase cell: `ok`, `wait` (in progress or not deployed), `warn`, `FAIL`, `?`.
+fn cell(c: Option<&Condition>) -> &'static str {
+    match c {
+        None => "-",
+        Some(c) => match (c.status, c.severity) {
+            (Status::True, _) => "ok",
+            (Status::False, Severity::Error) => "FAIL",
+            (Status::False, Severity::Warning) => "warn",
+            (Status::False, _) => "wait",
+            (Status::Unknown, _) => "?",
+        },
+    }
+}
+
+fn paint(text: &str, cell: &str, colour: bool) -> String {
+    if !colour {
+        return text.to_string();
+    }
+    let code = match cell {
+        "ok" => "32",
+        "FAIL" => "31",
+        "warn" | "wait" => "33",
+        "?" => "35",
+        _ => return text.to_string(),
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+/// Cuts `s` to `width` characters, marking the cut.
+fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The table: for each NodeSet (or Role), a header line with its rollup, then its nodes ×
+/// phases with the reason for anything not ready, within `width` columns.
+pub(crate) fn table(r: &Readiness, f: &Filter, width: usize, colour: bool) -> String {
+    let mut out = String::new();
+    let nodes: Vec<&NodeView> = r.nodes.iter().filter(|n| f.node(n)).collect();
+    let nw = nodes.iter().map(|n| n.node.chars().count()).max().unwrap_or(4).clamp(4, 24);
+    let cells = |out: &mut String, cs: [&str; 4]| {
+        for (i, c) in cs.iter().enumerate() {
+            let w = if i == 3 { 6 } else { 5 };
+            let padded = format!("{c:<w$}");
+            out.push_str(&paint(&padded, c, colour));
+        }
+    };
+    let mut shown = 0;
+    for set in &r.nodesets {
+        let members: Vec<&&NodeView> = nodes.iter().filter(|n| n.nodeset == set.name).collect();
+        if members.is_empty() && !f.nodeset(set) {
+            continue;
+        }
+        shown += 1;
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let kind = match set.kind {
+            super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
+            super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
+        };
+        let ready = set.conditions.get(READY);
+        let mut head = format!("{kind} {}: {} nodes ready  ", set.name, set.counts.summary);
+        let used = head.chars().count();
+        for (label, ty) in [("-1", NODESET_BAREMETAL), ("0", NODESET_INFRASTRUCTURE), ("1", NODESET_SERVICES)]
+        {
+            let c = cell(set.conditions.get(ty));
+            head.push_str(&format!("{label} "));
+            head.push_str(&paint(&format!("{c:<5}"), c, colour));
+        }
+        let _ = used;
+        out.push_str(head.trim_end());
+        out.push('\n');
+        if let Some(c) = ready.filter(|c| !c.is_true()) {
+            out.push_str(&fit(&format!("  {}: {}", c.reason, c.message), width));
+            out.push('\n');
+        }
+        if members.is_empty() {
+            continue;
+        }
+        let mut line = format!("  {:<nw$} ", "NODE");
+        cells(&mut line, ["-1", "0", "1", "READY"]);
+        line.push_str("REASON");
+        out.push_str(&strip_paint(&line, colour));
+        out.push('\n');
+        for n in members {
+            let ready = n.conditions.get(READY);
+            let why = if ready.is_some_and(Condition::is_true) {
+                String::new()
+            } else {
+                match (
+                    [BAREMETAL, INFRASTRUCTURE, SERVICES].into_iter().find_map(|p| n.blocking.get(p)),
+                    ready,
+                ) {
+                    (Some(b), _) => b.clone(),
+                    (None, Some(r)) => format!("{}: {}", r.reason, r.message),
+                    (None, None) => String::new(),
+                }
+            };
+            let mut line = format!("  {:<nw$} ", fit(&n.node, nw));
+            cells(
+                &mut line,
+                [
+                    cell(n.conditions.get(BAREMETAL)),
+                    cell(n.conditions.get(INFRASTRUCTURE)),
+                    cell(n.conditions.get(SERVICES)),
+                    cell(ready),
+                ],
+            );
+            let used = 2 + nw + 1 + 3 * 5 + 6;
+            line.push_str(&fit(&why, width.saturating_sub(used)));
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    if shown == 0 {
+        out.push_str("no nodes or NodeSets match\n");
+    } else {
+        out.push_str("\nphases: -1 bare metal, 0 infrastructure, 1 OpenStack services\n");
+        out.push_str("ok ready · wait in progress or not deployed · warn · FAIL · ? unknown\n");
+    }
+    out
+}
+
+/// Header cells are never coloured.
+fn strip_paint(s: &str, colour: bool) -> String {
+    if !colour {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The evidence chain for one node: each condition, why, and what it was read from.
+pub(crate) fn explain(n: &NodeView) -> String {
+    let mut out = format!(
+        "node {} (host {}, {} {}, status object {})\n",
+        n.node,
+        n.host_name,
+        match n.kind {
+            super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
+            super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
+        },
+        n.nodeset,
+        n.object
+    );
+    let line = |c: &Condition| {
+        let sev = match c.severity {
+            Severity::None => String::new(),
+            s => format!("/{}", severity_word(s)),
+        };
+        format!(
+            "{}: {}{sev} {} since {}\n    {}\n",
+            c.type_,
+            c.status_word(),
+            c.reason,
+            c.last_transition_time,
+            c.message
+        )
+    };
+    for ty in [READY, BAREMETAL, INFRASTRUCTURE, SERVICES] {
+        if let Some(c) = n.conditions.get(ty) {
+            out.push_str(&line(c));
+            for e in n.evidence.get(ty).into_iter().flatten() {
+                out.push_str(&format!("    - {e}\n"));
+            }
+        }
+    }
+    for c in n
+        .conditions
+        .iter()
+        .filter(|c| !matches!(c.type_.as_str(), READY | BAREMETAL | INFRASTRUCTURE | SERVICES))
+    {
+        if c.type_.ends_with("DeploymentReady") {
+            continue;
+        }
+        out.push_str(&line(c));
+        for e in n.evidence.get(&c.type_).into_iter().flatten() {
+            out.push_str(&format!("    - {e}\n"));
+        }
+    }
+    out
+}
+
+/// The evidence chain for one NodeSet or Role: its rollups and `DeploymentReady`.
+pub(crate) fn explain_nodeset(s: &NodeSetView) -> String {
+    let mut out = format!(
+        "{} {} (status object {}): {} nodes ready\n",
+        match s.kind {
+            super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
+            super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
+        },
+        s.name,
+        s.object,
+        s.counts.summary
+    );
+    for c in s.conditions.iter() {
+        let sev = match c.severity {
+            Severity::None => String::new(),
+            x => format!("/{}", severity_word(x)),
+        };
+        out.push_str(&format!(
+            "{}: {}{sev} {} since {}\n    {}\n",
+            c.type_,
+            c.status_word(),
+            c.reason,
+            c.last_transition_time,
+            c.message
+        ));
+        for e in s.evidence.get(&c.type_).into_iter().flatten() {
+            out.push_str(&format!("    - {e}\n"));
+        }
+    }
+    out
+}

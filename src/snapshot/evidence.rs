@@ -1,0 +1,307 @@
+//! What the cluster says about deployments: the status blocks readiness is computed from.
+//!
+//! Typed views of upstream status (NodeSet, Deployment, batch/v1 Job, OpenStackBaremetalSet,
+//! the seeds' Role/Node), of edpm-agent's own status objects (the node agent's reports) and of
+//! the Leases the node agents renew. Only the fields readiness reads are kept; everything else
+//! is ignored, so a newer operator's extra fields never break decoding. Pure.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::resource::{Meta, ObjRef};
+use crate::condition::{Conditions, Time};
+
+/// upstream `AnsibleExecutionSummary`: what the runner reported of one Job.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionSummary {
+    #[serde(default)]
+    pub total_hosts: i64,
+    #[serde(default)]
+    pub failed_hosts: i64,
+    #[serde(default)]
+    pub unreachable_hosts: i64,
+    #[serde(default)]
+    pub failure_percent: i64,
+    #[serde(default, deserialize_with = "nullable")]
+    pub failed_host_list: Vec<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub unreachable_host_list: Vec<String>,
+}
+
+/// `OpenStackDataPlaneNodeSet.status`, the fields readiness reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetStatus {
+    #[serde(default, deserialize_with = "nullable")]
+    pub conditions: Conditions,
+    /// Deployment name → that Deployment's `nodeSetConditions[<this NodeSet>]`.
+    #[serde(default, deserialize_with = "nullable")]
+    pub deployment_statuses: BTreeMap<String, Conditions>,
+    /// Deployment name → Job name → summary.
+    #[serde(default, deserialize_with = "nullable")]
+    pub deployment_execution_summaries: BTreeMap<String, BTreeMap<String, ExecutionSummary>>,
+    #[serde(default)]
+    pub config_hash: Option<String>,
+    #[serde(default)]
+    pub deployed_config_hash: Option<String>,
+    #[serde(default)]
+    pub bmh_ref_hash: Option<String>,
+    #[serde(default)]
+    pub deployed_bmh_hash: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub config_map_hashes: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub secret_hashes: BTreeMap<String, String>,
+    #[serde(default)]
+    pub observed_generation: Option<i64>,
+    #[serde(default)]
+    pub deployed_version: Option<String>,
+}
+
+/// `OpenStackDataPlaneDeployment.spec`, the fields readiness reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentSpec {
+    #[serde(default, deserialize_with = "nullable")]
+    pub node_sets: Vec<String>,
+    #[serde(default)]
+    pub ansible_limit: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub services_override: Vec<String>,
+    #[serde(default)]
+    pub backoff_limit: Option<i64>,
+}
+
+/// `OpenStackDataPlaneDeployment.status`, the fields readiness reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentStatus {
+    #[serde(default, deserialize_with = "nullable")]
+    pub conditions: Conditions,
+    #[serde(default, deserialize_with = "nullable")]
+    pub node_set_conditions: BTreeMap<String, Conditions>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub ansible_execution_summaries: BTreeMap<String, ExecutionSummary>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub node_set_hashes: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub bmh_ref_hashes: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub config_map_hashes: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub secret_hashes: BTreeMap<String, String>,
+    #[serde(default)]
+    pub deployed: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Deployment {
+    pub id: ObjRef,
+    pub meta: Meta,
+    pub spec: DeploymentSpec,
+    pub status: DeploymentStatus,
+}
+
+/// A Kubernetes Job condition (`Complete`, `Failed`, `SuccessCriteriaMet`, …).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobCondition {
+    #[serde(default, rename = "type")]
+    pub type_: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// `batch/v1 Job`: its labels (in `meta`), its limit and its status.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobStatus {
+    #[serde(default)]
+    pub active: i64,
+    #[serde(default)]
+    pub succeeded: i64,
+    #[serde(default)]
+    pub failed: i64,
+    #[serde(default, deserialize_with = "nullable")]
+    pub conditions: Vec<JobCondition>,
+    #[serde(default)]
+    pub start_time: Option<String>,
+    #[serde(default)]
+    pub completion_time: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobSpec {
+    #[serde(default)]
+    pub backoff_limit: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub id: ObjRef,
+    pub meta: Meta,
+    pub spec: JobSpec,
+    pub status: JobStatus,
+}
+
+impl Job {
+    /// A Job condition of `type_` that is True.
+    pub fn condition(&self, type_: &str) -> Option<&JobCondition> {
+        self.status.conditions.iter().find(|c| c.type_ == type_ && c.status == "True")
+    }
+}
+
+/// One host of an `OpenStackBaremetalSet.status.baremetalHosts`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BaremetalHost {
+    #[serde(default)]
+    pub hostname: Option<String>,
+    #[serde(default)]
+    pub provisioning_state: Option<String>,
+    #[serde(default, rename = "bmhRef")]
+    pub bmh_ref: Option<String>,
+    #[serde(default, rename = "ipAddresses", deserialize_with = "nullable")]
+    pub ip_addresses: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BaremetalSetStatus {
+    #[serde(default, deserialize_with = "nullable")]
+    pub conditions: Conditions,
+    #[serde(default, deserialize_with = "nullable")]
+    pub baremetal_hosts: BTreeMap<String, BaremetalHost>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BaremetalSet {
+    pub id: ObjRef,
+    pub meta: Meta,
+    pub status: BaremetalSetStatus,
+}
+
+/// The status of a seeds' Role or Node (`conditions`, and `deployed` where it exists).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyStatus {
+    #[serde(default, deserialize_with = "nullable")]
+    pub conditions: Conditions,
+    #[serde(default)]
+    pub deployed: bool,
+}
+
+/// edpm-agent's own per-node status object, as read back: its conditions (the node agent's
+/// among them) and what it names.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReportSpec {
+    #[serde(default)]
+    pub node_set: String,
+    #[serde(default)]
+    pub node: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReportStatus {
+    #[serde(default)]
+    pub observed_generation: Option<i64>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub conditions: Conditions,
+}
+
+#[derive(Debug, Clone)]
+pub struct NodeReport {
+    pub id: ObjRef,
+    pub meta: Meta,
+    pub spec: NodeReportSpec,
+    pub status: NodeReportStatus,
+}
+
+/// A `coordination.k8s.io/v1 Lease` (the node agent's heartbeat).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseSpec {
+    #[serde(default)]
+    pub holder_identity: Option<String>,
+    #[serde(default)]
+    pub lease_duration_seconds: Option<i64>,
+    #[serde(default)]
+    pub renew_time: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub id: ObjRef,
+    pub meta: Meta,
+    pub spec: LeaseSpec,
+}
+
+impl Lease {
+    /// When the holder's claim ends: renew time plus duration; `None` when never renewed.
+    pub fn expires(&self) -> Option<Time> {
+        let renewed = Time::parse(self.spec.renew_time.as_deref()?)?;
+        Some(Time(renewed.0 + self.spec.lease_duration_seconds.unwrap_or(0)))
+    }
+}
+
+/// Everything the snapshot holds about deployments and their results.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence {
+    /// NodeSet name → status.
+    pub nodesets: BTreeMap<String, NodeSetStatus>,
+    /// Role name → status (seeds' model).
+    pub roles: BTreeMap<String, LegacyStatus>,
+    /// Node name → status (seeds' model).
+    pub nodes: BTreeMap<String, LegacyStatus>,
+    pub deployments: Vec<Deployment>,
+    pub jobs: Vec<Job>,
+    pub baremetal_sets: Vec<BaremetalSet>,
+    pub reports: Vec<NodeReport>,
+    /// edpm-agent's own per-NodeSet status objects, as written last time.
+    pub rollups: Vec<NodeReport>,
+    pub leases: Vec<Lease>,
+}
+
+impl Evidence {
+    pub fn absorb(&mut self, other: Evidence) {
+        self.nodesets.extend(other.nodesets);
+        self.roles.extend(other.roles);
+        self.nodes.extend(other.nodes);
+        self.deployments.extend(other.deployments);
+        self.jobs.extend(other.jobs);
+        self.baremetal_sets.extend(other.baremetal_sets);
+        self.reports.extend(other.reports);
+        self.rollups.extend(other.rollups);
+        self.leases.extend(other.leases);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodesets.is_empty()
+            && self.roles.is_empty()
+            && self.nodes.is_empty()
+            && self.deployments.is_empty()
+            && self.jobs.is_empty()
+            && self.baremetal_sets.is_empty()
+            && self.reports.is_empty()
+            && self.rollups.is_empty()
+            && self.leases.is_empty()
+    }
+}
+
+/// A condition list or map that may be written as `null`.
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
