@@ -30,6 +30,9 @@ mod roles;
 // extraMounts propagation.
 mod mounts;
 
+// Readiness: conformance with upstream's conditions, status goldens, report, wait, CRDs.
+mod readiness;
+
 // The architecture's boundaries, checked on the source text.
 mod layout;
 

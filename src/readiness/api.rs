@@ -11,6 +11,10 @@
 //!
 //! Pure types: the derive only describes the resource; talking to the API server is `k8s`'s.
 
+// kube's derive takes one `printcolumn(...)` per column; clippy reads their repeated
+// `type_ = "string"` as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResource;
 use schemars::JsonSchema;

@@ -258,15 +258,15 @@ impl<'a> GroupContext<'a> {
         ))
     }
 
-    /// The services a node's readiness covers: the NodeSet's, then any a `servicesOverride`
-    /// ran that it does not list, in the order they first appear.
-    fn services(&self) -> Vec<&'a str> {
+    /// The services a node's readiness covers: the NodeSet's, then those the node's newest
+    /// Deployment ran through a `servicesOverride` that the NodeSet does not list (they count
+    /// only while that Deployment is the newest, as upstream's NodeSet view does).
+    fn services(&self, names: &[&str]) -> Vec<&'a str> {
         let mut out: Vec<&'a str> = self.group.services.value.iter().map(String::as_str).collect();
-        for r in &self.runs {
-            for s in &r.services {
-                if !out.contains(s) {
-                    out.push(s);
-                }
+        let newest = self.runs.iter().rev().find(|r| r.state() != RunState::NotStarted && r.covers(names));
+        for s in newest.into_iter().flat_map(|r| r.services.iter()) {
+            if !out.contains(s) {
+                out.push(s);
             }
         }
         out
@@ -299,7 +299,7 @@ impl<'a> GroupContext<'a> {
         fresh.push(bm);
 
         // Phases 0 and 1, from each service's state.
-        let services = self.services();
+        let services = self.services(&names);
         let mut states: Vec<(&str, Phase, ServiceState)> = Vec::with_capacity(services.len());
         for s in &services {
             let st = self.service_state(m, &names, s);
@@ -398,7 +398,7 @@ impl<'a> GroupContext<'a> {
         for c in agent {
             conds.0.push(c);
         }
-        conds.0.sort_by(|a, b| order(a, b));
+        conds.0.sort_by(order);
         let mut sub: Vec<&Condition> = conds
             .iter()
             .filter(|c| {
@@ -413,13 +413,14 @@ impl<'a> GroupContext<'a> {
             mirror(sub.into_iter(), READY)
                 .unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"))
         };
-        let prev_ready = previous.and_then(|p| p.get(READY));
-        conds.set(ready.clone(), now);
-        if let Some(p) = prev_ready
-            && !ready.differs_from(p)
-        {
-            conds.set(Condition { last_transition_time: p.last_transition_time, ..ready }, now);
-        }
+        // Ready keeps its time while it says the same.
+        let ready = match previous.and_then(|p| p.get(READY)) {
+            Some(p) if !ready.differs_from(p) => {
+                Condition { last_transition_time: p.last_transition_time, ..ready }
+            }
+            _ => ready,
+        };
+        conds.set(ready, now);
         NodeView {
             object,
             node: m.key.clone(),
@@ -482,6 +483,13 @@ impl<'a> GroupContext<'a> {
 
     /// Phase -1 for one node.
     fn baremetal(&self, m: &Member) -> (Condition, Vec<String>) {
+        if self.group.members.is_empty() {
+            // The NodeSet's own view (no nodes): nothing to provision.
+            return (
+                Condition::true_(BAREMETAL, "no nodes to provision"),
+                vec!["the NodeSet has no nodes".into()],
+            );
+        }
         if self.group.pre_provisioned {
             return (
                 Condition::true_(
@@ -910,13 +918,13 @@ impl<'a> GroupContext<'a> {
                 Condition { message: format!("{} nodes ready; {}", counts.summary, m.message), ..m }
             }
         };
-        let prev_ready = previous.get(READY).cloned();
-        conds.set(ready.clone(), now);
-        if let Some(p) = prev_ready
-            && !ready.differs_from(&p)
-        {
-            conds.set(Condition { last_transition_time: p.last_transition_time, ..ready }, now);
-        }
+        let ready = match previous.get(READY) {
+            Some(p) if !ready.differs_from(p) => {
+                Condition { last_transition_time: p.last_transition_time, ..ready }
+            }
+            _ => ready,
+        };
+        conds.set(ready, now);
         NodeSetView {
             object,
             name: self.group.name.clone(),
@@ -1111,3 +1119,6 @@ fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], total: usize) 
     };
     Condition { type_: ty.to_string(), reason, message, ..worst }
 }
+
+#[cfg(test)]
+mod tests;

@@ -250,7 +250,7 @@ pub(crate) fn explain(n: &NodeView) -> String {
         if let Some(c) = n.conditions.get(ty) {
             out.push_str(&line(c));
             for e in n.evidence.get(ty).into_iter().flatten() {
-                out.push_str(&format!("    - {e}\n"));
+                out.push_str(&evidence_line(e));
             }
         }
     }
@@ -264,10 +264,18 @@ pub(crate) fn explain(n: &NodeView) -> String {
         }
         out.push_str(&line(c));
         for e in n.evidence.get(&c.type_).into_iter().flatten() {
-            out.push_str(&format!("    - {e}\n"));
+            out.push_str(&evidence_line(e));
         }
     }
     out
+}
+
+/// A line of evidence; an indented one is where the line above was read from.
+fn evidence_line(e: &str) -> String {
+    match e.strip_prefix("  ") {
+        Some(from) => format!("        {from}\n"),
+        None => format!("    - {e}\n"),
+    }
 }
 
 /// The evidence chain for one NodeSet or Role: its rollups and `DeploymentReady`.

@@ -1,0 +1,511 @@
+//! The per-node rules, each on a small snapshot written as manifests.
+
+use super::*;
+use crate::snapshot;
+
+const NODESET: &str = r#"
+apiVersion: dataplane.openstack.org/v1beta1
+kind: OpenStackDataPlaneNodeSet
+metadata: {name: ns1, namespace: openstack, uid: 11111111-2222-3333-4444-555555555555}
+spec:
+  preProvisioned: true
+  services: [configure-os, ovn, nova]
+  nodeTemplate: {ansibleSSHPrivateKeySecret: key}
+  nodes:
+    c0: {hostName: c0, ansible: {ansibleHost: 192.0.2.10}}
+    c1: {hostName: c1, ansible: {ansibleHost: 192.0.2.11}}
+    c2: {hostName: c2.example.com, ansible: {ansibleHost: 192.0.2.12}}
+status:
+  configHash: h1
+"#;
+
+fn t(s: &str) -> Time {
+    Time::parse(s).unwrap()
+}
+
+/// A Deployment over `ns1` with the given per-service conditions (`svc=True|Requested|Backoff|Error`).
+fn deployment(
+    name: &str,
+    created: &str,
+    services: &[(&str, &str)],
+    extra_spec: &str,
+    summaries: &str,
+) -> String {
+    let mut conds = String::new();
+    let mut node_set = ("True", "Ready", "", "Deployment completed".to_string());
+    for (svc, state) in services {
+        let ty = deploy::service_condition(svc);
+        let (status, reason, sev, msg) = match *state {
+            "True" => ("True", "Ready", "", format!("Deployment ready for {svc} service")),
+            "Requested" => {
+                ("False", "Requested", "Info", format!("Deployment not yet ready for {svc} service"))
+            }
+            "Backoff" => (
+                "False",
+                "BackoffLimitExceeded",
+                "Error",
+                format!(
+                    "Deployment error occurred in {svc} service error backoff limit reached for execution.name {svc}-{name}-ns1"
+                ),
+            ),
+            _ => (
+                "False",
+                "Error",
+                "Error",
+                format!("Deployment error occurred in {svc} service error not found"),
+            ),
+        };
+        if status == "False" {
+            node_set = (status, reason, sev, msg.clone());
+        }
+        let sev_line = if sev.is_empty() { String::new() } else { format!(", severity: {sev}") };
+        conds.push_str(&format!(
+            "      - {{type: {ty}, status: \"{status}\", reason: {reason}{sev_line}, message: \"{msg}\", lastTransitionTime: \"{created}\"}}\n"
+        ));
+    }
+    let sev_line = if node_set.2.is_empty() { String::new() } else { format!(", severity: {}", node_set.2) };
+    format!(
+        r#"---
+apiVersion: dataplane.openstack.org/v1beta1
+kind: OpenStackDataPlaneDeployment
+metadata: {{name: {name}, namespace: openstack, creationTimestamp: "{created}"}}
+spec:
+  nodeSets: [ns1]
+{extra_spec}
+status:
+  nodeSetHashes: {{ns1: h1}}
+  ansibleExecutionSummaries: {summaries}
+  nodeSetConditions:
+    ns1:
+      - {{type: NodeSetDeploymentReady, status: "{}", reason: {}{sev_line}, message: "{}", lastTransitionTime: "{created}"}}
+{conds}"#,
+        node_set.0, node_set.1, node_set.3
+    )
+}
+
+fn evaluate_text(text: &str, now: &str) -> Readiness {
+    let snap = snapshot::from_file_text("t.yaml", text, None).unwrap();
+    let model = crate::model::resolve(&snap).unwrap();
+    evaluate(&snap, &model, &PhaseMap::default(), Options { evidence: true }, t(now))
+}
+
+fn node<'a>(r: &'a Readiness, name: &str) -> &'a NodeView {
+    r.nodes.iter().find(|n| n.node == name).unwrap()
+}
+
+fn cond<'a>(n: &'a NodeView, ty: &str) -> &'a Condition {
+    n.conditions.get(ty).unwrap_or_else(|| panic!("{} has no {ty}: {:?}", n.node, n.conditions))
+}
+
+const NOW: &str = "2026-11-23T12:00:00Z";
+
+#[test]
+fn a_completed_deployment_makes_every_node_ready() {
+    let text = format!(
+        "{NODESET}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        )
+    );
+    let r = evaluate_text(&text, NOW);
+    for n in ["c0", "c1", "c2"] {
+        let n = node(&r, n);
+        assert!(cond(n, READY).is_true(), "{:?}", n.conditions);
+        assert_eq!(cond(n, INFRASTRUCTURE).message, "1/1 infrastructure services deployed");
+        assert_eq!(cond(n, SERVICES).message, "2/2 OpenStack services deployed");
+        assert_eq!(cond(n, "ServiceNovaDeploymentReady").message, "Deployment ready for nova service");
+        assert_eq!(cond(n, RECONCILING).status, Status::False);
+        assert_eq!(cond(n, STALLED).status, Status::False);
+    }
+    let ns = &r.nodesets[0];
+    assert_eq!(ns.conditions.get(READY).unwrap().message, "NodeSet Ready");
+    assert_eq!(ns.conditions.get(DEPLOYMENT_READY).unwrap().message, "Deployment completed");
+    assert_eq!(ns.counts.summary, "3/3");
+}
+
+#[test]
+fn a_failed_job_fails_only_the_hosts_its_summary_names() {
+    let summary = r#"{nova-d1-ns1: {totalHosts: 3, failedHosts: 1, unreachableHosts: 1, failurePercent: 67, failedHostList: [c0], unreachableHostList: [c2]}}"#;
+    let text = format!(
+        "{NODESET}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+            "",
+            summary
+        )
+    );
+    let r = evaluate_text(&text, NOW);
+    let c0 = node(&r, "c0");
+    assert_eq!(
+        (cond(c0, SERVICES).reason.as_str(), cond(c0, SERVICES).severity),
+        ("HostFailed", Severity::Error)
+    );
+    assert_eq!(cond(c0, STALLED).status, Status::True, "backoff exhausted: terminal");
+    // The summary names host names as Ansible knows them: c2's inventory hostname is c2.
+    let c2 = node(&r, "c2");
+    assert_eq!(cond(c2, SERVICES).reason, "HostUnreachable");
+    let c1 = node(&r, "c1");
+    assert_eq!(
+        (cond(c1, SERVICES).reason.as_str(), cond(c1, SERVICES).severity),
+        ("OtherHostsFailed", Severity::Warning)
+    );
+    assert!(cond(c1, SERVICES).message.contains("c0"), "{}", cond(c1, SERVICES).message);
+    assert_eq!(cond(c1, STALLED).status, Status::False, "not failed itself");
+    assert!(cond(c1, INFRASTRUCTURE).is_true(), "phase 0 is unaffected by a phase-1 failure");
+    // The NodeSet as a whole failed, as upstream says.
+    let ns = &r.nodesets[0];
+    let dr = ns.conditions.get(DEPLOYMENT_READY).unwrap();
+    assert_eq!((dr.reason.as_str(), dr.severity), ("Error", Severity::Error));
+    let svc = ns.conditions.get(NODESET_SERVICES).unwrap();
+    assert_eq!((svc.reason.as_str(), svc.severity), ("Error", Severity::Error));
+    assert!(svc.message.starts_with("0/3 nodes ready; blocking: c0 (nova: HostFailed)"), "{}", svc.message);
+}
+
+#[test]
+fn without_a_summary_the_whole_job_failed() {
+    let text = format!(
+        "{NODESET}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+            "",
+            "{}"
+        )
+    );
+    let r = evaluate_text(&text, NOW);
+    for n in ["c0", "c1", "c2"] {
+        let s = cond(node(&r, n), SERVICES);
+        assert_eq!((s.reason.as_str(), s.severity), ("BackoffLimitExceeded", Severity::Error));
+        assert!(s.message.contains("backoff limit reached"), "upstream's message is kept: {}", s.message);
+    }
+}
+
+#[test]
+fn a_node_outside_an_ansible_limit_keeps_its_earlier_state() {
+    let text = format!(
+        "{NODESET}{}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        ),
+        deployment(
+            "d2",
+            "2026-11-02T10:00:00Z",
+            &[("nova", "Requested")],
+            "  ansibleLimit: c1\n  servicesOverride: [nova]",
+            "{}"
+        ),
+    );
+    let r = evaluate_text(&text, NOW);
+    assert!(cond(node(&r, "c0"), READY).is_true(), "c0 is outside the limit");
+    let c1 = node(&r, "c1");
+    assert_eq!(cond(c1, "ServiceNovaDeploymentReady").reason, "Requested");
+    assert_eq!(cond(c1, RECONCILING).status, Status::True);
+    assert!(cond(c1, RECONCILING).message.contains("d2"));
+    // The NodeSet follows upstream: its newest Deployment is running.
+    let ns = &r.nodesets[0];
+    assert_eq!(ns.conditions.get(DEPLOYMENT_READY).unwrap().message, "Deployment in progress");
+    assert_eq!(ns.counts.summary, "2/3");
+}
+
+#[test]
+fn only_the_newest_deployment_counts_and_a_later_success_heals() {
+    let text = format!(
+        "{NODESET}{}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+            "",
+            "{}"
+        ),
+        deployment(
+            "d2",
+            "2026-11-02T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        ),
+    );
+    let r = evaluate_text(&text, NOW);
+    for n in ["c0", "c1", "c2"] {
+        assert!(cond(node(&r, n), READY).is_true(), "d2 supersedes d1's failure");
+    }
+    // Created order decides, whatever the file order.
+    let swapped = format!(
+        "{NODESET}{}{}",
+        deployment(
+            "d2",
+            "2026-11-02T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        ),
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+            "",
+            "{}"
+        ),
+    );
+    assert!(cond(node(&evaluate_text(&swapped, NOW), "c0"), READY).is_true());
+}
+
+#[test]
+fn a_services_override_failure_counts_only_while_it_is_the_newest() {
+    let text = format!(
+        "{NODESET}{}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        ),
+        deployment(
+            "d2",
+            "2026-11-02T10:00:00Z",
+            &[("no-such-svc", "Error")],
+            "  servicesOverride: [no-such-svc]",
+            "{}"
+        ),
+    );
+    let r = evaluate_text(&text, NOW);
+    let c0 = node(&r, "c0");
+    let s = cond(c0, SERVICES);
+    assert_eq!((s.reason.as_str(), s.severity), ("Error", Severity::Error), "{s:?}");
+    assert!(cond(c0, "ServiceNovaDeploymentReady").is_true(), "nova stays deployed");
+    let healed = format!(
+        "{text}{}",
+        deployment("d3", "2026-11-03T10:00:00Z", &[("ovn", "True")], "  servicesOverride: [ovn]", "{}")
+    );
+    let r = evaluate_text(&healed, NOW);
+    assert!(cond(node(&r, "c0"), READY).is_true(), "{:?}", node(&r, "c0").conditions);
+}
+
+#[test]
+fn services_not_reached_by_a_running_deployment_are_in_progress() {
+    let text = format!(
+        "{NODESET}{}",
+        deployment("d1", "2026-11-01T10:00:00Z", &[("configure-os", "True"), ("ovn", "Requested")], "", "{}")
+    );
+    let r = evaluate_text(&text, NOW);
+    let c0 = node(&r, "c0");
+    assert!(cond(c0, INFRASTRUCTURE).is_true());
+    assert_eq!(cond(c0, "ServiceNovaDeploymentReady").reason, "Requested", "not reached yet, still coming");
+    assert_eq!(cond(c0, SERVICES).severity, Severity::Info);
+    assert_eq!(cond(c0, STALLED).status, Status::False);
+}
+
+#[test]
+fn changed_hashes_are_config_drift_not_ready() {
+    let text = format!(
+        "{NODESET}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        )
+    )
+    .replace("configHash: h1", "configHash: h2");
+    let r = evaluate_text(&text, NOW);
+    let c0 = node(&r, "c0");
+    let s = cond(c0, SERVICES);
+    assert_eq!((s.reason.as_str(), s.severity), ("ConfigDrift", Severity::Warning));
+    assert!(s.message.contains("configHash h2 (deployed h1)"), "{}", s.message);
+    assert!(!cond(c0, READY).is_true());
+    // upstream goes back to waiting for a Deployment.
+    assert_eq!(r.nodesets[0].conditions.get(DEPLOYMENT_READY).unwrap().reason, "Requested");
+}
+
+#[test]
+fn nothing_deployed_yet_is_not_deployed() {
+    let r = evaluate_text(NODESET, NOW);
+    let c0 = node(&r, "c0");
+    assert_eq!(cond(c0, SERVICES).reason, "NotDeployed");
+    assert!(cond(c0, BAREMETAL).is_true(), "pre-provisioned");
+    assert_eq!(
+        r.nodesets[0].conditions.get(DEPLOYMENT_READY).unwrap().message,
+        "NodeSet setup ready, waiting for OpenStackDataPlaneDeployment..."
+    );
+}
+
+#[test]
+fn bare_metal_from_the_baremetal_set() {
+    let text = NODESET.replace("preProvisioned: true", "preProvisioned: false")
+        + r#"---
+apiVersion: baremetal.openstack.org/v1beta1
+kind: OpenStackBaremetalSet
+metadata: {name: ns1, namespace: openstack}
+status:
+  baremetalHosts:
+    c0: {hostname: c0, bmhRef: bmh-0, provisioningState: provisioned}
+    c1: {hostname: c1, bmhRef: bmh-1, provisioningState: provisioning}
+"#;
+    let r = evaluate_text(&text, NOW);
+    assert!(cond(node(&r, "c0"), BAREMETAL).is_true());
+    let c1 = cond(node(&r, "c1"), BAREMETAL);
+    assert_eq!(
+        (c1.reason.as_str(), c1.message.as_str()),
+        ("Provisioning", "BareMetalHost bmh-1 is provisioning")
+    );
+    let c2 = cond(node(&r, "c2"), BAREMETAL);
+    assert!(c2.message.contains("has no host for c2.example.com"), "{}", c2.message);
+    assert_eq!(r.nodesets[0].conditions.get(NODESET_BAREMETAL).unwrap().status, Status::False);
+}
+
+#[test]
+fn transition_times_carry_over_from_the_last_report() {
+    let text = format!(
+        "{NODESET}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        )
+    );
+    let first = evaluate_text(&text, "2026-11-23T12:00:00Z");
+    let c0 = node(&first, "c0");
+    assert_eq!(cond(c0, INFRASTRUCTURE).last_transition_time, t("2026-11-23T12:00:00Z"));
+    // The report as written, read back an hour later: nothing changed, nothing moves.
+    let report = format!(
+        "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {{name: {}, namespace: openstack}}\nspec: {{nodeSet: ns1, node: c0}}\nstatus:\n  conditions: {}\n",
+        c0.object,
+        serde_json::to_string(&c0.conditions).unwrap()
+    );
+    let second = evaluate_text(&format!("{text}{report}"), "2026-11-23T13:00:00Z");
+    assert_eq!(node(&second, "c0").conditions, c0.conditions);
+    // A change moves exactly the conditions that changed.
+    let drifted = text.replace("configHash: h1", "configHash: h2");
+    let third = evaluate_text(&format!("{drifted}{report}"), "2026-11-23T14:00:00Z");
+    let n = node(&third, "c0");
+    assert_eq!(cond(n, SERVICES).last_transition_time, t("2026-11-23T14:00:00Z"));
+    assert_eq!(cond(n, BAREMETAL).last_transition_time, t("2026-11-23T12:00:00Z"));
+}
+
+#[test]
+fn the_agents_conditions_turn_unknown_when_its_lease_expires() {
+    let text = format!(
+        "{NODESET}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+            "",
+            "{}"
+        )
+    );
+    let report = r#"---
+apiVersion: agent.edpm.openstack.org/v1alpha1
+kind: EDPMNodeStatus
+metadata: {name: ns1-c0, namespace: openstack}
+spec: {nodeSet: ns1, node: c0}
+status:
+  conditions:
+    - {type: NodeAgentReady, status: "True", reason: Ready, message: agent running, lastTransitionTime: "2026-11-23T10:00:00Z"}
+    - {type: ServiceNovaRuntimeReady, status: "True", reason: Ready, message: units active, lastTransitionTime: "2026-11-23T10:00:00Z"}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: ns1-c0, namespace: openstack, labels: {agent.edpm.openstack.org/node: c0}}
+spec: {holderIdentity: c0, leaseDurationSeconds: 40, renewTime: "2026-11-23T11:59:50.000000Z"}
+"#;
+    let alive = evaluate_text(&format!("{text}{report}"), "2026-11-23T12:00:00Z");
+    let c0 = node(&alive, "c0");
+    assert!(cond(c0, NODE_AGENT).is_true() && cond(c0, READY).is_true());
+    let dead = evaluate_text(&format!("{text}{report}"), "2026-11-23T12:05:00Z");
+    let c0 = node(&dead, "c0");
+    for ty in [NODE_AGENT, "ServiceNovaRuntimeReady"] {
+        assert_eq!(
+            (cond(c0, ty).status, cond(c0, ty).reason.as_str()),
+            (Status::Unknown, "AgentHeartbeatExpired")
+        );
+    }
+    assert_eq!(cond(c0, READY).status, Status::Unknown, "Ready mirrors the agent's Unknown");
+    // A failing runtime check the agent reports blocks Ready even when deployed.
+    let failing = report.replace("{type: ServiceNovaRuntimeReady, status: \"True\", reason: Ready, message: units active", "{type: ServiceNovaRuntimeReady, status: \"False\", severity: Error, reason: UnitInactive, message: edpm_nova_compute.service is failed");
+    let r = evaluate_text(&format!("{text}{failing}"), "2026-11-23T12:00:00Z");
+    assert_eq!(cond(node(&r, "c0"), READY).reason, "UnitInactive");
+}
+
+#[test]
+fn the_phase_map_moves_services_between_phases() {
+    let text = format!(
+        "{NODESET}{}",
+        deployment("d1", "2026-11-01T10:00:00Z", &[("configure-os", "True"), ("ovn", "Backoff")], "", "{}")
+    );
+    let snap = snapshot::from_file_text("t.yaml", &text, None).unwrap();
+    let model = crate::model::resolve(&snap).unwrap();
+    let mut phases = PhaseMap::default();
+    let r = evaluate(&snap, &model, &phases, Options::default(), t(NOW));
+    assert!(cond(node(&r, "c0"), INFRASTRUCTURE).is_true());
+    phases.overrides.insert("ovn".into(), Phase::Infrastructure);
+    let r = evaluate(&snap, &model, &phases, Options::default(), t(NOW));
+    assert_eq!(cond(node(&r, "c0"), INFRASTRUCTURE).severity, Severity::Error, "ovn is phase 0 now");
+}
+
+#[test]
+fn global_services_are_read_from_the_nodeset_that_ran_them() {
+    // ssh-known-hosts runs once, on the first NodeSet of a Deployment.
+    let two = NODESET.replace("services: [configure-os, ovn, nova]", "services: [ssh-known-hosts, nova]")
+        + "---"
+        + &NODESET
+            .replace("name: ns1", "name: ns2")
+            .replace("c0:", "d0:")
+            .replace("c1:", "d1:")
+            .replace("c2:", "d2:")
+            .replace("hostName: c0", "hostName: d0")
+            .replace("hostName: c1", "hostName: d1")
+            .replace("hostName: c2.example.com", "hostName: d2")
+            .replace("192.0.2.1", "192.0.2.2")
+            .replace("services: [configure-os, ovn, nova]", "services: [ssh-known-hosts, nova]")
+        + r#"---
+apiVersion: dataplane.openstack.org/v1beta1
+kind: OpenStackDataPlaneDeployment
+metadata: {name: d, namespace: openstack, creationTimestamp: "2026-11-01T10:00:00Z"}
+spec: {nodeSets: [ns1, ns2]}
+status:
+  nodeSetConditions:
+    ns1:
+      - {type: NodeSetDeploymentReady, status: "True", reason: Ready, message: Deployment completed}
+      - {type: ServiceSshKnownHostsDeploymentReady, status: "True", reason: Ready, message: Deployment ready for ssh-known-hosts service}
+      - {type: ServiceNovaDeploymentReady, status: "True", reason: Ready, message: Deployment ready for nova service}
+    ns2:
+      - {type: NodeSetDeploymentReady, status: "True", reason: Ready, message: Deployment completed}
+      - {type: ServiceNovaDeploymentReady, status: "True", reason: Ready, message: Deployment ready for nova service}
+"#;
+    let r = evaluate_text(&two, NOW);
+    let d0 = node(&r, "d0");
+    assert!(cond(d0, "ServiceSshKnownHostsDeploymentReady").is_true(), "{:?}", d0.conditions);
+    assert!(cond(d0, READY).is_true());
+}
+
+#[test]
+fn evaluation_never_reads_the_clock() {
+    // The same input and the same `now` give the same output: nothing else leaks in.
+    let text = format!(
+        "{NODESET}{}",
+        deployment("d1", "2026-11-01T10:00:00Z", &[("configure-os", "True")], "", "{}")
+    );
+    let a = evaluate_text(&text, NOW);
+    let b = evaluate_text(&text, NOW);
+    assert_eq!(
+        a.nodes.iter().map(|n| &n.conditions).collect::<Vec<_>>(),
+        b.nodes.iter().map(|n| &n.conditions).collect::<Vec<_>>()
+    );
+}

@@ -1,0 +1,404 @@
+//! Readiness: conformance with upstream's own NodeSet conditions (kuttl fixtures), goldens of
+//! `status show`/`explain` for the examples and a fixture, `status report` into a directory,
+//! `status wait`'s exit codes, and the committed CRDs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::util::{normalize, repo, run};
+
+const NOW: (&str, &str) = ("EDPM_AGENT_NOW", "2026-11-23T12:00:00Z");
+
+fn kuttl() -> PathBuf {
+    repo().join("tests/fixtures/upstream-kuttl")
+}
+
+fn docs(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_saphyr::from_multiple::<Value>(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
+        .filter(|d| d.get("kind").is_some())
+        .collect()
+}
+
+fn step_of(file: &str) -> Option<u32> {
+    file.split('-').next()?.parse().ok()
+}
+
+fn key(d: &Value) -> (String, String) {
+    (d["kind"].as_str().unwrap_or("").to_string(), d["metadata"]["name"].as_str().unwrap_or("").to_string())
+}
+
+/// The cluster as upstream left it at an assert step: every object the steps up to it
+/// applied, with the status blocks the assert shows. Deployments are created in step order.
+fn cluster_at(test: &Path, step: u32) -> (Vec<Value>, Vec<Value>) {
+    let mut files: Vec<String> =
+        std::fs::read_dir(test).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    let mut objects: Vec<((String, String), Value)> = Vec::new();
+    for f in files.iter().filter(|f| !f.contains("assert") && step_of(f).is_some_and(|s| s <= step)) {
+        let s = step_of(f).unwrap();
+        for mut d in docs(&test.join(f)) {
+            if d["apiVersion"].as_str().is_some_and(|a| a.starts_with("kuttl.dev")) {
+                // A TestStep's scripts delete Deployments (`oc delete openstackdataplanedeployment X`).
+                for cmd in d["commands"].as_array().into_iter().flatten() {
+                    let script = cmd["script"].as_str().or(cmd["command"].as_str()).unwrap_or("");
+                    let words: Vec<&str> = script.split_whitespace().collect();
+                    for w in words.windows(4) {
+                        if w[0] == "oc" && w[1] == "delete" && w[2] == "openstackdataplanedeployment" {
+                            let name = w[3].to_string();
+                            objects
+                                .retain(|((k, n), _)| !(k == "OpenStackDataPlaneDeployment" && *n == name));
+                        }
+                    }
+                }
+                continue;
+            }
+            if d["kind"] == "OpenStackDataPlaneDeployment" {
+                d["metadata"]["creationTimestamp"] = json!(format!("2024-01-01T00:00:{s:02}Z"));
+            }
+            let k = key(&d);
+            // kuttl applies a step onto what exists: a JSON merge patch for custom resources.
+            match objects.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, existing)) => merge(existing, d),
+                None => objects.push((k, d)),
+            }
+        }
+    }
+    let assert: Vec<Value> = docs(&test.join(format!("{step:02}-assert.yaml")))
+        .into_iter()
+        .filter(|d| !d["apiVersion"].as_str().is_some_and(|a| a.starts_with("kuttl.dev")))
+        .collect();
+    for a in &assert {
+        let k = key(a);
+        match objects.iter_mut().find(|(x, _)| *x == k) {
+            Some((_, o)) => {
+                if let Some(st) = a.get("status") {
+                    o["status"] = st.clone();
+                }
+            }
+            None if a["kind"] == "Job" => objects.push((k, a.clone())),
+            None => {}
+        }
+    }
+    (objects.into_iter().map(|(_, o)| o).collect(), assert)
+}
+
+/// RFC 7386 merge patch: maps merge, everything else is replaced.
+fn merge(into: &mut Value, patch: Value) {
+    match (into, patch) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                if v.is_null() {
+                    a.remove(&k);
+                } else {
+                    merge(a.entry(k).or_insert(Value::Null), v);
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+fn status_json(dir: &Path) -> Value {
+    let out = run(&["--source", dir.to_str().unwrap(), "status", "show", "--format", "json"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+fn write_docs(dir: &Path, objects: &[Value]) {
+    let mut text = String::new();
+    for o in objects {
+        text.push_str("---\n");
+        text.push_str(&serde_saphyr::to_string(o).unwrap());
+    }
+    std::fs::write(dir.join("cluster.yaml"), text).unwrap();
+}
+
+/// Compares the keys the assert pins (kuttl ignores the others).
+fn agree(want: &Value, have: &Value, keys: &[&str], what: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for k in keys {
+        if let Some(w) = want.get(*k)
+            && Some(w) != have.get(*k)
+        {
+            problems.push(format!("{what}: {k} is {:?}, upstream says {w}", have.get(*k)));
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_nodeset_view_agrees_with_upstreams_own_conditions() {
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    let mut tests: Vec<PathBuf> =
+        std::fs::read_dir(kuttl()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    tests.sort();
+    for test in &tests {
+        let mut asserts: Vec<u32> = std::fs::read_dir(test)
+            .unwrap()
+            .filter_map(|e| {
+                let n = e.unwrap().file_name().into_string().unwrap();
+                n.ends_with("-assert.yaml").then(|| step_of(&n)).flatten()
+            })
+            .collect();
+        asserts.sort();
+        for step in asserts {
+            let (objects, assert) = cluster_at(test, step);
+            let expected: Vec<&Value> = assert
+                .iter()
+                .filter(|d| d["kind"] == "OpenStackDataPlaneNodeSet" && d["status"]["conditions"].is_array())
+                .collect();
+            if expected.is_empty() {
+                continue;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            write_docs(dir.path(), &objects);
+            let ours = status_json(dir.path());
+            let case = format!("{}/{step:02}", test.file_name().unwrap().to_string_lossy());
+            for ns in expected {
+                let name = ns["metadata"]["name"].as_str().unwrap();
+                let Some(view) = ours["nodeSets"].as_array().unwrap().iter().find(|s| s["name"] == name)
+                else {
+                    problems.push(format!("{case}: no NodeSet {name} in our view"));
+                    continue;
+                };
+                let find = |ty: &str| {
+                    view["conditions"].as_array().unwrap().iter().find(|c| c["type"] == ty).cloned()
+                };
+                for c in ns["status"]["conditions"].as_array().unwrap() {
+                    let ty = c["type"].as_str().unwrap();
+                    let keys: &[&str] = match ty {
+                        "Ready" => &["status", "reason", "severity"],
+                        "DeploymentReady" => &["status", "reason", "severity", "message"],
+                        _ => continue,
+                    };
+                    match find(ty) {
+                        Some(have) => problems.extend(agree(c, &have, keys, &format!("{case} {name} {ty}"))),
+                        None => problems.push(format!("{case} {name}: no {ty}")),
+                    }
+                    checked += 1;
+                }
+                // upstream's service conditions of the newest Deployment that has them.
+                let newest_services = assert
+                    .iter()
+                    .filter(|d| d["kind"] == "OpenStackDataPlaneDeployment")
+                    .filter_map(|d| d["status"]["nodeSetConditions"][name].as_array())
+                    .next_back()
+                    .cloned();
+                for c in newest_services
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c["type"].as_str().unwrap().starts_with("Service"))
+                {
+                    let ty = c["type"].as_str().unwrap();
+                    match find(ty) {
+                        Some(have) => problems.extend(agree(
+                            &c,
+                            &have,
+                            &["status", "reason", "severity", "message"],
+                            &format!("{case} {name} {ty}"),
+                        )),
+                        None => problems.push(format!("{case} {name}: no {ty}")),
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{} disagreement(s):\n{}", problems.len(), problems.join("\n"));
+    assert!(checked >= 40, "only {checked} conditions compared: the fixtures were not read");
+}
+
+fn golden(name: &str, args: &[&str]) {
+    let out = run(args, &[NOW]);
+    let text = format!(
+        "exit: {}\n--- stdout\n{}--- stderr\n{}",
+        out.code,
+        normalize(&out.stdout),
+        normalize(&out.stderr)
+    );
+    insta::with_settings!({ snapshot_path => "snapshots/readiness", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[test]
+fn goldens_for_the_examples() {
+    golden("examples_table", &["--source", "examples", "status", "show"]);
+    golden(
+        "examples_json",
+        &["--source", "examples", "status", "show", "--format", "json", "--nodeset", "edpm-compute-cell2"],
+    );
+    golden("examples_explain_failed", &["--source", "examples", "status", "explain", "edpm-compute-5"]);
+    golden("examples_explain_limited", &["--source", "examples", "status", "explain", "edpm-compute-4"]);
+    golden("examples_explain_nodeset", &["--source", "examples", "status", "explain", "edpm-compute-cell1"]);
+    golden("examples_unknown_node", &["--source", "examples", "status", "show", "--node", "edpm-compute-9"]);
+}
+
+#[test]
+fn goldens_for_an_upstream_failure() {
+    let test = kuttl().join("dataplane-service-failure");
+    let (objects, _) = cluster_at(&test, 0);
+    let dir = tempfile::tempdir().unwrap();
+    write_docs(dir.path(), &objects);
+    let d = dir.path().to_str().unwrap();
+    golden("upstream_service_failure_table", &["--source", d, "status", "show"]);
+    golden("upstream_service_failure_json", &["--source", d, "status", "show", "--format", "json"]);
+}
+
+#[test]
+fn the_table_fits_80_columns() {
+    let out = run(&["--source", "examples", "status", "show"], &[NOW]);
+    for line in out.stdout.lines() {
+        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+    }
+    assert!(!out.stdout.contains('\u{1b}'), "no colour when stdout is not a terminal");
+}
+
+#[test]
+fn report_writes_objects_that_show_reads_back_with_stable_times() {
+    let d = tempfile::tempdir().unwrap();
+    let status = d.path().join("status");
+    let s = status.to_str().unwrap();
+    let out = run(&["--source", "examples", "status", "report", "--status-dir", s], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, format!("11 written, 0 unchanged in {s}\n"), "7 nodes and 4 NodeSets/Roles");
+    let file = status.join("edpmnodestatus-edpm-compute-cell2-edpm-compute-5.yaml");
+    let obj: Value = serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(obj["apiVersion"], "agent.edpm.openstack.org/v1alpha1");
+    assert_eq!(obj["kind"], "EDPMNodeStatus");
+    assert_eq!(
+        obj["spec"],
+        json!({"nodeSet": "edpm-compute-cell2", "nodeSetKind": "OpenStackDataPlaneNodeSet", "node": "edpm-compute-5", "hostName": "edpm-compute-5"})
+    );
+    assert_eq!(obj["metadata"]["labels"]["agent.edpm.openstack.org/nodeset"], "edpm-compute-cell2");
+    let ready =
+        obj["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap();
+    assert_eq!((ready["status"].as_str(), ready["reason"].as_str()), (Some("False"), Some("HostFailed")));
+
+    // An hour later nothing changed: no file is rewritten, and show keeps the times.
+    let later = ("EDPM_AGENT_NOW", "2026-11-23T13:00:00Z");
+    let out = run(&["--source", "examples", "status", "report", "--status-dir", s], &[later]);
+    assert_eq!(out.stdout, format!("0 written, 11 unchanged in {s}\n"), "{}", out.stderr);
+    let out =
+        run(&["--source", "examples", "status", "show", "--format", "json", "--status-dir", s], &[later]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let node3 = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "edpm-compute-3").unwrap();
+    let infra =
+        node3["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "InfrastructureReady").unwrap();
+    assert_eq!(infra["lastTransitionTime"], "2026-11-23T12:00:00Z", "kept from the first report");
+    // Without --status-dir there is nowhere to write.
+    let out = run(&["--source", "examples", "status", "report"], &[NOW]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--status-dir"), "{}", out.stderr);
+}
+
+#[test]
+fn wait_exits_by_outcome() {
+    let ok = run(&["--source", "examples", "status", "wait", "--phase", "-1", "--timeout", "5"], &[]);
+    assert_eq!(
+        (ok.code, ok.stdout.as_str()),
+        (0, "7 node(s), 0 NodeSet(s): BaremetalProvisionReady True\n"),
+        "{}",
+        ok.stderr
+    );
+    let ready = run(
+        &[
+            "--source",
+            "examples",
+            "status",
+            "wait",
+            "--phase",
+            "ready",
+            "--node",
+            "edpm-compute-3",
+            "--timeout",
+            "5",
+        ],
+        &[],
+    );
+    assert_eq!(ready.code, 0, "{}", ready.stderr);
+    let terminal = run(
+        &[
+            "--source",
+            "examples",
+            "status",
+            "wait",
+            "--phase",
+            "1",
+            "--nodeset",
+            "edpm-compute-cell2",
+            "--timeout",
+            "30",
+        ],
+        &[],
+    );
+    assert_eq!(terminal.code, 12, "{}", terminal.stderr);
+    assert!(
+        terminal.stderr.contains("edpm-compute-5") && terminal.stderr.contains("HostFailed")
+            || terminal.stderr.contains("nova"),
+        "{}",
+        terminal.stderr
+    );
+    let started = std::time::Instant::now();
+    let timeout = run(
+        &[
+            "--source",
+            "examples",
+            "status",
+            "wait",
+            "--phase",
+            "1",
+            "--node",
+            "edpm-compute-4",
+            "--timeout",
+            "1",
+            "--interval",
+            "1",
+        ],
+        &[],
+    );
+    assert_eq!(timeout.code, 11, "{}", timeout.stderr);
+    assert!(
+        timeout.stderr.contains("timed out") && timeout.stderr.contains("edpm-compute-4"),
+        "{}",
+        timeout.stderr
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let bad = run(&["--source", "examples", "status", "wait", "--phase", "2", "--timeout", "1"], &[]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("-1 (bare metal)"), "{}", bad.stderr);
+}
+
+#[test]
+fn the_committed_crds_match_the_types() {
+    let out = run(&["status", "crds"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let committed = std::fs::read_to_string(repo().join("packaging/kubernetes/crds.yaml")).unwrap();
+    assert_eq!(
+        committed, out.stdout,
+        "packaging/kubernetes/crds.yaml is stale: regenerate it with `edpm-agent status crds > packaging/kubernetes/crds.yaml`"
+    );
+    let crds: Vec<Value> = serde_saphyr::from_multiple(&committed).unwrap();
+    let names: BTreeMap<&str, &Value> =
+        crds.iter().map(|c| (c["spec"]["names"]["kind"].as_str().unwrap(), c)).collect();
+    for kind in ["EDPMNodeStatus", "EDPMNodeSetStatus"] {
+        let crd = names[kind];
+        assert_eq!(crd["spec"]["group"], "agent.edpm.openstack.org");
+        let v = &crd["spec"]["versions"][0];
+        let columns: Vec<&str> = v["additionalPrinterColumns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        for col in ["Baremetal", "Infra", "Services", "Ready"] {
+            assert!(columns.contains(&col), "{kind} lacks printer column {col}: {columns:?}");
+        }
+    }
+}
