@@ -33,6 +33,9 @@ mod mounts;
 // Readiness: conformance with upstream's conditions, status goldens, report, wait, CRDs.
 mod readiness;
 
+// status report against the fake API server: SSA, status subresource, shared map-lists.
+mod status_api;
+
 // The architecture's boundaries, checked on the source text.
 mod layout;
 

@@ -1,10 +1,20 @@
-//! A small fake Kubernetes API server on loopback, for testing the kube source without a
-//! cluster. It serves list/get for the objects it was given, answers 404 for resources whose
-//! CRD was not registered and for absent objects (with a proper `Status` body), filters lists
-//! by equality label selectors, records every request, and injects faults on request paths:
-//! an HTTP status (403, 409, 429, 5xx) or a delay, each for a given number of requests.
+//! A small fake Kubernetes API server on loopback, for testing the Kubernetes shell without a
+//! cluster. It enforces what edpm-agent relies on:
+//! - list/get of the objects it was given; 404 (with a proper `Status` body) for resources whose
+//!   CRD was not registered and for absent objects; equality and existence label selectors;
+//! - server-side apply (`PATCH` with `application/apply-patch+yaml`): a `resourceVersion` in
+//!   the patch is a precondition (409 when the object changed or is gone); fields are owned per
+//!   field manager (`fieldManager`), a field another manager owns with a different value is a
+//!   409 conflict unless `force=true` (which takes it over), and a field the applier owned and
+//!   no longer names is removed; `metadata.generation` moves when the spec changes;
+//! - the status subresource (`…/status`): applies there change only `status`, applies to the
+//!   object ignore `status`; `status.conditions` is a map-list keyed by `type`, so entries of
+//!   different managers never clobber each other;
+//! - injected faults on request paths, each for a given number of requests: an HTTP status
+//!   (403, 404, 409, 429, 5xx), 429/503 with `Retry-After`, a delay, or a dropped connection;
+//! - a record of every request (method and target) and every JSON body.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -17,12 +27,32 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone)]
 pub enum Fault {
     Status(u16),
+    /// A status with a `Retry-After` header (seconds).
+    RetryAfter(u16, u64),
     Delay(Duration),
+    /// Close the connection without answering.
+    Drop,
 }
+
+/// What one field manager owns of one object.
+#[derive(Debug, Clone, Default)]
+struct Owned {
+    spec: BTreeSet<String>,
+    labels: BTreeSet<String>,
+    /// `status.conditions` entries, by `type`.
+    conditions: BTreeSet<String>,
+    /// Other top-level `status` fields.
+    status: BTreeSet<String>,
+}
+
+/// An object's identity: (apiVersion, plural, namespace, name).
+type Key = (String, String, String, String);
 
 #[derive(Default)]
 struct State {
     objects: Vec<Value>,
+    /// Field ownership per object and manager.
+    owners: HashMap<Key, BTreeMap<String, Owned>>,
     /// The last resourceVersion handed out.
     version: u64,
     crds: HashSet<(String, String, String)>,
@@ -69,6 +99,16 @@ impl FakeApi {
         st.objects.push(obj);
     }
 
+    /// Replaces the stored object of the same kind and name (another controller's write).
+    pub fn put_replace(&self, mut obj: Value) {
+        let mut st = self.state.lock().unwrap();
+        st.version += 1;
+        obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
+        st.objects
+            .retain(|o| !(o["kind"] == obj["kind"] && o["metadata"]["name"] == obj["metadata"]["name"]));
+        st.objects.push(obj);
+    }
+
     /// Fails the next `times` requests whose path contains `path`.
     pub fn fault(&self, path: &str, fault: Fault, times: usize) {
         self.state.lock().unwrap().faults.push((path.into(), fault, times));
@@ -97,6 +137,22 @@ impl FakeApi {
             .collect()
     }
 
+    /// Sends a request straight to the server's logic (as another client would), e.g. the node
+    /// agent's apply: `patch("/apis/…/status?fieldManager=x&force=true", body)`.
+    pub fn patch(&self, target: &str, body: &Value) -> (u16, Value) {
+        route(&self.state, "PATCH", target, body.to_string().as_bytes())
+    }
+
+    /// Drops every pending fault.
+    pub fn clear_faults(&self) {
+        self.state.lock().unwrap().faults.clear();
+    }
+
+    /// How many requests with this method had a target containing `path`.
+    pub fn count(&self, method: &str, path: &str) -> usize {
+        self.requests().iter().filter(|r| r.starts_with(method) && r.contains(path)).count()
+    }
+
     /// Requests seen so far, as `METHOD /path?query`.
     pub fn requests(&self) -> Vec<String> {
         self.state.lock().unwrap().requests.clone()
@@ -122,7 +178,8 @@ impl Drop for FakeApi {
 }
 
 fn plural(kind: &str) -> String {
-    format!("{}s", kind.to_lowercase())
+    let k = kind.to_lowercase();
+    if k.ends_with('s') { format!("{k}es") } else { format!("{k}s") }
 }
 
 fn status(code: u16, message: &str) -> (u16, Value) {
@@ -170,59 +227,168 @@ fn matches_selector(obj: &Value, selector: &str) -> bool {
     })
 }
 
-/// Server-side apply, with the semantics the client relies on: a `resourceVersion` in the
-/// patch is a precondition (409 Conflict when the object changed or does not exist), fields
-/// the patch does not name are kept (another manager's), and every write bumps the version.
-fn apply(
-    state: &Mutex<State>,
-    api_version: &str,
-    plural_name: &str,
-    ns: &str,
-    name: &str,
-    body: &[u8],
-) -> (u16, Value) {
+struct Apply<'a> {
+    api_version: &'a str,
+    plural: &'a str,
+    ns: &'a str,
+    name: &'a str,
+    manager: &'a str,
+    force: bool,
+    status: bool,
+}
+
+fn conflict(manager: &str, field: &str) -> (u16, Value) {
+    status(409, &format!("Apply failed with 1 conflict: conflict with \"{manager}\": {field}"))
+}
+
+/// Server-side apply (see the module comment).
+fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
     let Ok(patch) = serde_json::from_slice::<Value>(body) else {
         return status(400, "body is not JSON");
     };
-    let mut st = state.lock().unwrap();
-    st.version += 1;
-    let version = st.version.to_string();
+    let mut guard = state.lock().unwrap();
+    let st = &mut *guard;
+    let key: Key = (a.api_version.into(), a.plural.into(), a.ns.into(), a.name.into());
     let pos = st.objects.iter().position(|o| {
-        o["apiVersion"] == api_version
-            && plural(o["kind"].as_str().unwrap_or("")) == plural_name
-            && o["metadata"]["namespace"] == ns
-            && o["metadata"]["name"] == name
+        o["apiVersion"] == a.api_version
+            && plural(o["kind"].as_str().unwrap_or("")) == a.plural
+            && o["metadata"]["namespace"] == a.ns
+            && o["metadata"]["name"] == a.name
     });
     let precondition = patch["metadata"]["resourceVersion"].as_str();
-    match (pos, precondition) {
-        (Some(i), Some(rv)) if st.objects[i]["metadata"]["resourceVersion"] != rv => status(
-            409,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ),
-        (None, Some(_)) => status(409, "the object does not exist any more"),
-        (Some(i), _) => {
-            let obj = &mut st.objects[i];
-            if let (Some(have), Some(new)) = (obj["spec"].as_object_mut(), patch["spec"].as_object()) {
-                for (k, v) in new {
-                    have.insert(k.clone(), v.clone());
+    let pos = match (pos, precondition) {
+        (Some(i), Some(rv)) if st.objects[i]["metadata"]["resourceVersion"] != rv => {
+            return status(
+                409,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            );
+        }
+        (None, Some(_)) => return status(409, "the object does not exist any more"),
+        (None, None) if a.status => return status(404, &format!("{} \"{}\" not found", a.plural, a.name)),
+        (p, _) => p,
+    };
+    st.version += 1;
+    let version = st.version.to_string();
+    let owners = st.owners.entry(key).or_default();
+    let Some(i) = pos else {
+        // Create: metadata and spec; status is the subresource's.
+        let mut obj = json!({
+            "apiVersion": a.api_version, "kind": patch["kind"].clone(),
+            "metadata": {"name": a.name, "namespace": a.ns, "generation": 1, "resourceVersion": version,
+                "uid": format!("uid-{version}"), "creationTimestamp": "2026-11-23T00:00:00Z"},
+        });
+        for k in ["labels", "annotations", "ownerReferences"] {
+            if let Some(v) = patch["metadata"].get(k) {
+                obj["metadata"][k] = v.clone();
+            }
+        }
+        if let Some(spec) = patch.get("spec") {
+            obj["spec"] = spec.clone();
+        }
+        let mine = owners.entry(a.manager.into()).or_default();
+        mine.spec = obj["spec"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        mine.labels =
+            obj["metadata"]["labels"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        st.objects.push(obj.clone());
+        return (201, obj);
+    };
+    let obj = &mut st.objects[i];
+    if a.status {
+        let mut status_obj = obj.get("status").cloned().unwrap_or_else(|| json!({}));
+        let new = patch.get("status").cloned().unwrap_or_else(|| json!({}));
+        // status.conditions: a map-list keyed by type.
+        let mut conds: Vec<Value> = status_obj["conditions"].as_array().cloned().unwrap_or_default();
+        let applied: Vec<Value> = new["conditions"].as_array().cloned().unwrap_or_default();
+        let applied_types: BTreeSet<String> =
+            applied.iter().filter_map(|c| c["type"].as_str().map(String::from)).collect();
+        for c in &applied {
+            let Some(t) = c["type"].as_str() else {
+                return status(422, "a condition without type: the list is keyed by type");
+            };
+            let existing = conds.iter().position(|x| x["type"] == t);
+            for (m, o) in owners.iter_mut().filter(|(m, _)| m.as_str() != a.manager) {
+                if o.conditions.contains(t) {
+                    let same = existing.is_some_and(|e| conds[e] == *c);
+                    if !same && !a.force {
+                        return conflict(m, &format!(".status.conditions[type=\"{t}\"]"));
+                    }
+                    if a.force {
+                        o.conditions.remove(t);
+                    }
                 }
             }
-            obj["metadata"]["resourceVersion"] = json!(version);
-            (200, obj.clone())
+            match existing {
+                Some(e) => conds[e] = c.clone(),
+                None => conds.push(c.clone()),
+            }
         }
-        (None, None) => {
-            let mut obj = patch.clone();
-            obj["metadata"]["resourceVersion"] = json!(version);
-            st.objects.push(obj.clone());
-            (201, obj)
+        let mine = owners.entry(a.manager.into()).or_default();
+        for gone in mine.conditions.difference(&applied_types).cloned().collect::<Vec<_>>() {
+            mine.conditions.remove(&gone);
+            conds.retain(|x| x["type"] != gone.as_str());
         }
+        mine.conditions.extend(applied_types);
+        status_obj["conditions"] = Value::Array(conds);
+        let scalars: BTreeSet<String> = new
+            .as_object()
+            .map(|m| m.keys().filter(|k| *k != "conditions").cloned().collect())
+            .unwrap_or_default();
+        for gone in mine.status.difference(&scalars).cloned().collect::<Vec<_>>() {
+            if let Some(m) = status_obj.as_object_mut() {
+                m.remove(&gone);
+            }
+        }
+        for k in &scalars {
+            status_obj[k] = new[k].clone();
+        }
+        mine.status = scalars;
+        obj["status"] = status_obj;
+    } else {
+        let old_spec = obj["spec"].clone();
+        let mut spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+        let new_keys: BTreeSet<String> =
+            patch["spec"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        for k in &new_keys {
+            for (m, o) in owners.iter_mut().filter(|(m, _)| m.as_str() != a.manager) {
+                if o.spec.contains(k) && spec[k] != patch["spec"][k] {
+                    if !a.force {
+                        return conflict(m, &format!(".spec.{k}"));
+                    }
+                    o.spec.remove(k);
+                }
+            }
+            spec[k] = patch["spec"][k].clone();
+        }
+        let mine = owners.entry(a.manager.into()).or_default();
+        for gone in mine.spec.difference(&new_keys).cloned().collect::<Vec<_>>() {
+            if let Some(m) = spec.as_object_mut() {
+                m.remove(&gone);
+            }
+        }
+        mine.spec = new_keys;
+        if let Some(labels) = patch["metadata"]["labels"].as_object() {
+            for (k, v) in labels {
+                obj["metadata"]["labels"][k] = v.clone();
+                mine.labels.insert(k.clone());
+            }
+        }
+        if let Some(refs) = patch["metadata"].get("ownerReferences") {
+            obj["metadata"]["ownerReferences"] = refs.clone();
+        }
+        if spec != old_spec && !(old_spec.is_null() && spec == json!({})) {
+            let g = obj["metadata"]["generation"].as_i64().unwrap_or(1);
+            obj["metadata"]["generation"] = json!(g + 1);
+        }
+        obj["spec"] = spec;
     }
+    obj["metadata"]["resourceVersion"] = json!(version);
+    (200, obj.clone())
 }
 
 fn route(state: &Mutex<State>, method: &str, target: &str, body: &[u8]) -> (u16, Value) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let selector =
-        query.split('&').find_map(|kv| kv.strip_prefix("labelSelector=")).map(decode).unwrap_or_default();
+    let param = |name: &str| query.split('&').find_map(|kv| kv.strip_prefix(name)).map(decode);
+    let selector = param("labelSelector=").unwrap_or_default();
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let st = state.lock().unwrap();
     // /api/v1/namespaces/{ns}/{plural}[/{name}] or /apis/{g}/{v}/namespaces/{ns}/{plural}[/{name}]
@@ -231,12 +397,14 @@ fn route(state: &Mutex<State>, method: &str, target: &str, body: &[u8]) -> (u16,
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
         _ => return status(404, "the server could not find the requested resource"),
     };
-    let (ns, plural_name, name) = match rest {
-        ["namespaces", ns, p] => (*ns, *p, None),
-        ["namespaces", ns, p, n] => (*ns, *p, Some(*n)),
+    let (ns, plural_name, name, subresource) = match rest {
+        ["namespaces", ns, p] => (*ns, *p, None, false),
+        ["namespaces", ns, p, n] => (*ns, *p, Some(*n), false),
+        ["namespaces", ns, p, n, "status"] => (*ns, *p, Some(*n), true),
         _ => return status(404, "the server could not find the requested resource"),
     };
-    let known = group.is_empty() || st.crds.contains(&(group.into(), version.into(), plural_name.into()));
+    let core = group.is_empty() || group == "batch" || group == "coordination.k8s.io";
+    let known = core || st.crds.contains(&(group.into(), version.into(), plural_name.into()));
     if !known || !(method == "GET" || (method == "PATCH" && name.is_some())) {
         return status(404, "the server could not find the requested resource");
     }
@@ -248,7 +416,21 @@ fn route(state: &Mutex<State>, method: &str, target: &str, body: &[u8]) -> (u16,
     };
     if method == "PATCH" {
         drop(st);
-        return apply(state, &api_version, plural_name, ns, name.unwrap_or_default(), body);
+        let manager = param("fieldManager=").unwrap_or_default();
+        if manager.is_empty() {
+            return status(422, "fieldManager is required for apply patch");
+        }
+        let force = param("force=").is_some_and(|f| f == "true");
+        let a = Apply {
+            api_version: &api_version,
+            plural: plural_name,
+            ns,
+            name: name.unwrap_or_default(),
+            manager: &manager,
+            force,
+            status: subresource,
+        };
+        return apply(state, a, body);
     }
     match name {
         Some(n) => match st.objects.iter().filter(mine).find(|o| o["metadata"]["name"] == n) {
@@ -298,17 +480,23 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
             f.clone()
         })
     };
+    let mut extra = String::new();
     let (code, value) = match fault {
         Some(Fault::Status(code)) => status(code, "injected fault"),
+        Some(Fault::RetryAfter(code, secs)) => {
+            extra = format!("Retry-After: {secs}\r\n");
+            status(code, "injected fault, come back later")
+        }
         Some(Fault::Delay(d)) => {
             std::thread::sleep(d);
             route(state, method, target, &body)
         }
+        Some(Fault::Drop) => return,
         None => route(state, method, target, &body),
     };
     let body = value.to_string();
     let response = format!(
-        "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     let mut conn = conn;
