@@ -242,13 +242,18 @@ impl Conditions {
     /// lib-common `RestoreLastTransitionTimes` after a fresh computation: every condition that
     /// did not change against `previous` keeps its time; the others get `now`.
     pub fn carry_times(fresh: Vec<Condition>, previous: &Conditions, now: Time) -> Conditions {
-        let mut out = Conditions(previous.0.clone());
         // Conditions the computation no longer produces are dropped, as a reset list drops them.
-        out.0.retain(|c| fresh.iter().any(|f| f.type_ == c.type_));
-        for c in fresh {
-            out.set(c, now);
+        let mut out = fresh;
+        for c in &mut out {
+            let old = previous.get(&c.type_);
+            c.last_transition_time = match old {
+                Some(o) if !c.differs_from(o) => o.last_transition_time,
+                _ if c.last_transition_time == Time(0) => now,
+                _ => c.last_transition_time,
+            };
         }
-        out
+        out.sort_by(order);
+        Conditions(out)
     }
 
     /// lib-common `Mirror`: the most important condition of the list as `type_`; `None` when

@@ -26,6 +26,8 @@ pub(crate) mod validate;
 
 // The shell.
 pub mod app;
+#[doc(hidden)]
+pub mod bench;
 pub mod cli;
 pub mod exit;
 pub mod fsutil;

@@ -28,8 +28,21 @@ const CORE: &[&str] = &[
     "readiness",
 ];
 /// The shell: everything that reads, writes, talks, spawns or waits.
-const SHELL: &[&str] =
-    &["cli", "exit", "app", "source", "k8s", "hostfs", "openstack", "fsutil", "par", "main", "lib", "bin"];
+const SHELL: &[&str] = &[
+    "cli",
+    "exit",
+    "app",
+    "source",
+    "k8s",
+    "hostfs",
+    "openstack",
+    "fsutil",
+    "par",
+    "bench",
+    "main",
+    "lib",
+    "bin",
+];
 
 /// kube's client side: only `k8s` may use it.
 const KUBE_CLIENT: &[&str] = &[

@@ -402,3 +402,57 @@ fn the_committed_crds_match_the_types() {
         }
     }
 }
+
+#[test]
+fn rbac_is_least_privilege_and_covers_what_the_reader_lists() {
+    let text = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-reporter.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
+    let rules = role["rules"].as_array().unwrap();
+    let verbs = |group: &str, resource: &str| -> Vec<String> {
+        rules
+            .iter()
+            .filter(|r| r["apiGroups"].as_array().unwrap().iter().any(|g| g == group))
+            .filter(|r| r["resources"].as_array().unwrap().iter().any(|x| x == resource))
+            .flat_map(|r| r["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()))
+            .collect()
+    };
+    // Everything the kube source lists for the status commands.
+    for (g, r) in [
+        ("dataplane.openstack.org", "openstackdataplanenodesets"),
+        ("dataplane.openstack.org", "openstackdataplanedeployments"),
+        ("dataplane.openstack.org", "openstackdataplaneservices"),
+        ("network.openstack.org", "ipsets"),
+        ("nova.openstack.org", "novacells"),
+        ("core.openstack.org", "openstackcontrolplanes"),
+        ("baremetal.openstack.org", "openstackbaremetalsets"),
+        ("batch", "jobs"),
+        ("coordination.k8s.io", "leases"),
+        ("agent.edpm.openstack.org", "edpmnodestatuses"),
+    ] {
+        let v = verbs(g, r);
+        assert!(v.contains(&"get".into()) && v.contains(&"list".into()), "{g}/{r}: {v:?}");
+    }
+    assert_eq!(verbs("", "secrets"), ["get"], "Secrets are read by name, never listed");
+    assert!(verbs("agent.edpm.openstack.org", "edpmnodestatuses/status").contains(&"patch".into()));
+    for r in rules {
+        let groups: Vec<&str> =
+            r["apiGroups"].as_array().unwrap().iter().map(|g| g.as_str().unwrap()).collect();
+        let writes = r["verbs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| ["create", "patch", "update", "delete"].contains(&v.as_str().unwrap()));
+        assert!(!writes || groups == ["agent.edpm.openstack.org"], "writes outside our own group: {r}");
+        assert!(!r["verbs"].as_array().unwrap().iter().any(|v| v == "delete" || v == "*"), "{r}");
+    }
+    let agent = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-node-agent.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&agent).unwrap();
+    for r in docs.iter().find(|d| d["kind"] == "Role").unwrap()["rules"].as_array().unwrap() {
+        assert_eq!(r["resourceNames"], json!(["NODE_OBJECT"]), "every rule is for its own object: {r}");
+        assert!(
+            !r["verbs"].as_array().unwrap().iter().any(|v| v == "create" || v == "list" || v == "delete"),
+            "{r}"
+        );
+    }
+}

@@ -128,27 +128,21 @@ impl<'a> Run<'a> {
         self.services.contains(&service)
     }
 
-    /// The service's condition in this run; a global service's may sit on another NodeSet.
-    pub(crate) fn service_condition(&self, service: &str, global: bool) -> Option<&'a Condition> {
-        let ty = service_condition(service);
-        if let Some(c) = self.conds.and_then(|c| c.get(&ty)) {
-            return Some(c);
-        }
-        if global {
-            return self.all_conds.iter().find_map(|c| c.get(&ty));
-        }
-        None
-    }
-
-    pub(crate) fn outcome(&self, service: &str, global: bool) -> Outcome<'a> {
-        match self.service_condition(service, global) {
+    /// What this run says of a service (condition type `ty`); a global service's condition may
+    /// sit on another NodeSet of the Deployment.
+    pub(crate) fn outcome_with(&self, ty: &str, global: bool, state: RunState) -> Outcome<'a> {
+        let found = self
+            .conds
+            .and_then(|c| c.get(ty))
+            .or_else(|| if global { self.all_conds.iter().find_map(|c| c.get(ty)) } else { None });
+        match found {
             Some(c) if c.is_true() => Outcome::Done(c),
             Some(c) if c.status == Status::False && c.severity == crate::condition::Severity::Error => {
                 Outcome::Failed(c)
             }
             Some(c) if c.is_error() => Outcome::Failed(c),
             Some(c) => Outcome::Pending(Some(c)),
-            None => match self.state() {
+            None => match state {
                 RunState::Running => Outcome::Pending(None),
                 _ => Outcome::NotReached,
             },

@@ -151,15 +151,36 @@ pub(crate) fn evaluate(
             ))
         })
         .collect();
-    let mut out = Readiness::default();
-    for group in &model.groups {
+    let one = |group: &HostGroup| -> (Vec<NodeView>, NodeSetView) {
         let cx = GroupContext::new(snap, group, phases, &jobs, opts);
-        let mut nodes: Vec<NodeView> = Vec::with_capacity(group.members.len());
-        for m in &group.members {
-            nodes.push(cx.node(m, &reports, &leases, now));
-        }
-        out.nodesets.push(cx.rollup(&nodes, &rollups, now));
-        out.nodes.extend(nodes);
+        let nodes: Vec<NodeView> = group.members.iter().map(|m| cx.node(m, &reports, &leases, now)).collect();
+        let set = cx.rollup(&nodes, &rollups, now);
+        (nodes, set)
+    };
+    // Groups are independent: a large data plane is evaluated on every core, in a fixed
+    // order of groups, so the result is the same however many threads ran.
+    let nodes: usize = model.groups.iter().map(|g| g.members.len()).sum();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(model.groups.len());
+    let parts: Vec<(Vec<NodeView>, NodeSetView)> = if nodes < 2_000 || workers < 2 {
+        model.groups.iter().map(one).collect()
+    } else {
+        let chunk = model.groups.len().div_ceil(workers);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = model
+                .groups
+                .chunks(chunk)
+                .map(|c| scope.spawn(move || c.iter().map(one).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    };
+    let mut out = Readiness::default();
+    for (n, set) in parts {
+        out.nodes.extend(n);
+        out.nodesets.push(set);
     }
     out
 }
@@ -168,7 +189,6 @@ pub(crate) fn evaluate(
 struct GroupContext<'a> {
     snap: &'a Snapshot,
     group: &'a HostGroup,
-    phases: &'a PhaseMap,
     jobs: &'a HashMap<(&'a str, &'a str, &'a str), &'a Job>,
     opts: Options,
     status: Option<&'a NodeSetStatus>,
@@ -179,6 +199,23 @@ struct GroupContext<'a> {
     any_run_status: bool,
     bms: Option<&'a BaremetalSet>,
     drift: Option<String>,
+    /// Each run's state, computed once.
+    states: Vec<RunState>,
+    /// Every service a node of this group can have: its condition type, whether it is global,
+    /// whether the NodeSet lists it, its phase.
+    svcs: Vec<SvcInfo<'a>>,
+    /// What each run says of each service it runs, computed once for all nodes.
+    outcomes: Vec<Vec<Option<Outcome<'a>>>>,
+    /// Each run's services, as indices into `svcs`.
+    run_svcs: Vec<Vec<usize>>,
+}
+
+struct SvcInfo<'a> {
+    name: &'a str,
+    ty: String,
+    global: bool,
+    in_group: bool,
+    phase: Phase,
 }
 
 /// A service's state on one node.
@@ -205,10 +242,39 @@ impl<'a> GroupContext<'a> {
         let runs = deploy::runs(ev, &group.name, status, &group.services.value);
         let any_run_status = runs.iter().any(|r| r.conds.is_some());
         let bms = ev.baremetal_sets.iter().find(|b| b.id.name == group.name);
+        let states: Vec<RunState> = runs.iter().map(Run::state).collect();
+        // Services by index: no hashing per node.
+        let mut names_idx: HashMap<&'a str, usize> = HashMap::new();
+        let mut svcs: Vec<SvcInfo<'a>> = Vec::new();
+        let listed = group.services.value.iter().map(String::as_str);
+        for s in listed.chain(runs.iter().flat_map(|r| r.services.iter().copied())) {
+            names_idx.entry(s).or_insert_with(|| {
+                svcs.push(SvcInfo {
+                    name: s,
+                    ty: deploy::service_condition(s),
+                    global: snap.service_is_global(s),
+                    in_group: group.services.value.iter().any(|x| x == s),
+                    phase: phases.phase(s),
+                });
+                svcs.len() - 1
+            });
+        }
+        let run_svcs: Vec<Vec<usize>> =
+            runs.iter().map(|r| r.services.iter().map(|s| names_idx[s]).collect()).collect();
+        let outcomes: Vec<Vec<Option<Outcome<'a>>>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut row = vec![None; svcs.len()];
+                for &k in &run_svcs[i] {
+                    row[k] = Some(r.outcome_with(&svcs[k].ty, svcs[k].global, states[i]));
+                }
+                row
+            })
+            .collect();
         let mut cx = GroupContext {
             snap,
             group,
-            phases,
             jobs,
             opts,
             status,
@@ -217,6 +283,10 @@ impl<'a> GroupContext<'a> {
             any_run_status,
             bms,
             drift: None,
+            states,
+            svcs,
+            outcomes,
+            run_svcs,
         };
         cx.drift = cx.drift();
         cx
@@ -261,12 +331,15 @@ impl<'a> GroupContext<'a> {
     /// The services a node's readiness covers: the NodeSet's, then those the node's newest
     /// Deployment ran through a `servicesOverride` that the NodeSet does not list (they count
     /// only while that Deployment is the newest, as upstream's NodeSet view does).
-    fn services(&self, names: &[&str]) -> Vec<&'a str> {
-        let mut out: Vec<&'a str> = self.group.services.value.iter().map(String::as_str).collect();
-        let newest = self.runs.iter().rev().find(|r| r.state() != RunState::NotStarted && r.covers(names));
-        for s in newest.into_iter().flat_map(|r| r.services.iter()) {
-            if !out.contains(s) {
-                out.push(s);
+    fn services(&self, names: &[&str]) -> Vec<usize> {
+        let listed = self.group.services.value.len();
+        let mut out: Vec<usize> = (0..listed).collect();
+        let newest = (0..self.runs.len())
+            .rev()
+            .find(|&i| self.states[i] != RunState::NotStarted && self.runs[i].covers(names));
+        for &k in newest.into_iter().flat_map(|i| self.run_svcs[i].iter()) {
+            if !out.contains(&k) {
+                out.push(k);
             }
         }
         out
@@ -287,7 +360,7 @@ impl<'a> GroupContext<'a> {
         }
         let object = names::node_object(&self.group.name, &m.key);
         let mut evidence: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut fresh: Vec<Condition> = Vec::new();
+        let mut fresh: Vec<Condition> = Vec::with_capacity(self.svcs.len() + 8);
         let mut blocking = BTreeMap::new();
 
         // Phase -1.
@@ -301,9 +374,10 @@ impl<'a> GroupContext<'a> {
         // Phases 0 and 1, from each service's state.
         let services = self.services(&names);
         let mut states: Vec<(&str, Phase, ServiceState)> = Vec::with_capacity(services.len());
-        for s in &services {
-            let st = self.service_state(m, &names, s);
-            states.push((s, self.phases.phase(s), st));
+        for &k in &services {
+            let st = self.service_state(m, &names, k);
+            let info = &self.svcs[k];
+            states.push((info.name, info.phase, st));
         }
         for (ty, phase, label) in [
             (INFRASTRUCTURE, Phase::Infrastructure, "infrastructure"),
@@ -333,14 +407,17 @@ impl<'a> GroupContext<'a> {
             }
             fresh.push(c);
         }
-        for (_, _, st) in &states {
-            fresh.push(st.cond.clone());
+        let running = states.iter().find_map(|(_, _, st)| st.running.clone());
+        let stalled = states
+            .iter()
+            .find(|(_, _, st)| st.terminal)
+            .map(|(s, _, st)| (*s, st.cond.reason.clone(), st.cond.message.clone()));
+        for (_, _, st) in states {
+            fresh.push(st.cond);
         }
 
         // kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal
         // failure no running Deployment will retry.
-        let running = states.iter().find_map(|(_, _, st)| st.running.clone());
-        let stalled = states.iter().find(|(_, _, st)| st.terminal).map(|(s, _, st)| (s, &st.cond));
         fresh.push(match &running {
             Some(what) => {
                 Condition { reason: "Deploying".into(), ..Condition::true_(RECONCILING, what.clone()) }
@@ -353,10 +430,9 @@ impl<'a> GroupContext<'a> {
             ),
         });
         fresh.push(match (stalled, &running) {
-            (Some((s, c)), None) => Condition {
-                reason: c.reason.clone(),
-                ..Condition::true_(STALLED, format!("{s}: {}", c.message))
-            },
+            (Some((s, reason, message)), None) => {
+                Condition { reason, ..Condition::true_(STALLED, format!("{s}: {message}")) }
+            }
             _ => {
                 Condition::false_(STALLED, "Progressing", Severity::Info, "no terminal failure on this node")
             }
@@ -582,62 +658,70 @@ impl<'a> GroupContext<'a> {
     }
 
     /// One service's state on one node: the newest run that ran it there decides.
-    fn service_state(&self, m: &Member, names: &[&str], service: &str) -> ServiceState {
-        let ty = deploy::service_condition(service);
+    fn service_state(&self, m: &Member, names: &[&str], k: usize) -> ServiceState {
+        let info = &self.svcs[k];
+        let (service, ty, global, in_group) = (info.name, info.ty.as_str(), info.global, info.in_group);
         let ns = self.group.name.as_str();
-        let global = self.snap.service_is_global(service);
-        let in_group = self.group.services.value.iter().any(|s| s == service);
+        let keep = self.opts.evidence;
         let mut evidence = Vec::new();
         let mut newest_covering = true;
-        for run in self.runs.iter().rev() {
-            let state = run.state();
-            if state == RunState::NotStarted {
-                if run.runs(service) && run.covers(names) {
+        for (idx, run) in self.runs.iter().enumerate().rev() {
+            if self.states[idx] == RunState::NotStarted {
+                if keep && run.runs(service) && run.covers(names) {
                     evidence.push(format!("Deployment {}: not started yet (no status)", run.name));
                 }
                 continue;
             }
             if !run.covers(names) {
-                evidence.push(format!(
-                    "Deployment {}: ansibleLimit {:?} leaves this node out",
-                    run.name,
-                    run.limit_text.unwrap_or("")
-                ));
+                if keep {
+                    evidence.push(format!(
+                        "Deployment {}: ansibleLimit {:?} leaves this node out",
+                        run.name,
+                        run.limit_text.unwrap_or("")
+                    ));
+                }
                 continue;
             }
             let was_newest = std::mem::replace(&mut newest_covering, false);
-            if !run.runs(service) {
-                continue;
-            }
+            let Some(outcome) = &self.outcomes[idx][k] else { continue };
             // A service only a servicesOverride ran counts while that Deployment is the node's newest.
             if !in_group && !was_newest {
                 break;
             }
-            let source = if run.from_nodeset_copy {
-                format!("NodeSet {ns} status.deploymentStatuses[{}]", run.name)
-            } else {
-                format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
+            let source = || {
+                if run.from_nodeset_copy {
+                    format!("NodeSet {ns} status.deploymentStatuses[{}]", run.name)
+                } else {
+                    format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
+                }
             };
-            match run.outcome(service, global) {
+            match *outcome {
                 Outcome::Done(c) => {
-                    evidence.push(format!("{source}: {ty} True ({})", c.message));
-                    return ServiceState { cond: c.as_type(&ty), running: None, terminal: false, evidence };
+                    if keep {
+                        evidence.push(format!("{}: {ty} True ({})", source(), c.message));
+                    }
+                    // The run's condition is of this very type: shared as it is.
+                    return ServiceState { cond: c.clone(), running: None, terminal: false, evidence };
                 }
                 Outcome::Pending(c) => {
-                    let message = format!("Deployment not yet ready for {service} service");
-                    match c {
-                        Some(c) => evidence.push(format!(
-                            "{source}: {ty} {} {} ({})",
-                            c.status_word(),
-                            c.reason,
-                            c.message
-                        )),
-                        None => evidence
-                            .push(format!("{source}: no {ty} yet: an earlier service is still running")),
+                    if keep {
+                        match c {
+                            Some(c) => evidence.push(format!(
+                                "{}: {ty} {} {} ({})",
+                                source(),
+                                c.status_word(),
+                                c.reason,
+                                c.message
+                            )),
+                            None => evidence.push(format!(
+                                "{}: no {ty} yet: an earlier service is still running",
+                                source()
+                            )),
+                        }
+                        evidence.extend(self.job_line(service, run.name));
                     }
-                    let job = self.job_line(service, run.name);
-                    evidence.extend(job.clone());
-                    let mut cond = Condition::false_(&ty, "Requested", Severity::Info, message);
+                    let message = format!("Deployment not yet ready for {service} service");
+                    let mut cond = Condition::false_(ty, "Requested", Severity::Info, message);
                     if let Some(c) = c {
                         cond.last_transition_time = c.last_transition_time;
                     }
@@ -649,23 +733,32 @@ impl<'a> GroupContext<'a> {
                     };
                 }
                 Outcome::Failed(c) => {
-                    evidence
-                        .push(format!("{source}: {ty} False {} {:?} ({})", c.reason, c.severity, c.message));
-                    evidence.extend(self.job_line(service, run.name));
-                    return self.failed(m, service, &ty, run, c, global, evidence);
+                    if keep {
+                        evidence.push(format!(
+                            "{}: {ty} False {} {:?} ({})",
+                            source(),
+                            c.reason,
+                            c.severity,
+                            c.message
+                        ));
+                        evidence.extend(self.job_line(service, run.name));
+                    }
+                    return self.failed(m, service, ty, run, c, global, evidence);
                 }
                 Outcome::NotReached => {
-                    evidence.push(format!(
-                        "Deployment {} stopped before {service} ({})",
-                        run.name,
-                        run.nodeset_condition()
-                            .map(|c| c.message.as_str())
-                            .unwrap_or("no NodeSetDeploymentReady")
-                    ));
+                    if keep {
+                        evidence.push(format!(
+                            "Deployment {} stopped before {service} ({})",
+                            run.name,
+                            run.nodeset_condition()
+                                .map(|c| c.message.as_str())
+                                .unwrap_or("no NodeSetDeploymentReady")
+                        ));
+                    }
                 }
             }
         }
-        self.fallback(m, service, &ty, evidence)
+        self.fallback(m, service, ty, evidence)
     }
 
     /// A failed service: only the hosts its Job's summary names fail; without a summary the
@@ -686,14 +779,16 @@ impl<'a> GroupContext<'a> {
         let named =
             |list: &[String]| list.iter().any(|h| h == host || h == &m.key || h == &m.host_name.value);
         if terminal && let Some((job, s)) = deploy::summary(run, service, &self.group.name, global) {
-            evidence.push(format!(
-                "Job {job} summary: {} of {} host(s) failed {:?}, {} unreachable {:?}",
-                s.failed_hosts,
-                s.total_hosts,
-                s.failed_host_list,
-                s.unreachable_hosts,
-                s.unreachable_host_list
-            ));
+            if self.opts.evidence {
+                evidence.push(format!(
+                    "Job {job} summary: {} of {} host(s) failed {:?}, {} unreachable {:?}",
+                    s.failed_hosts,
+                    s.total_hosts,
+                    s.failed_host_list,
+                    s.unreachable_hosts,
+                    s.unreachable_host_list
+                ));
+            }
             let (reason, severity, message, term) = if named(&s.failed_host_list) {
                 (
                     "HostFailed",
