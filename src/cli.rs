@@ -95,6 +95,26 @@ pub enum Command {
     Stage(StageArgs),
     /// Phase -1/0/1 readiness of every node and NodeSet: show, explain, report, wait.
     Status(StatusArgs),
+    /// The node agent: check this EDPM node and report its readiness (systemd service); --once
+    /// runs one check and prints it.
+    Node(NodeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// The agent's config file (kubeconfig, namespace, object, node, expectations).
+    /// [default: /etc/edpm-agent/node.yaml; optional with --once]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run one check, print it, and exit (for operators and Ansible); no API needed.
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: text for people, json for tools.
+    #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+    pub format: TextOrJson,
+    /// Check this root instead of the config's (`/` on the node).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
 }
 
 impl Command {
@@ -107,7 +127,7 @@ impl Command {
                 | Some(InventoryAction::Explain { source, .. }) => source,
             },
             Command::Validate(a) => &a.source,
-            Command::Oslo(_) => return None,
+            Command::Oslo(_) | Command::Node(_) => return None,
             Command::Render(a) => &a.source,
             Command::Derive(a) => match &a.what {
                 DeriveWhat::Novaexternalcompute { source, .. } => source,
@@ -467,9 +487,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     match cli.command.source_args() {
         Some(after) => cli.source = std::mem::take(&mut cli.source).merged(after),
         None if !cli.source.is_empty() => {
+            let what = match cli.command {
+                Command::Node(_) => "the node agent reads its own config file (node --config)",
+                _ => "oslo commands read only the files they name",
+            };
             return Err(command.error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "oslo commands read only the files they name: --source, --config and the other source options do not apply",
+                format!("{what}: --source, --config and the other source options do not apply"),
             ));
         }
         None => {}

@@ -9,6 +9,7 @@
 //! the Kubernetes API server.
 
 // The pure core, in reading order.
+pub(crate) mod agent;
 pub(crate) mod cell;
 pub(crate) mod condition;
 pub(crate) mod derive;
@@ -33,6 +34,7 @@ pub mod exit;
 pub mod fsutil;
 pub(crate) mod hostfs;
 pub(crate) mod k8s;
+pub(crate) mod nodeagent;
 pub(crate) mod openstack;
 pub(crate) mod par;
 pub(crate) mod source;

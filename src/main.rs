@@ -18,7 +18,11 @@ fn main() -> ExitCode {
             return if e.use_stderr() { Exit::Usage.into() } else { Exit::Success.into() };
         }
     };
-    init_logging(cli.verbose);
+    // The node agent is a service: it always logs, to the journal under systemd.
+    match &cli.command {
+        cli::Command::Node(n) if !n.once => init_service_logging(cli.verbose),
+        _ => init_logging(cli.verbose),
+    }
     let env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
@@ -51,4 +55,29 @@ fn init_logging(verbose: u8) {
         .with_ansi(colour)
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .init();
+}
+
+/// The node agent's logs: info by default; to the journal when systemd says stderr is the
+/// journal (`JOURNAL_STREAM`), else plain stderr. Condition messages name paths and units,
+/// never file contents or credentials.
+fn init_service_logging(verbose: u8) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let filter = match (verbose, std::env::var("EDPM_AGENT_LOG")) {
+        (_, Ok(f)) if !f.is_empty() => f,
+        (0, _) => "edpm_agent=info".to_string(),
+        _ => "edpm_agent=debug,kube=debug".to_string(),
+    };
+    let filter = tracing_subscriber::EnvFilter::new(filter);
+    if std::env::var_os("JOURNAL_STREAM").is_some()
+        && let Ok(journal) = tracing_journald::layer()
+    {
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(journal.with_syslog_identifier("edpm-agent-node".into()))
+            .init();
+        return;
+    }
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colour).with_env_filter(filter).init();
 }

@@ -26,6 +26,7 @@ const CORE: &[&str] = &[
     "mounts",
     "staging",
     "readiness",
+    "agent",
 ];
 /// The shell: everything that reads, writes, talks, spawns or waits.
 const SHELL: &[&str] = &[
@@ -38,6 +39,7 @@ const SHELL: &[&str] = &[
     "openstack",
     "fsutil",
     "par",
+    "nodeagent",
     "bench",
     "main",
     "lib",

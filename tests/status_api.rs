@@ -13,7 +13,7 @@ const NOW: (&str, &str) = ("EDPM_AGENT_NOW", "2026-11-23T12:00:00Z");
 const STATUS_PATH: &str = "/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses";
 
 /// A cluster holding the examples' NodeSet model and its deployment evidence.
-fn cluster() -> FakeApi {
+pub fn cluster() -> FakeApi {
     let api = FakeApi::start();
     for (g, v, p) in [
         ("dataplane.openstack.org", "v1beta1", "openstackdataplanenodesets"),
@@ -64,9 +64,11 @@ fn a_first_report_creates_each_object_and_its_status_then_sends_nothing() {
     let out = report(&api, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
-        out.stdout, "5 created, 0 updated, 0 unchanged (10 write requests)\n",
+        out.stdout, "5 created, 0 updated, 0 unchanged (10 write requests), 3 node agent Lease(s) created\n",
         "3 nodes and 2 NodeSets"
     );
+    let lease = api.object("Lease", "edpm-compute-cell2-edpm-compute-5").unwrap();
+    assert_eq!(lease["metadata"]["labels"]["agent.edpm.openstack.org/node"], "edpm-compute-5");
     assert_eq!(patches(&api), 10, "one apply of the object, one of its status");
     let obj = api.object("EDPMNodeStatus", "edpm-compute-cell2-edpm-compute-5").unwrap();
     assert_eq!(obj["spec"]["node"], "edpm-compute-5");
@@ -186,7 +188,7 @@ fn an_expired_lease_turns_the_agents_conditions_unknown_until_it_returns() {
         &format!("{STATUS_PATH}/{name}/status?fieldManager=edpm-agent-node&force=true"),
         &agent("2026-11-23T12:00:30Z"),
     );
-    api.put(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+    api.put_replace(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": name, "namespace": "openstack", "labels": {"agent.edpm.openstack.org/node": "edpm-compute-3"}},
         "spec": {"holderIdentity": "edpm-compute-3", "leaseDurationSeconds": 40, "renewTime": "2026-11-23T12:00:30.000000Z"}}));
     let out = report(&api, &[("EDPM_AGENT_NOW", "2026-11-23T12:30:00Z")]);

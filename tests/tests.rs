@@ -36,6 +36,9 @@ mod readiness;
 // status report against the fake API server: SSA, status subresource, shared map-lists.
 mod status_api;
 
+// The node agent: one check on a temporary root, the loop against the fake API server.
+mod node_agent;
+
 // The architecture's boundaries, checked on the source text.
 mod layout;
 

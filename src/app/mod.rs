@@ -7,6 +7,7 @@ mod derive;
 mod errors;
 mod inventory;
 mod mounts;
+mod node;
 mod oslo;
 mod output;
 mod pipeline;
@@ -50,6 +51,9 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
     if let Command::Oslo(args) = cli.command {
         return oslo::run(args, out);
     }
+    if let Command::Node(args) = cli.command {
+        return node::run(args, env, out);
+    }
     if let Command::Status(crate::cli::StatusArgs { action: crate::cli::StatusAction::Crds {} }) = cli.command
     {
         return status::crds(out);
@@ -60,6 +64,7 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
         Command::Inventory(args) => inventory::run(&cx, args, out),
         Command::Validate(args) => validate::run(&cx, args, out),
         Command::Oslo(args) => oslo::run(args, out),
+        Command::Node(args) => node::run(args, env, out),
         Command::Render(args) => render::run(&cx, args, out),
         Command::Derive(args) => derive::run(&cx, args, out),
         Command::Mounts(args) => mounts::run(&cx, args, out),

@@ -199,8 +199,22 @@ fn report(
         let writes = readiness::report::plan(&r, &existing, &ns)
             .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode a status object: {e}")))?;
         let outcome = cluster.block_on(crate::k8s::status::apply(cluster.client(), writes, deadline))?;
+        // Each node agent's Lease, created once: the agent may only patch it.
+        let missing: Vec<(String, String, String)> = r
+            .nodes
+            .iter()
+            .filter(|n| !existing.leases.iter().any(|l| l.id.name == n.object))
+            .map(|n| (n.object.clone(), n.node.clone(), n.nodeset.clone()))
+            .collect();
+        let leases = if missing.is_empty() {
+            0
+        } else {
+            cluster.block_on(crate::k8s::status::ensure_leases(cluster.client(), missing, deadline))?
+        };
+        let lease_note =
+            if leases > 0 { format!(", {leases} node agent Lease(s) created") } else { String::new() };
         let text = format!(
-            "{} created, {} updated, {} unchanged ({} write requests)\n",
+            "{} created, {} updated, {} unchanged ({} write requests){lease_note}\n",
             outcome.created.len(),
             outcome.updated.len(),
             outcome.unchanged,

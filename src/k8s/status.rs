@@ -156,3 +156,43 @@ where
         }
     }
 }
+
+/// Creates the Leases of nodes that have none, so that each node agent, which may only patch
+/// its own Lease by name, can renew it (RBAC `resourceNames` cannot restrict create). Carries
+/// labels only: the agent writes the spec. `leases`: (name, node, nodeset).
+pub(crate) async fn ensure_leases(
+    client: &Client,
+    leases: Vec<(String, String, String)>,
+    deadline: Duration,
+) -> Result<usize, Error> {
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.kube(), client.namespace());
+    let params = PatchParams::apply(FIELD_MANAGER);
+    let count = leases.len();
+    let one = |(name, node, nodeset): (String, String, String)| {
+        let api = api.clone();
+        let params = params.clone();
+        async move {
+            let body = serde_json::json!({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "labels": {api::NODE_LABEL: node, api::NODESET_LABEL: nodeset}},
+            });
+            let action = format!("creating Lease {name} for its node agent");
+            let patch = Patch::Apply(&body);
+            let mut requests = 0;
+            retry_conflicts(client, &action, || api.patch(&name, &params, &patch), &mut requests)
+                .await
+                .map(drop)
+        }
+    };
+    let run =
+        futures::stream::iter(leases.into_iter().map(one)).buffer_unordered(CONCURRENCY).collect::<Vec<_>>();
+    match tokio::time::timeout(deadline, run).await {
+        Ok(results) => results.into_iter().collect::<Result<Vec<()>, Error>>().map(|_| count),
+        Err(_) => Err(Error::Request {
+            action: "creating node agent Leases".into(),
+            message: format!("not finished within {deadline:?}"),
+            hint: "; the next report creates the rest".into(),
+        }),
+    }
+}

@@ -386,6 +386,51 @@ fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
 }
 
 fn route(state: &Mutex<State>, method: &str, target: &str, body: &[u8]) -> (u16, Value) {
+    route_with(state, method, target, body, false)
+}
+
+/// A JSON merge patch (RFC 7386) of an existing object: what `kubectl patch --type merge` and
+/// the node agent's Lease renewal send.
+fn merge_patch(
+    state: &Mutex<State>,
+    api_version: &str,
+    plural_name: &str,
+    ns: &str,
+    name: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    fn merge(into: &mut Value, patch: &Value) {
+        match (into, patch) {
+            (Value::Object(a), Value::Object(b)) => {
+                for (k, v) in b {
+                    if v.is_null() {
+                        a.remove(k);
+                    } else {
+                        merge(a.entry(k.clone()).or_insert(Value::Null), v);
+                    }
+                }
+            }
+            (slot, v) => *slot = v.clone(),
+        }
+    }
+    let Ok(patch) = serde_json::from_slice::<Value>(body) else { return status(400, "body is not JSON") };
+    let mut st = state.lock().unwrap();
+    st.version += 1;
+    let version = st.version.to_string();
+    let Some(obj) = st.objects.iter_mut().find(|o| {
+        o["apiVersion"] == api_version
+            && plural(o["kind"].as_str().unwrap_or("")) == plural_name
+            && o["metadata"]["namespace"] == ns
+            && o["metadata"]["name"] == name
+    }) else {
+        return status(404, &format!("{plural_name} \"{name}\" not found"));
+    };
+    merge(obj, &patch);
+    obj["metadata"]["resourceVersion"] = json!(version);
+    (200, obj.clone())
+}
+
+fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], merge: bool) -> (u16, Value) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let param = |name: &str| query.split('&').find_map(|kv| kv.strip_prefix(name)).map(decode);
     let selector = param("labelSelector=").unwrap_or_default();
@@ -414,6 +459,10 @@ fn route(state: &Mutex<State>, method: &str, target: &str, body: &[u8]) -> (u16,
             && plural(o["kind"].as_str().unwrap_or("")) == plural_name
             && o["metadata"]["namespace"] == ns
     };
+    if method == "PATCH" && merge {
+        drop(st);
+        return merge_patch(state, &api_version, plural_name, ns, name.unwrap_or_default(), body);
+    }
     if method == "PATCH" {
         drop(st);
         let manager = param("fieldManager=").unwrap_or_default();
@@ -455,13 +504,18 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
         return;
     }
     let mut length = 0usize;
+    let mut merge = false;
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
             break;
         }
-        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+        let lower = h.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
             length = v.trim().parse().unwrap_or(0);
+        }
+        if lower.starts_with("content-type:") && lower.contains("merge-patch") {
+            merge = true;
         }
     }
     let mut body = vec![0; length];
@@ -489,10 +543,10 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
         }
         Some(Fault::Delay(d)) => {
             std::thread::sleep(d);
-            route(state, method, target, &body)
+            route_with(state, method, target, &body, merge)
         }
         Some(Fault::Drop) => return,
-        None => route(state, method, target, &body),
+        None => route_with(state, method, target, &body, merge),
     };
     let body = value.to_string();
     let response = format!(

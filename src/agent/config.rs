@@ -1,0 +1,148 @@
+//! The node agent's config file (`/etc/edpm-agent/node.yaml`), which the `edpm_agent_node`
+//! role writes from the inventory: where the API is, which objects are the node's own, and
+//! what the node was given. Pure: text in, settings out.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub(crate) struct Expect {
+    /// The host name the node should have (`canonical_hostname`, or its short form).
+    #[serde(default)]
+    pub hostname: Option<String>,
+    /// Addresses the node should hold (`ansible_host`, `ctlplane_ip`, …).
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    /// A substring of `/etc/os-release`'s `PRETTY_NAME` (or `ID VERSION_ID`) the node should boot.
+    #[serde(default)]
+    pub os: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AgentConfig {
+    /// The kubeconfig the agent authenticates with (0600, from a Secret).
+    pub kubeconfig: Option<PathBuf>,
+    pub namespace: String,
+    /// The node's `EDPMNodeStatus` and its Lease (the same name).
+    pub object: String,
+    /// The node's key (for messages and the Lease's holder).
+    pub node: String,
+    /// The root the checks read (`/` on the node).
+    pub root: PathBuf,
+    pub expect: Expect,
+    pub check_interval: Duration,
+    pub lease_interval: Duration,
+    pub lease_duration: Duration,
+    pub heartbeat: Duration,
+    pub request_timeout: Duration,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+struct File {
+    #[serde(default)]
+    kubeconfig: Option<PathBuf>,
+    namespace: String,
+    object: String,
+    node: String,
+    #[serde(default)]
+    root: Option<PathBuf>,
+    #[serde(default)]
+    expect: Expect,
+    #[serde(default)]
+    check_interval_seconds: Option<u64>,
+    #[serde(default)]
+    lease_interval_seconds: Option<u64>,
+    #[serde(default)]
+    lease_duration_seconds: Option<u64>,
+    #[serde(default)]
+    heartbeat_seconds: Option<u64>,
+    #[serde(default)]
+    request_timeout_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("node agent config {path}: {message}")]
+pub(crate) struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+/// kubelet's defaults: renew every 10 s for 40 s; full status on a change or every 5 min.
+pub(crate) const LEASE_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const LEASE_DURATION: Duration = Duration::from_secs(40);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(300);
+pub(crate) const CHECK_INTERVAL: Duration = Duration::from_secs(10);
+
+pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
+    let err = |message: String| ConfigError { path: path.display().to_string(), message };
+    let f: File = serde_saphyr::from_str(text)
+        .map_err(|e| err(e.to_string().lines().next().unwrap_or("invalid YAML").to_string()))?;
+    for (name, v) in [("namespace", &f.namespace), ("object", &f.object), ("node", &f.node)] {
+        if v.is_empty() {
+            return Err(err(format!("{name} is empty")));
+        }
+    }
+    let secs = |v: Option<u64>, d: Duration| v.map(Duration::from_secs).unwrap_or(d);
+    let c = AgentConfig {
+        kubeconfig: f
+            .kubeconfig
+            .map(|k| if k.is_relative() { path.parent().unwrap_or(Path::new(".")).join(k) } else { k }),
+        namespace: f.namespace,
+        object: f.object,
+        node: f.node,
+        root: f.root.unwrap_or_else(|| PathBuf::from("/")),
+        expect: f.expect,
+        check_interval: secs(f.check_interval_seconds, CHECK_INTERVAL),
+        lease_interval: secs(f.lease_interval_seconds, LEASE_INTERVAL),
+        lease_duration: secs(f.lease_duration_seconds, LEASE_DURATION),
+        heartbeat: secs(f.heartbeat_seconds, HEARTBEAT),
+        request_timeout: secs(f.request_timeout_seconds, Duration::from_secs(10)),
+    };
+    if c.lease_interval >= c.lease_duration {
+        return Err(err(format!(
+            "lease_interval_seconds ({}) must be shorter than lease_duration_seconds ({}), or the Lease expires between renewals",
+            c.lease_interval.as_secs(),
+            c.lease_duration.as_secs()
+        )));
+    }
+    if c.check_interval.is_zero() || c.lease_interval.is_zero() {
+        return Err(err("intervals must be at least one second".into()));
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_relative_kubeconfig() {
+        let c = parse(
+            Path::new("/etc/edpm-agent/node.yaml"),
+            "namespace: openstack\nobject: ns1-c0\nnode: c0\nkubeconfig: kubeconfig\n",
+        )
+        .unwrap();
+        assert_eq!(c.kubeconfig.as_deref(), Some(Path::new("/etc/edpm-agent/kubeconfig")));
+        assert_eq!(
+            (c.lease_interval, c.lease_duration, c.heartbeat),
+            (LEASE_INTERVAL, LEASE_DURATION, HEARTBEAT)
+        );
+        assert_eq!(c.root, Path::new("/"));
+    }
+
+    #[test]
+    fn bad_files_name_the_problem() {
+        let e = parse(Path::new("n.yaml"), "namespace: o\nobject: x\nnode: c\nlease_interval_seconds: 40\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("must be shorter"), "{e}");
+        let e = parse(Path::new("n.yaml"), "namespace: o\nobject: x\nnode: c\ncolour: red\n").unwrap_err();
+        assert!(
+            e.to_string().starts_with("node agent config n.yaml:") && e.to_string().contains("colour"),
+            "{e}"
+        );
+    }
+}
