@@ -20,6 +20,7 @@ pub(crate) mod services;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
 pub(crate) mod staging;
+pub mod summary;
 pub(crate) mod validate;
 
 // The shell.
