@@ -102,7 +102,7 @@ pub enum HostStatus {
     Unreachable,
     /// The play stopped while the host was still in it, although nothing failed on the host:
     /// another host's failure with `any_errors_fatal` (or `max_fail_percentage`), a timeout,
-    /// or a signal.
+    /// or a signal; or, for a retry, the playbook ended before reaching the host.
     Interrupted,
 }
 
@@ -179,6 +179,11 @@ pub struct RunSummary {
     /// Ansible printed its final statistics: the counts are Ansible's own.
     #[serde(default)]
     pub complete: bool,
+    /// Every host of the last play that ran failed, was unreachable or was stopped, and it was
+    /// not the playbook's last play (or that is unknown): Ansible ran no play after it, so
+    /// hosts only later plays name never ran, and are not listed here.
+    #[serde(default)]
+    pub stopped_early: bool,
     /// 1 for the first run of this ident, then one more per retry (earlier attempts are kept
     /// under `<artifacts>/<ident>/attempts/<n>/`).
     #[serde(default = "one")]
@@ -227,6 +232,7 @@ impl RunSummary {
             timeout: None,
             reason: Some(one_line(reason)),
             complete: false,
+            stopped_early: false,
             attempt,
             limit,
             started: None,
@@ -393,6 +399,10 @@ pub struct Event {
     pub created: Option<String>,
     pub host: Option<String>,
     pub play: Option<String>,
+    pub play_uuid: Option<String>,
+    /// The play's index and the number of plays in the playbook (the callback plugin's play
+    /// start events carry them).
+    pub play_position: Option<(u64, u64)>,
     pub task: Option<String>,
     pub task_uuid: Option<String>,
     pub action: Option<String>,
@@ -433,6 +443,12 @@ struct RawEventData<'a> {
     host: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     play: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    play_uuid: Option<Cow<'a, str>>,
+    #[serde(default)]
+    play_index: Option<u64>,
+    #[serde(default)]
+    play_count: Option<u64>,
     #[serde(default, borrow)]
     task: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -634,6 +650,8 @@ pub fn parse_event(bytes: &[u8]) -> Result<Event, EventError> {
         created: owned(raw.created),
         host: owned(d.host),
         play: owned(d.play),
+        play_uuid: owned(d.play_uuid),
+        play_position: d.play_index.zip(d.play_count),
         task: owned(d.task),
         task_uuid: owned(d.task_uuid),
         action: owned(d.resolved_action.or(d.task_action)),
@@ -644,6 +662,48 @@ pub fn parse_event(bytes: &[u8]) -> Result<Event, EventError> {
         failure,
         stats,
     })
+}
+
+/// What the project's callback plugin notes under ansible-runner (`edpm-notes.jsonl`), whose
+/// own events lack it: each play's place in the playbook, and whether a failure could stop
+/// the play.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// (host, task uuid) → the failure could stop the play.
+    pub fatality: BTreeMap<(String, String), bool>,
+    /// play uuid → (index, number of plays in the playbook).
+    pub plays: BTreeMap<String, (u64, u64)>,
+}
+
+/// Reads `edpm-notes.jsonl`; lines that are not notes are skipped.
+pub fn parse_notes(text: &str) -> Notes {
+    #[derive(Deserialize)]
+    struct Line {
+        kind: Option<String>,
+        host: Option<String>,
+        task_uuid: Option<String>,
+        any_errors_fatal: Option<bool>,
+        play_uuid: Option<String>,
+        play_index: Option<u64>,
+        play_count: Option<u64>,
+    }
+    let mut notes = Notes::default();
+    for l in text.lines().filter_map(|l| serde_json::from_str::<Line>(l).ok()) {
+        match l.kind.as_deref() {
+            Some("failure") => {
+                if let (Some(h), Some(t), Some(f)) = (l.host, l.task_uuid, l.any_errors_fatal) {
+                    notes.fatality.insert((h, t), f);
+                }
+            }
+            Some("play") => {
+                if let (Some(p), Some(i), Some(n)) = (l.play_uuid, l.play_index, l.play_count) {
+                    notes.plays.insert(p, (i, n));
+                }
+            }
+            _ => {}
+        }
+    }
+    notes
 }
 
 /// The counter of an event file name, `<counter>-<uuid>.json`; `None` for anything else
@@ -679,6 +739,9 @@ struct HostAcc {
     records: Vec<FailureRecord>,
 }
 
+/// The hosts seen in a play, and its (index, count) in the playbook when known.
+type PlayHosts = (BTreeSet<String>, Option<(u64, u64)>);
+
 /// Folds events, in counter order, into per-host results.
 ///
 /// Interruption: when a host fails (or is unreachable) at a task, every other host in that
@@ -687,7 +750,9 @@ struct HostAcc {
 /// (`any_errors_fatal`, `max_fail_percentage`), or had nothing left to run (their last task
 /// was the failing one): events alone cannot tell these apart, so both count as interrupted,
 /// which errs towards running a host again. The project's callback plugin says whether a
-/// failure could stop the play; when it says no, nobody becomes a suspect.
+/// failure could stop the play (in its events, or through [`Fold::set_fatality`]); when it
+/// says no, nobody becomes a suspect, and when it says yes, Ansible itself counts the others
+/// as failed (handlers do not run for them).
 #[derive(Debug, Default)]
 pub struct Fold {
     hosts: BTreeMap<String, HostAcc>,
@@ -700,6 +765,12 @@ pub struct Fold {
     suspect_task: Option<Option<String>>,
     /// Suspects, with the task they were last seen at.
     suspects: BTreeMap<String, Option<String>>,
+    notes: Notes,
+    /// Hosts seen in the current play, and its place in the playbook when known.
+    play_hosts: BTreeSet<String>,
+    play_position: Option<(u64, u64)>,
+    /// The same for the last play that had hosts, once another play started.
+    last_play: Option<PlayHosts>,
     first_created: Option<String>,
     last_created: Option<String>,
     unreadable: u64,
@@ -720,7 +791,18 @@ impl Fold {
         self.unreadable += 1;
     }
 
-    pub fn push(&mut self, ev: Event) {
+    /// The callback plugin's notes, for events that do not carry those facts.
+    pub fn set_notes(&mut self, notes: Notes) {
+        self.notes = notes;
+    }
+
+    pub fn push(&mut self, mut ev: Event) {
+        if ev.any_errors_fatal.is_none()
+            && matches!(ev.kind, EventKind::Failed | EventKind::Unreachable)
+            && let (Some(h), Some(t)) = (&ev.host, &ev.task_uuid)
+        {
+            ev.any_errors_fatal = self.notes.fatality.get(&(h.clone(), t.clone())).copied();
+        }
         if let Some(c) = ev.created {
             if self.first_created.is_none() {
                 self.first_created = Some(c.clone());
@@ -740,6 +822,9 @@ impl Fold {
                     | EventKind::Unreachable
             )
         {
+            if !self.play_hosts.contains(h) {
+                self.play_hosts.insert(h.clone());
+            }
             match self.suspects.get(h) {
                 Some(at) if *at != task => {
                     self.suspects.remove(h);
@@ -752,6 +837,12 @@ impl Fold {
         }
         match kind {
             EventKind::PlayStart => {
+                if !self.play_hosts.is_empty() {
+                    self.last_play = Some((std::mem::take(&mut self.play_hosts), self.play_position));
+                }
+                self.play_position = ev
+                    .play_position
+                    .or_else(|| ev.play_uuid.as_ref().and_then(|u| self.notes.plays.get(u).copied()));
                 self.play = ev.play;
                 self.task_uuid = None;
                 self.started.clear();
@@ -818,6 +909,10 @@ impl Fold {
     pub fn finish(self, facts: RunFacts, redactor: &Redactor) -> RunSummary {
         let complete = self.stats.is_some();
         let mut names: BTreeSet<String> = self.hosts.keys().cloned().collect();
+        // Hosts the attempt was limited to that no event mentions: the playbook ended before
+        // reaching them.
+        let unreached: BTreeSet<String> =
+            facts.limit.iter().flatten().filter(|h| !names.contains(*h)).cloned().collect();
         if let Some(s) = &self.stats {
             for m in
                 [&s.processed, &s.ok, &s.changed, &s.failures, &s.dark, &s.skipped, &s.rescued, &s.ignored]
@@ -826,7 +921,7 @@ impl Fold {
             }
         }
         let mut hosts = BTreeMap::new();
-        for name in names {
+        for name in names.into_iter().chain(unreached.iter().cloned()) {
             let acc = self.hosts.get(&name).cloned().unwrap_or_default();
             let mut r = match &self.stats {
                 Some(s) => {
@@ -852,7 +947,9 @@ impl Fold {
                     ..HostResult::default()
                 },
             };
-            r.interrupted = if complete {
+            r.interrupted = if unreached.contains(&name) {
+                true
+            } else if complete {
                 self.suspects.contains_key(&name) && r.failures == 0 && r.dark == 0
             } else {
                 // The run ended before Ansible's statistics: it stopped under every host that
@@ -871,6 +968,19 @@ impl Fold {
             };
             hosts.insert(name, r);
         }
+        // Ansible ends the whole playbook when every host of a play has failed (any_errors_fatal
+        // counts the others as failed too): later plays, and their hosts, never ran.
+        let (last_hosts, position) = if self.play_hosts.is_empty() {
+            self.last_play.unwrap_or_default()
+        } else {
+            (self.play_hosts, self.play_position)
+        };
+        let stopped_early = complete
+            && !last_hosts.is_empty()
+            && last_hosts
+                .iter()
+                .all(|h| hosts.get(h).is_some_and(|r: &HostResult| r.status != HostStatus::Ok))
+            && position.is_none_or(|(i, n)| i + 1 < n);
         let mut summary = RunSummary {
             version: SUMMARY_VERSION,
             ident: facts.ident,
@@ -879,6 +989,7 @@ impl Fold {
             timeout: facts.timeout,
             reason: facts.reason.map(|r| one_line(&r)),
             complete,
+            stopped_early,
             attempt: facts.attempt,
             limit: facts.limit,
             started: self.first_created,
@@ -1249,6 +1360,11 @@ pub fn retry_plan(previous: Option<&RunSummary>) -> RetryPlan {
     if !prev.complete {
         return same_scope(&format!("ended {} before Ansible's final statistics", prev.status.as_str()));
     }
+    if prev.stopped_early {
+        return same_scope(
+            "stopped before its last play (every host of a play failed), so later plays never ran",
+        );
+    }
     let hosts: Vec<String> = prev
         .hosts
         .iter()
@@ -1326,11 +1442,11 @@ mod tests {
     /// in an earlier play and is not interrupted.
     fn fatal_play() -> Vec<serde_json::Value> {
         vec![
-            json!({"event": "playbook_on_play_start", "event_data": {"play": "first"}}),
+            json!({"event": "playbook_on_play_start", "event_data": {"play": "first", "play_index": 0, "play_count": 2}}),
             task("t0", "d only"),
             on("runner_on_start", "d", "t0", "d only", json!(null)),
             on("runner_on_ok", "d", "t0", "d only", json!({"changed": true})),
-            json!({"event": "playbook_on_play_start", "event_data": {"play": "p"}}),
+            json!({"event": "playbook_on_play_start", "event_data": {"play": "p", "play_uuid": "p2"}}),
             task("t1", "ping"),
             on("runner_on_start", "a", "t1", "ping", json!(null)),
             on("runner_on_start", "b", "t1", "ping", json!(null)),
@@ -1358,9 +1474,18 @@ mod tests {
         ]
     }
 
+    /// `fatal_play` folded with the plugin's note that "p" is the playbook's last play.
+    fn fatal_summary() -> RunSummary {
+        let mut f = Fold::new();
+        f.set_notes(parse_notes(r#"{"kind": "play", "play_uuid": "p2", "play_index": 1, "play_count": 2}"#));
+        fatal_play().into_iter().for_each(|e| f.push(ev(e)));
+        f.finish(facts(RunStatus::Failed, 2), &Redactor::default())
+    }
+
     #[test]
     fn any_errors_fatal_interrupts_the_hosts_still_in_the_play() {
-        let s = fold(fatal_play()).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+        let s = fatal_summary();
+        assert!(!s.stopped_early);
         assert!(s.complete);
         assert_eq!(s.hosts_with(HostStatus::Failed), ["b"]);
         assert_eq!(s.hosts_with(HostStatus::Interrupted), ["a", "c"]);
@@ -1393,6 +1518,39 @@ mod tests {
     }
 
     #[test]
+    fn a_playbook_that_ends_before_its_last_play_stopped_early() {
+        // Without the plugin's note, the stop in play "p" may have skipped later plays.
+        let s = fold(fatal_play()).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+        assert!(s.stopped_early);
+        assert_eq!(retry_plan(Some(&s)).scope, RetryScope::Everything);
+        assert!(
+            retry_plan(Some(&s)).note.contains("stopped before its last play"),
+            "{}",
+            retry_plan(Some(&s)).note
+        );
+        // With it: "p" is the last play, nothing was skipped.
+        assert!(!fatal_summary().stopped_early);
+    }
+
+    #[test]
+    fn limited_hosts_no_event_mentions_were_not_reached() {
+        let mut f = facts(RunStatus::Failed, 4);
+        f.limit = Some(vec!["a".into(), "u".into(), "x".into()]);
+        let events = vec![
+            json!({"event": "playbook_on_play_start", "event_data": {"play": "first", "play_index": 0, "play_count": 2}}),
+            task("t1", "ping"),
+            on("runner_on_unreachable", "u", "t1", "ping", json!({"msg": "refused"})),
+            stats(json!({"processed": {"u": 1}, "dark": {"u": 1}})),
+        ];
+        let s = fold(events).finish(f, &Redactor::default());
+        assert_eq!(s.hosts_with(HostStatus::Interrupted), ["a", "x"]);
+        assert_eq!(s.hosts_with(HostStatus::Unreachable), ["u"]);
+        assert!(s.stopped_early);
+        let plan = retry_plan(Some(&s));
+        assert_eq!(plan.scope, RetryScope::Hosts(vec!["a".into(), "u".into(), "x".into()]));
+    }
+
+    #[test]
     fn a_later_play_without_hosts_does_not_undo_the_stop() {
         // What ansible-core 2.19 sends after any_errors_fatal stops a play that another play
         // follows: the next play starts with no host left to run.
@@ -1409,6 +1567,25 @@ mod tests {
         let mut events = fatal_play();
         events[17]["event_data"]["any_errors_fatal"] = json!(false);
         let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+        assert!(s.hosts_with(HostStatus::Interrupted).is_empty());
+    }
+
+    #[test]
+    fn fatality_from_the_plugin_fills_events_that_lack_it() {
+        let lines = concat!(
+            "{\"kind\": \"failure\", \"host\": \"b\", \"task_uuid\": \"t2\", \"any_errors_fatal\": false}\n",
+            "not json\n",
+            "{\"kind\": \"play\", \"play_uuid\": \"p2\", \"play_index\": 1, \"play_count\": 2}\n",
+        );
+        let notes = parse_notes(lines);
+        assert_eq!((notes.fatality.len(), notes.plays.get("p2")), (1, Some(&(1, 2))));
+        let mut f = Fold::new();
+        f.set_notes(notes);
+        for e in fatal_play() {
+            f.push(ev(e));
+        }
+        assert!(f.play_position.is_some(), "the play's place came from the notes");
+        let s = f.finish(facts(RunStatus::Failed, 2), &Redactor::default());
         assert!(s.hosts_with(HostStatus::Interrupted).is_empty());
     }
 
@@ -1658,7 +1835,7 @@ mod tests {
 
     #[test]
     fn retry_picks_failed_unreachable_and_interrupted_hosts() {
-        let mut s = fold(fatal_play()).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+        let mut s = fatal_summary();
         s.hosts.insert(
             "e".into(),
             HostResult { dark: 1, status: HostStatus::Unreachable, ..Default::default() },
