@@ -93,6 +93,9 @@ pub enum Command {
     /// Write a node's files under a root (`/` on the node): Ceph client files and service config.
     /// Prints a JSON report {changed, unchanged, removed}.
     Stage(StageArgs),
+    /// The AnsibleEE job entrypoint: prepare the runner directory, run the play
+    /// (ansible-runner, else ansible-playbook), and report per-host results.
+    Run(RunArgs),
 }
 
 impl Command {
@@ -114,8 +117,74 @@ impl Command {
                 MountsAction::Propagate { source, .. } | MountsAction::Plan { source, .. } => source,
             },
             Command::Stage(a) => &a.source,
+            Command::Run(a) => &a.source,
         })
     }
+}
+
+/// `edpm-agent run`: as the runner image's ENTRYPOINT (`edpm-agent run --`), the Job's
+/// arguments follow `--` unchanged: `ansible-runner run /runner -p PLAYBOOK -i IDENT` (or
+/// `-r ROLE`). The Job's environment (RUNNER_PLAYBOOK, RUNNER_CMDLINE, RUNNER_EXTRA_VARS,
+/// RUNNER_INVENTORY, RUNNER_JOB_TIMEOUT, RUNNER_IDLE_TIMEOUT) is read as upstream's entrypoint
+/// reads it. Exits with the play's return code; before the play, with the codes in README.
+#[derive(Debug, Args)]
+#[command(after_help = "Paths: the summary goes to /dev/termination-log (EDPM_AEE_TERMINATION_LOG; \
+    when neither is there, ARTIFACTS/IDENT/termination-log) and ARTIFACTS/IDENT/edpm-summary.json, \
+    where ARTIFACTS is the command's --artifact-dir, else EDPM_AEE_ARTIFACTS_ROOT, else DIR/artifacts.")]
+pub struct RunArgs {
+    /// The runner directory to prepare and run in; replaces `/runner` in the command.
+    /// Without a command, runs DIR's project/playbook.yaml (or RUNNER_ROLE) as ident edpm-agent.
+    /// [default: the command's directory, /runner]
+    #[arg(long, value_name = "DIR", env = "EDPM_AGENT_RUNNER_DIR", hide_env_values = true)]
+    pub runner_dir: Option<PathBuf>,
+    /// Where the play's inventory comes from: `mounted` (DIR/inventory, as the operator mounts
+    /// it), `kube` (edpm-agent's own inventory, read from the API), `sources` (edpm-agent's own,
+    /// from --source or EDPM_AGENT_SOURCE).
+    #[arg(long, value_enum, default_value_t = InventorySource::Mounted, env = "EDPM_AGENT_INVENTORY_SOURCE", hide_env_values = true)]
+    pub inventory_source: InventorySource,
+    /// Run only on the hosts that failed, were unreachable or were interrupted in the previous
+    /// attempt of this ident (its summary in the artifacts directory).
+    #[arg(long, env = "EDPM_AGENT_RETRY_FAILED", hide_env_values = true,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub retry_failed: bool,
+    /// What runs the play: ansible-runner when it is on PATH, else ansible-playbook (`auto`).
+    #[arg(long, value_enum, default_value_t = Executor::Auto, env = "EDPM_AGENT_EXECUTOR", hide_env_values = true)]
+    pub executor: Executor,
+    /// Start the play through this init (e.g. dumb-init): `INIT -- COMMAND`.
+    #[arg(long, value_name = "PROGRAM", env = "EDPM_AGENT_INIT", hide_env_values = true)]
+    pub init: Option<String>,
+    /// Seconds between forwarding SIGTERM/SIGINT (or a timeout's SIGTERM) and SIGKILL.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 20,
+        env = "EDPM_AGENT_GRACE_PERIOD",
+        hide_env_values = true
+    )]
+    pub grace_period: u64,
+    /// Only summarize the artifacts of the command's ident (or the newest run), as upstream's
+    /// summary helper does; run nothing.
+    #[arg(long)]
+    pub summarize_only: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The Job's command: `ansible-runner run DIR -p PLAYBOOK -i IDENT` (or `-r ROLE`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InventorySource {
+    Mounted,
+    Kube,
+    Sources,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Executor {
+    Auto,
+    AnsibleRunner,
+    AnsiblePlaybook,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@
 //! the Kubernetes API server.
 
 // The pure core, in reading order.
+pub(crate) mod aee;
 pub(crate) mod cell;
 pub(crate) mod derive;
 pub(crate) mod inventory;
@@ -32,4 +33,5 @@ pub(crate) mod hostfs;
 pub(crate) mod k8s;
 pub(crate) mod openstack;
 pub(crate) mod par;
+pub(crate) mod process;
 pub(crate) mod source;

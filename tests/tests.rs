@@ -32,3 +32,8 @@ mod mounts;
 
 // Staging into temporary roots: ownership, links, Ceph sanity, SIGKILL crash safety.
 mod staging;
+
+// `edpm-agent run` with real ansible-runner and ansible-playbook: per-host results, timeouts,
+// SIGTERM, retries, bad input, the termination message under upstream's parsing rules, and
+// the runner image's entrypoint.
+mod runner;
