@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh
-# Debian packages the tests use: ssh for an unreachable host.
+# Debian packages the tests use: rpmbuild for the RPM spec, ssh for an unreachable host.
 missing=()
+command -v rpmbuild >/dev/null || missing+=(rpm)
 command -v ssh >/dev/null || missing+=(openssh-client)
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive

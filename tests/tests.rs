@@ -37,3 +37,6 @@ mod staging;
 // SIGTERM, retries, bad input, the termination message under upstream's parsing rules, and
 // the runner image's entrypoint.
 mod runner;
+
+// The RPM packages, built with rpmbuild from the spec.
+mod packaging;
