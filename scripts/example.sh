@@ -2,7 +2,8 @@
 # Runs the main job on the bundled example deployment (examples/), no cluster needed:
 # validates the data-plane objects, prints the Ansible inventory, explains a variable, renders
 # the oslo.config files of every node, shows which extraMounts reach a service, stages a node's
-# files under target/example-root, and derives the NovaExternalCompute CRs.
+# files under target/example-root, derives the NovaExternalCompute CRs, and runs a local playbook
+# as the AnsibleEE job entrypoint would (needs the .venv of scripts/setup-venv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
@@ -32,3 +33,9 @@ echo "== edpm-agent derive novaexternalcompute"
 $bin derive novaexternalcompute
 echo "== the same hosts in the NodeSet model"
 EDPM_AGENT_CONFIG=examples/edpm-agent-nodeset.yaml $bin inventory --list --pretty
+echo "== edpm-agent run: the AnsibleEE job entrypoint, offline, on a local playbook (examples/runner)"
+rm -rf target/example-runner && cp -r examples/runner target/example-runner
+export PATH="$PWD/.venv/bin:$PATH"
+RUNNER_CMDLINE='-e fail_on=edpm-compute-1' EDPM_AGENT_CONFIG=examples/edpm-agent.yaml \
+  $bin run --runner-dir target/example-runner --inventory-source sources || echo "(exit $?: edpm-compute-1 failed, as asked)"
+cat target/example-runner/artifacts/edpm-agent/termination-log; echo

@@ -697,3 +697,46 @@ fn summarize_only_keeps_the_termination_message_within_4096_bytes() {
     let s = job.summary("big");
     assert_eq!(s["hosts"].as_object().unwrap().len(), 3001, "the full summary lists every host");
 }
+
+#[test]
+fn the_offline_example_runs_on_the_bundled_deployment() {
+    // README, "Trying it offline": examples/runner with edpm-agent's inventory of examples/.
+    let job = Job::new(&[], &[]);
+    std::fs::remove_dir_all(job.dir().join("inventory")).unwrap();
+    for rel in ["project/playbook.yaml", "env/extravars"] {
+        job.write(
+            rel,
+            &std::fs::read_to_string(crate::util::repo().join("examples/runner").join(rel)).unwrap(),
+        );
+    }
+    let dir = job.dir().display().to_string();
+    let out = job.edpm_agent(
+        &[
+            "--config",
+            "examples/edpm-agent.yaml",
+            "run",
+            "--runner-dir",
+            &dir,
+            "--inventory-source",
+            "sources",
+        ],
+        &[("RUNNER_CMDLINE", "-e fail_on=edpm-compute-1")],
+    );
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("edpm-agent");
+    assert_eq!(
+        host_statuses(&s),
+        pairs(&[
+            ("edpm-compute-0", "ok"),
+            ("edpm-compute-1", "failed"),
+            ("edpm-compute-2", "ok"),
+            ("edpm-networker-0", "ok")
+        ])
+    );
+    assert_eq!(s["hosts"]["edpm-compute-1"]["failedTask"]["message"], "asked to fail on edpm-compute-1");
+    assert!(
+        out.stdout.contains("edpm-compute-0: ctlplane 192.168.122.100, groups edpm-compute,nova-cell1"),
+        "{}",
+        out.stdout
+    );
+}
