@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde_json::Value;
+
 /// The runner directory the Job's command names.
 pub(crate) const DEFAULT_RUNNER_DIR: &str = "/runner";
 /// Upstream entrypoint defaults (edpm_entrypoint.sh), exported to the play's environment.
@@ -424,48 +426,28 @@ pub(crate) fn prepare(
     if let Some(text) = &env.playbook
         && cmd.get("--playbook") == Some("playbook.yaml")
     {
-        let contents = format!("---\n{text}\n");
-        match read_yaml(&contents) {
-            Ok(serde_json::Value::Array(_)) => {}
-            Ok(other) => {
-                return Err(JobError::Malformed {
-                    input: "RUNNER_PLAYBOOK".into(),
-                    message: format!(
-                        "an inline playbook must be a YAML list of plays, found {}",
-                        kind_of(&other)
-                    ),
-                });
-            }
-            Err(e) => return Err(JobError::Malformed { input: "RUNNER_PLAYBOOK".into(), message: e }),
-        }
+        let contents = upstream_file(
+            "RUNNER_PLAYBOOK",
+            text,
+            Some(("an inline playbook must be a YAML list of plays", Value::is_array)),
+        )?;
         writes.push(FileWrite { path: cmd.project_dir().join("playbook.yaml"), contents, mode: 0o644 });
     }
     if let Some(text) = &env.cmdline {
-        writes.push(FileWrite { path: dir.join("env/cmdline"), contents: format!("{text}\n"), mode: 0o644 });
         shlex_split(text)
             .map_err(|message| JobError::Malformed { input: "RUNNER_CMDLINE".into(), message })?;
+        writes.push(FileWrite { path: dir.join("env/cmdline"), contents: format!("{text}\n"), mode: 0o644 });
     }
     if let Some(text) = &env.extra_vars {
-        let contents = format!("---\n{text}\n");
-        match read_yaml(&contents) {
-            Ok(serde_json::Value::Object(_)) => {}
-            Ok(other) => {
-                return Err(JobError::Malformed {
-                    input: "RUNNER_EXTRA_VARS".into(),
-                    message: format!(
-                        "extra vars must be a YAML mapping of variable names to values, found {}",
-                        kind_of(&other)
-                    ),
-                });
-            }
-            Err(e) => return Err(JobError::Malformed { input: "RUNNER_EXTRA_VARS".into(), message: e }),
-        }
+        let want = (
+            "extra vars must be a YAML mapping of variable names to values",
+            Value::is_object as fn(&Value) -> bool,
+        );
+        let contents = upstream_file("RUNNER_EXTRA_VARS", text, Some(want))?;
         writes.push(FileWrite { path: dir.join("env/extravars"), contents, mode: 0o600 });
     }
     if let Some(text) = &env.inventory {
-        let contents = format!("---\n{text}\n");
-        read_yaml(&contents)
-            .map_err(|message| JobError::Malformed { input: "RUNNER_INVENTORY".into(), message })?;
+        let contents = upstream_file("RUNNER_INVENTORY", text, None)?;
         writes.push(FileWrite { path: dir.join("inventory/inventory.yaml"), contents, mode: 0o600 });
     }
     if let Some(text) = settings
@@ -481,6 +463,24 @@ pub(crate) fn prepare(
         });
     }
     Ok(writes)
+}
+
+/// The kind of YAML document Ansible needs in a file: what to say otherwise, and the check.
+type Want<'a> = (&'a str, fn(&Value) -> bool);
+
+/// A file as upstream's entrypoint writes it (`---`, then the value), checked to read as YAML
+/// and, when `want` says so, as the kind of document Ansible needs there.
+fn upstream_file(input: &'static str, text: &str, want: Option<Want>) -> Result<String, JobError> {
+    let contents = format!("---\n{text}\n");
+    let value =
+        read_yaml(&contents).map_err(|message| JobError::Malformed { input: input.into(), message })?;
+    match want {
+        Some((what, ok)) if !ok(&value) => Err(JobError::Malformed {
+            input: input.into(),
+            message: format!("{what}, found {}", kind_of(&value)),
+        }),
+        _ => Ok(contents),
+    }
 }
 
 fn kind_of(v: &serde_json::Value) -> &'static str {
