@@ -128,9 +128,10 @@ impl Command {
 /// RUNNER_INVENTORY, RUNNER_JOB_TIMEOUT, RUNNER_IDLE_TIMEOUT) is read as upstream's entrypoint
 /// reads it. Exits with the play's return code; before the play, with the codes in README.
 #[derive(Debug, Args)]
-#[command(after_help = "Paths: the summary goes to /dev/termination-log (EDPM_AEE_TERMINATION_LOG; \
-    when neither is there, ARTIFACTS/IDENT/termination-log) and ARTIFACTS/IDENT/edpm-summary.json, \
-    where ARTIFACTS is the command's --artifact-dir, else EDPM_AEE_ARTIFACTS_ROOT, else DIR/artifacts.")]
+#[command(after_help = "Paths: the termination message goes to EDPM_AEE_TERMINATION_LOG, else \
+    /dev/termination-log when Kubernetes mounted it, else ARTIFACTS/IDENT/termination-log; the \
+    full summary to ARTIFACTS/IDENT/edpm-summary.json, where ARTIFACTS is the command's \
+    --artifact-dir, else EDPM_AEE_ARTIFACTS_ROOT, else DIR/artifacts.")]
 pub struct RunArgs {
     /// The runner directory to prepare and run in; replaces `/runner` in the command.
     /// Without a command, runs DIR's project/playbook.yaml (or RUNNER_ROLE) as ident edpm-agent.
@@ -166,11 +167,12 @@ pub struct RunArgs {
     /// summary helper does; run nothing.
     #[arg(long)]
     pub summarize_only: bool,
-    #[command(flatten)]
-    pub source: SourceArgs,
     /// The Job's command: `ansible-runner run DIR -p PLAYBOOK -i IDENT` (or `-r ROLE`).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// For --inventory-source kube or sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
