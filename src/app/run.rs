@@ -783,21 +783,37 @@ fn read_job_events(artifact_dir: &Path) -> Fold {
     if let Ok(text) = std::fs::read_to_string(artifact_dir.join(NOTES_FILE)) {
         fold.set_notes(summary::parse_notes(&text));
     }
-    let Ok(entries) = std::fs::read_dir(artifact_dir.join("job_events")) else { return fold };
-    let mut files: Vec<(u64, PathBuf)> = entries
+    let dir = artifact_dir.join("job_events");
+    let (Ok(entries), Ok(files)) = (std::fs::read_dir(&dir), crate::fsutil::DirFiles::open(&dir)) else {
+        return fold;
+    };
+    let mut names: Vec<(u64, std::ffi::OsString)> = entries
         .filter_map(|e| {
-            let e = e.ok()?;
-            let n = summary::event_file_counter(e.file_name().to_str()?)?;
-            Some((n, e.path()))
+            let name = e.ok()?.file_name();
+            Some((summary::event_file_counter(name.to_str()?)?, name))
         })
         .collect();
-    files.sort_unstable_by_key(|(n, _)| *n);
-    // In chunks, so that a huge run's parsed events are never all in memory at once.
-    for chunk in files.chunks(8192) {
-        let parsed = crate::par::map(chunk, |(_, p)| {
-            std::fs::read(p).ok().and_then(|bytes| summary::parse_event(&bytes).ok())
+    names.sort_unstable_by_key(|(n, _)| *n);
+    // In chunks, so that a huge run's parsed events are never all in memory at once; each
+    // worker reuses one read buffer for its share of a chunk.
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for chunk in names.chunks(8192) {
+        let shares: Vec<&[(u64, std::ffi::OsString)]> = chunk.chunks(chunk.len().div_ceil(workers)).collect();
+        let parsed = crate::par::map(&shares, |share| {
+            let mut buf = Vec::new();
+            share
+                .iter()
+                .map(|(_, name)| {
+                    let quick =
+                        files.read(name, &mut buf, false).ok().and_then(|b| summary::parse_event(b).ok());
+                    // A short read that was not the end of the file: read it whole.
+                    quick.or_else(|| {
+                        files.read(name, &mut buf, true).ok().and_then(|b| summary::parse_event(b).ok())
+                    })
+                })
+                .collect::<Vec<_>>()
         });
-        for ev in parsed {
+        for ev in parsed.into_iter().flatten() {
             match ev {
                 Some(e) => fold.push(e),
                 None => fold.unreadable(),

@@ -31,10 +31,8 @@ DOCUMENTATION = """
       - enabled in callbacks_enabled
 """
 
-import datetime
 import json
 import os
-import uuid
 
 from ansible.plugins.callback import CallbackBase
 
@@ -86,6 +84,11 @@ class CallbackModule(CallbackBase):
     def _emit(self, event, data):
         if not self._dir:
             return
+        # Imported here: under ansible-runner events are never written, and the plugin should
+        # cost the play nothing it does not use.
+        import datetime
+        import uuid
+
         self._counter += 1
         event_uuid = str(uuid.uuid4())
         data = dict(data, uuid=event_uuid)
@@ -141,19 +144,27 @@ class CallbackModule(CallbackBase):
         if position:
             self._write_note(dict(kind="play", play_uuid=play_uuid, **position))
 
+    # Under ansible-runner (no events directory) only play starts and failures matter: the
+    # other hooks return at once, so the plugin costs the play next to nothing.
+
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self._emit("playbook_on_task_start", self._task_data(task))
+        if self._dir:
+            self._emit("playbook_on_task_start", self._task_data(task))
 
     def v2_playbook_on_handler_task_start(self, task):
-        self._emit("playbook_on_handler_task_start", self._task_data(task))
+        if self._dir:
+            self._emit("playbook_on_handler_task_start", self._task_data(task))
 
     def v2_playbook_on_cleanup_task_start(self, task):
-        self._emit("playbook_on_cleanup_task_start", self._task_data(task))
+        if self._dir:
+            self._emit("playbook_on_cleanup_task_start", self._task_data(task))
 
     def v2_playbook_on_no_hosts_remaining(self):
         self._emit("playbook_on_no_hosts_remaining", {})
 
     def v2_runner_on_start(self, host, task):
+        if not self._dir:
+            return
         data = self._task_data(task)
         data.update(host=host.get_name())
         self._emit("runner_on_start", data)
@@ -181,17 +192,23 @@ class CallbackModule(CallbackBase):
                           "task_uuid": str(task._uuid) if task is not None else None, "any_errors_fatal": fatal})
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
+        if not (self._dir or self._notes_file):
+            return
         fatal = self._fatal(result)
         self._host_event("runner_on_failed", result, ignore_errors=bool(ignore_errors), any_errors_fatal=fatal)
         if not ignore_errors:
             self._note(result, fatal)
 
     def v2_runner_on_unreachable(self, result):
+        if not (self._dir or self._notes_file):
+            return
         fatal = self._fatal(result)
         self._host_event("runner_on_unreachable", result, any_errors_fatal=fatal)
         self._note(result, fatal)
 
     def v2_playbook_on_stats(self, stats):
+        if not self._dir:
+            return
         data = {name: dict(getattr(stats, name, {}) or {})
                 for name in ("changed", "dark", "failures", "ignored", "ok", "processed", "rescued", "skipped")}
         self._emit("playbook_on_stats", data)
