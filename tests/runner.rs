@@ -123,6 +123,12 @@ impl Job {
         std::fs::write(p, text).unwrap();
     }
 
+    fn tmpdir(&self) -> String {
+        let t = self.dir().join(".tmp");
+        std::fs::create_dir_all(&t).unwrap();
+        t.display().to_string()
+    }
+
     pub fn termination_log(&self) -> PathBuf {
         self.dir().join("termination-log")
     }
@@ -134,6 +140,8 @@ impl Job {
             ("EDPM_AEE_TERMINATION_LOG".into(), self.termination_log().display().to_string()),
             ("ANSIBLE_NOCOLOR".into(), "1".into()),
             ("ANSIBLE_LOCAL_TEMP".into(), self.dir().join(".ansible-tmp").display().to_string()),
+            // Modules killed by a timeout or a signal leave their payload directories behind.
+            ("TMPDIR".into(), self.tmpdir()),
         ]
     }
 
