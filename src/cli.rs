@@ -133,36 +133,32 @@ impl Command {
     full summary to ARTIFACTS/IDENT/edpm-summary.json, where ARTIFACTS is the command's \
     --artifact-dir, else EDPM_AEE_ARTIFACTS_ROOT, else DIR/artifacts.")]
 pub struct RunArgs {
-    /// The runner directory to prepare and run in; replaces `/runner` in the command.
-    /// Without a command, runs DIR's project/playbook.yaml (or RUNNER_ROLE) as ident edpm-agent.
-    /// [default: the command's directory, /runner]
-    #[arg(long, value_name = "DIR", env = "EDPM_AGENT_RUNNER_DIR", hide_env_values = true)]
+    /// The runner directory to prepare and run in; replaces `/runner` in the command. Without
+    /// a command, runs DIR's project/playbook.yaml (or RUNNER_ROLE) as ident edpm-agent.
+    /// [env: EDPM_AGENT_RUNNER_DIR] [default: the command's directory, /runner]
+    #[arg(long, value_name = "DIR")]
     pub runner_dir: Option<PathBuf>,
     /// Where the play's inventory comes from: `mounted` (DIR/inventory, as the operator mounts
     /// it), `kube` (edpm-agent's own inventory, read from the API), `sources` (edpm-agent's own,
-    /// from --source or EDPM_AGENT_SOURCE).
-    #[arg(long, value_enum, default_value_t = InventorySource::Mounted, env = "EDPM_AGENT_INVENTORY_SOURCE", hide_env_values = true)]
-    pub inventory_source: InventorySource,
+    /// from --source or EDPM_AGENT_SOURCE). [env: EDPM_AGENT_INVENTORY_SOURCE] [default: mounted]
+    #[arg(long, value_enum)]
+    pub inventory_source: Option<InventorySource>,
     /// Run only on the hosts that failed, were unreachable or were interrupted in the previous
     /// attempt of this ident (its summary in the artifacts directory).
-    #[arg(long, env = "EDPM_AGENT_RETRY_FAILED", hide_env_values = true,
-          value_parser = clap::builder::BoolishValueParser::new())]
+    /// [env: EDPM_AGENT_RETRY_FAILED=true]
+    #[arg(long)]
     pub retry_failed: bool,
     /// What runs the play: ansible-runner when it is on PATH, else ansible-playbook (`auto`).
-    #[arg(long, value_enum, default_value_t = Executor::Auto, env = "EDPM_AGENT_EXECUTOR", hide_env_values = true)]
-    pub executor: Executor,
-    /// Start the play through this init (e.g. dumb-init): `INIT -- COMMAND`.
-    #[arg(long, value_name = "PROGRAM", env = "EDPM_AGENT_INIT", hide_env_values = true)]
+    /// [env: EDPM_AGENT_EXECUTOR] [default: auto]
+    #[arg(long, value_enum)]
+    pub executor: Option<Executor>,
+    /// Start the play through this init (e.g. dumb-init): `INIT -- COMMAND`. [env: EDPM_AGENT_INIT]
+    #[arg(long, value_name = "PROGRAM")]
     pub init: Option<String>,
     /// Seconds between forwarding SIGTERM/SIGINT (or a timeout's SIGTERM) and SIGKILL.
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        default_value_t = 20,
-        env = "EDPM_AGENT_GRACE_PERIOD",
-        hide_env_values = true
-    )]
-    pub grace_period: u64,
+    /// [env: EDPM_AGENT_GRACE_PERIOD] [default: 20]
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_period: Option<u64>,
     /// Only summarize the artifacts of the command's ident (or the newest run), as upstream's
     /// summary helper does; run nothing.
     #[arg(long)]

@@ -580,6 +580,13 @@ fn bad_input_stops_before_the_play_and_says_which() {
             "inventory {DIR}/inventory/broken: ",
         ),
         (
+            "a setting that is not one",
+            &["-p", "site.yml"],
+            &[("EDPM_AGENT_EXECUTOR", "ansible")],
+            2,
+            "environment variable EDPM_AGENT_EXECUTOR=\"ansible\": expected auto, ansible-runner, ansible-playbook",
+        ),
+        (
             "not an ansible-runner command",
             &["--frobnicate"],
             &[],

@@ -57,6 +57,67 @@ struct Layout {
     termination_log: Option<PathBuf>,
 }
 
+/// `run`'s own settings: flag, then environment (empty means unset), then default.
+struct Options {
+    runner_dir: Option<PathBuf>,
+    inventory_source: InventorySource,
+    retry_failed: bool,
+    executor: Executor,
+    init: Option<String>,
+    grace: Duration,
+    summarize_only: bool,
+    command: Vec<String>,
+}
+
+fn options(args: RunArgs, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Options, AppError> {
+    use clap::ValueEnum;
+    let bad = |name: &str, v: &str, want: &str| {
+        AppError::new(Exit::Usage, format!("environment variable {name}={v:?}: expected {want}"))
+    };
+    fn choice<T: ValueEnum>(
+        name: &str,
+        v: &str,
+        bad: &dyn Fn(&str, &str, &str) -> AppError,
+    ) -> Result<T, AppError> {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|x| Some(x.to_possible_value()?.get_name().to_string()))
+            .collect();
+        T::from_str(v.trim(), true).map_err(|_| bad(name, v, &names.join(", ")))
+    }
+    let retry_env = match lookup("EDPM_AGENT_RETRY_FAILED").map(|v| v.trim().to_ascii_lowercase()) {
+        None => false,
+        Some(v) if ["1", "true", "yes", "on", "y"].contains(&v.as_str()) => true,
+        Some(v) if ["0", "false", "no", "off", "n"].contains(&v.as_str()) => false,
+        Some(v) => return Err(bad("EDPM_AGENT_RETRY_FAILED", &v, "true or false")),
+    };
+    Ok(Options {
+        runner_dir: args.runner_dir.or_else(|| lookup("EDPM_AGENT_RUNNER_DIR").map(PathBuf::from)),
+        inventory_source: match (args.inventory_source, lookup("EDPM_AGENT_INVENTORY_SOURCE")) {
+            (Some(s), _) => s,
+            (None, Some(v)) => choice("EDPM_AGENT_INVENTORY_SOURCE", &v, &bad)?,
+            (None, None) => InventorySource::Mounted,
+        },
+        retry_failed: args.retry_failed || retry_env,
+        executor: match (args.executor, lookup("EDPM_AGENT_EXECUTOR")) {
+            (Some(e), _) => e,
+            (None, Some(v)) => choice("EDPM_AGENT_EXECUTOR", &v, &bad)?,
+            (None, None) => Executor::Auto,
+        },
+        init: args.init.or_else(|| lookup("EDPM_AGENT_INIT")),
+        grace: Duration::from_secs(match (args.grace_period, lookup("EDPM_AGENT_GRACE_PERIOD")) {
+            (Some(g), _) => g,
+            (None, Some(v)) => v
+                .trim()
+                .parse()
+                .map_err(|_| bad("EDPM_AGENT_GRACE_PERIOD", &v, "a whole number of seconds"))?,
+            (None, None) => 20,
+        }),
+        summarize_only: args.summarize_only,
+        command: args.command,
+    })
+}
+
 /// What the summary of a run that ends early (bad input) needs to know.
 struct Attempt {
     number: u32,
@@ -78,21 +139,20 @@ pub(super) fn run(
         .map(PathBuf::from)
         .or_else(|| Path::new(TERMINATION_LOG).exists().then(|| PathBuf::from(TERMINATION_LOG)));
 
-    // The command and the paths it implies. Errors here have no artifacts directory yet: only
-    // the termination log can say so.
-    let (mut cmd, layout) = match command_and_layout(&args, &lookup, termination_log.clone()) {
-        Ok(v) => v,
-        Err(e) => {
-            let partial = Layout {
-                runner_dir: PathBuf::new(),
-                ident: String::new(),
-                artifact_dir: PathBuf::new(),
-                termination_log,
-            };
-            publish(&partial, &RunSummary::invalid("", e.code as i32, &e.message, 1, None));
-            return Err(e);
-        }
+    // The settings, the command and the paths it implies. Errors here have no artifacts
+    // directory yet: only the termination log can say so.
+    let early = |e: AppError| -> AppError {
+        let partial = Layout {
+            runner_dir: PathBuf::new(),
+            ident: String::new(),
+            artifact_dir: PathBuf::new(),
+            termination_log: termination_log.clone(),
+        };
+        publish(&partial, &RunSummary::invalid("", e.code as i32, &e.message, 1, None));
+        e
     };
+    let args = options(args, &lookup).map_err(early)?;
+    let (mut cmd, layout) = command_and_layout(&args, &lookup, termination_log.clone()).map_err(early)?;
     if args.summarize_only {
         return summarize_only(&layout, out);
     }
@@ -270,7 +330,7 @@ fn signal_name(sig: i32) -> &'static str {
 /// The Job's command (or the default one), its runner directory, artifacts directory and
 /// ident.
 fn command_and_layout(
-    args: &RunArgs,
+    args: &Options,
     lookup: &dyn Fn(&str) -> Option<String>,
     termination_log: Option<PathBuf>,
 ) -> Result<(RunnerCommand, Layout), AppError> {
@@ -371,7 +431,7 @@ fn invalid(e: aee::JobError) -> AppError {
 }
 
 fn prepare(
-    args: &RunArgs,
+    args: &Options,
     source: &SourceArgs,
     env: &[(String, String)],
     lookup: &dyn Fn(&str) -> Option<String>,
@@ -582,11 +642,7 @@ fn prepare(
     }
     Ok(Prepared {
         spec: Spec { argv, cwd, env: env_add },
-        limits: Limits {
-            job: job.job_timeout,
-            idle: job.idle_timeout,
-            grace: Duration::from_secs(args.grace_period),
-        },
+        limits: Limits { job: job.job_timeout, idle: job.idle_timeout, grace: args.grace },
         ansible_runner,
         tee,
         secrets,
