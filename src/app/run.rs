@@ -850,14 +850,14 @@ fn read_job_events(artifact_dir: &Path) -> Fold {
         })
         .collect();
     names.sort_unstable_by_key(|(n, _)| *n);
-    // In chunks, so that a huge run's parsed events are never all in memory at once; each
-    // worker reuses one read buffer for its share of a chunk.
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for chunk in names.chunks(8192) {
-        let shares: Vec<&[(u64, std::ffi::OsString)]> = chunk.chunks(chunk.len().div_ceil(workers)).collect();
-        let parsed = crate::par::map(&shares, |share| {
+    // Read and parsed on every core, a chunk at a time, while this thread folds the chunks
+    // already done, in order; memory holds only a few chunks of parsed events.
+    crate::par::for_each_ordered(
+        &names,
+        2048,
+        |chunk| {
             let mut buf = Vec::new();
-            share
+            chunk
                 .iter()
                 .map(|(_, name)| {
                     let quick =
@@ -868,14 +868,16 @@ fn read_job_events(artifact_dir: &Path) -> Fold {
                     })
                 })
                 .collect::<Vec<_>>()
-        });
-        for ev in parsed.into_iter().flatten() {
-            match ev {
-                Some(e) => fold.push(e),
-                None => fold.unreadable(),
+        },
+        |events| {
+            for ev in events {
+                match ev {
+                    Some(e) => fold.push(e),
+                    None => fold.unreadable(),
+                }
             }
-        }
-    }
+        },
+    );
     fold
 }
 

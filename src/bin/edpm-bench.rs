@@ -813,7 +813,7 @@ fn summarize_bench(args: &[String]) -> Result<(), String> {
         bytes as f64 / 1048576.0
     );
     let r = root.path().to_str().unwrap().to_string();
-    let mut walls = Vec::new();
+    let (mut walls, mut cpus) = (Vec::new(), Vec::new());
     for _ in 0..=runs {
         let m = measure(
             Command::new(&agent)
@@ -835,10 +835,19 @@ fn summarize_bench(args: &[String]) -> Result<(), String> {
             return Err(format!("summarize failed with status {}", m.status));
         }
         walls.push(m.wall);
+        cpus.push(m.cpu);
     }
     let first = walls.remove(0);
+    cpus.remove(0);
     walls.sort();
+    cpus.sort();
     println!("  first run: {}", ms(first));
+    println!(
+        "  cpu (user+sys, all threads): best {}  median {}; on {} cores",
+        ms(cpus[0]),
+        ms(cpus[cpus.len() / 2]),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
     println!(
         "  best {}  worst {}  ({:.1} µs per event; target: under 1 s)",
         ms(walls[0]),
