@@ -414,7 +414,7 @@ struct Prepared {
     mounted_inventory: Option<PathBuf>,
     /// Temporary files (inventory, callback plugin, role play) that must live as long as
     /// the play.
-    _scratch: Option<tempfile::TempDir>,
+    _scratch: tempfile::TempDir,
 }
 
 fn invalid(e: aee::JobError) -> AppError {
@@ -430,6 +430,8 @@ fn invalid(e: aee::JobError) -> AppError {
     AppError::new(code, e)
 }
 
+/// Checks every input, builds the inventory when edpm-agent provides it, and only then writes
+/// the runner directory and the retry's limit.
 fn prepare(
     args: &Options,
     source: &SourceArgs,
@@ -440,86 +442,137 @@ fn prepare(
     attempt: &Attempt,
 ) -> Result<Prepared, AppError> {
     let job = JobEnv::read(lookup).map_err(invalid)?;
-    let dir = layout.runner_dir.clone();
-    let settings_path = dir.join("env/settings");
-    let settings = read_optional(&settings_path)?;
+    let dir = &layout.runner_dir;
+    let settings = read_optional(&dir.join("env/settings"))?;
     let writes = aee::prepare(cmd, &job, settings.as_deref(), lookup).map_err(invalid)?;
     let written = |p: &Path| writes.iter().any(|w| w.path == p);
+    check_playbook(cmd, &written)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("edpm-agent-run.")
+        .tempdir()
+        .map_err(|e| AppError::new(Exit::Failure, format!("cannot create a temporary directory: {e}")))?;
+    let inventory = choose_inventory(args, source, env, cmd, &job, &written, scratch.path())?;
+    let ansible_runner = choose_executor(args.executor, cmd, lookup)?;
 
-    // The playbook must exist, unless only Ansible can find it (a collection's playbook).
-    if let Some(Playbook::File(p)) = cmd.playbook()
-        && !written(&p)
-        && !p.is_file()
-    {
-        let hint = if cmd.get("--playbook") == Some("playbook.yaml") {
-            "set RUNNER_PLAYBOOK to the playbook's text, or mount it there"
-        } else {
-            "mount it there, or name a collection playbook (namespace.collection.name)"
-        };
-        return Err(AppError::new(
-            Exit::SourceUnreadable,
-            format!(
-                "playbook {}: not found (ansible-runner -p {}); {hint}",
-                p.display(),
-                cmd.get("--playbook").unwrap_or("")
-            ),
-        ));
+    // Every input checked: write the runner directory, then the retry's limit.
+    for w in &writes {
+        write_with_parents(&w.path, w.contents.as_bytes(), w.mode)?;
     }
+    create_dir(&layout.artifact_dir)?;
+    if let Some(hosts) = &attempt.limit {
+        let path = layout.artifact_dir.join(RETRY_LIMIT_FILE);
+        super::output::write_file(&path, format!("{}\n", hosts.join("\n")).as_bytes(), 0o600)?;
+        cmd.push_option("--limit", &format!("@{}", path.display()));
+    }
+    if let Some(p) = &inventory.generated {
+        cmd.push_option("--inventory", &p.display().to_string());
+    }
+    let (spec, tee) =
+        child(args, lookup, cmd, layout, ansible_runner, inventory.generated.as_deref(), scratch.path())?;
+    Ok(Prepared {
+        spec,
+        limits: Limits { job: job.job_timeout, idle: job.idle_timeout, grace: args.grace },
+        ansible_runner,
+        tee,
+        secrets: inventory.secrets,
+        mounted_inventory: inventory.mounted,
+        _scratch: scratch,
+    })
+}
 
-    // The inventory: mounted files must all be readable; our own is built now.
-    let mut scratch: Option<tempfile::TempDir> = None;
+/// The playbook must exist, unless only Ansible can find it (a collection's playbook).
+fn check_playbook(cmd: &RunnerCommand, written: &dyn Fn(&Path) -> bool) -> Result<(), AppError> {
+    let Some(Playbook::File(p)) = cmd.playbook() else { return Ok(()) };
+    if written(&p) || p.is_file() {
+        return Ok(());
+    }
+    let hint = if cmd.get("--playbook") == Some("playbook.yaml") {
+        "set RUNNER_PLAYBOOK to the playbook's text, or mount it there"
+    } else {
+        "mount it there, or name a collection playbook (namespace.collection.name)"
+    };
+    Err(AppError::new(
+        Exit::SourceUnreadable,
+        format!(
+            "playbook {}: not found (ansible-runner -p {}); {hint}",
+            p.display(),
+            cmd.get("--playbook").unwrap_or("")
+        ),
+    ))
+}
+
+/// Where the play's inventory comes from, and the secret values known for redaction.
+struct InventoryChoice {
+    /// edpm-agent's own inventory, written for the play.
+    generated: Option<PathBuf>,
+    /// The mounted inventory, read for secret-named variables if a host fails.
+    mounted: Option<PathBuf>,
+    secrets: Vec<String>,
+}
+
+/// The mounted inventory, checked file by file, or edpm-agent's own, built now into
+/// `scratch` (mode 0600: it holds values from Secrets).
+fn choose_inventory(
+    args: &Options,
+    source: &SourceArgs,
+    env: &[(String, String)],
+    cmd: &RunnerCommand,
+    job: &JobEnv,
+    written: &dyn Fn(&Path) -> bool,
+    scratch: &Path,
+) -> Result<InventoryChoice, AppError> {
+    let dir = Path::new(&cmd.private_data_dir);
     let mut secrets = Vec::new();
     if let Some(text) = &job.extra_vars
         && let Ok(v) = serde_saphyr::from_str::<serde_json::Value>(text)
     {
         summary::secret_values(&v, &mut secrets);
     }
-    let mut inventory_override: Option<PathBuf> = None;
-    let mut mounted_inventory = None;
-    match args.inventory_source {
-        InventorySource::Mounted => {
-            let cmdline_names_inventory = job
-                .cmdline
-                .as_deref()
-                .map(aee::shlex_split)
-                .and_then(Result::ok)
-                .is_some_and(|w| w.iter().any(|a| a == "-i" || a.starts_with("--inventory")));
-            let inventory = cmd.get("--inventory").map_or_else(|| dir.join("inventory"), |p| dir.join(p));
-            if !cmdline_names_inventory && !written(&dir.join("inventory/inventory.yaml")) {
-                check_inventory(&inventory)?;
-            }
-            mounted_inventory = Some(inventory);
+    if args.inventory_source == InventorySource::Mounted {
+        let named_by_cmdline = job
+            .cmdline
+            .as_deref()
+            .map(aee::shlex_split)
+            .and_then(Result::ok)
+            .is_some_and(|w| w.iter().any(|a| a == "-i" || a.starts_with("--inventory")));
+        let inventory = cmd.get("--inventory").map_or_else(|| dir.join("inventory"), |p| dir.join(p));
+        if !named_by_cmdline && !written(&dir.join("inventory/inventory.yaml")) {
+            check_inventory(&inventory)?;
         }
-        InventorySource::Kube | InventorySource::Sources => {
-            let mut source = source.clone();
-            if args.inventory_source == InventorySource::Kube {
-                source.sources = vec!["kube".into()];
-            }
-            let mut settings = super::resolve_settings(&source, env)?;
-            if settings.ssh_key_dir == crate::settings::DEFAULT_SSH_KEY_DIR
-                && dir != Path::new(aee::DEFAULT_RUNNER_DIR)
-            {
-                settings.ssh_key_dir = dir.join("env/ssh_key").display().to_string();
-            }
-            let (snap, inv) = Context::new(&settings).inventory()?;
-            for s in &snap.secrets {
-                secrets.extend(s.body.data.values().filter_map(|v| String::from_utf8(v.clone()).ok()));
-            }
-            let t = scratch_dir(&mut scratch)?;
-            let path = t.join("edpm-inventory.json");
-            super::output::write_file(&path, crate::inventory::export::static_json(&inv).as_bytes(), 0o600)?;
-            inventory_override = Some(path);
-        }
+        return Ok(InventoryChoice { generated: None, mounted: Some(inventory), secrets });
     }
+    let mut source = source.clone();
+    if args.inventory_source == InventorySource::Kube {
+        source.sources = vec!["kube".into()];
+    }
+    let mut settings = super::resolve_settings(&source, env)?;
+    if settings.ssh_key_dir == crate::settings::DEFAULT_SSH_KEY_DIR
+        && dir != Path::new(aee::DEFAULT_RUNNER_DIR)
+    {
+        settings.ssh_key_dir = dir.join("env/ssh_key").display().to_string();
+    }
+    let (snap, inv) = Context::new(&settings).inventory()?;
+    for s in &snap.secrets {
+        secrets.extend(s.body.data.values().filter_map(|v| String::from_utf8(v.clone()).ok()));
+    }
+    let path = scratch.join("edpm-inventory.json");
+    super::output::write_file(&path, crate::inventory::export::static_json(&inv).as_bytes(), 0o600)?;
+    Ok(InventoryChoice { generated: Some(path), mounted: None, secrets })
+}
 
-    // What runs the play.
+/// Whether ansible-runner runs the play (else ansible-playbook), checking that it is there.
+fn choose_executor(
+    executor: Executor,
+    cmd: &RunnerCommand,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<bool, AppError> {
     let path_var = lookup("PATH").unwrap_or_default();
     let runner_bin = if cmd.program.contains('/') {
         is_executable(Path::new(&cmd.program)).then(|| PathBuf::from(&cmd.program))
     } else {
         which(&cmd.program, &path_var)
     };
-    let ansible_runner = match args.executor {
+    let ansible_runner = match executor {
         Executor::AnsibleRunner => true,
         Executor::AnsiblePlaybook => false,
         Executor::Auto => runner_bin.is_some(),
@@ -539,35 +592,34 @@ fn prepare(
             "neither ansible-runner nor ansible-playbook is on PATH; install ansible-runner (or ansible-core)",
         ));
     }
+    Ok(ansible_runner)
+}
 
-    // Checked: write the runner directory, then the retry's limit.
-    for w in &writes {
-        write_with_parents(&w.path, w.contents.as_bytes(), w.mode)?;
-    }
-    create_dir(&layout.artifact_dir)?;
-    if let Some(hosts) = &attempt.limit {
-        let path = layout.artifact_dir.join(RETRY_LIMIT_FILE);
-        super::output::write_file(&path, format!("{}\n", hosts.join("\n")).as_bytes(), 0o600)?;
-        cmd.push_option("--limit", &format!("@{}", path.display()));
-    }
-    if let Some(p) = &inventory_override {
-        cmd.push_option("--inventory", &p.display().to_string());
-    }
-
-    let mut env_add: Vec<(String, String)> = aee::DEFAULT_ENV
+/// The play's command line and environment: upstream's defaults, the container user's HOME,
+/// the callback plugin (under ansible-runner it only notes play positions and fatal failures;
+/// with ansible-playbook it writes the job events, and edpm-agent tees the output to the
+/// artifacts' `stdout` as ansible-runner would), then the init in front.
+fn child(
+    args: &Options,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    cmd: &RunnerCommand,
+    layout: &Layout,
+    ansible_runner: bool,
+    inventory: Option<&Path>,
+    scratch: &Path,
+) -> Result<(Spec, Option<std::fs::File>), AppError> {
+    let dir = &layout.runner_dir;
+    let mut env: Vec<(String, String)> = aee::DEFAULT_ENV
         .iter()
         .filter(|(k, _)| lookup(k).is_none())
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    env_add.extend(user_environment(&dir, lookup));
+    env.extend(process::user_environment(dir, lookup));
     if lookup("PYTHONUNBUFFERED").is_none() {
         // ansible-runner writes some output without flushing; the job's log should not wait.
-        env_add.push(("PYTHONUNBUFFERED".into(), "1".into()));
+        env.push(("PYTHONUNBUFFERED".into(), "1".into()));
     }
-    // The callback plugin, for both ways of running: under ansible-runner it only notes which
-    // failures could stop the play; with ansible-playbook it writes the job events.
-    let t = scratch_dir(&mut scratch)?.to_path_buf();
-    let plugins = t.join("callback_plugins");
+    let plugins = scratch.join("callback_plugins");
     create_dir(&plugins)?;
     super::output::write_file(
         &plugins.join(format!("{EVENTS_PLUGIN_NAME}.py")),
@@ -578,7 +630,7 @@ fn prepare(
         Some(v) => format!("{v}{sep}{add}"),
         None => add.to_string(),
     };
-    env_add.extend([
+    env.extend([
         (
             "ANSIBLE_CALLBACK_PLUGINS".into(),
             join("ANSIBLE_CALLBACK_PLUGINS", &plugins.display().to_string(), ":"),
@@ -586,15 +638,14 @@ fn prepare(
         ("ANSIBLE_CALLBACKS_ENABLED".into(), join("ANSIBLE_CALLBACKS_ENABLED", EVENTS_PLUGIN_NAME, ",")),
         ("EDPM_AGENT_IDENT".into(), layout.ident.clone()),
     ]);
-    let mut tee = None;
-    let (mut argv, cwd) = if ansible_runner {
-        env_add.push((
+    let (mut argv, cwd, tee) = if ansible_runner {
+        env.push((
             "EDPM_AGENT_NOTES_FILE".into(),
             layout.artifact_dir.join(NOTES_FILE).display().to_string(),
         ));
         let mut argv = vec![cmd.program.clone()];
         argv.extend(cmd.args.iter().cloned());
-        (argv, std::env::current_dir().unwrap_or_else(|_| dir.clone()))
+        (argv, std::env::current_dir().unwrap_or_else(|_| dir.clone()), None)
     } else {
         let state = DirState {
             project_exists: cmd.project_dir().is_dir(),
@@ -602,64 +653,35 @@ fn prepare(
             extravars_exists: dir.join("env/extravars").is_file(),
             ssh_key_file: dir.join("env/ssh_key").is_file(),
             envvars: read_optional(&dir.join("env/envvars"))?,
-            settings: read_optional(&settings_path)?,
+            settings: read_optional(&dir.join("env/settings"))?,
         };
-        let role_play = t.join("role-play.json");
-        let p = aee::playbook_command(
-            cmd,
-            &state,
-            inventory_override.as_deref(),
-            &layout.artifact_dir,
-            &role_play,
-        )
-        .map_err(invalid)?;
+        let role_play = scratch.join("role-play.json");
+        let p = aee::playbook_command(cmd, &state, inventory, &layout.artifact_dir, &role_play)
+            .map_err(invalid)?;
         if let Some(play) = &p.role_play {
             super::output::write_file(&role_play, play.as_bytes(), 0o644)?;
         }
         let events = layout.artifact_dir.join("job_events");
         create_dir(&events)?;
-        env_add.extend(p.env);
-        env_add.push(("EDPM_AGENT_EVENTS_DIR".into(), events.display().to_string()));
+        env.extend(p.env);
+        env.push(("EDPM_AGENT_EVENTS_DIR".into(), events.display().to_string()));
         if lookup("ANSIBLE_HOST_KEY_CHECKING").is_none() {
-            env_add.push(("ANSIBLE_HOST_KEY_CHECKING".into(), "False".into()));
+            env.push(("ANSIBLE_HOST_KEY_CHECKING".into(), "False".into()));
         }
         let stdout = layout.artifact_dir.join("stdout");
-        tee = Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&stdout)
-                .map_err(|e| {
-                    AppError::new(Exit::Failure, format!("cannot write {}: {e}", stdout.display()))
-                })?,
-        );
-        (p.argv, p.cwd)
+        let tee = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&stdout)
+            .map_err(|e| AppError::new(Exit::Failure, format!("cannot write {}: {e}", stdout.display())))?;
+        (p.argv, p.cwd, Some(tee))
     };
     if let Some(init) = &args.init {
         argv.splice(0..0, [init.clone(), "--".into()]);
     }
-    Ok(Prepared {
-        spec: Spec { argv, cwd, env: env_add },
-        limits: Limits { job: job.job_timeout, idle: job.idle_timeout, grace: args.grace },
-        ansible_runner,
-        tee,
-        secrets,
-        mounted_inventory,
-        _scratch: scratch,
-    })
-}
-
-fn scratch_dir(slot: &mut Option<tempfile::TempDir>) -> Result<&Path, AppError> {
-    if slot.is_none() {
-        let t = tempfile::Builder::new()
-            .prefix("edpm-agent-run.")
-            .tempdir()
-            .map_err(|e| AppError::new(Exit::Failure, format!("cannot create a temporary directory: {e}")))?;
-        *slot = Some(t);
-    }
-    Ok(slot.as_ref().map(|t| t.path()).unwrap_or(Path::new("/")))
+    Ok((Spec { argv, cwd, env }, tee))
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, AppError> {
@@ -730,54 +752,6 @@ fn is_executable(p: &Path) -> bool {
 
 fn which(program: &str, path_var: &str) -> Option<PathBuf> {
     std::env::split_paths(path_var).map(|d| d.join(program)).find(|p| is_executable(p))
-}
-
-/// What the ansible-builder part of upstream's entrypoint does for a container started with
-/// an arbitrary UID (OpenShift): give the UID a passwd entry (ssh refuses to run without
-/// one) and point HOME at a writable directory.
-fn user_environment(runner_dir: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(String, String)> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let passwd_home = passwd_home(uid);
-    if passwd_home.is_none() && writable(Path::new("/etc/passwd")) {
-        let line = format!("{uid}:x:{uid}:0:container user {uid}:{}:/bin/bash\n", runner_dir.display());
-        let _ = std::fs::OpenOptions::new()
-            .append(true)
-            .open("/etc/passwd")
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-    }
-    let home = lookup("HOME").map(PathBuf::from);
-    let candidates = [passwd_home, home.clone(), Some(runner_dir.to_path_buf()), Some(PathBuf::from("/tmp"))];
-    match candidates.into_iter().flatten().find(|c| c != Path::new("/") && c.is_dir() && writable(c)) {
-        Some(h) if Some(&h) != home.as_ref() => vec![("HOME".into(), h.display().to_string())],
-        _ => Vec::new(),
-    }
-}
-
-fn writable(p: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else { return false };
-    // SAFETY: a valid C string; access(2) only reads it.
-    unsafe {
-        libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0
-            || (p.is_file() && libc::access(c.as_ptr(), libc::W_OK) == 0)
-    }
-}
-
-fn passwd_home(uid: libc::uid_t) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: getpwuid_r fills `pwd` with pointers into `buf`, which outlives their use here.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
-        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
-            return None;
-        }
-        let dir = std::ffi::CStr::from_ptr(pwd.pw_dir);
-        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
-    }
 }
 
 /// The previous attempt's summary: its `edpm-summary.json`, else its events folded now (a
