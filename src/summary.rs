@@ -224,10 +224,22 @@ impl RunSummary {
         attempt: u32,
         limit: Option<Vec<String>>,
     ) -> RunSummary {
+        RunSummary::not_run(ident, RunStatus::Invalid, rc, reason, attempt, limit)
+    }
+
+    /// The summary of a run whose play never started: no hosts, `reason` says why.
+    pub fn not_run(
+        ident: &str,
+        status: RunStatus,
+        rc: i32,
+        reason: &str,
+        attempt: u32,
+        limit: Option<Vec<String>>,
+    ) -> RunSummary {
         let mut s = RunSummary {
             version: SUMMARY_VERSION,
             ident: ident.to_string(),
-            status: RunStatus::Invalid,
+            status,
             rc,
             timeout: None,
             reason: Some(one_line(reason)),

@@ -191,10 +191,14 @@ pub(super) fn run(
     let prepared = prepare(&args, source, env, &lookup, &mut cmd, &layout, &attempt).map_err(fail)?;
     if let Some(sig) = process::pending_stop() {
         let reason = format!("{} received before the play started; nothing was run", signal_name(sig));
-        let mut s =
-            RunSummary::invalid(&layout.ident, 128 + sig, &reason, attempt.number, attempt.limit.clone());
-        s.status = RunStatus::Canceled;
-        s.termination_message = summary::TerminationMessage::from_summary(&s);
+        let s = RunSummary::not_run(
+            &layout.ident,
+            RunStatus::Canceled,
+            128 + sig,
+            &reason,
+            attempt.number,
+            attempt.limit.clone(),
+        );
         let written = publish(&layout, &s);
         super::output::write_out(out, &describe(&s, &written))?;
         return Ok(Status::Play((128 + sig) as u8));
