@@ -2,12 +2,15 @@
 # Runs the main job on the bundled example deployment (examples/), no cluster needed: validates
 # the data-plane objects, prints the Ansible inventory as Ansible reads it, explains a variable,
 # renders the oslo.config files of every node, shows which extraMounts reach a service, stages
-# one node's files under target/example-root, and derives the NovaExternalCompute CRs. Ends with
-# a summary of what was produced and where.
+# one node's files under target/example-root, derives the NovaExternalCompute CRs, shows every
+# node's phase -1/0/1 readiness, and runs a local playbook as the AnsibleEE job entrypoint would.
+# Ends with a summary of what was produced and where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== building edpm-agent (release; the first build fetches and compiles the dependencies, about 10 minutes on 2 cores)"
 cargo build --release --locked
+echo "== setting up .venv (ansible-core, ansible-runner, oslo.config from PyPI; kept when current)"
+bash scripts/setup-venv.sh
 bin=target/release/edpm-agent
 out=target/example
 rm -rf "$out" target/example-root
@@ -51,6 +54,18 @@ echo "== edpm-agent derive novaexternalcompute, written to $out/novaexternalcomp
 $bin derive novaexternalcompute >"$out/novaexternalcomputes.yaml"
 echo "== the NodeSet model (examples/nodeset) as Ansible sees it, written to $out/inventory-nodeset.json"
 EDPM_AGENT_CONFIG=examples/edpm-agent-nodeset.yaml $bin inventory --list --pretty >"$out/inventory-nodeset.json"
+echo "== edpm-agent --source examples status show (phase -1/0/1 readiness of every node, from examples/status)"
+EDPM_AGENT_CONFIG= $bin --source examples status show
+echo "== edpm-agent --source examples status explain edpm-compute-5 (why it is not ready, with the evidence)"
+EDPM_AGENT_CONFIG= $bin --source examples status explain edpm-compute-5
+echo "== edpm-agent --source examples status report --status-dir $out/status (the status objects it would apply)"
+EDPM_AGENT_CONFIG= $bin --source examples status report --status-dir "$out/status"
+echo "== edpm-agent run: the AnsibleEE job entrypoint, offline, on a local playbook (examples/runner)"
+echo "   (asked to fail on edpm-compute-1, to show a per-host failure)"
+rm -rf target/example-runner && cp -r examples/runner target/example-runner
+PATH="$PWD/.venv/bin:$PATH" RUNNER_CMDLINE='-e fail_on=edpm-compute-1' \
+  $bin run --runner-dir target/example-runner --inventory-source sources && rc=0 || rc=$?
+echo "   exit $rc; termination message: $(cat target/example-runner/artifacts/edpm-agent/termination-log)"
 
 echo
 echo "== Summary"
@@ -59,3 +74,5 @@ echo "   inventory (NodeSet model):  $out/inventory-nodeset.json"
 echo "   rendered config:            $out/rendered/<node>/<service>/ ($(find "$out/rendered" -type f | wc -l) files for $(ls "$out/rendered" | wc -l) nodes)"
 echo "   staged node root:           target/example-root ($(find target/example-root -type f | wc -l) files for edpm-compute-0; report in $out/stage-report.json)"
 echo "   NovaExternalComputes:       $out/novaexternalcomputes.yaml ($(grep -c '^kind: NovaExternalCompute' "$out/novaexternalcomputes.yaml") objects)"
+echo "   readiness status objects:   $out/status/ ($(find "$out/status" -type f | wc -l) files)"
+echo "   runner artifacts:           target/example-runner/artifacts/edpm-agent/ (edpm-summary.json, termination-log)"

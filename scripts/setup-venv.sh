@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv with the Python peers the tests use (ansible-core, oslo.config), from PyPI.
+# Creates .venv with the Python peers the tests use (ansible-core, ansible-runner, dumb-init,
+# oslo.config), from PyPI.
 # Idempotent: an existing venv with the pinned versions is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,6 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh
+# Debian packages the tests use: rpmbuild for the RPM spec, ssh for an unreachable host.
+missing=()
+command -v rpmbuild >/dev/null || missing+=(rpm)
+command -v ssh >/dev/null || missing+=(openssh-client)
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }
+fi
 export EDPM_AGENT_TEST_VENV="$PWD/.venv"
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings

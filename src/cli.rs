@@ -98,6 +98,9 @@ pub enum Command {
     /// The node agent: check this EDPM node and report its readiness (systemd service); --once
     /// runs one check and prints it.
     Node(NodeArgs),
+    /// The AnsibleEE job entrypoint: prepare the runner directory, run the play
+    /// (ansible-runner, else ansible-playbook), and report per-host results.
+    Run(RunArgs),
 }
 
 #[derive(Debug, Args)]
@@ -143,8 +146,72 @@ impl Command {
                 | StatusAction::Wait { source, .. } => source,
                 StatusAction::Crds { .. } => return None,
             },
+            Command::Run(a) => &a.source,
         })
     }
+}
+
+/// `edpm-agent run`: as the runner image's ENTRYPOINT (`edpm-agent run --`), the Job's
+/// arguments follow `--` unchanged: `ansible-runner run /runner -p PLAYBOOK -i IDENT` (or
+/// `-r ROLE`). The Job's environment (RUNNER_PLAYBOOK, RUNNER_CMDLINE, RUNNER_EXTRA_VARS,
+/// RUNNER_INVENTORY, RUNNER_JOB_TIMEOUT, RUNNER_IDLE_TIMEOUT) is read as upstream's entrypoint
+/// reads it. Exits with the play's return code; before the play, with the codes in README.
+#[derive(Debug, Args)]
+#[command(after_help = "Paths: the termination message goes to EDPM_AEE_TERMINATION_LOG, else \
+    /dev/termination-log when Kubernetes mounted it, else ARTIFACTS/IDENT/termination-log; the \
+    full summary to ARTIFACTS/IDENT/edpm-summary.json, where ARTIFACTS is the command's \
+    --artifact-dir, else EDPM_AEE_ARTIFACTS_ROOT, else DIR/artifacts.")]
+pub struct RunArgs {
+    /// The runner directory to prepare and run in; replaces `/runner` in the command. Without
+    /// a command, runs DIR's project/playbook.yaml (or RUNNER_ROLE) as ident edpm-agent.
+    /// [env: EDPM_AGENT_RUNNER_DIR] [default: the command's directory, /runner]
+    #[arg(long, value_name = "DIR")]
+    pub runner_dir: Option<PathBuf>,
+    /// Where the play's inventory comes from: `mounted` (DIR/inventory, as the operator mounts
+    /// it), `kube` (edpm-agent's own inventory, read from the API), `sources` (edpm-agent's own,
+    /// from --source or EDPM_AGENT_SOURCE). [env: EDPM_AGENT_INVENTORY_SOURCE] [default: mounted]
+    #[arg(long, value_enum)]
+    pub inventory_source: Option<InventorySource>,
+    /// Run only on the hosts that failed, were unreachable or were interrupted in the previous
+    /// attempt of this ident (its summary in the artifacts directory).
+    /// [env: EDPM_AGENT_RETRY_FAILED=true]
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// What runs the play: ansible-runner when it is on PATH, else ansible-playbook (`auto`).
+    /// [env: EDPM_AGENT_EXECUTOR] [default: auto]
+    #[arg(long, value_enum)]
+    pub executor: Option<Executor>,
+    /// Start the play through this init (e.g. dumb-init): `INIT -- COMMAND`. [env: EDPM_AGENT_INIT]
+    #[arg(long, value_name = "PROGRAM")]
+    pub init: Option<String>,
+    /// Seconds between forwarding SIGTERM/SIGINT (or a timeout's SIGTERM) and SIGKILL.
+    /// [env: EDPM_AGENT_GRACE_PERIOD] [default: 20]
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_period: Option<u64>,
+    /// Only summarize the artifacts of the command's ident (or the newest run), as upstream's
+    /// summary helper does; run nothing.
+    #[arg(long)]
+    pub summarize_only: bool,
+    /// The Job's command: `ansible-runner run DIR -p PLAYBOOK -i IDENT` (or `-r ROLE`).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// For --inventory-source kube or sources.
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InventorySource {
+    Mounted,
+    Kube,
+    Sources,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Executor {
+    Auto,
+    AnsibleRunner,
+    AnsiblePlaybook,
 }
 
 #[derive(Debug, Args)]

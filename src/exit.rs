@@ -38,3 +38,25 @@ impl From<Exit> for std::process::ExitCode {
         std::process::ExitCode::from(e as u8)
     }
 }
+
+/// What a run ends with: one of the codes above, or, for `run`, the play's own return code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Exit(Exit),
+    Play(u8),
+}
+
+impl From<Exit> for Status {
+    fn from(e: Exit) -> Self {
+        Status::Exit(e)
+    }
+}
+
+impl From<Status> for std::process::ExitCode {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::Exit(e) => e.into(),
+            Status::Play(code) => std::process::ExitCode::from(code),
+        }
+    }
+}

@@ -9,6 +9,7 @@
 //! the Kubernetes API server.
 
 // The pure core, in reading order.
+pub(crate) mod aee;
 pub(crate) mod agent;
 pub(crate) mod cell;
 pub(crate) mod condition;
@@ -23,6 +24,7 @@ pub(crate) mod services;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
 pub(crate) mod staging;
+pub mod summary;
 pub(crate) mod validate;
 
 // The shell.
@@ -37,4 +39,5 @@ pub(crate) mod k8s;
 pub(crate) mod nodeagent;
 pub(crate) mod openstack;
 pub(crate) mod par;
+pub(crate) mod process;
 pub(crate) mod source;

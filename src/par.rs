@@ -35,6 +35,53 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> 
     slots.into_iter().flatten().collect()
 }
 
+/// `f` applied to `items` chunk by chunk on up to `available_parallelism` threads, each result
+/// handed to `consume` on the calling thread, in chunk order, while later chunks are still
+/// being worked on: for work whose results must be taken in order (a fold over events) but
+/// whose production (reading, parsing) is the cost. Workers run at most two chunks ahead, so
+/// memory stays bounded. A panic in a worker is re-raised on the calling thread.
+pub(crate) fn for_each_ordered<T: Sync, R: Send>(
+    items: &[T],
+    chunk: usize,
+    f: impl Fn(&[T]) -> R + Sync,
+    mut consume: impl FnMut(R),
+) {
+    let chunks: Vec<&[T]> = items.chunks(chunk.max(1)).collect();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(chunks.len()).max(1);
+    if workers == 1 {
+        chunks.into_iter().map(&f).for_each(consume);
+        return;
+    }
+    let f = &f;
+    let chunks = &chunks;
+    std::thread::scope(|scope| {
+        let mut receivers = Vec::with_capacity(workers);
+        let mut handles = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let (tx, rx) = std::sync::mpsc::sync_channel(2);
+            receivers.push(rx);
+            handles.push(scope.spawn(move || {
+                for c in chunks.iter().skip(w).step_by(workers) {
+                    if tx.send(f(c)).is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        for i in 0..chunks.len() {
+            match receivers[i % workers].recv() {
+                Ok(r) => consume(r),
+                // The worker panicked: stop taking results and re-raise below.
+                Err(_) => break,
+            }
+        }
+        drop(receivers);
+        for h in handles {
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -43,5 +90,21 @@ mod tests {
         let out = super::map(&items, |i| i * 2);
         assert_eq!(out, items.iter().map(|i| i * 2).collect::<Vec<_>>());
         assert!(super::map(&[] as &[u32], |i| *i).is_empty());
+    }
+
+    #[test]
+    fn ordered_chunks_are_consumed_in_order() {
+        let items: Vec<u32> = (0..10_000).collect();
+        let mut seen = Vec::new();
+        super::for_each_ordered(
+            &items,
+            7,
+            |c| c.iter().map(|i| i * 3).collect::<Vec<_>>(),
+            |r| seen.extend(r),
+        );
+        assert_eq!(seen, items.iter().map(|i| i * 3).collect::<Vec<_>>());
+        let mut none = 0;
+        super::for_each_ordered(&[] as &[u32], 7, |c| c.len(), |_| none += 1);
+        assert_eq!(none, 0);
     }
 }

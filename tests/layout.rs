@@ -3,6 +3,7 @@
 //! - only `k8s` talks to the Kubernetes API server, only `openstack` to OpenStack's APIs.
 //!   (`kube`'s `CustomResource` derive and its resource traits describe types and are pure;
 //!   its client, `Api` and configuration are not.)
+//! - only `process` (and the node agent's read-only queries) spawn or signal processes.
 //!
 //! Test modules (`#[cfg(test)]` to the end of a file) are left out: tests may read fixtures.
 
@@ -27,6 +28,8 @@ const CORE: &[&str] = &[
     "staging",
     "readiness",
     "agent",
+    "aee",
+    "summary",
 ];
 /// The shell: everything that reads, writes, talks, spawns or waits.
 const SHELL: &[&str] = &[
@@ -40,6 +43,7 @@ const SHELL: &[&str] = &[
     "fsutil",
     "par",
     "nodeagent",
+    "process",
     "bench",
     "main",
     "lib",
@@ -167,6 +171,24 @@ fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
             assert!(
                 !code.contains("reqwest"),
                 "{} uses reqwest; only src/openstack.rs talks to OpenStack",
+                f.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn only_process_and_the_node_agents_collector_spawn_processes() {
+    let src = repo().join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let allowed = [src.join("process.rs"), src.join("nodeagent/collect.rs")];
+    for f in files.iter().filter(|f| !allowed.contains(f) && module_of(&src, f) != "bin") {
+        let code = code(&std::fs::read_to_string(f).unwrap());
+        for p in ["Command::new", "process::Command", "libc::kill", "libc::fork", "libc::exec"] {
+            assert!(
+                !code.contains(p),
+                "{} uses {p}; only src/process.rs (and nodeagent::collect's queries) spawn or signal processes",
                 f.display()
             );
         }

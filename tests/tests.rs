@@ -44,3 +44,11 @@ mod layout;
 
 // Staging into temporary roots: ownership, links, Ceph sanity, SIGKILL crash safety.
 mod staging;
+
+// `edpm-agent run` with real ansible-runner and ansible-playbook: per-host results, timeouts,
+// SIGTERM, retries, bad input, the termination message under upstream's parsing rules, and
+// the runner image's entrypoint.
+mod runner;
+
+// The RPM packages, built with rpmbuild from the spec.
+mod packaging;

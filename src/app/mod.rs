@@ -12,6 +12,7 @@ mod oslo;
 mod output;
 mod pipeline;
 mod render;
+mod run;
 mod stage;
 mod status;
 mod validate;
@@ -19,7 +20,7 @@ mod validate;
 use std::io::Write;
 
 use crate::cli::{Cli, Command, SourceArgs};
-use crate::exit::Exit;
+use crate::exit::{Exit, Status};
 use crate::settings::{self, CliValues, Settings};
 
 use pipeline::Context;
@@ -46,17 +47,21 @@ impl AppError {
 }
 
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
-pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Exit, AppError> {
+pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Status, AppError> {
     // oslo commands read only the files they are given: no source settings needed.
     if let Command::Oslo(args) = cli.command {
-        return oslo::run(args, out);
+        return oslo::run(args, out).map(Into::into);
+    }
+    // `run` resolves the source settings itself, only when it builds its own inventory.
+    if let Command::Run(args) = cli.command {
+        return run::run(&cli.source, args, env, out);
     }
     if let Command::Node(args) = cli.command {
-        return node::run(args, env, out);
+        return node::run(args, env, out).map(Into::into);
     }
     if let Command::Status(crate::cli::StatusArgs { action: crate::cli::StatusAction::Crds {} }) = cli.command
     {
-        return status::crds(out);
+        return status::crds(out).map(Into::into);
     }
     let settings = resolve_settings(&cli.source, env)?;
     let cx = Context::new(&settings);
@@ -70,10 +75,12 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Ex
         Command::Mounts(args) => mounts::run(&cx, args, out),
         Command::Stage(args) => stage::run(&cx, args, out),
         Command::Status(args) => status::run(settings.clone(), args, env, out),
+        Command::Run(args) => return run::run(&cli.source, args, env, out),
     }
+    .map(Into::into)
 }
 
-fn resolve_settings(g: &SourceArgs, env: &[(String, String)]) -> Result<Settings, AppError> {
+pub(crate) fn resolve_settings(g: &SourceArgs, env: &[(String, String)]) -> Result<Settings, AppError> {
     let lookup = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     // An empty EDPM_AGENT_CONFIG means unset, as for every other setting.
     let config =

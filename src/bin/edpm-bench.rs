@@ -7,6 +7,10 @@
 //! `edpm-bench readiness`: the pure readiness evaluation of N nodes × S services (in process),
 //! and the write requests of `edpm-agent status report` against a fake API server, for a first
 //! report and an unchanged re-report.
+//! `edpm-bench run`: the wall time `edpm-agent run` adds over calling ansible-runner directly,
+//! for a no-op play on N local hosts, rounds interleaved.
+//! `edpm-bench summarize`: `edpm-agent run --summarize-only` on a generated job_events
+//! directory of N events.
 //! Run from a release build: `cargo build --release && target/release/edpm-bench inventory`.
 
 // The fake API server of the integration tests: the same server-side apply semantics.
@@ -30,13 +34,15 @@ fn main() {
         Some("oslo") => oslo_bench(&args[1..]),
         Some("stage") => stage_bench(&args[1..]),
         Some("readiness") => readiness_bench(&args[1..]),
+        Some("run") => run_bench(&args[1..]),
+        Some("summarize") => summarize_bench(&args[1..]),
         Some("generate") => match args.get(1) {
             Some(dir) => flag(&args[2..], "--nodes", 10_000)
                 .and_then(|n| Ok((n, flag(&args[2..], "--roles", 100)?)))
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 3] [--format yaml|json] [--ansible-runs 1] [--no-ansible]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 3] [--format yaml|json] [--ansible-runs 1] [--no-ansible]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");
@@ -46,6 +52,8 @@ fn main() {
 
 struct Measured {
     wall: Duration,
+    /// User plus system time of the child and every descendant it waited for.
+    cpu: Duration,
     max_rss_kib: i64,
     status: i32,
 }
@@ -66,7 +74,9 @@ fn measure(cmd: &mut Command) -> Result<Measured, String> {
         return Err(format!("wait4: {}", std::io::Error::last_os_error()));
     }
     std::mem::forget(child);
-    Ok(Measured { wall, max_rss_kib: usage.ru_maxrss, status: libc::WEXITSTATUS(status) })
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    Ok(Measured { wall, cpu, max_rss_kib: usage.ru_maxrss, status: libc::WEXITSTATUS(status) })
 }
 
 fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
@@ -765,5 +775,224 @@ fn readiness_bench(args: &[String]) -> Result<(), String> {
             String::from_utf8_lossy(&out.stdout).trim()
         );
     }
+    Ok(())
+}
+/// A runner directory with `hosts` local hosts and a no-op play: one `debug` task, which runs
+/// on the controller, so the play's own cost is Ansible's and little else.
+fn noop_runner_dir(dir: &Path, hosts: usize, python: &Path) -> Result<(), String> {
+    let mut inv = String::from("all:\n  hosts:\n");
+    for i in 0..hosts {
+        let _ = writeln!(inv, "    host-{i:03}: {{ansible_connection: local}}");
+    }
+    let _ = writeln!(inv, "  vars:\n    ansible_python_interpreter: {}", python.display());
+    for (rel, text) in [
+        ("inventory/hosts", inv.as_str()),
+        (
+            "project/noop.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug: {msg: noop}\n",
+        ),
+        ("env/settings", "pexpect_timeout: 0.2\n"),
+    ] {
+        let p = dir.join(rel);
+        fs_err::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        fs_err::write(p, text).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn run_bench(args: &[String]) -> Result<(), String> {
+    let hosts: usize = flag(args, "--hosts", 50)?;
+    let runs: usize = flag(args, "--runs", 5)?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let agent = exe.with_file_name("edpm-agent");
+    let runner = find_tool("ansible-runner").ok_or("ansible-runner not found (run scripts/setup-venv.sh)")?;
+    let python = find_tool("python3")
+        .filter(|p| p.starts_with(runner.parent().unwrap()))
+        .unwrap_or_else(|| "python3".into());
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    noop_runner_dir(dir.path(), hosts, &python)?;
+    let path =
+        format!("{}:{}", runner.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let d = dir.path().to_str().unwrap().to_string();
+    let time = |cmd: &mut Command| -> Result<Measured, String> {
+        let m = measure(
+            cmd.env("PATH", &path)
+                .env("ANSIBLE_NOCOLOR", "1")
+                .env("EDPM_AEE_TERMINATION_LOG", dir.path().join("tlog")),
+        )?;
+        if m.status != 0 {
+            return Err(format!("run failed with status {}", m.status));
+        }
+        Ok(m)
+    };
+    println!(
+        "edpm-agent run vs ansible-runner run: no-op play (one debug task) on {hosts} local hosts, {runs} interleaved rounds"
+    );
+    let (mut direct, mut ours) = (Vec::new(), Vec::new());
+    // One warm-up of each, so neither side pays for a cold page cache.
+    for round in 0..=runs {
+        let a = time(Command::new(&runner).args([
+            "run",
+            &d,
+            "-p",
+            "noop.yml",
+            "-i",
+            &format!("direct-{round}"),
+        ]))?;
+        let b = time(Command::new(&agent).args([
+            "run",
+            "--",
+            "ansible-runner",
+            "run",
+            &d,
+            "-p",
+            "noop.yml",
+            "-i",
+            &format!("agent-{round}"),
+        ]))?;
+        if round > 0 {
+            direct.push(a);
+            ours.push(b);
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for (label, cpu) in [("wall", false), ("cpu (user+sys, every process)", true)] {
+        let get = |m: &Measured| if cpu { m.cpu } else { m.wall }.as_secs_f64();
+        let d: Vec<f64> = direct.iter().map(get).collect();
+        let o: Vec<f64> = ours.iter().map(get).collect();
+        let ratio = median(d.iter().zip(&o).map(|(d, o)| o / d).collect());
+        let diff = median(d.iter().zip(&o).map(|(d, o)| o - d).collect());
+        println!(
+            "  {label}: direct median {:.1} ms, through edpm-agent median {:.1} ms; paired: {:+.2}% ({:+.1} ms) median",
+            median(d.clone()) * 1e3,
+            median(o.clone()) * 1e3,
+            (ratio - 1.0) * 100.0,
+            diff * 1e3
+        );
+    }
+    println!("  (target: under 2% of the wall time; on a loaded machine the cpu figure is the steadier one)");
+    Ok(())
+}
+
+/// Writes a job_events directory of about `events` events, shaped like a real run: per task a
+/// task start, then per host a runner_on_start and a result with a module-sized `res`; every
+/// 50th host fails the last task; then the statistics.
+fn generate_events(dir: &Path, events: usize) -> Result<usize, String> {
+    let hosts = 1000usize;
+    let tasks = events.div_ceil(hosts * 2 + 1).max(1);
+    let jobs = dir.join("job_events");
+    fs_err::create_dir_all(&jobs).map_err(|e| e.to_string())?;
+    let mut counter = 0usize;
+    let mut write = |event: &str, data: serde_json::Value| -> Result<(), String> {
+        counter += 1;
+        let uuid = format!("{counter:08x}-0000-4000-8000-{counter:012x}");
+        let ev = serde_json::json!({"uuid": uuid, "counter": counter, "stdout": "", "start_line": counter, "end_line": counter,
+            "runner_ident": "bench", "event": event, "pid": 1, "created": "2026-11-23T17:03:21.082681+00:00", "event_data": data});
+        fs_err::write(jobs.join(format!("{counter}-{uuid}.json")), ev.to_string()).map_err(|e| e.to_string())
+    };
+    let mut failures = serde_json::Map::new();
+    write(
+        "playbook_on_play_start",
+        serde_json::json!({"play": "deploy", "play_uuid": "p1", "play_pattern": "all"}),
+    )?;
+    for t in 0..tasks {
+        let task = serde_json::json!({"play": "deploy", "play_uuid": "p1", "task": format!("task {t}"), "task_uuid": format!("t{t}"),
+            "task_action": "ansible.builtin.command", "task_path": format!("/runner/project/site.yml:{t}")});
+        write("playbook_on_task_start", task.clone())?;
+        for h in 0..hosts {
+            let mut d = task.clone();
+            d["host"] = format!("compute-{h:04}").into();
+            write("runner_on_start", d.clone())?;
+            let fail = t + 1 == tasks && h % 50 == 0;
+            d["res"] = serde_json::json!({"changed": true, "rc": i32::from(fail), "cmd": ["podman", "run", "--rm", "nova"],
+                "stdout": "x".repeat(300), "stderr": if fail { "error: cannot pull image" } else { "" }, "msg": if fail { "non-zero return code" } else { "" },
+                "invocation": {"module_args": {"_raw_params": "podman run --rm nova", "chdir": null}}});
+            if fail {
+                failures.insert(format!("compute-{h:04}"), 1.into());
+            }
+            write(if fail { "runner_on_failed" } else { "runner_on_ok" }, d)?;
+        }
+    }
+    let all: serde_json::Map<String, serde_json::Value> =
+        (0..hosts).map(|h| (format!("compute-{h:04}"), 1.into())).collect();
+    write(
+        "playbook_on_stats",
+        serde_json::json!({"processed": all, "ok": all, "failures": failures, "dark": {}, "changed": all}),
+    )?;
+    fs_err::write(dir.join("rc"), "2").map_err(|e| e.to_string())?;
+    fs_err::write(dir.join("status"), "failed").map_err(|e| e.to_string())?;
+    Ok(counter)
+}
+
+fn summarize_bench(args: &[String]) -> Result<(), String> {
+    let events: usize = flag(args, "--events", 100_000)?;
+    let runs: usize = flag(args, "--runs", 5)?;
+    let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = root.path().join("artifacts/bench");
+    let n = generate_events(&dir, events)?;
+    let bytes: u64 = std::fs::read_dir(dir.join("job_events"))
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "edpm-agent run --summarize-only: {n} job_events files ({:.1} MiB), 1,000 hosts; {runs} runs (page cache warm after the first)",
+        bytes as f64 / 1048576.0
+    );
+    let r = root.path().to_str().unwrap().to_string();
+    let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+    for _ in 0..=runs {
+        let m = measure(
+            Command::new(&agent)
+                .args([
+                    "run",
+                    "--summarize-only",
+                    "--",
+                    "ansible-runner",
+                    "run",
+                    &r,
+                    "-p",
+                    "x.yml",
+                    "-i",
+                    "bench",
+                ])
+                .env("EDPM_AEE_TERMINATION_LOG", root.path().join("tlog")),
+        )?;
+        if m.status != 0 {
+            return Err(format!("summarize failed with status {}", m.status));
+        }
+        walls.push(m.wall);
+        cpus.push(m.cpu);
+    }
+    let first = walls.remove(0);
+    cpus.remove(0);
+    walls.sort();
+    cpus.sort();
+    println!("  first run: {}", ms(first));
+    println!(
+        "  cpu (user+sys, all threads): best {}  median {}; on {} cores",
+        ms(cpus[0]),
+        ms(cpus[cpus.len() / 2]),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!(
+        "  best {}  worst {}  ({:.1} µs per event; target: under 1 s)",
+        ms(walls[0]),
+        ms(*walls.last().unwrap()),
+        walls[0].as_secs_f64() * 1e6 / n as f64
+    );
+    let summary: serde_json::Value = serde_json::from_str(
+        &fs_err::read_to_string(dir.join("edpm-summary.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    println!(
+        "  summary: {} hosts, {} failed",
+        summary["hosts"].as_object().map_or(0, |h| h.len()),
+        summary["terminationMessage"]["failedHosts"]
+    );
     Ok(())
 }

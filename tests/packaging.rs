@@ -1,0 +1,280 @@
+//! What packaging/ ships: the runner image's Containerfile (its ENTRYPOINT run with a Job's
+//! arguments), the RBAC manifest, and the RPM spec, built with rpmbuild from a tarball of this
+//! tree (the test binary stands in for the release build), checked by its file lists.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::runner::{Job, host_statuses, pairs};
+use crate::util::{bin, repo, run_program};
+
+/// rpmbuild is installed by `scripts/test.sh` (Debian's `rpm` package); without it the test
+/// only skips outside CI.
+fn rpmbuild() -> Option<&'static str> {
+    let found = Command::new("rpmbuild").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "rpmbuild is missing in CI: scripts/test.sh installs Debian's rpm package"
+        );
+        eprintln!("skipping: rpmbuild not found (apt-get install rpm)");
+        return None;
+    }
+    Some("rpmbuild")
+}
+
+fn files(rpm: &Path) -> Vec<String> {
+    let out = Command::new("rpm").args(["-qlp", rpm.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("/usr/lib/.build-id"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_rpm_packages_install_what_the_spec_promises() {
+    let Some(rpmbuild) = rpmbuild() else { return };
+    let top = tempfile::tempdir().unwrap();
+    let sources = top.path().join("SOURCES");
+    std::fs::create_dir_all(&sources).unwrap();
+    // The tree as a release tarball would hold it: no build output, no venv, no git.
+    let tar = Command::new("tar")
+        .current_dir(repo())
+        .args([
+            "--exclude=./target",
+            "--exclude=./.venv",
+            "--exclude=./.git",
+            "--transform",
+            "s,^\\.,edpm-agent-0.1.0,",
+            "-czf",
+        ])
+        .arg(sources.join("edpm-agent-0.1.0.tar.gz"))
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(tar.status.success(), "{}", String::from_utf8_lossy(&tar.stderr));
+    let out = Command::new(rpmbuild)
+        .args(["-bb", "--nodeps"])
+        .arg("--define")
+        .arg(format!("_topdir {}", top.path().display()))
+        .arg("--define")
+        .arg(format!("edpm_agent_binary {}", bin().display()))
+        // The debug test binary is large: store it uncompressed, and skip the distribution's
+        // post-install processing (stripping, byte-compiling), which is not what is tested.
+        .args(["--define", "_binary_payload w0.ufdio", "--define", "__os_install_post %{nil}"])
+        .arg(repo().join("packaging/rpm/edpm-agent.spec"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rpmbuild failed:\n{}", String::from_utf8_lossy(&out.stderr));
+
+    let rpms = top.path().join("RPMS");
+    let main = files(&rpms.join(format!(
+        "{}/edpm-agent-0.1.0-1.{}.rpm",
+        std::env::consts::ARCH,
+        std::env::consts::ARCH
+    )));
+    assert_eq!(
+        main,
+        [
+            "/etc/edpm-agent",
+            "/etc/edpm-agent/agent.yaml",
+            "/usr/bin/edpm-agent",
+            "/usr/bin/edpm-inventory",
+            "/usr/share/doc/edpm-agent-0.1.0",
+            "/usr/share/doc/edpm-agent-0.1.0/CHANGELOG.md",
+            "/usr/share/doc/edpm-agent-0.1.0/README.md",
+            "/usr/share/doc/edpm-agent-0.1.0/ansible.cfg.example",
+        ]
+    );
+    let roles = files(&rpms.join("noarch/edpm-agent-roles-0.1.0-1.noarch.rpm"));
+    for role in
+        std::fs::read_dir(repo().join("roles")).unwrap().filter_map(|e| e.ok()).filter(|e| e.path().is_dir())
+    {
+        let name = role.file_name().into_string().unwrap();
+        let want = format!("/usr/share/ansible/roles/{name}/tasks/main.yml");
+        assert!(roles.contains(&want), "{want} not in {roles:?}");
+    }
+    assert!(roles.iter().all(|f| f.starts_with("/usr/share/ansible/roles/edpm_agent_")), "{roles:?}");
+    // Every manifest in packaging/kubernetes, whatever its name.
+    let kube = files(&rpms.join("noarch/edpm-agent-kubernetes-0.1.0-1.noarch.rpm"));
+    let mut want = vec!["/usr/share/edpm-agent".to_string(), "/usr/share/edpm-agent/kubernetes".to_string()];
+    let mut manifests: Vec<String> = std::fs::read_dir(repo().join("packaging/kubernetes"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".yaml"))
+        .map(|n| format!("/usr/share/edpm-agent/kubernetes/{n}"))
+        .collect();
+    manifests.sort();
+    assert!(manifests.iter().any(|m| m.ends_with("/rbac-runner.yaml")));
+    want.extend(manifests);
+    assert_eq!(kube, want);
+
+    // The settings file is configuration that an update keeps.
+    let q = Command::new("rpm")
+        .args(["-qp", "--configfiles"])
+        .arg(rpms.join(format!(
+            "{}/edpm-agent-0.1.0-1.{}.rpm",
+            std::env::consts::ARCH,
+            std::env::consts::ARCH
+        )))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&q.stdout).trim(), "/etc/edpm-agent/agent.yaml");
+}
+
+#[test]
+fn the_runner_image_entrypoint_takes_the_jobs_arguments_unchanged() {
+    let containerfile = std::fs::read_to_string(repo().join("packaging/Containerfile")).unwrap();
+    let instruction = |name: &str| -> Vec<String> {
+        containerfile
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
+            .collect()
+    };
+    let entrypoint: Vec<String> = serde_json::from_str(&instruction("ENTRYPOINT")[0]).unwrap();
+    assert_eq!(entrypoint, ["/usr/bin/edpm-agent", "run", "--"]);
+    assert!(instruction("COPY").contains(&"target/release/edpm-agent /usr/bin/edpm-agent".to_string()));
+    assert!(instruction("RUN").contains(&"ln -sf edpm-agent /usr/bin/edpm-inventory".to_string()));
+    assert_eq!(instruction("WORKDIR"), ["/runner"], "the runner directory the Job's command names");
+    let envs: Vec<(String, String)> = instruction("ENV")
+        .iter()
+        .map(|e| {
+            let (k, v) = e.split_once('=').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    assert_eq!(envs, pairs(&[("EDPM_AGENT_INIT", "dumb-init")]));
+    assert!(instruction("FROM")[0].contains("BASE_IMAGE"));
+    assert!(
+        containerfile.contains("ARG BASE_IMAGE=quay.io/openstack-k8s-operators/openstack-ansibleee-runner:")
+    );
+    // `edpm-agent run --help` documents the same defaults.
+    let help = run_program(&bin(), &["run", "--help"], &[]);
+    for needle in [
+        "/dev/termination-log",
+        "EDPM_AEE_TERMINATION_LOG",
+        "EDPM_AEE_ARTIFACTS_ROOT",
+        "/runner",
+        "EDPM_AGENT_INIT",
+    ] {
+        assert!(help.stdout.contains(needle), "run --help lacks {needle}");
+    }
+
+    // The ENTRYPOINT with a Job's arguments and environment, exactly as openstack-operator
+    // builds them (readiness-runner.md §2), in a runner directory standing in for /runner.
+    let job = Job::new(&["edpm-compute-0", "edpm-compute-1"], &[]);
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: write what the job passed\n      ansible.builtin.copy:\n        content: \"{{ edpm_service_type }} {{ edpm_override_hosts }}\\n\"\n        dest: \"{{ playbook_dir }}/../out-{{ inventory_hostname }}\"\n      tags: [deploy]\n    - name: skipped by --skip-tags\n      ansible.builtin.fail: {msg: never}\n      tags: [never-run]\n";
+    let wrap = |v: &str| format!("\n{v}\n\n");
+    let job_args = [
+        "ansible-runner",
+        "run",
+        "/runner",
+        "-p",
+        "playbook.yaml",
+        "-i",
+        "nova-edpm-deployment-edpm-compute",
+    ];
+    let mut argv: Vec<&str> = entrypoint[1..].iter().map(String::as_str).collect();
+    argv.extend(job_args);
+    let (playbook_env, cmdline, extra) = (
+        wrap(playbook),
+        wrap("--skip-tags never-run"),
+        wrap("edpm_override_hosts: all\nedpm_service_type: nova\nedpm_services_override: []\n"),
+    );
+    let dir = job.dir().display().to_string();
+    let out = job.edpm_agent(
+        &argv,
+        &[
+            (envs[0].0.as_str(), envs[0].1.as_str()),
+            ("EDPM_AGENT_RUNNER_DIR", dir.as_str()),
+            ("RUNNER_PLAYBOOK", &playbook_env),
+            ("RUNNER_CMDLINE", &cmdline),
+            ("RUNNER_EXTRA_VARS", &extra),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.starts_with(&format!(
+            "edpm-agent: running dumb-init -- ansible-runner run {dir} -p playbook.yaml"
+        )),
+        "{}",
+        out.stdout
+    );
+    for h in ["edpm-compute-0", "edpm-compute-1"] {
+        assert_eq!(std::fs::read_to_string(job.dir().join(format!("out-{h}"))).unwrap(), "nova all\n");
+    }
+    assert_eq!(
+        std::fs::read_to_string(job.dir().join("project/playbook.yaml")).unwrap(),
+        format!("---\n{playbook_env}\n")
+    );
+    assert_eq!(std::fs::read_to_string(job.dir().join("env/extravars")).unwrap(), format!("---\n{extra}\n"));
+    assert_eq!(std::fs::read_to_string(job.dir().join("env/cmdline")).unwrap(), format!("{cmdline}\n"));
+    let s = job.summary("nova-edpm-deployment-edpm-compute");
+    assert_eq!(host_statuses(&s), pairs(&[("edpm-compute-0", "ok"), ("edpm-compute-1", "ok")]));
+    let (text, upstream) = job.termination();
+    assert_eq!(text["status"], "successful");
+    assert_eq!(upstream.unwrap().total_hosts, 2);
+}
+
+#[test]
+fn the_rbac_grants_what_the_kubernetes_source_reads_and_no_more() {
+    let text = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-runner.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
+    let mut granted: Vec<(String, String, Vec<String>)> = Vec::new();
+    for rule in role["rules"].as_array().unwrap() {
+        let verbs: Vec<String> =
+            rule["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        assert!(verbs.iter().all(|v| v == "get" || v == "list"), "read-only: {verbs:?}");
+        for g in rule["apiGroups"].as_array().unwrap() {
+            for r in rule["resources"].as_array().unwrap() {
+                granted.push((g.as_str().unwrap().into(), r.as_str().unwrap().into(), verbs.clone()));
+            }
+        }
+    }
+    // Every kind the Kubernetes source lists for an inventory (src/k8s/read.rs, not the
+    // readiness evidence, which only `status` lists) needs list; ConfigMaps and Secrets only get.
+    let source = std::fs::read_to_string(repo().join("src/k8s/read.rs")).unwrap();
+    let mut listed = Vec::new();
+    let (mut group, mut plural) = (String::new(), String::new());
+    for line in source.lines().map(str::trim) {
+        if let Some(g) = line.strip_prefix("group: \"") {
+            group = g.trim_end_matches("\",").to_string();
+        }
+        if let Some(p) = line.strip_prefix("plural: \"") {
+            plural = p.trim_end_matches("\",").to_string();
+        }
+        if line == "evidence: false," {
+            listed.push((group.clone(), plural.clone()));
+        }
+    }
+    let evidence = source.matches("evidence: true,").count();
+    assert!(evidence >= 5, "the evidence kinds are still told apart in src/k8s/read.rs");
+    for (g, p) in [("batch", "jobs"), ("coordination.k8s.io", "leases")] {
+        assert!(
+            !granted.iter().any(|(gg, pp, _)| gg == g && pp == p),
+            "{p}.{g}: the runner reads no evidence"
+        );
+    }
+    assert!(listed.len() >= 10, "{listed:?}");
+    for (g, p) in &listed {
+        assert!(
+            granted.iter().any(|(gg, pp, v)| gg == g && pp == p && v.contains(&"list".to_string())),
+            "{p}.{g} is read but not granted"
+        );
+    }
+    for r in ["configmaps", "secrets"] {
+        assert!(
+            granted.iter().any(|(g, p, v)| g.is_empty() && p == r && v == &["get".to_string()]),
+            "{r}: get only"
+        );
+    }
+    let binding = docs.iter().find(|d| d["kind"] == "RoleBinding").unwrap();
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["subjects"][0]["kind"], "ServiceAccount");
+}
