@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh
-# Debian packages the tests use: rpmbuild for the RPM spec, ssh for an unreachable host.
+# Debian packages the tests use: rpmbuild for the RPM spec, ssh for an unreachable host,
+# systemd-analyze to verify the node agent's unit.
 missing=()
 command -v rpmbuild >/dev/null || missing+=(rpm)
 command -v ssh >/dev/null || missing+=(openssh-client)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }

@@ -113,6 +113,11 @@ fn the_rpm_packages_install_what_the_spec_promises() {
     assert!(manifests.iter().any(|m| m.ends_with("/rbac-runner.yaml")));
     want.extend(manifests);
     assert_eq!(kube, want);
+    // The node agent's unit, in systemd's unit directory.
+    let node = files(&rpms.join("noarch/edpm-agent-node-0.1.0-1.noarch.rpm"));
+    assert_eq!(node, ["/usr/lib/systemd/system/edpm-agent-node.service"]);
+    let unit = std::fs::read_to_string(repo().join("packaging/systemd/edpm-agent-node.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/bin/edpm-agent node "), "the unit runs the packaged binary");
 
     // The settings file is configuration that an update keeps.
     let q = Command::new("rpm")
@@ -277,4 +282,85 @@ fn the_rbac_grants_what_the_kubernetes_source_reads_and_no_more() {
     let binding = docs.iter().find(|d| d["kind"] == "RoleBinding").unwrap();
     assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
     assert_eq!(binding["subjects"][0]["kind"], "ServiceAccount");
+}
+
+/// systemd-analyze is installed by `scripts/test.sh` (Debian's `systemd` package); without it
+/// the unit tests only skip outside CI.
+fn systemd_analyze() -> bool {
+    let found = Command::new("systemd-analyze").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "systemd-analyze is missing in CI: scripts/test.sh installs Debian's systemd package"
+        );
+        eprintln!("SKIPPED: systemd-analyze not found (apt-get install systemd)");
+    }
+    found
+}
+
+/// The unit as installed, with ExecStart pointing at the binary under test (verify checks
+/// that the program exists).
+fn unit_under_test() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let unit = std::fs::read_to_string(repo().join("packaging/systemd/edpm-agent-node.service")).unwrap();
+    let unit = unit.replace("ExecStart=/usr/bin/edpm-agent ", &format!("ExecStart={} ", bin().display()));
+    std::fs::write(dir.path().join("edpm-agent-node.service"), unit).unwrap();
+    dir
+}
+
+#[test]
+fn the_node_agent_unit_verifies_cleanly() {
+    if !systemd_analyze() {
+        return;
+    }
+    let dir = unit_under_test();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(dir.path().join("edpm-agent-node.service"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "systemd-analyze verify failed:\n{stderr}");
+    // Warnings (unknown keys, bad values) are printed but do not fail verify: none allowed.
+    assert_eq!(stderr.trim(), "", "systemd-analyze verify warns");
+    let unit = std::fs::read_to_string(dir.path().join("edpm-agent-node.service")).unwrap();
+    for (key, want) in [
+        ("Type", "notify"),
+        ("Restart", "on-failure"),
+        ("NoNewPrivileges", "yes"),
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+        ("PrivateTmp", "yes"),
+        ("CapabilityBoundingSet", ""),
+    ] {
+        assert!(unit.lines().any(|l| l == format!("{key}={want}")), "{key}={want} missing");
+    }
+    assert!(unit.lines().any(|l| l.starts_with("WatchdogSec=")), "WatchdogSec missing");
+}
+
+/// The exposure score README.md records ("Node agent" section): the sandbox must not loosen
+/// without the README saying so.
+#[test]
+fn the_node_agent_units_exposure_is_what_the_readme_records() {
+    if !systemd_analyze() {
+        return;
+    }
+    let dir = unit_under_test();
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg(dir.path().join("edpm-agent-node.service"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let score = text
+        .lines()
+        .find_map(|l| l.split_once("Overall exposure level for edpm-agent-node.service: "))
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no exposure score in:\n{text}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let recorded = format!("exposure level {score} ");
+    assert!(
+        readme.contains(&recorded),
+        "systemd-analyze security scores the unit {score}; README.md should say \"{recorded}\""
+    );
 }

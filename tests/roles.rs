@@ -140,3 +140,117 @@ fn stage_role_is_idempotent_and_removes_what_it_no_longer_wants() {
     assert_eq!(recap_changed(&third.stdout), 1, "{}", third.stdout);
     assert!(!r.join("var/lib/openstack/configs/nova/25-nova-extra.conf").exists());
 }
+
+#[test]
+fn node_role_installs_config_kubeconfig_and_unit_idempotently_without_starting_it_under_a_root() {
+    let root = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let playbook = work.path().join("site.yml");
+    // Stands in for the content of the node's kubeconfig Secret.
+    let token = "token-that-must-never-be-printed";
+    std::fs::write(
+        &playbook,
+        format!(
+            r#"
+- hosts: localhost
+  gather_facts: false
+  vars:
+    edpm_agent_root: "{root}"
+    edpm_agent_install_src: "{bin}"
+    edpm_agent_node_nodeset: edpm-compute-cell1
+    edpm_agent_node_name: edpm-compute-3
+    edpm_agent_node_expect_hostname: edpm-compute-3.ctlplane.example.com
+    edpm_agent_node_expect_addresses: ["192.168.122.103"]
+    edpm_agent_node_settings:
+      heartbeat_seconds: 600
+    edpm_agent_node_kubeconfig: |
+      apiVersion: v1
+      kind: Config
+      users:
+        - name: edpm-agent-node
+          user:
+            token: {token}
+  roles:
+    - edpm_agent_install
+    - edpm_agent_node
+"#,
+            root = root.path().display(),
+            bin = bin().display(),
+        ),
+    )
+    .unwrap();
+    let play = || play_local(&playbook);
+    let first = play();
+    assert_eq!(first.code, 0, "first run failed:\n{}\n{}", first.stdout, first.stderr);
+    assert!(!first.stdout.contains(token) && !first.stderr.contains(token), "the kubeconfig was printed");
+    // The test runs under a temporary root, so the role installs the unit but never starts it,
+    // and says why.
+    assert!(
+        first.stdout.contains("edpm-agent-node.service not started: installing under edpm_agent_root"),
+        "{}",
+        first.stdout
+    );
+    let r = root.path();
+    let mode = |p: &str| std::fs::metadata(r.join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("etc/edpm-agent/kubeconfig"), 0o600);
+    assert_eq!(mode("etc/edpm-agent/node.yaml"), 0o600);
+    assert!(std::fs::read_to_string(r.join("etc/edpm-agent/kubeconfig")).unwrap().contains(token));
+    let unit = std::fs::read(r.join("etc/systemd/system/edpm-agent-node.service")).unwrap();
+    assert_eq!(unit, std::fs::read(repo().join("packaging/systemd/edpm-agent-node.service")).unwrap());
+    let dropin =
+        std::fs::read_to_string(r.join("etc/systemd/system/edpm-agent-node.service.d/10-edpm-agent.conf"))
+            .unwrap();
+    assert!(
+        dropin.contains(
+            "ExecStart=\nExecStart=/usr/local/bin/edpm-agent node --config /etc/edpm-agent/node.yaml\n"
+        ),
+        "{dropin}"
+    );
+
+    // The agent reads what the role wrote: the object is derived as `status report` names it.
+    let config = r.join("etc/edpm-agent/node.yaml");
+    let once = run_program(
+        &bin(),
+        &["node", "--config", config.to_str().unwrap(), "--once", "--format", "json"],
+        &[],
+    );
+    assert_eq!(once.code, 0, "{}", once.stderr);
+    let v: serde_json::Value = serde_json::from_str(&once.stdout).unwrap();
+    assert_eq!(v["object"], "edpm-compute-cell1-edpm-compute-3");
+    assert_eq!(v["node"], "edpm-compute-3");
+    assert_eq!(v["root"], r.display().to_string());
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("heartbeat_seconds: 600") && text.contains("192.168.122.103"), "{text}");
+
+    let second = play();
+    assert_eq!(second.code, 0, "second run failed:\n{}\n{}", second.stdout, second.stderr);
+    assert_eq!(recap_changed(&second.stdout), 0, "second run must change nothing:\n{}", second.stdout);
+}
+
+#[test]
+fn node_role_refuses_to_run_without_its_identity_or_credentials() {
+    let root = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let playbook = work.path().join("site.yml");
+    std::fs::write(
+        &playbook,
+        format!(
+            "- hosts: localhost\n  gather_facts: false\n  vars:\n    edpm_agent_root: \"{}\"\n  roles:\n    - edpm_agent_node\n",
+            root.path().display()
+        ),
+    )
+    .unwrap();
+    let out = play_local(&playbook);
+    assert_ne!(out.code, 0);
+    assert!(out.stdout.contains("edpm_agent_node needs edpm_agent_node_nodeset"), "{}", out.stdout);
+    assert!(std::fs::read_dir(root.path()).unwrap().next().is_none(), "nothing written");
+}
+
+#[test]
+fn node_roles_unit_is_the_packaged_one() {
+    assert_eq!(
+        std::fs::read(repo().join("roles/edpm_agent_node/files/edpm-agent-node.service")).unwrap(),
+        std::fs::read(repo().join("packaging/systemd/edpm-agent-node.service")).unwrap(),
+        "roles/edpm_agent_node/files/edpm-agent-node.service is a copy of packaging/systemd's: copy it again"
+    );
+}

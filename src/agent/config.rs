@@ -46,7 +46,12 @@ struct File {
     #[serde(default)]
     kubeconfig: Option<PathBuf>,
     namespace: String,
-    object: String,
+    /// The status object's name; or, in its place, `nodeset`, from which it is derived as
+    /// `status report` names it.
+    #[serde(default)]
+    object: Option<String>,
+    #[serde(default)]
+    nodeset: Option<String>,
     node: String,
     #[serde(default)]
     root: Option<PathBuf>,
@@ -81,18 +86,25 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
     let err = |message: String| ConfigError { path: path.display().to_string(), message };
     let f: File = serde_saphyr::from_str(text)
         .map_err(|e| err(e.to_string().lines().next().unwrap_or("invalid YAML").to_string()))?;
-    for (name, v) in [("namespace", &f.namespace), ("object", &f.object), ("node", &f.node)] {
+    for (name, v) in [("namespace", &f.namespace), ("node", &f.node)] {
         if v.is_empty() {
             return Err(err(format!("{name} is empty")));
         }
     }
+    let object = match (f.object.filter(|o| !o.is_empty()), f.nodeset.filter(|n| !n.is_empty())) {
+        (Some(o), _) => o,
+        (None, Some(nodeset)) => crate::readiness::names::node_object(&nodeset, &f.node),
+        (None, None) => {
+            return Err(err("neither object nor nodeset is set: name the node's EDPMNodeStatus (`edpm-agent status show --format json` prints it as \"object\"), or its NodeSet (or Role) to derive it".into()));
+        }
+    };
     let secs = |v: Option<u64>, d: Duration| v.map(Duration::from_secs).unwrap_or(d);
     let c = AgentConfig {
         kubeconfig: f
             .kubeconfig
             .map(|k| if k.is_relative() { path.parent().unwrap_or(Path::new(".")).join(k) } else { k }),
         namespace: f.namespace,
-        object: f.object,
+        object,
         node: f.node,
         root: f.root.unwrap_or_else(|| PathBuf::from("/")),
         expect: f.expect,
@@ -144,5 +156,19 @@ mod tests {
             e.to_string().starts_with("node agent config n.yaml:") && e.to_string().contains("colour"),
             "{e}"
         );
+        let e = parse(Path::new("n.yaml"), "namespace: o\nnode: c\n").unwrap_err();
+        assert!(e.to_string().contains("neither object nor nodeset"), "{e}");
+    }
+
+    #[test]
+    fn the_object_is_derived_from_the_nodeset_as_status_report_names_it() {
+        let c =
+            parse(Path::new("n.yaml"), "namespace: o\nnodeset: edpm-compute-cell1\nnode: edpm-compute-3\n")
+                .unwrap();
+        assert_eq!(c.object, "edpm-compute-cell1-edpm-compute-3");
+        let c = parse(Path::new("n.yaml"), "namespace: o\nnodeset: ns\nnode: Compute.0\n").unwrap();
+        assert_eq!(c.object, crate::readiness::names::node_object("ns", "Compute.0"));
+        let c = parse(Path::new("n.yaml"), "namespace: o\nobject: mine\nnodeset: ns\nnode: c\n").unwrap();
+        assert_eq!(c.object, "mine", "an explicit object wins");
     }
 }

@@ -643,10 +643,11 @@ fn child(
         ("EDPM_AGENT_IDENT".into(), layout.ident.clone()),
     ]);
     let (mut argv, cwd, tee) = if ansible_runner {
-        env.push((
-            "EDPM_AGENT_NOTES_FILE".into(),
-            layout.artifact_dir.join(NOTES_FILE).display().to_string(),
-        ));
+        // Absolute: ansible-runner runs ansible-playbook in the project directory, where a
+        // relative --runner-dir would point elsewhere.
+        let notes = std::path::absolute(layout.artifact_dir.join(NOTES_FILE))
+            .map_err(|e| AppError::new(Exit::Failure, format!("{}: {e}", layout.artifact_dir.display())))?;
+        env.push(("EDPM_AGENT_NOTES_FILE".into(), notes.display().to_string()));
         let mut argv = vec![cmd.program.clone()];
         argv.extend(cmd.args.iter().cloned());
         (argv, std::env::current_dir().unwrap_or_else(|_| dir.clone()), None)
@@ -668,6 +669,8 @@ fn child(
         let events = layout.artifact_dir.join("job_events");
         create_dir(&events)?;
         env.extend(p.env);
+        let events = std::path::absolute(&events)
+            .map_err(|e| AppError::new(Exit::Failure, format!("{}: {e}", events.display())))?;
         env.push(("EDPM_AGENT_EVENTS_DIR".into(), events.display().to_string()));
         if lookup("ANSIBLE_HOST_KEY_CHECKING").is_none() {
             env.push(("ANSIBLE_HOST_KEY_CHECKING".into(), "False".into()));
