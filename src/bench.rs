@@ -33,3 +33,34 @@ pub fn readiness(text: &str, runs: usize) -> Result<ReadinessTimes, String> {
     }
     Ok(ReadinessTimes { nodes: counts.0, conditions: counts.1, load, evaluate })
 }
+
+/// What `node` measured: one full check (collect the facts, evaluate them) per run.
+pub struct NodeCheckTimes {
+    /// The first check of a fresh agent: every staged file is hashed.
+    pub cold: Duration,
+    /// Later checks: staged files are only stat'ed (none changed).
+    pub warm: Vec<Duration>,
+    pub conditions: usize,
+    pub staged_files: usize,
+    /// Every condition True: the check did all its work (nothing short-circuited).
+    pub ready: bool,
+}
+
+/// Runs the node agent's check `runs + 1` times over the root its config (`path`, `text`)
+/// names, as the agent's loop does: the same collector each time.
+pub fn node_check(path: &std::path::Path, text: &str, runs: usize) -> Result<NodeCheckTimes, String> {
+    use crate::nodeagent::collect::Collect;
+    let config = crate::agent::config::parse(path, text).map_err(|e| e.to_string())?;
+    let host = crate::nodeagent::collect::Host::new(config.root.clone());
+    let check = || {
+        let t = Instant::now();
+        let facts = host.collect();
+        let conds = crate::agent::evaluate(&facts, &config.expect);
+        let staged = facts.staged.as_ref().map(|(n, _)| *n).unwrap_or(0);
+        (t.elapsed(), conds, staged)
+    };
+    let (cold, conds, staged_files) = check();
+    let ready = conds.iter().all(|c| c.is_true());
+    let warm = (0..runs.max(1)).map(|_| check().0).collect();
+    Ok(NodeCheckTimes { cold, warm, conditions: conds.len(), staged_files, ready })
+}

@@ -171,6 +171,12 @@ fn service_conditions(f: &Facts) -> Vec<Condition> {
                 continue;
             }
         };
+        // Without podman's answer, health and the running config_hash are unknown: say so
+        // rather than report a service ready that might be failing its health check.
+        if let Err(e) = &f.containers {
+            out.push(Condition::unknown(&ty, "FactsUnavailable", format!("cannot query podman: {e}")));
+            continue;
+        }
         let mut problems: Vec<Problem> = Vec::new();
         for c in &s.containers {
             let unit = format!("edpm_{c}.service");
@@ -356,6 +362,11 @@ mod tests {
         let mut f = healthy();
         f.containers.as_mut().unwrap().get_mut("nova_compute").unwrap().health = Some("unhealthy".into());
         assert_eq!(nova(f).reason, "HealthcheckFailing");
+        let mut f = healthy();
+        f.containers = Err("podman ps: permission denied".into());
+        let c = nova(f);
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+        assert!(c.message.contains("permission denied"), "{}", c.message);
         let mut f = healthy();
         f.quadlet_hashes.insert("nova_compute".into(), "def".into());
         let c = nova(f);

@@ -13,6 +13,7 @@ use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -28,16 +29,29 @@ const NETWORK_RETURN_CODES: [&str; 2] =
 const QUADLET_DIR: &str = "etc/containers/systemd";
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// What decides whether a staged file is hashed again: size, inode, and modification and
+/// change times to the nanosecond (an edit keeping size and mtime still moves ctime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StatKey(u64, u64, i64, i64, i64, i64);
+
+impl StatKey {
+    fn of(m: &std::fs::Metadata) -> StatKey {
+        StatKey(m.len(), m.ino(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec())
+    }
+}
+
 /// The node under `root`.
 pub(crate) struct Host {
     pub(crate) root: PathBuf,
-    /// path → (size, mtime, inode, sha256): what was hashed at the last check.
-    seen: Mutex<HashMap<String, (u64, i64, u64, String)>>,
+    /// path → the stat it had and the sha256 it hashed to at the last check.
+    seen: Mutex<HashMap<String, (StatKey, String)>>,
+    /// `stage`'s manifest as last read, with the stat it had: read again only when it changed.
+    manifest: Mutex<Option<(StatKey, Arc<crate::staging::Manifest>)>>,
 }
 
 impl Host {
     pub(crate) fn new(root: PathBuf) -> Host {
-        Host { root, seen: Mutex::new(HashMap::new()) }
+        Host { root, seen: Mutex::new(HashMap::new()), manifest: Mutex::new(None) }
     }
 
     fn read(&self, rel: &str) -> std::io::Result<String> {
@@ -107,36 +121,35 @@ impl Host {
     /// The files `stage` recorded and whether they still hold what it wrote: stat first, hash
     /// only what changed since the last check.
     fn staged(&self) -> Result<(usize, Vec<StagedDrift>), String> {
-        let manifest = crate::hostfs::read_manifest(&self.root).map_err(|e| e.to_string())?;
+        let manifest = self.manifest()?;
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let mut drift = Vec::new();
         let entries: Vec<(&String, &crate::staging::Record)> = manifest.files.iter().collect();
-        // Hashing is the cost of a full check: files whose stat changed are hashed on every core.
+        // Stats are the cost of a check where nothing changed, hashing the cost of the first:
+        // both run on every core.
+        let root = &self.root;
         let stats: Vec<Option<std::fs::Metadata>> =
-            entries.iter().map(|(p, _)| std::fs::symlink_metadata(self.root.join(p)).ok()).collect();
+            crate::par::map(&entries, |(p, _)| std::fs::symlink_metadata(root.join(p)).ok());
         let todo: Vec<usize> = (0..entries.len())
             .filter(|&i| match (&stats[i], seen.get(entries[i].0)) {
-                (Some(m), Some((size, mtime, ino, _))) => {
-                    (m.len(), m.mtime(), m.ino()) != (*size, *mtime, *ino)
-                }
+                (Some(m), Some((key, _))) => StatKey::of(m) != *key,
                 (Some(_), None) => true,
                 (None, _) => false,
             })
             .collect();
-        let root = &self.root;
         let hashed = crate::par::map(&todo, |&i| {
             std::fs::read(root.join(entries[i].0)).map(|b| crate::staging::sha256_hex(&b)).ok()
         });
         for (&i, h) in todo.iter().zip(hashed) {
             if let (Some(m), Some(h)) = (&stats[i], h) {
-                seen.insert(entries[i].0.clone(), (m.len(), m.mtime(), m.ino(), h));
+                seen.insert(entries[i].0.clone(), (StatKey::of(m), h));
             }
         }
         for (i, (path, rec)) in entries.iter().enumerate() {
             match (&stats[i], seen.get(*path)) {
                 (None, _) => drift.push(StagedDrift::Missing((*path).clone())),
                 (Some(m), _) if !m.is_file() => drift.push(StagedDrift::Changed((*path).clone())),
-                (Some(_), Some((_, _, _, sha))) if sha != &rec.sha256 => {
+                (Some(_), Some((_, sha))) if sha != &rec.sha256 => {
                     drift.push(StagedDrift::Changed((*path).clone()))
                 }
                 (Some(m), _) if m.mode() & 0o7777 != rec.mode => {
@@ -146,6 +159,22 @@ impl Host {
             }
         }
         Ok((entries.len(), drift))
+    }
+
+    /// `stage`'s manifest, parsed again only when its stat changed (10,000 entries are most of
+    /// a quiet check otherwise).
+    fn manifest(&self) -> Result<Arc<crate::staging::Manifest>, String> {
+        let key =
+            std::fs::symlink_metadata(self.root.join(crate::staging::MANIFEST)).ok().map(|m| StatKey::of(&m));
+        let mut cached = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(k), Some((ck, m))) = (key, cached.as_ref())
+            && k == *ck
+        {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(crate::hostfs::read_manifest(&self.root).map_err(|e| e.to_string())?);
+        *cached = key.map(|k| (k, m.clone()));
+        Ok(m)
     }
 
     fn deployed(&self) -> Option<Result<DeployedServices, String>> {

@@ -497,11 +497,20 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
     }
 }
 
+/// Serves requests on one connection until the client closes it (HTTP/1.1 keep-alive, as
+/// the API server does: clients reuse their connections).
 fn serve(conn: TcpStream, state: &Mutex<State>) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let Ok(read_half) = conn.try_clone() else { return };
+    let mut reader = BufReader::new(read_half);
+    let mut conn = conn;
+    while serve_one(&mut reader, &mut conn, state) {}
+}
+
+/// One request and its response; false when the connection is done.
+fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mutex<State>) -> bool {
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() || line.is_empty() {
-        return;
+        return false;
     }
     let mut length = 0usize;
     let mut merge = false;
@@ -545,14 +554,13 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
             std::thread::sleep(d);
             route_with(state, method, target, &body, merge)
         }
-        Some(Fault::Drop) => return,
+        Some(Fault::Drop) => return false,
         None => route_with(state, method, target, &body, merge),
     };
     let body = value.to_string();
     let response = format!(
-        "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
-    let mut conn = conn;
-    let _ = conn.write_all(response.as_bytes());
+    conn.write_all(response.as_bytes()).is_ok()
 }
