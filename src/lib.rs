@@ -21,6 +21,7 @@ pub(crate) mod settings;
 pub(crate) mod snapshot;
 pub(crate) mod staging;
 pub(crate) mod validate;
+pub mod yaml;
 
 // The shell.
 pub mod app;
