@@ -226,7 +226,7 @@ fn inline_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpe
 }
 
 fn expanded_id(kind: &str, name: &str, origin: Origin) -> ObjRef {
-    ObjRef { kind: kind.to_string(), name: name.to_string(), origin }
+    ObjRef::new(kind, name, origin)
 }
 
 fn child_meta(name: &str, parent: &Meta) -> Meta {
@@ -423,12 +423,10 @@ mod tests {
 
     use super::*;
     use crate::snapshot::Located;
-    use crate::snapshot::manifest::Document;
 
     fn snap(values: Vec<Value>) -> Snapshot {
-        let docs = values.into_iter().enumerate().map(|(i, value)| Located {
-            origin: Origin::File { path: "m.yaml".into(), line: i as u64 + 1 },
-            doc: Document { line: i as u64 + 1, value },
+        let docs = values.into_iter().enumerate().map(|(i, value)| {
+            Located::from_value(Origin::File { path: "m.yaml".into(), line: i as u64 + 1 }, &value)
         });
         Snapshot::from_documents(docs, None).unwrap()
     }

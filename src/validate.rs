@@ -88,11 +88,7 @@ pub(crate) fn validate(snap: &Snapshot, opts: &inventory::Options) -> Vec<Diagno
 }
 
 fn placeholder() -> ObjRef {
-    ObjRef {
-        kind: "Inventory".into(),
-        name: "-".into(),
-        origin: crate::snapshot::resource::Origin::Api { namespace: "-".into() },
-    }
+    ObjRef::new("Inventory", "-", crate::snapshot::resource::Origin::Api { namespace: "-".into() })
 }
 
 pub(crate) fn summary(diags: &[Diagnostic]) -> (usize, usize) {

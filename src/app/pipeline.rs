@@ -47,7 +47,12 @@ impl<'s> Context<'s> {
     }
 
     pub(crate) fn snapshot(&self) -> Result<Snapshot, AppError> {
-        let snap = crate::source::load(self.settings, &|| self.cluster())?;
+        self.snapshot_read(false)
+    }
+
+    /// The snapshot; `lines` keeps where each field was written, for `explain`.
+    fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
+        let snap = crate::source::load(self.settings, &|| self.cluster(), lines)?;
         tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
         Ok(snap)
     }
@@ -82,7 +87,7 @@ impl<'s> Context<'s> {
 
     /// The inventory with every variable's provenance, for `explain`.
     pub(crate) fn inventory_traced(&self) -> Result<Inventory, AppError> {
-        let snap = self.snapshot()?;
+        let snap = self.snapshot_read(true)?;
         let model = model::resolve(&snap)?;
         let opts = inventory::Options { provenance: true, ..self.inventory_options() };
         Ok(inventory::build(&model, &snap, &opts)?)

@@ -122,11 +122,7 @@ struct Setter<'a> {
 /// hosts share one instead of each cloning its own ObjRef.
 fn untracked() -> Arc<ObjRef> {
     static UNTRACKED: std::sync::LazyLock<Arc<ObjRef>> = std::sync::LazyLock::new(|| {
-        Arc::new(ObjRef {
-            kind: String::new(),
-            name: String::new(),
-            origin: crate::snapshot::resource::Origin::Api { namespace: String::new() },
-        })
+        Arc::new(ObjRef::new("", "", crate::snapshot::resource::Origin::Api { namespace: String::new() }))
     });
     UNTRACKED.clone()
 }
@@ -171,11 +167,7 @@ fn group_vars(g: &HostGroup, snap: &Snapshot, opts: &Options, net: &NetInfo) -> 
         // we keep the operator's varsFrom value (dataplane.md §2.2, quirks).
         if !user_vars.contains_key(var) && !vars.contains(var) {
             let mut p = s.prov("images", Level::ImageDefault);
-            p.object = Arc::new(ObjRef {
-                kind: "AgentConfig".into(),
-                name: "images".into(),
-                origin: opts.images_origin.clone(),
-            });
+            p.object = Arc::new(ObjRef::new("AgentConfig", "images", opts.images_origin.clone()));
             p.field = format!("images.{var}");
             vars.set(var.clone(), Value::String(image.clone()), p);
         }

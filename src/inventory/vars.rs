@@ -176,11 +176,7 @@ mod tests {
 
     fn prov(field: &str) -> Provenance {
         Provenance {
-            object: Arc::new(ObjRef {
-                kind: "K".into(),
-                name: "n".into(),
-                origin: Origin::Api { namespace: "ns".into() },
-            }),
+            object: Arc::new(ObjRef::new("K", "n", Origin::Api { namespace: "ns".into() })),
             field: field.into(),
             level: Level::Field,
             scope: Scope::Group,

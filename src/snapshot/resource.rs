@@ -390,6 +390,103 @@ pub struct ObjRef {
     pub kind: String,
     pub name: String,
     pub origin: Origin,
+    /// Where each of its fields was written, when the source was read for `explain`.
+    pub lines: FieldLines,
+}
+
+impl ObjRef {
+    pub fn new(kind: impl Into<String>, name: impl Into<String>, origin: Origin) -> ObjRef {
+        ObjRef { kind: kind.into(), name: name.into(), origin, lines: FieldLines::default() }
+    }
+
+    /// Where `field` (`spec.nodeTemplate.ansibleVars.edpm_x`) was written: its own line when
+    /// the lines were kept, else the nearest enclosing field's, else the object's.
+    pub fn origin_of(&self, field: &str) -> Origin {
+        self.lines.origin_of(field).unwrap_or_else(|| self.origin.clone())
+    }
+}
+
+/// The line of every field of one document, shared by everything that names the object. It
+/// never takes part in comparisons: two references to one object are equal whether or not
+/// they carry lines.
+#[derive(Clone, Default)]
+pub struct FieldLines {
+    index: Option<std::sync::Arc<FieldIndex>>,
+    /// For an object expanded from another (an OpenStackDataPlane's inline Role), the path of
+    /// its body inside that object, with a trailing dot.
+    prefix: String,
+}
+
+struct FieldIndex {
+    file: String,
+    lines: std::collections::HashMap<String, u32>,
+}
+
+impl FieldLines {
+    /// Lines of a document read from `file`: field paths as `Node::field_lines` writes them.
+    pub fn new(file: &str, entries: Vec<(String, u32)>) -> FieldLines {
+        let lines = entries.into_iter().collect();
+        FieldLines {
+            index: Some(std::sync::Arc::new(FieldIndex { file: file.to_string(), lines })),
+            prefix: String::new(),
+        }
+    }
+
+    /// The lines of the object found at `path` inside this one.
+    pub fn under(&self, path: &str) -> FieldLines {
+        FieldLines { index: self.index.clone(), prefix: format!("{}{path}.", self.prefix) }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_none()
+    }
+
+    fn origin_of(&self, field: &str) -> Option<Origin> {
+        let index = self.index.as_ref()?;
+        // Paths quote keys with dots (`annotations."nova.openstack.org/cell"`); the index does not.
+        let mut path = format!("{}{}", self.prefix, field.replace('"', ""));
+        loop {
+            if let Some(line) = index.lines.get(&path) {
+                return Some(Origin::File { path: index.file.clone(), line: u64::from(*line) });
+            }
+            // A field that was not written (a default) is shown where its parent is.
+            let cut = path.rfind(['.', '['])?;
+            path.truncate(cut);
+            if path.len() + 1 < self.prefix.len() {
+                return None;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for FieldLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.index.is_some() { "FieldLines(..)" } else { "FieldLines(none)" })
+    }
+}
+
+impl PartialEq for FieldLines {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for FieldLines {}
+
+impl PartialOrd for FieldLines {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for FieldLines {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl std::hash::Hash for FieldLines {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// Where an object was read: a manifest file and the line its document starts on, the API
@@ -426,10 +523,33 @@ impl ObjRef {
 
 /// A field of an object could not be decoded into its expected type.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("field {path}: {message}")]
+#[error("field {path}{}: {message}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
 pub struct DecodeError {
     pub path: String,
+    /// The line the field was written on, when read from a file.
+    pub line: Option<u64>,
     pub message: String,
+}
+
+/// Decodes a node of a manifest (a field of some object) into `T`, reporting the failing field
+/// path relative to `base` and its line.
+pub(crate) fn decode_node<'de, T: Deserialize<'de>>(
+    base: &str,
+    node: &crate::yaml::Node<'de>,
+) -> Result<T, DecodeError> {
+    crate::yaml::decode(node).map_err(|f| DecodeError {
+        path: join_path(base, &f.path),
+        line: (f.line > 0).then_some(u64::from(f.line)),
+        message: f.message,
+    })
+}
+
+fn join_path(base: &str, inner: &str) -> String {
+    match (base.is_empty(), inner == ".") {
+        (true, _) => inner.to_string(),
+        (false, true) => base.to_string(),
+        (false, false) => format!("{base}.{inner}"),
+    }
 }
 
 /// Decodes `value` (a field of some object) into `T`, reporting the failing field path
@@ -440,14 +560,10 @@ pub(crate) fn decode<T: DeserializeOwned>(base: &str, value: &Value) -> Result<T
 
 /// Like [`decode`], consuming the value so strings move instead of being copied.
 pub(crate) fn decode_owned<T: DeserializeOwned>(base: &str, value: Value) -> Result<T, DecodeError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let inner = e.path().to_string();
-        let path = match (base.is_empty(), inner == ".") {
-            (true, _) => inner,
-            (false, true) => base.to_string(),
-            (false, false) => format!("{base}.{inner}"),
-        };
-        DecodeError { path, message: e.into_inner().to_string() }
+    serde_path_to_error::deserialize(value).map_err(|e| DecodeError {
+        path: join_path(base, &e.path().to_string()),
+        line: None,
+        message: e.into_inner().to_string(),
     })
 }
 

@@ -176,19 +176,15 @@ mod tests {
 
     use super::*;
     use crate::snapshot::Located;
-    use crate::snapshot::manifest::Document;
     use crate::snapshot::resource::Origin;
 
     fn snap() -> Snapshot {
-        let docs = vec![
+        let docs = [
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a.keyring": "k", "b.conf": "c"}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"x": "1"}}),
         ];
         Snapshot::from_documents(
-            docs.into_iter().map(|value| Located {
-                origin: Origin::File { path: "t".into(), line: 1 },
-                doc: Document { line: 1, value },
-            }),
+            docs.iter().map(|value| Located::from_value(Origin::File { path: "t".into(), line: 1 }, value)),
             None,
         )
         .unwrap()
