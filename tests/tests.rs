@@ -21,6 +21,9 @@ mod kube;
 // The oslo.config engine against the real oslo.config package (parse, layering, writer, merge).
 mod oslo_diff;
 
+// The YAML reader against PyYAML's SafeLoader, with go-yaml v2's known differences listed.
+mod yaml_diff;
+
 // render and derive: golden rendered files, oslo reading them, error chains, server-side apply.
 mod render;
 

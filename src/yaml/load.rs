@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use granit_parser::{Event, Options, Parser, ScalarStyle, Span};
+use granit_parser::{Event, Options, Parser, ScalarStyle, Span, StructureStyle};
 
 use super::node::{Data, Entry, Node};
 use super::resolve::{self, Scalar};
@@ -42,13 +42,13 @@ pub(crate) fn document(text: &str, first_line: u32) -> Result<Option<Node<'_>>, 
                 let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
                 b.scalar(value, style, anchor, tag.as_deref(), &span)?;
             }
-            Event::SequenceStart(_, anchor, _) => {
+            Event::SequenceStart(style, anchor, _) => {
                 b.check_single(&span)?;
-                b.open(anchor, &span, true)?;
+                b.open(anchor, &span, true, style == StructureStyle::Flow)?;
             }
-            Event::MappingStart(_, anchor, _) => {
+            Event::MappingStart(style, anchor, _) => {
                 b.check_single(&span)?;
-                b.open(anchor, &span, false)?;
+                b.open(anchor, &span, false, style == StructureStyle::Flow)?;
             }
             Event::SequenceEnd | Event::MappingEnd => b.close()?,
             Event::Alias(id) => {
@@ -95,6 +95,8 @@ enum KeyState<'a> {
 
 struct Frame<'a> {
     pos: Pos,
+    /// Written in flow style (`[ ]`, `{ }`).
+    flow: bool,
     anchor: usize,
     count: usize,
     depth: usize,
@@ -232,6 +234,23 @@ impl<'a> Builder<'a> {
     ) -> Result<(), Error> {
         self.written += 1;
         let pos = self.pos(span);
+        if style == ScalarStyle::Plain && self.stack.last().is_some_and(|f| f.flow) {
+            // YAML 1.2 (and granit) lets a plain scalar start with `:` or `?` inside `[ ]` or
+            // `{ }` when a non-space follows; libyaml's scanner, and so go-yaml, does not.
+            match value.as_bytes().first() {
+                Some(b':') => {
+                    return Err(pos.error(format!(
+                        "`{value}` inside [ ] or {{ }}: go-yaml (kubectl, the API server) does not read a plain scalar starting with `:` there; quote it"
+                    )));
+                }
+                Some(b'?') => {
+                    return Err(pos.error(format!(
+                        "`{value}` inside [ ] or {{ }}: go-yaml (kubectl, the API server) reads `?` there as a mapping key, not text; quote it"
+                    )));
+                }
+                _ => {}
+            }
+        }
         // go-yaml's `isMerge`: the text `<<`, plain (an empty `!` tag counts as plain there)
         // or tagged `!!merge`.
         let merge_key = value == "<<"
@@ -289,7 +308,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn open(&mut self, anchor: usize, span: &Span, seq: bool) -> Result<(), Error> {
+    fn open(&mut self, anchor: usize, span: &Span, seq: bool, flow: bool) -> Result<(), Error> {
         self.written += 1;
         let pos = self.pos(span);
         if self.in_key_position() {
@@ -313,7 +332,7 @@ impl<'a> Builder<'a> {
                 key: KeyState::Expect,
             })
         };
-        self.stack.push(Frame { pos, anchor, count: 1, depth: 1, kind });
+        self.stack.push(Frame { pos, flow, anchor, count: 1, depth: 1, kind });
         Ok(())
     }
 
@@ -560,6 +579,10 @@ mod tests {
         assert!(e.message.contains("contain itself"), "{e}");
         let e = err("a: *nope\n");
         assert_eq!((e.line, e.column), (1, 4));
+        // libyaml's scanner rules, which granit (YAML 1.2) relaxes.
+        assert!(err("a: [:x]\n").message.contains("starting with `:`"));
+        assert!(err("a: {?x: 1}\n").message.contains("mapping key"));
+        assert_eq!(one("a: :x\n"), json!({"a": ":x"}));
     }
 
     #[test]
