@@ -203,9 +203,11 @@ fn inline_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpe
             }
             let mut spec = spec.clone();
             spec.data_plane.get_or_insert_with(|| dp.id.name.clone());
-            let origin = Origin::Expanded { from: from.clone(), path: format!("spec.roles.{name}") };
+            let path = format!("spec.roles.{name}");
+            let lines = dp.id.lines.spec_at(&path);
+            let origin = Origin::Expanded { from: from.clone(), path };
             roles.push(Object {
-                id: expanded_id("OpenStackDataPlaneRole", name, origin),
+                id: ObjRef { lines, ..expanded_id("OpenStackDataPlaneRole", name, origin) },
                 meta: child_meta(name, &dp.meta),
                 body: spec,
             });
@@ -214,9 +216,11 @@ fn inline_objects(snap: &Snapshot) -> (Vec<Object<RoleSpec>>, Vec<Object<NodeSpe
             if snap.nodes.iter().chain(&nodes).any(|n| &n.id.name == name) {
                 continue;
             }
-            let origin = Origin::Expanded { from: from.clone(), path: format!("spec.nodes.{name}") };
+            let path = format!("spec.nodes.{name}");
+            let lines = dp.id.lines.spec_at(&path);
+            let origin = Origin::Expanded { from: from.clone(), path };
             nodes.push(Object {
-                id: expanded_id("OpenStackDataPlaneNode", name, origin),
+                id: ObjRef { lines, ..expanded_id("OpenStackDataPlaneNode", name, origin) },
                 meta: child_meta(name, &dp.meta),
                 body: spec.clone(),
             });

@@ -10,7 +10,6 @@ use crate::k8s;
 use crate::model::{self, Model};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
-use crate::snapshot::resource::Origin;
 
 /// A run's settings and its (lazily made) cluster connection.
 pub(crate) struct Context<'s> {
@@ -58,14 +57,10 @@ impl<'s> Context<'s> {
     }
 
     pub(crate) fn inventory_options(&self) -> inventory::Options {
-        let images_origin = match &self.settings.config_file {
-            Some(p) => Origin::File { path: p.display().to_string(), line: 0 },
-            None => Origin::Api { namespace: "environment".into() },
-        };
         inventory::Options {
             ssh_key_dir: self.settings.ssh_key_dir.clone(),
             images: self.settings.images.clone(),
-            images_origin,
+            image_origins: self.settings.image_origins.clone(),
             provenance: false,
         }
     }

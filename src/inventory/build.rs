@@ -167,7 +167,12 @@ fn group_vars(g: &HostGroup, snap: &Snapshot, opts: &Options, net: &NetInfo) -> 
         // we keep the operator's varsFrom value (dataplane.md §2.2, quirks).
         if !user_vars.contains_key(var) && !vars.contains(var) {
             let mut p = s.prov("images", Level::ImageDefault);
-            p.object = Arc::new(ObjRef::new("AgentConfig", "images", opts.images_origin.clone()));
+            let origin = opts.image_origins.get(var).cloned().unwrap_or(
+                crate::snapshot::resource::Origin::Environment {
+                    variable: format!("{}{}", crate::settings::IMAGE_ENV_PREFIX, var.to_uppercase()),
+                },
+            );
+            p.object = Arc::new(ObjRef::new("AgentConfig", "images", origin));
             p.field = format!("images.{var}");
             vars.set(var.clone(), Value::String(image.clone()), p);
         }
@@ -275,11 +280,18 @@ pub(crate) fn parse_ansible_vars(
         Value::Object(m) => Ok(m.clone()),
         Value::Null => Ok(Map::new()),
         Value::String(text) => {
-            let parsed: Value = serde_saphyr::from_str(text).map_err(|e| InventoryError::BadYaml {
+            // The earliest CRD held YAML in a string; read it as the manifests are read.
+            let bad = |message: String| InventoryError::BadYaml {
                 object: object.clone(),
                 field: f.path.clone(),
-                message: e.to_string().lines().next().unwrap_or("invalid YAML").to_string(),
-            })?;
+                message,
+            };
+            let docs = crate::yaml::documents(text)
+                .map_err(|e| bad(format!("line {} of the string: {}", e.line, e.message)))?;
+            if docs.len() > 1 {
+                return Err(bad("the string holds several YAML documents; keep one mapping".into()));
+            }
+            let parsed = docs.first().map_or(Value::Null, crate::yaml::Node::to_value);
             match parsed {
                 Value::Object(m) => Ok(m),
                 Value::Null => Ok(Map::new()),

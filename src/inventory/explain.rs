@@ -109,7 +109,7 @@ pub(crate) fn to_json(e: &Explanation, show_secrets: bool) -> Value {
             "value": shown(v, p, show_secrets),
             "scope": match p.scope { Scope::Group => "group", Scope::Host => "host" },
             "object": p.object.short(),
-            "origin": p.object.origin.to_string(),
+            "origin": p.object.origin_of(&p.field).to_string(),
             "field": p.field,
             "level": p.level.describe(),
             "note": p.note,

@@ -23,8 +23,8 @@ pub(crate) struct Options {
     pub ssh_key_dir: String,
     /// Default container images (`edpm_*_image` → image), applied unless the user set them.
     pub images: BTreeMap<String, String>,
-    /// Where the images came from, for `explain`.
-    pub images_origin: Origin,
+    /// Where each image was set (config file line, environment variable), for `explain`.
+    pub image_origins: BTreeMap<String, Origin>,
     /// Keep every variable's provenance (for `explain`); off, only values are kept.
     pub provenance: bool,
 }
@@ -129,7 +129,7 @@ mod tests {
         let opts = Options {
             ssh_key_dir: "/runner/env/ssh_key".into(),
             images: BTreeMap::new(),
-            images_origin: Origin::Api { namespace: "test".into() },
+            image_origins: BTreeMap::new(),
             provenance,
         };
         build(&model, &snap, &opts).unwrap()

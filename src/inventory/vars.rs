@@ -77,7 +77,7 @@ impl fmt::Display for Provenance {
         if let Some(n) = &self.note {
             write!(f, " ({n})")?;
         }
-        write!(f, " at {}", self.object.origin)
+        write!(f, " at {}", self.object.origin_of(&self.field))
     }
 }
 

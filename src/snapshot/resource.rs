@@ -412,9 +412,9 @@ impl ObjRef {
 #[derive(Clone, Default)]
 pub struct FieldLines {
     index: Option<std::sync::Arc<FieldIndex>>,
-    /// For an object expanded from another (an OpenStackDataPlane's inline Role), the path of
-    /// its body inside that object, with a trailing dot.
-    prefix: String,
+    /// For an object expanded from another (an OpenStackDataPlane's inline Role), where its
+    /// `spec` sits inside that object (`spec.roles.edpm-compute`).
+    spec_at: Option<String>,
 }
 
 struct FieldIndex {
@@ -428,33 +428,39 @@ impl FieldLines {
         let lines = entries.into_iter().collect();
         FieldLines {
             index: Some(std::sync::Arc::new(FieldIndex { file: file.to_string(), lines })),
-            prefix: String::new(),
+            spec_at: None,
         }
     }
 
-    /// The lines of the object found at `path` inside this one.
-    pub fn under(&self, path: &str) -> FieldLines {
-        FieldLines { index: self.index.clone(), prefix: format!("{}{path}.", self.prefix) }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.index.is_none()
+    /// The lines of an object whose `spec` is written at `path` inside this one.
+    pub fn spec_at(&self, path: &str) -> FieldLines {
+        FieldLines { index: self.index.clone(), spec_at: Some(path.to_string()) }
     }
 
     fn origin_of(&self, field: &str) -> Option<Origin> {
         let index = self.index.as_ref()?;
         // Paths quote keys with dots (`annotations."nova.openstack.org/cell"`); the index does not.
-        let mut path = format!("{}{}", self.prefix, field.replace('"', ""));
+        let field = field.replace('"', "");
+        let (mut path, floor) = match &self.spec_at {
+            None => (field, 0),
+            Some(at) => match field.strip_prefix("spec") {
+                Some(rest) if rest.is_empty() || rest.starts_with(['.', '[']) => {
+                    (format!("{at}{rest}"), at.len())
+                }
+                // The expanded object's own metadata is its entry in the parent.
+                _ => (at.clone(), at.len()),
+            },
+        };
         loop {
             if let Some(line) = index.lines.get(&path) {
                 return Some(Origin::File { path: index.file.clone(), line: u64::from(*line) });
             }
             // A field that was not written (a default) is shown where its parent is.
             let cut = path.rfind(['.', '['])?;
-            path.truncate(cut);
-            if path.len() + 1 < self.prefix.len() {
+            if cut < floor {
                 return None;
             }
+            path.truncate(cut);
         }
     }
 }
@@ -493,9 +499,21 @@ impl std::hash::Hash for FieldLines {
 /// server, or expansion from another object (OpenStackDataPlane's inline roles and nodes).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Origin {
-    File { path: String, line: u64 },
-    Api { namespace: String },
-    Expanded { from: String, path: String },
+    File {
+        path: String,
+        line: u64,
+    },
+    Api {
+        namespace: String,
+    },
+    Expanded {
+        from: String,
+        path: String,
+    },
+    /// A setting given in the environment (`EDPM_AGENT_IMAGE_*`).
+    Environment {
+        variable: String,
+    },
 }
 
 impl std::fmt::Display for Origin {
@@ -504,6 +522,7 @@ impl std::fmt::Display for Origin {
             Origin::File { path, line } => write!(f, "{path}:{line}"),
             Origin::Api { namespace } => write!(f, "namespace {namespace} on the API server"),
             Origin::Expanded { from, path } => write!(f, "{path} of {from}"),
+            Origin::Environment { variable } => write!(f, "environment variable {variable}"),
         }
     }
 }
@@ -673,6 +692,35 @@ mod tests {
         spec.unknown_fields("spec", &mut out);
         out.sort();
         assert_eq!(out, ["spec.bogus", "spec.nodeTemplate.managed"]);
+    }
+
+    #[test]
+    fn field_lines_name_the_nearest_written_field() {
+        let lines = FieldLines::new(
+            "f.yaml",
+            vec![
+                ("metadata.name".into(), 2),
+                ("spec".into(), 3),
+                ("spec.roles.r".into(), 5),
+                ("spec.roles.r.nodeTemplate".into(), 6),
+                ("spec.roles.r.nodeTemplate.ansibleUser".into(), 7),
+                ("spec.nets[0].ip".into(), 9),
+            ],
+        );
+        let file = Origin::File { path: "f.yaml".into(), line: 1 };
+        let dp = ObjRef { lines: lines.clone(), ..ObjRef::new("DP", "x", file) };
+        assert_eq!(dp.origin_of("spec.roles.r.nodeTemplate.ansibleUser").to_string(), "f.yaml:7");
+        assert_eq!(dp.origin_of("spec.tlsEnabled").to_string(), "f.yaml:3");
+        assert_eq!(dp.origin_of("spec.nets[0].ip").to_string(), "f.yaml:9");
+        assert_eq!(dp.origin_of("metadata.annotations.\"a.b/c\"").to_string(), "f.yaml:1");
+        let origin = Origin::Expanded { from: "DP/x".into(), path: "spec.roles.r".into() };
+        let role =
+            ObjRef { lines: lines.spec_at("spec.roles.r"), ..ObjRef::new("Role", "r", origin.clone()) };
+        assert_eq!(role.origin_of("spec.nodeTemplate.ansibleUser").to_string(), "f.yaml:7");
+        assert_eq!(role.origin_of("spec.nodeTemplate.ansiblePort").to_string(), "f.yaml:6");
+        assert_eq!(role.origin_of("metadata.name").to_string(), "f.yaml:5");
+        let plain = ObjRef::new("Role", "r", origin);
+        assert_eq!(plain.origin_of("spec.x").to_string(), "spec.roles.r of DP/x");
     }
 
     #[test]
