@@ -559,8 +559,26 @@ pub(crate) fn decode_node<'de, T: Deserialize<'de>>(
     crate::yaml::decode(node).map_err(|f| DecodeError {
         path: join_path(base, &f.path),
         line: (f.line > 0).then_some(u64::from(f.line)),
-        message: f.message,
+        message: with_yaml_hint(f.message),
     })
+}
+
+/// A value that is text to people but not to YAML 1.1 (`on`, `0640`, `1e3`, `~`) lands in a
+/// string field as a boolean, number or null; say why, and the fix.
+fn with_yaml_hint(message: String) -> String {
+    let surprising = [
+        "invalid type: boolean",
+        "invalid type: integer",
+        "invalid type: floating point",
+        "invalid type: unit",
+    ];
+    if message.contains("expected a string") && surprising.iter().any(|s| message.starts_with(s)) {
+        format!(
+            "{message} (Kubernetes reads YAML 1.1, where y/yes/on/off, 0640, 1e3 and ~ are not text: quote the value)"
+        )
+    } else {
+        message
+    }
 }
 
 fn join_path(base: &str, inner: &str) -> String {

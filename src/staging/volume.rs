@@ -66,7 +66,9 @@ fn mode_of(v: Option<&Value>, field: &str, default: u32) -> Result<u32, VolumeEr
             Some(n) if n <= 0o777 => Ok(n as u32),
             _ => Err(VolumeError::Invalid {
                 field: field.into(),
-                message: format!("mode {m} is not between 0 and 0777 (decimal 511)"),
+                message: format!(
+                    "{m} is not a file mode: write one between 0 and 0777 in octal with its leading 0 (0640), or in decimal (416)"
+                ),
             }),
         },
     }
