@@ -65,19 +65,14 @@ impl<'s> Context<'s> {
         }
     }
 
-    /// The inventory's values only: what Ansible and export need. The snapshot comes back
-    /// without its Roles, Nodes and NodeSets, which the model has copied: freeing them before
-    /// the inventory is built keeps a 10,000-host run's peak memory down (BENCHMARKS.md).
-    pub(crate) fn inventory(&self) -> Result<(Snapshot, Inventory), AppError> {
+    /// The inventory's values only: what Ansible and export need. The model takes the
+    /// snapshot's Roles, Nodes and NodeSets instead of copying them (nothing here reads them
+    /// again), so a 10,000-host run holds one copy of each node (BENCHMARKS.md).
+    pub(crate) fn inventory(&self) -> Result<(Snapshot, Model, Inventory), AppError> {
         let mut snap = self.snapshot()?;
-        let model = model::resolve(&snap)?;
-        drop((
-            std::mem::take(&mut snap.nodes),
-            std::mem::take(&mut snap.roles),
-            std::mem::take(&mut snap.nodesets),
-        ));
+        let model = model::take(&mut snap)?;
         let inv = inventory::build(&model, &snap, &self.inventory_options())?;
-        Ok((snap, inv))
+        Ok((snap, model, inv))
     }
 
     /// The inventory with every variable's provenance, for `explain`.

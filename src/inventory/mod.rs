@@ -148,4 +148,22 @@ mod tests {
         assert!(explain::explain(&plain, host, None).is_err(), "explain needs provenance");
         assert!(explain::explain(&traced, host, None).is_ok());
     }
+
+    #[test]
+    fn list_json_in_runs_is_byte_identical() {
+        let inv = example(false);
+        let whole = export::list_json_string(&inv, false).unwrap();
+        for run in [1, 2, 3, 1000] {
+            let parts = export::list_json_pieces(&inv, |hosts| {
+                hosts.chunks(run).map(export::hostvars_json).collect::<Result<Vec<_>, _>>()
+            })
+            .unwrap();
+            assert_eq!(parts.concat(), whole, "runs of {run}");
+        }
+        let empty = Inventory::default();
+        assert_eq!(
+            export::list_json_pieces(&empty, |h| Ok(vec![export::hostvars_json(h)?])).unwrap().concat(),
+            export::list_json_string(&empty, false).unwrap()
+        );
+    }
 }

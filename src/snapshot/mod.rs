@@ -174,10 +174,38 @@ impl FilePart {
         namespace: Option<&str>,
         lines: bool,
     ) -> FilePart {
-        let mut part = FilePart { snap: Snapshot::default(), objects: 0, not_object: None, error: None };
+        let mut part = FilePart::new();
+        part.add(path, docs, namespace, lines);
+        part
+    }
+
+    pub(crate) fn new() -> FilePart {
+        FilePart { snap: Snapshot::default(), objects: 0, not_object: None, error: None }
+    }
+
+    /// Decodes more documents of this piece, unless an earlier one failed. Callers pass each
+    /// section's documents as soon as they are parsed, so only one document's tree is alive.
+    pub(crate) fn add(&mut self, path: &str, docs: Vec<Document<'_>>, namespace: Option<&str>, lines: bool) {
+        if self.error.is_some() {
+            return;
+        }
+        // Typed objects are large: give the usual kinds their room at once.
+        let kinds: Vec<Option<KnownKind>> = docs
+            .iter()
+            .map(|d| {
+                let text = |k: &str| d.node.get(k).and_then(Node::as_str).unwrap_or_default();
+                classify(text("apiVersion"), text("kind"))
+            })
+            .collect();
+        let count = |k: KnownKind| kinds.iter().filter(|x| **x == Some(k)).count();
+        self.snap.nodes.reserve(count(KnownKind::Node));
+        self.snap.roles.reserve(count(KnownKind::Role));
+        self.snap.ipsets.reserve(count(KnownKind::IpSet));
+        self.snap.config_maps.reserve(count(KnownKind::ConfigMap));
+        self.snap.secrets.reserve(count(KnownKind::Secret));
         for doc in docs {
             let looks_like_object = doc.node.get("apiVersion").is_some() || doc.node.get("kind").is_some();
-            part.objects += usize::from(looks_like_object);
+            self.objects += usize::from(looks_like_object);
             let origin = Origin::File { path: path.to_string(), line: doc.line };
             let field_lines = if lines {
                 let mut entries = Vec::new();
@@ -186,18 +214,17 @@ impl FilePart {
             } else {
                 FieldLines::default()
             };
-            match part.snap.add(origin, field_lines, doc.node, namespace) {
+            match self.snap.add(origin, field_lines, doc.node, namespace) {
                 Ok(()) => {}
                 Err(e) if !looks_like_object => {
-                    part.not_object.get_or_insert(e);
+                    self.not_object.get_or_insert(e);
                 }
                 Err(e) => {
-                    part.error = Some(e);
+                    self.error = Some(e);
                     break;
                 }
             }
         }
-        part
     }
 
     /// A piece whose text could not be parsed.
@@ -215,20 +242,20 @@ impl FilePart {
     /// order wins.
     pub(crate) fn assemble(path: &str, parts: Vec<FilePart>) -> Result<Snapshot, SnapshotError> {
         let objects: usize = parts.iter().map(|p| p.objects).sum();
-        let mut snap = Snapshot::default();
+        let mut snaps = Vec::with_capacity(parts.len());
         let mut docs = 0;
         for p in parts {
             docs += p.objects + usize::from(p.not_object.is_some());
             match (p.not_object, p.error) {
                 (Some(e), _) if objects > 0 => return Err(e),
                 (_, Some(e)) => return Err(e),
-                _ => snap.absorb(p.snap),
+                _ => snaps.push(p.snap),
             }
         }
         if objects == 0 && docs > 0 {
             return Ok(Snapshot { not_manifests: vec![path.to_string()], ..Default::default() });
         }
-        Ok(snap)
+        Ok(Snapshot::concat(snaps))
     }
 }
 
@@ -291,7 +318,7 @@ impl Snapshot {
         {
             return Ok(());
         }
-        let id = ObjRef { lines, ..ObjRef::new(kind.clone(), meta.name.clone(), origin) };
+        let id = ObjRef::with_lines(kind.clone(), meta.name.clone(), origin, lines);
         let invalid =
             |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
         // An absent spec or status is an empty one, as the API server treats it.
@@ -353,25 +380,54 @@ impl Snapshot {
     /// Adds every object of `other` without checking for duplicates; call
     /// [`Snapshot::check_duplicates`] when done.
     pub fn absorb(&mut self, other: Snapshot) {
-        self.dataplanes.extend(other.dataplanes);
-        self.roles.extend(other.roles);
-        self.nodes.extend(other.nodes);
-        self.nodesets.extend(other.nodesets);
-        self.services.extend(other.services);
-        self.ipsets.extend(other.ipsets);
-        self.netconfigs.extend(other.netconfigs);
-        self.dnsmasqs.extend(other.dnsmasqs);
-        self.config_maps.extend(other.config_maps);
-        self.secrets.extend(other.secrets);
-        self.openstack.extend(other.openstack);
-        self.ignored += other.ignored;
-        self.not_manifests.extend(other.not_manifests);
+        *self = Snapshot::concat(vec![std::mem::take(self), other]);
+    }
+
+    /// The objects of every part, in order. Each list is allocated once: typed objects are
+    /// large, and growing the lists part by part copied them over and over.
+    pub fn concat(parts: Vec<Snapshot>) -> Snapshot {
+        fn join<T>(parts: &mut [Snapshot], list: impl Fn(&mut Snapshot) -> &mut Vec<T>) -> Vec<T> {
+            let total = parts.iter_mut().map(|p| list(p).len()).sum();
+            // One part holding them all (a single file or source) gives its list as it is.
+            for p in parts.iter_mut() {
+                let l = list(p);
+                if l.len() == total {
+                    return std::mem::take(l);
+                }
+                if !l.is_empty() {
+                    break;
+                }
+            }
+            let mut out = Vec::with_capacity(total);
+            for p in parts.iter_mut() {
+                // Taken, so each part's buffer is freed as soon as it is copied.
+                out.extend(std::mem::take(list(p)));
+            }
+            out
+        }
+        let mut parts = parts;
+        Snapshot {
+            dataplanes: join(&mut parts, |p| &mut p.dataplanes),
+            roles: join(&mut parts, |p| &mut p.roles),
+            nodes: join(&mut parts, |p| &mut p.nodes),
+            nodesets: join(&mut parts, |p| &mut p.nodesets),
+            services: join(&mut parts, |p| &mut p.services),
+            ipsets: join(&mut parts, |p| &mut p.ipsets),
+            netconfigs: join(&mut parts, |p| &mut p.netconfigs),
+            dnsmasqs: join(&mut parts, |p| &mut p.dnsmasqs),
+            config_maps: join(&mut parts, |p| &mut p.config_maps),
+            secrets: join(&mut parts, |p| &mut p.secrets),
+            openstack: join(&mut parts, |p| &mut p.openstack),
+            ignored: parts.iter().map(|p| p.ignored).sum(),
+            not_manifests: join(&mut parts, |p| &mut p.not_manifests),
+        }
     }
 
     /// Fails on the first object defined twice (same kind and name), naming both places.
     pub fn check_duplicates(&self) -> Result<(), SnapshotError> {
         fn check<T>(objs: &[Object<T>]) -> Result<(), SnapshotError> {
-            let mut seen: BTreeMap<(&str, &str), &Origin> = BTreeMap::new();
+            let mut seen: std::collections::HashMap<(&str, &str), &Origin> =
+                std::collections::HashMap::with_capacity(objs.len());
             for o in objs {
                 if let Some(first) = seen.insert((o.id.kind.as_str(), o.id.name.as_str()), &o.id.origin) {
                     return Err(SnapshotError::Duplicate {

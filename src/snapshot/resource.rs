@@ -47,6 +47,35 @@ pub struct Meta {
     pub labels: BTreeMap<String, String>,
 }
 
+/// `ansibleVars` as written: a mapping of variable names to values (the CRD's
+/// `map[string]RawJSON`), or anything else, which the inventory refuses unless it is the
+/// earliest CRD's string of YAML. A mapping is kept as a list in key order: most hold a handful
+/// of variables, and a tree for each node was a large share of a 10,000-node run's memory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnsibleVars {
+    Map(Vec<(String, Value)>),
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for AnsibleVars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Object(m) => AnsibleVars::Map(m.into_iter().collect()),
+            other => AnsibleVars::Other(other),
+        })
+    }
+}
+
+impl AnsibleVars {
+    /// As a plain JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            AnsibleVars::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            AnsibleVars::Other(v) => v.clone(),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Seeds' model: OpenStackDataPlane / OpenStackDataPlaneRole / OpenStackDataPlaneNode (2023).
 
@@ -60,7 +89,7 @@ pub struct LegacyNodeSection {
     pub ansible_port: Option<i64>,
     /// A mapping, or (in the earliest CRD, `5ebd8ad4`) a string holding YAML.
     #[serde(default)]
-    pub ansible_vars: Option<Value>,
+    pub ansible_vars: Option<AnsibleVars>,
     #[serde(default, rename = "ansibleSSHPrivateKeySecret")]
     pub ansible_ssh_private_key_secret: Option<String>,
     #[serde(default)]
@@ -158,7 +187,7 @@ pub struct AnsibleOpts {
     #[serde(default)]
     pub ansible_port: Option<i64>,
     #[serde(default)]
-    pub ansible_vars: Option<Value>,
+    pub ansible_vars: Option<AnsibleVars>,
     #[serde(default, deserialize_with = "nullable")]
     pub ansible_vars_from: Vec<DataSource>,
     #[serde(flatten)]
@@ -384,9 +413,13 @@ pub struct Object<T> {
     pub body: T,
 }
 
-/// Names an object for people: its kind, name, and the place it was read from.
+/// Names an object for people: its kind, name, and the place it was read from. Shared: every
+/// variable, host and error that names an object clones this, so a clone is a reference count.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjRef {
+pub struct ObjRef(std::sync::Arc<ObjId>);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjId {
     pub kind: String,
     pub name: String,
     pub origin: Origin,
@@ -394,9 +427,26 @@ pub struct ObjRef {
     pub lines: FieldLines,
 }
 
+impl std::ops::Deref for ObjRef {
+    type Target = ObjId;
+
+    fn deref(&self) -> &ObjId {
+        &self.0
+    }
+}
+
 impl ObjRef {
     pub fn new(kind: impl Into<String>, name: impl Into<String>, origin: Origin) -> ObjRef {
-        ObjRef { kind: kind.into(), name: name.into(), origin, lines: FieldLines::default() }
+        ObjRef::with_lines(kind, name, origin, FieldLines::default())
+    }
+
+    pub fn with_lines(
+        kind: impl Into<String>,
+        name: impl Into<String>,
+        origin: Origin,
+        lines: FieldLines,
+    ) -> ObjRef {
+        ObjRef(std::sync::Arc::new(ObjId { kind: kind.into(), name: name.into(), origin, lines }))
     }
 
     /// Where `field` (`spec.nodeTemplate.ansibleVars.edpm_x`) was written: its own line when
@@ -726,14 +776,13 @@ mod tests {
             ],
         );
         let file = Origin::File { path: "f.yaml".into(), line: 1 };
-        let dp = ObjRef { lines: lines.clone(), ..ObjRef::new("DP", "x", file) };
+        let dp = ObjRef::with_lines("DP", "x", file, lines.clone());
         assert_eq!(dp.origin_of("spec.roles.r.nodeTemplate.ansibleUser").to_string(), "f.yaml:7");
         assert_eq!(dp.origin_of("spec.tlsEnabled").to_string(), "f.yaml:3");
         assert_eq!(dp.origin_of("spec.nets[0].ip").to_string(), "f.yaml:9");
         assert_eq!(dp.origin_of("metadata.annotations.\"a.b/c\"").to_string(), "f.yaml:1");
         let origin = Origin::Expanded { from: "DP/x".into(), path: "spec.roles.r".into() };
-        let role =
-            ObjRef { lines: lines.spec_at("spec.roles.r"), ..ObjRef::new("Role", "r", origin.clone()) };
+        let role = ObjRef::with_lines("Role", "r", origin.clone(), lines.spec_at("spec.roles.r"));
         assert_eq!(role.origin_of("spec.nodeTemplate.ansibleUser").to_string(), "f.yaml:7");
         assert_eq!(role.origin_of("spec.nodeTemplate.ansiblePort").to_string(), "f.yaml:6");
         assert_eq!(role.origin_of("metadata.name").to_string(), "f.yaml:5");

@@ -104,23 +104,16 @@ pub(crate) fn load(
         let docs = match piece {
             Piece::Json { .. } => manifest::json(shown, text),
             Piece::Yaml { sections, .. } => {
-                let mut docs = Vec::new();
-                let mut result = Ok(());
+                // Each section is decoded as soon as it is parsed: one document's tree at a
+                // time. Documents before a syntax error count (their errors come first).
+                let mut part = FilePart::new();
                 for s in sections {
                     match manifest::section(shown, text, s) {
-                        Ok(d) => docs.extend(d),
-                        Err(e) => {
-                            result = Err(e);
-                            break;
-                        }
+                        Ok(docs) => part.add(shown, docs, namespace, lines),
+                        Err(e) => return part.then_failed(e.into()),
                     }
                 }
-                // Documents before a syntax error still count (their errors come first).
-                let part = FilePart::decode(shown, docs, namespace, lines);
-                return match result {
-                    Ok(()) => part,
-                    Err(e) => part.then_failed(e.into()),
-                };
+                return part;
             }
             Piece::Failed { error, .. } => return FilePart::failed(error.clone()),
         };
@@ -129,7 +122,7 @@ pub(crate) fn load(
             Err(e) => FilePart::failed(e.into()),
         }
     });
-    let mut snap = Snapshot::default();
+    let mut files = Vec::with_capacity(texts.len());
     let mut parts = parts.into_iter().zip(&pieces).peekable();
     while let Some((part, piece)) = parts.next() {
         let file = piece.file();
@@ -137,10 +130,10 @@ pub(crate) fn load(
         while let Some((next, _)) = parts.next_if(|(_, p)| p.file() == file) {
             of_file.push(next);
         }
-        snap.absorb(FilePart::assemble(&texts[file].0, of_file)?);
+        files.push(FilePart::assemble(&texts[file].0, of_file)?);
     }
-    snap.check_duplicates()?;
-    Ok(snap)
+    // Objects defined twice are found by `source::load`, once over every source.
+    Ok(Snapshot::concat(files))
 }
 
 /// Lists manifest files under `root` (or `root` itself when it is a file).

@@ -16,6 +16,11 @@ use super::{ALIAS_NODES_FLOOR, ALIAS_NODES_PER_WRITTEN, DUPLICATE_POLICY, Error,
 
 const MERGE_TAG: &str = "tag:yaml.org,2002:merge";
 
+/// First allocations of a collection's children: most mappings of a manifest have fewer than
+/// eight keys, so one allocation holds them (the trees live only until they are decoded).
+pub(crate) const MAP_CAPACITY: usize = 8;
+pub(crate) const SEQ_CAPACITY: usize = 4;
+
 /// Parses the text of one kubectl document (the lines between two `---` separators), whose
 /// first line is line `first_line` of the file. `None` when it holds no document (only
 /// comments or blank lines).
@@ -323,11 +328,11 @@ impl<'a> Builder<'a> {
             self.set_anchor(anchor, Anchored { node: None, scalar: None, count: 0, depth: 0 });
         }
         let kind = if seq {
-            FrameKind::Seq(Vec::new())
+            FrameKind::Seq(Vec::with_capacity(SEQ_CAPACITY))
         } else {
             FrameKind::Map(MapFrame {
-                entries: Vec::new(),
-                explicit: Vec::new(),
+                entries: Vec::with_capacity(MAP_CAPACITY),
+                explicit: Vec::with_capacity(MAP_CAPACITY),
                 index: KeyIndex::default(),
                 key: KeyState::Expect,
             })

@@ -441,7 +441,7 @@ impl<'de> Visitor<'de> for JsonSeed {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
         let deeper = self.deeper()?;
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(super::load::SEQ_CAPACITY));
         while let Some(n) = seq.next_element_seed(JsonSeed { depth: deeper.depth })? {
             items.push(n);
         }
@@ -450,7 +450,7 @@ impl<'de> Visitor<'de> for JsonSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let deeper = self.deeper()?;
-        let mut entries: Vec<Entry<'de>> = Vec::new();
+        let mut entries: Vec<Entry<'de>> = Vec::with_capacity(super::load::MAP_CAPACITY);
         let mut index = super::load::KeyIndex::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if index.find(&entries, &key).is_some() {
