@@ -71,7 +71,7 @@ impl<'s> Context<'s> {
     pub(crate) fn inventory(&self) -> Result<(Snapshot, Model, Inventory), AppError> {
         let mut snap = self.snapshot()?;
         let model = model::take(&mut snap)?;
-        let inv = inventory::build(&model, &snap, &self.inventory_options())?;
+        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
         Ok((snap, model, inv))
     }
 
@@ -80,14 +80,23 @@ impl<'s> Context<'s> {
         let snap = self.snapshot_read(true)?;
         let model = model::resolve(&snap)?;
         let opts = inventory::Options { provenance: true, ..self.inventory_options() };
-        Ok(inventory::build(&model, &snap, &opts)?)
+        Ok(inventory::build_spread(&model, &snap, &opts, &spread)?)
     }
 
     /// Snapshot, model and inventory: what render, derive, mounts and stage work from.
     pub(crate) fn pipeline(&self) -> Result<Pipeline, AppError> {
         let snap = self.snapshot()?;
         let model = model::resolve(&snap)?;
-        let inv = inventory::build(&model, &snap, &self.inventory_options())?;
+        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
         Ok(Pipeline { snap, model, inv })
     }
+}
+
+/// Each group's variables on every core (`inventory::build_spread`).
+fn spread(
+    n: usize,
+    work: &(dyn Fn(usize) -> inventory::build::GroupVars + Sync),
+) -> Vec<inventory::build::GroupVars> {
+    let groups: Vec<usize> = (0..n).collect();
+    crate::par::map(&groups, |i| work(*i))
 }

@@ -17,8 +17,46 @@ use crate::snapshot::resource::{AnsibleVars, DataSource, IpSetNetwork, ObjRef};
 /// Group names Ansible reserves.
 const RESERVED_GROUPS: [&str; 2] = ["all", "ungrouped"];
 
+/// The variables of one group and of each of its members, made apart from assembling the
+/// inventory so that groups can be made on several cores.
+pub(crate) struct GroupVars {
+    group: Result<Vars, InventoryError>,
+    hosts: Vec<Result<Vars, InventoryError>>,
+}
+
+/// Runs `work(i)` for every group index `0..n` and gives the results back in order: one after
+/// the other ([`build`]), or spread over cores by the caller (the shell's `par::map`).
+pub(crate) type Spread<'s> = &'s dyn Fn(usize, &(dyn Fn(usize) -> GroupVars + Sync)) -> Vec<GroupVars>;
+
 pub(crate) fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory, InventoryError> {
-    let net = NetInfo::from_snapshot(snap);
+    build_spread(model, snap, opts, &|n, work| (0..n).map(work).collect())
+}
+
+/// [`build`], with each group's variables made through `spread`. Errors come in the order
+/// [`build`] finds them: the groups' variables are made first, then checked in order.
+pub(crate) fn build_spread(
+    model: &Model,
+    snap: &Snapshot,
+    opts: &Options,
+    spread: Spread,
+) -> Result<Inventory, InventoryError> {
+    let facts = NetFacts::from_snapshot(snap);
+    let made = spread(model.groups.len(), &|i| {
+        let g = &model.groups[i];
+        let net = NetInfo::new(&facts);
+        let group = group_vars(g, snap, opts, &net);
+        let hosts = g
+            .members
+            .iter()
+            .map(|m| {
+                host_vars(g, m, snap, opts, &net).map(|mut v| {
+                    v.shrink();
+                    v
+                })
+            })
+            .collect();
+        GroupVars { group, hosts }
+    });
     let mut group_owner: BTreeMap<String, String> = BTreeMap::new();
     let members = model.groups.iter().map(|g| g.members.len()).sum();
     // Hosts are collected and sorted once: inserting 10,000 of them into sorted maps one by
@@ -30,11 +68,11 @@ pub(crate) fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<In
     let mut cells: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let pair = |(id, key): (&ObjRef, &str)| (id.clone(), key.to_string());
 
-    for g in &model.groups {
+    for (g, made) in model.groups.iter().zip(made) {
         claim_group(&mut group_owner, &g.name, &g.id.to_string())?;
-        let vars = group_vars(g, snap, opts, &net)?;
+        let vars = made.group?;
         let mut names = Vec::with_capacity(g.members.len());
-        for m in &g.members {
+        for (m, host) in g.members.iter().zip(made.hosts) {
             let name = m.inventory_hostname();
             if name.is_empty() {
                 return Err(InventoryError::EmptyHostName {
@@ -51,8 +89,7 @@ pub(crate) fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<In
                     second: pair(here),
                 });
             }
-            let mut vars = host_vars(g, m, snap, opts, &net)?;
-            vars.shrink();
+            let vars = host?;
             if let Some(addr) = vars.get("ansible_host").and_then(|v| v.value.as_str())
                 && let Some(first) = addresses.insert(addr.to_string(), here)
             {
@@ -474,49 +511,69 @@ fn apply_vars_from(
 /// `nodeset_networks` and the map shared by `networks_lower` and `network_servicenet_map`.
 type NetworkVars = (Arc<Value>, Arc<Value>);
 
-/// Network facts from NetConfig, DNSMasq and the IPSets, when the source has them; and the
-/// names and values many hosts share, made once per inventory.
-struct NetInfo<'a> {
+/// Network facts from NetConfig, DNSMasq and the IPSets, when the source has them.
+struct NetFacts<'a> {
     networks: Vec<&'a crate::snapshot::resource::NetConfigNetwork>,
     dns_addresses: Option<Vec<String>>,
-    /// Variable names built from data (`ctlplane_ip`, ansibleVars keys), one allocation each.
-    names: std::cell::RefCell<HashMap<String, Arc<str>>>,
-    /// `nodeset_networks` and the networks map for a list of networks, by the names in it.
-    network_vars: std::cell::RefCell<HashMap<Vec<String>, NetworkVars>>,
     /// IPSets by name (a cluster has one per node).
-    ipsets: std::collections::HashMap<
-        &'a str,
-        &'a crate::snapshot::resource::Object<crate::snapshot::resource::IpSetStatus>,
-    >,
+    ipsets: HashMap<&'a str, &'a crate::snapshot::resource::Object<crate::snapshot::resource::IpSetStatus>>,
 }
 
-impl<'a> NetInfo<'a> {
+impl<'a> NetFacts<'a> {
     fn from_snapshot(snap: &'a Snapshot) -> Self {
-        let mut ipsets = std::collections::HashMap::with_capacity(snap.ipsets.len());
+        let mut ipsets = HashMap::with_capacity(snap.ipsets.len());
         for o in &snap.ipsets {
             // The first of a name wins, as a search in order would find it.
             ipsets.entry(o.id.name.as_str()).or_insert(o);
         }
-        NetInfo {
+        NetFacts {
             networks: snap.netconfigs.iter().flat_map(|n| n.body.networks.iter()).collect(),
             dns_addresses: snap.dnsmasqs.first().map(|d| d.body.dns_addresses.clone()),
             ipsets,
+        }
+    }
+}
+
+/// The network facts, and the names and values the hosts of one group share, made once per
+/// group (each group's variables may be made on another thread).
+struct NetInfo<'f, 'a> {
+    facts: &'f NetFacts<'a>,
+    /// Variable names built from data (`ctlplane_ip`, ansibleVars keys), one allocation each,
+    /// and the buffer names are looked up in.
+    names: std::cell::RefCell<HashMap<String, Arc<str>>>,
+    scratch: std::cell::RefCell<String>,
+    /// Service networks by network name.
+    service_networks: std::cell::RefCell<HashMap<String, Arc<str>>>,
+    /// `nodeset_networks` and the networks map for a list of networks, by the names in it.
+    network_vars: std::cell::RefCell<HashMap<Vec<String>, NetworkVars>>,
+    last_networks: std::cell::RefCell<Option<(Vec<String>, NetworkVars)>>,
+}
+
+impl<'f, 'a> NetInfo<'f, 'a> {
+    fn new(facts: &'f NetFacts<'a>) -> Self {
+        NetInfo {
+            facts,
             names: Default::default(),
+            scratch: Default::default(),
+            service_networks: Default::default(),
             network_vars: Default::default(),
+            last_networks: Default::default(),
         }
     }
 
-    /// `first` and `second` joined, as a shared variable name.
+    /// `first` and `second` joined, as a shared variable name; joined in a reused buffer, so
+    /// a name seen before costs no allocation.
     fn name2(&self, first: &str, second: &str) -> Key {
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.clear();
+        scratch.push_str(first);
+        scratch.push_str(second);
         let mut names = self.names.borrow_mut();
-        let mut joined = String::with_capacity(first.len() + second.len());
-        joined.push_str(first);
-        joined.push_str(second);
-        if let Some(k) = names.get(&joined) {
+        if let Some(k) = names.get(scratch.as_str()) {
             return Key::Shared(k.clone());
         }
-        let k: Arc<str> = joined.as_str().into();
-        names.insert(joined, k.clone());
+        let k: Arc<str> = scratch.as_str().into();
+        names.insert(scratch.clone(), k.clone());
         Key::Shared(k)
     }
 
@@ -525,37 +582,53 @@ impl<'a> NetInfo<'a> {
     }
 
     fn network(&self, name: &str) -> Option<&'a crate::snapshot::resource::NetConfigNetwork> {
-        self.networks.iter().copied().find(|n| n.name.eq_ignore_ascii_case(name))
+        self.facts.networks.iter().copied().find(|n| n.name.eq_ignore_ascii_case(name))
     }
 
     /// The service network a network name maps to (NetConfig `serviceNetwork`, which defaults
     /// to the lower-cased name).
-    fn service_network(&self, name: &str) -> String {
-        self.network(name)
+    fn service_network(&self, name: &str) -> Arc<str> {
+        if let Some(s) = self.service_networks.borrow().get(name) {
+            return s.clone();
+        }
+        let s: Arc<str> = self
+            .network(name)
             .and_then(|n| n.service_network.clone())
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| name.to_lowercase())
+            .into();
+        self.service_networks.borrow_mut().insert(name.to_string(), s.clone());
+        s
     }
 }
 
 fn apply_networks(vars: &mut Vars, s: &Setter, f: &Field<Vec<IpSetNetwork>>, net: &NetInfo) {
-    let key: Vec<String> = f.value.iter().map(|n| n.name.clone()).collect();
-    let cached = net.network_vars.borrow().get(&key).cloned();
+    // Neighbouring hosts (a Role's Nodes) list the same networks: the last list answers
+    // without building a key.
+    let same =
+        |last: &[String]| last.len() == f.value.len() && last.iter().zip(&f.value).all(|(a, b)| *a == b.name);
+    let last = net.last_networks.borrow().as_ref().filter(|(k, _)| same(k)).map(|(_, v)| v.clone());
+    let key: Vec<String> =
+        if last.is_some() { Vec::new() } else { f.value.iter().map(|n| n.name.clone()).collect() };
+    let cached = last.or_else(|| net.network_vars.borrow().get(&key).cloned());
     let (names, map) = cached.unwrap_or_else(|| {
         let mut names = Vec::new();
         let mut map = Map::new();
         for n in &f.value {
             let svc = net.service_network(&n.name);
-            if svc == "ctlplane" {
+            if &*svc == "ctlplane" {
                 continue;
             }
             names.push(Value::String(n.name.clone()));
-            map.insert(n.name.clone(), Value::String(svc));
+            map.insert(n.name.clone(), Value::String(svc.to_string()));
         }
         let made = (Arc::new(Value::Array(names)), Arc::new(Value::Object(map)));
-        net.network_vars.borrow_mut().insert(key, made.clone());
+        net.network_vars.borrow_mut().insert(key.clone(), made.clone());
         made
     });
+    if !key.is_empty() {
+        *net.last_networks.borrow_mut() = Some((key, (names.clone(), map.clone())));
+    }
     let p = || s.prov(&f.path, Level::Networks);
     vars.put("nodeset_networks", names, p);
     vars.put("networks_lower", map.clone(), p);
@@ -581,7 +654,7 @@ fn canonical(host_name: &str, dns_domain: &str) -> (String, Option<String>) {
 
 fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, net: &NetInfo) {
     let host_name = &m.host_name.value;
-    let ipset = net.ipsets.get(host_name.as_str()).or_else(|| net.ipsets.get(m.key.as_str()));
+    let ipset = net.facts.ipsets.get(host_name.as_str()).or_else(|| net.facts.ipsets.get(m.key.as_str()));
     let mut search = Vec::new();
     if let Some(ipset) = ipset {
         // Exactly upstream's populateInventoryFromIPAM, reservation by reservation.
@@ -606,7 +679,7 @@ fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, net: &NetI
             set(vars, net.name2(&entry, "_gateway_ip"), json!(r.gateway), &field);
             set(vars, net.name2(&entry, "_host_routes"), json!(r.routes), &field);
             if entry == "ctlplane" {
-                let dns = net.dns_addresses.clone().unwrap_or_default();
+                let dns = net.facts.dns_addresses.clone().unwrap_or_default();
                 set(vars, Key::Static("ctlplane_dns_nameservers"), json!(dns), &field);
                 let (canon, extra) = canonical(host_name, &r.dns_domain);
                 set(vars, Key::Static("canonical_hostname"), json!(canon), &field);
@@ -650,8 +723,8 @@ fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, net: &NetI
             vars.put(net.name2(&entry, "_mtu"), json!(mtu), from_netconfig);
         }
         let domain = netcfg.and_then(|nc| nc.dns_domain.clone()).unwrap_or_default();
-        if entry == "ctlplane" {
-            if let Some(dns) = &net.dns_addresses {
+        if &*entry == "ctlplane" {
+            if let Some(dns) = &net.facts.dns_addresses {
                 vars.put("ctlplane_dns_nameservers", json!(dns), from_netconfig);
             }
             let (canon, extra) = canonical(host_name, &domain);

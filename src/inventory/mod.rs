@@ -10,7 +10,7 @@ pub(crate) mod vars;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub(crate) use build::build;
+pub(crate) use build::{build, build_spread};
 pub(crate) use vars::{Provenance, Scope, Vars};
 
 use crate::model::CellRef;
