@@ -75,6 +75,73 @@ pub(crate) fn section<'a>(path: &str, text: &'a str, s: &Section) -> Result<Vec<
     Ok(out)
 }
 
+/// What a streaming read gave ([`section_streaming`], [`json_streaming`]).
+pub(crate) enum Streamed<'a> {
+    /// Nothing was streamed: these are the documents.
+    Documents(Vec<Document<'a>>),
+    /// The root was a `kind: List`: its items went, one by one, to the caller.
+    List,
+    /// Items went to the caller, but the root was no List (or the JSON text held several
+    /// documents): drop what was made of them and read the text again without streaming.
+    Again,
+}
+
+/// The documents of one YAML section, a `kind: List`'s items given to `items` one by one as
+/// they are read (see `yaml::section_streaming`), so that each can be decoded and its tree
+/// freed before the next is built.
+pub(crate) fn section_streaming<'a>(
+    path: &str,
+    text: &'a str,
+    s: &Section,
+    items: &mut dyn FnMut(Document<'a>),
+) -> Result<Streamed<'a>, ParseError> {
+    let mut streamed = 0;
+    let mut sink = |node: Node<'a>| {
+        streamed += 1;
+        let mut docs = Vec::new();
+        expand_list(Document { line: u64::from(node.line), node }, &mut docs);
+        docs.into_iter().for_each(&mut *items);
+    };
+    let root = yaml::section_streaming(text, s, &mut sink).map_err(|e| ParseError::new(path, e))?;
+    Ok(finish(root, streamed))
+}
+
+/// The documents of a JSON file, a single `kind: List`'s items given to `items` one by one.
+pub(crate) fn json_streaming<'a>(
+    path: &str,
+    text: &'a str,
+    items: &mut dyn FnMut(Document<'a>),
+) -> Result<Streamed<'a>, ParseError> {
+    let lead = text.len() - text.trim_start().len();
+    let line = 1 + text[..lead].bytes().filter(|&b| b == b'\n').count() as u64;
+    let mut streamed = 0;
+    let mut sink = |node: Node<'a>| {
+        streamed += 1;
+        let mut docs = Vec::new();
+        // JSON nodes carry no line: items are placed at their List.
+        expand_list(Document { line, node }, &mut docs);
+        docs.into_iter().for_each(&mut *items);
+    };
+    match yaml::json_document_streaming(text, &mut sink).map_err(|e| ParseError::new(path, e))? {
+        None => Ok(Streamed::Again),
+        root => Ok(finish(root, streamed)),
+    }
+}
+
+fn finish(root: Option<Node<'_>>, streamed: usize) -> Streamed<'_> {
+    let Some(root) = root else { return Streamed::Documents(Vec::new()) };
+    if streamed == 0 {
+        let mut docs = Vec::new();
+        expand_list(Document { line: u64::from(root.line), node: root }, &mut docs);
+        return Streamed::Documents(docs);
+    }
+    if root.get("kind").and_then(Node::as_str).is_some_and(|k| k.ends_with("List")) {
+        Streamed::List
+    } else {
+        Streamed::Again
+    }
+}
+
 /// Every document of `text`, read from `path`, on this thread. Null documents are skipped.
 #[cfg(test)]
 pub(crate) fn parse<'a>(path: &str, text: &'a str) -> Result<Vec<Document<'a>>, ParseError> {
@@ -157,6 +224,40 @@ mod tests {
         // Not JSON, but YAML: a .yaml file may hold a flow mapping.
         assert_eq!(kinds(&parse("f.yaml", "{kind: A, metadata: {name: x}}\n").unwrap()), ["A"]);
         assert!(parse("f.json", "{kind: A}\n").is_err());
+    }
+
+    fn streamed(text: &str, json: bool) -> (Vec<String>, &'static str) {
+        let mut items = Vec::new();
+        let result = if json {
+            json_streaming("s.json", text, &mut |d| items.push(d))
+        } else {
+            let s = yaml::sections(text).unwrap()[0];
+            section_streaming("s.yaml", text, &s, &mut |d| items.push(d))
+        };
+        let (docs, how) = match result.unwrap() {
+            Streamed::Documents(docs) => (docs, "documents"),
+            Streamed::List => (items, "list"),
+            Streamed::Again => (items, "again"),
+        };
+        (kinds(&docs), how)
+    }
+
+    #[test]
+    fn list_items_stream_and_other_documents_do_not() {
+        let list = "apiVersion: v1\nitems:\n- {kind: A}\n- {kind: BList, items: [{kind: C}]}\nkind: List\n";
+        assert_eq!(streamed(list, false), (vec!["A".to_string(), "C".to_string()], "list"));
+        let json = r#"{"items": [{"kind": "A"}, {"kind": "B"}], "kind": "ConfigMapList"}"#;
+        assert_eq!(streamed(json, true), (vec!["A".to_string(), "B".to_string()], "list"));
+        // `items` in something that is no List: read again, as one document.
+        assert_eq!(streamed("items: [{kind: A}]\nkind: Thing\n", false).1, "again");
+        assert_eq!(streamed(r#"{"items": [1], "kind": "Thing"}"#, true).1, "again");
+        assert_eq!(streamed(r#"{"kind": "A"} {"kind": "B"}"#, true).1, "again");
+        assert_eq!(streamed("kind: A\n", false), (vec!["A".to_string()], "documents"));
+        // An anchored list is kept whole: aliases may name it.
+        assert_eq!(
+            streamed("items: &i [{kind: A}]\nkind: List\n", false),
+            (vec!["A".to_string()], "documents")
+        );
     }
 
     #[test]

@@ -140,10 +140,11 @@ pub(crate) fn from_file_text(
     text: &str,
     namespace: Option<&str>,
 ) -> Result<Snapshot, SnapshotError> {
-    let part = match manifest::parse(path, text) {
-        Ok(docs) => FilePart::decode(path, docs, namespace, false),
-        Err(e) => FilePart::failed(e.into()),
-    };
+    let mut part = FilePart::new();
+    match manifest::parse(path, text) {
+        Ok(docs) => part.add(path, docs, namespace, false),
+        Err(e) => part = part.then_failed(e.into()),
+    }
     FilePart::assemble(path, vec![part])
 }
 
@@ -166,25 +167,13 @@ pub(crate) struct FilePart {
 }
 
 impl FilePart {
-    /// Decodes the documents of one piece of `path`. `lines` keeps every field's line on the
-    /// objects (for `explain`).
-    pub(crate) fn decode(
-        path: &str,
-        docs: Vec<Document<'_>>,
-        namespace: Option<&str>,
-        lines: bool,
-    ) -> FilePart {
-        let mut part = FilePart::new();
-        part.add(path, docs, namespace, lines);
-        part
-    }
-
     pub(crate) fn new() -> FilePart {
         FilePart { snap: Snapshot::default(), objects: 0, not_object: None, error: None }
     }
 
-    /// Decodes more documents of this piece, unless an earlier one failed. Callers pass each
-    /// section's documents as soon as they are parsed, so only one document's tree is alive.
+    /// Decodes more documents of this piece, unless an earlier one failed; `lines` keeps every
+    /// field's line on the objects (for `explain`). Callers pass each section's documents (or
+    /// List item) as soon as it is parsed, so only one tree is alive at a time.
     pub(crate) fn add(&mut self, path: &str, docs: Vec<Document<'_>>, namespace: Option<&str>, lines: bool) {
         if self.error.is_some() {
             return;
@@ -227,9 +216,18 @@ impl FilePart {
         }
     }
 
-    /// A piece whose text could not be parsed.
-    pub(crate) fn failed(e: SnapshotError) -> FilePart {
-        FilePart { snap: Snapshot::default(), objects: 0, not_object: None, error: Some(e) }
+    /// Adds what `other`, the documents that follow, decoded to: its objects and first
+    /// problems come after this piece's, and nothing does once this piece has failed.
+    pub(crate) fn absorb(&mut self, other: FilePart) {
+        if self.error.is_some() {
+            return;
+        }
+        self.snap.absorb(other.snap);
+        self.objects += other.objects;
+        if self.not_object.is_none() {
+            self.not_object = other.not_object;
+        }
+        self.error = other.error;
     }
 
     /// This piece, whose text stopped parsing after its documents (an error after them).

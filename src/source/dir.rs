@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::SourceError;
-use crate::snapshot::manifest::{self, Layout};
+use crate::snapshot::manifest::{self, Document, Layout, ParseError, Streamed};
 use crate::snapshot::{FilePart, Snapshot, SnapshotError};
 use crate::yaml::Section;
 
@@ -101,25 +101,39 @@ pub(crate) fn load(
     }
     let parts = crate::par::map(&pieces, |piece| {
         let (shown, text) = &texts[piece.file()];
-        let docs = match piece {
-            Piece::Json { .. } => manifest::json(shown, text),
-            Piece::Yaml { sections, .. } => {
-                // Each section is decoded as soon as it is parsed: one document's tree at a
-                // time. Documents before a syntax error count (their errors come first).
-                let mut part = FilePart::new();
-                for s in sections {
-                    match manifest::section(shown, text, s) {
-                        Ok(docs) => part.add(shown, docs, namespace, lines),
-                        Err(e) => return part.then_failed(e.into()),
-                    }
-                }
-                return part;
+        // A `kind: List`'s items are decoded as they are read (into `staged`, kept only if the
+        // document does turn out to be a List), so a List is never one tree in memory.
+        let mut part = FilePart::new();
+        let result = match piece {
+            Piece::Json { .. } => {
+                let mut staged = FilePart::new();
+                let streaming = manifest::json_streaming(shown, text, &mut |doc| {
+                    staged.add(shown, vec![doc], namespace, lines)
+                });
+                take(&mut part, shown, streaming, staged, || manifest::json(shown, text), namespace, lines)
             }
-            Piece::Failed { error, .. } => return FilePart::failed(error.clone()),
+            // Each section is decoded as soon as it is parsed: one document's tree at a time.
+            // Documents before a syntax error count (their errors come first).
+            Piece::Yaml { sections, .. } => sections.iter().try_for_each(|s| {
+                let mut staged = FilePart::new();
+                let streaming = manifest::section_streaming(shown, text, s, &mut |doc| {
+                    staged.add(shown, vec![doc], namespace, lines)
+                });
+                take(
+                    &mut part,
+                    shown,
+                    streaming,
+                    staged,
+                    || manifest::section(shown, text, s),
+                    namespace,
+                    lines,
+                )
+            }),
+            Piece::Failed { error, .. } => Err(error.clone()),
         };
-        match docs {
-            Ok(docs) => FilePart::decode(shown, docs, namespace, lines),
-            Err(e) => FilePart::failed(e.into()),
+        match result {
+            Ok(()) => part,
+            Err(e) => part.then_failed(e),
         }
     });
     let mut files = Vec::with_capacity(texts.len());
@@ -134,6 +148,25 @@ pub(crate) fn load(
     }
     // Objects defined twice are found by `source::load`, once over every source.
     Ok(Snapshot::concat(files))
+}
+
+/// Adds what a streaming read gave to `part`: its documents, the List items `staged` holds, or
+/// (when the items turned out not to belong to a List) what reading `again` gives.
+fn take<'t>(
+    part: &mut FilePart,
+    path: &str,
+    streaming: Result<Streamed<'t>, ParseError>,
+    staged: FilePart,
+    again: impl FnOnce() -> Result<Vec<Document<'t>>, ParseError>,
+    namespace: Option<&str>,
+    lines: bool,
+) -> Result<(), SnapshotError> {
+    match streaming? {
+        Streamed::Documents(docs) => part.add(path, docs, namespace, lines),
+        Streamed::List => part.absorb(staged),
+        Streamed::Again => part.add(path, again()?, namespace, lines),
+    }
+    Ok(())
 }
 
 /// Lists manifest files under `root` (or `root` itself when it is a file).

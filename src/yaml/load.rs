@@ -25,12 +25,25 @@ pub(crate) const SEQ_CAPACITY: usize = 4;
 /// first line is line `first_line` of the file. `None` when it holds no document (only
 /// comments or blank lines).
 pub(crate) fn document(text: &str, first_line: u32) -> Result<Option<Node<'_>>, Error> {
+    document_streaming(text, first_line, None)
+}
+
+/// [`document`], giving each item of the root mapping's `items` list to `items` as soon as
+/// it is built instead of keeping it in the tree: a `kind: List` of 50,000 objects is never
+/// one tree. The root comes back with `items` empty; whether it was a List, and so whether the
+/// items were what the caller took them for, is the caller's to check.
+pub(crate) fn document_streaming<'a>(
+    text: &'a str,
+    first_line: u32,
+    items: Option<&mut dyn FnMut(Node<'a>)>,
+) -> Result<Option<Node<'a>>, Error> {
     let mut options = Options::default();
     // Comments are compiled into granit-parser here (serde-saphyr asks for them); not capturing
     // them still saves the work of buffering their text.
     options.set_emit_comments(false);
     let mut parser = Parser::new_from_str_with_options(text, options);
     let mut b = Builder::new(text, first_line);
+    b.sink = items;
     let mut documents = 0;
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| {
@@ -181,9 +194,11 @@ impl<'a> MapFrame<'a> {
     }
 }
 
-struct Builder<'a> {
+struct Builder<'a, 's> {
     text: &'a str,
     first_line: u32,
+    /// Where the root's `items` go, one by one, when streaming.
+    sink: Option<&'s mut dyn FnMut(Node<'a>)>,
     stack: Vec<Frame<'a>>,
     anchors: Vec<Option<Anchored<'a>>>,
     root: Option<Node<'a>>,
@@ -193,11 +208,12 @@ struct Builder<'a> {
     after_end: bool,
 }
 
-impl<'a> Builder<'a> {
+impl<'a, 's> Builder<'a, 's> {
     fn new(text: &'a str, first_line: u32) -> Self {
         Builder {
             text,
             first_line,
+            sink: None,
             stack: Vec::new(),
             anchors: Vec::new(),
             root: None,
@@ -398,6 +414,11 @@ impl<'a> Builder<'a> {
         self.attach(node, count, depth, pos)
     }
 
+    /// Whether the root mapping is reading the value of `key`.
+    fn root_key_is(&self, key: &str) -> bool {
+        matches!(self.stack.first(), Some(Frame { kind: FrameKind::Map(MapFrame { key: KeyState::Key(k, _), .. }), .. }) if k == key)
+    }
+
     fn set_anchor(&mut self, id: usize, a: Anchored<'a>) {
         if self.anchors.len() <= id {
             self.anchors.resize_with(id + 1, || None);
@@ -413,7 +434,16 @@ impl<'a> Builder<'a> {
         };
         frame.count += count;
         frame.depth = frame.depth.max(depth + 1);
+        let streamed =
+            self.sink.is_some() && frame.anchor == 0 && self.stack.len() == 2 && self.root_key_is("items");
+        let frame = self.stack.last_mut().expect("checked above");
         match &mut frame.kind {
+            FrameKind::Seq(_) if streamed => {
+                if let Some(sink) = self.sink.as_mut() {
+                    sink(node);
+                }
+                Ok(())
+            }
             FrameKind::Seq(items) => {
                 items.push(node);
                 Ok(())

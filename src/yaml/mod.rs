@@ -75,6 +75,36 @@ pub fn section<'a>(text: &'a str, s: &Section) -> Result<Option<Node<'a>>, Error
     load::document(&text[s.start..s.end], s.first_line)
 }
 
+/// [`section`], giving the items of the root mapping's `items` list to `items` one by one as
+/// they are read, and leaving that list empty: a `kind: List` is decoded item by item, never
+/// held whole. Whether the root was a List (and so whether the items were objects to decode)
+/// is the caller's to check; if not, read the section again with [`section`].
+pub fn section_streaming<'a>(
+    text: &'a str,
+    s: &Section,
+    items: &mut dyn FnMut(Node<'a>),
+) -> Result<Option<Node<'a>>, Error> {
+    load::document_streaming(&text[s.start..s.end], s.first_line, Some(items))
+}
+
+/// The one JSON document of `text`, giving its root `items` array to `items` element by
+/// element (see [`section_streaming`]). `None` when the text holds several documents (a
+/// stream): read those with [`json_documents`].
+pub fn json_document_streaming<'a>(
+    text: &'a str,
+    items: &mut dyn FnMut(Node<'a>),
+) -> Result<Option<Node<'a>>, Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut doc = node::StreamSeed { sink: items }.deserialize(&mut de).map_err(json_error)?;
+    if de.end().is_err() {
+        return Ok(None);
+    }
+    let lead = text.len() - text.trim_start().len();
+    doc.line = 1 + text[..lead].bytes().filter(|&b| b == b'\n').count() as u32;
+    Ok(Some(doc))
+}
+
 /// Every document of a YAML stream, in order, on this thread.
 pub fn documents(text: &str) -> Result<Vec<Node<'_>>, Error> {
     let mut out = Vec::new();
