@@ -235,10 +235,7 @@ fn octal_modes_in_secret_configmap_and_projected_volumes_reach_stage() {
     assert_eq!(volume("ceph2-key")["projected"]["sources"][0]["secret"]["items"][0]["mode"], 384);
 
     let root = tempfile::tempdir().unwrap();
-    let out = run(
-        &["--source", s, "stage", "--node", "edpm-compute-0", "--root", root.path().to_str().unwrap()],
-        &[],
-    );
+    let out = crate::staging::stage(src.path(), root.path());
     assert_eq!(out.code, 0, "{}", out.stderr);
     // On the node, Ceph files get edpm_ceph_client_files' modes whatever the pod's were:
     // keyrings 0600, the rest 0644.
@@ -254,18 +251,7 @@ fn octal_modes_in_secret_configmap_and_projected_volumes_reach_stage() {
     // error names the object once and says how to write a mode.
     let src = octal_example("0999");
     let root = tempfile::tempdir().unwrap();
-    let out = run(
-        &[
-            "--source",
-            src.path().to_str().unwrap(),
-            "stage",
-            "--node",
-            "edpm-compute-0",
-            "--root",
-            root.path().to_str().unwrap(),
-        ],
-        &[],
-    );
+    let out = crate::staging::stage(src.path(), root.path());
     assert_ne!(out.code, 0);
     assert_eq!(out.stderr.matches("OpenStackDataPlaneRole/edpm-compute").count(), 1, "{}", out.stderr);
     golden("stage_bad_mode", src.path(), &out);

@@ -96,7 +96,7 @@ pub fn json_document_streaming<'a>(
 ) -> Result<Option<Node<'a>>, Error> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_str(text);
-    let mut doc = node::StreamSeed { sink: items }.deserialize(&mut de).map_err(json_error)?;
+    let mut doc = node::StreamSeed { sink: items, items: false }.deserialize(&mut de).map_err(json_error)?;
     if de.end().is_err() {
         return Ok(None);
     }

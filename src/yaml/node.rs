@@ -454,10 +454,7 @@ impl<'de> Visitor<'de> for JsonSeed {
         let mut index = super::load::KeyIndex::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if index.find(&entries, &key).is_some() {
-                return Err(de::Error::custom(format_args!(
-                    "key \"{key}\" appears twice in this object; {}",
-                    super::DUPLICATE_POLICY
-                )));
+                return Err(duplicate_key(&key));
             }
             let value = map.next_value_seed(JsonSeed { depth: deeper.depth })?;
             entries.push(Entry { key, line: 0, value });
@@ -471,6 +468,8 @@ impl<'de> Visitor<'de> for JsonSeed {
 /// instead of being kept (it comes back empty): see `load::document_streaming`.
 pub(crate) struct StreamSeed<'s, 'de> {
     pub sink: &'s mut dyn FnMut(Node<'de>),
+    /// Reading the root's `items`, not the root.
+    pub items: bool,
 }
 
 impl<'de> DeserializeSeed<'de> for StreamSeed<'_, 'de> {
@@ -481,7 +480,7 @@ impl<'de> DeserializeSeed<'de> for StreamSeed<'_, 'de> {
     }
 }
 
-/// Forwards the visits of values that are not the root object to the plain visitor.
+/// Forwards the visits of scalars to the plain visitor.
 macro_rules! forward_to_json_seed {
     ($($method:ident($($arg:ident: $ty:ty),*)),*) => {
         $(fn $method<E: de::Error>(self, $($arg: $ty),*) -> Result<Node<'de>, E> {
@@ -502,22 +501,28 @@ impl<'de> Visitor<'de> for StreamSeed<'_, 'de> {
         visit_borrowed_str(v: &'de str), visit_str(v: &str), visit_string(v: String)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Node<'de>, A::Error> {
-        JsonSeed { depth: 0 }.visit_seq(seq)
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        if !self.items {
+            return JsonSeed { depth: 0 }.visit_seq(seq);
+        }
+        while let Some(item) = seq.next_element_seed(JsonSeed { depth: 2 })? {
+            (self.sink)(item);
+        }
+        Ok(Node::new(0, Data::Seq(Vec::new())))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        if self.items {
+            return JsonSeed { depth: 1 }.visit_map(map);
+        }
         let mut entries: Vec<Entry<'de>> = Vec::with_capacity(super::load::MAP_CAPACITY);
         let mut index = super::load::KeyIndex::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if index.find(&entries, &key).is_some() {
-                return Err(de::Error::custom(format_args!(
-                    "key \"{key}\" appears twice in this object; {}",
-                    super::DUPLICATE_POLICY
-                )));
+                return Err(duplicate_key(&key));
             }
             let value = if key == "items" {
-                map.next_value_seed(ItemsSeed { sink: &mut *self.sink })?
+                map.next_value_seed(StreamSeed { sink: &mut *self.sink, items: true })?
             } else {
                 map.next_value_seed(JsonSeed { depth: 1 })?
             };
@@ -528,41 +533,8 @@ impl<'de> Visitor<'de> for StreamSeed<'_, 'de> {
     }
 }
 
-/// The root's `items`: each element to the sink; anything but an array is kept as it is.
-struct ItemsSeed<'s, 'de> {
-    sink: &'s mut dyn FnMut(Node<'de>),
-}
-
-impl<'de> DeserializeSeed<'de> for ItemsSeed<'_, 'de> {
-    type Value = Node<'de>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ItemsSeed<'_, 'de> {
-    type Value = Node<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    forward_to_json_seed! {
-        visit_unit(), visit_bool(v: bool), visit_i64(v: i64), visit_u64(v: u64), visit_f64(v: f64),
-        visit_borrowed_str(v: &'de str), visit_str(v: &str), visit_string(v: String)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Node<'de>, A::Error> {
-        JsonSeed { depth: 1 }.visit_map(map)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
-        while let Some(item) = seq.next_element_seed(JsonSeed { depth: 2 })? {
-            (self.sink)(item);
-        }
-        Ok(Node::new(0, Data::Seq(Vec::new())))
-    }
+fn duplicate_key<E: de::Error>(key: &str) -> E {
+    E::custom(format_args!("key \"{key}\" appears twice in this object; {}", super::DUPLICATE_POLICY))
 }
 
 /// A JSON object key, borrowed from the text when it has no escapes.
