@@ -261,3 +261,25 @@ fn octal_modes_in_secret_configmap_and_projected_volumes_reach_stage() {
 fn yaml_1_1_surprises_in_string_fields_say_to_quote() {
     refused("unquoted_yes", "yes.yaml", &format!("{}  hostName: yes\n", node_header("n0")));
 }
+
+#[test]
+fn explain_points_at_field_lines_in_yaml_and_at_objects_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{ROLE}---\n{}  hostName: n0\n  ansibleHost: 10.0.0.1\n  node:\n    ansibleVars:\n      rack: r1\n",
+        node_header("n0")
+    );
+    std::fs::write(dir.path().join("m.yaml"), &text).unwrap();
+    let explain = |dir: &Path| {
+        let out = run(&["--source", dir.to_str().unwrap(), "inventory", "explain", "n0", "rack"], &[]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout.replace(&dir.display().to_string(), "[DIR]")
+    };
+    // The Node starts on line 9; `rack:` is written on line 19.
+    assert!(explain(dir.path()).contains("at [DIR]/m.yaml:19"), "{}", explain(dir.path()));
+    let json = tempfile::tempdir().unwrap();
+    let values: Vec<Value> = edpm_agent::yaml::to_json_values(&text).unwrap();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": values});
+    std::fs::write(json.path().join("m.json"), serde_json::to_string_pretty(&list).unwrap()).unwrap();
+    assert!(explain(json.path()).contains("at [DIR]/m.json:1"), "{}", explain(json.path()));
+}

@@ -474,8 +474,13 @@ struct FieldIndex {
 
 impl FieldLines {
     /// Lines of a document read from `file`: field paths as `Node::field_lines` writes them.
+    /// Fields without a line (JSON text) are left out: they are shown at their object.
     pub fn new(file: &str, entries: Vec<(String, u32)>) -> FieldLines {
-        let lines = entries.into_iter().collect();
+        let lines: std::collections::HashMap<String, u32> =
+            entries.into_iter().filter(|(_, l)| *l > 0).collect();
+        if lines.is_empty() {
+            return FieldLines::default();
+        }
         FieldLines {
             index: Some(std::sync::Arc::new(FieldIndex { file: file.to_string(), lines })),
             spec_at: None,
