@@ -26,6 +26,7 @@ pub(crate) mod snapshot;
 pub(crate) mod staging;
 pub mod summary;
 pub(crate) mod validate;
+pub mod yaml;
 
 // The shell.
 pub mod app;

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::snapshot::resource::Origin;
+
 /// Where objects are read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SourceSpec {
@@ -43,8 +45,9 @@ pub(crate) struct Settings {
     pub images: BTreeMap<String, String>,
     /// Readiness phase per service, where it differs from the catalogue's.
     pub service_phases: BTreeMap<String, crate::services::Phase>,
-    /// Where the settings came from, for provenance (`explain`) and errors.
-    pub config_file: Option<PathBuf>,
+    /// Where each default image was set: its line in the config file, or its environment
+    /// variable (for `explain`).
+    pub image_origins: BTreeMap<String, Origin>,
 }
 
 /// Values given on the command line (already free of clap types).
@@ -79,6 +82,9 @@ pub(crate) struct FileValues {
     pub ssh_key_dir: Option<String>,
     #[serde(default)]
     pub images: BTreeMap<String, String>,
+    /// The line each image is written on.
+    #[serde(skip)]
+    pub image_lines: BTreeMap<String, u64>,
     /// Readiness phase per service: `0`/`infrastructure` or `1`/`services`.
     #[serde(default)]
     pub service_phases: BTreeMap<String, PhaseValue>,
@@ -133,14 +139,23 @@ pub(crate) const DEFAULT_KUBE_TIMEOUT: Duration = Duration::from_secs(15);
 /// `EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE=...` sets `edpm_nova_compute_image`.
 pub(crate) const IMAGE_ENV_PREFIX: &str = "EDPM_AGENT_IMAGE_";
 
-/// Parses the config file text.
+/// Parses the config file text, with the manifests' YAML rules.
 pub(crate) fn parse_file(path: &Path, text: &str) -> Result<FileValues, SettingsError> {
-    serde_saphyr::from_str::<Option<FileValues>>(text).map(Option::unwrap_or_default).map_err(|e| {
-        SettingsError::File {
-            path: path.display().to_string(),
-            message: e.to_string().lines().next().unwrap_or("invalid YAML").to_string(),
-        }
-    })
+    let error = |line: u64, message: String| SettingsError::File {
+        path: format!("{}:{line}", path.display()),
+        message,
+    };
+    let docs = crate::yaml::documents(text).map_err(|e| error(e.line, e.message))?;
+    let Some(node) = docs.first().filter(|n| !n.is_null()) else { return Ok(FileValues::default()) };
+    if let Some(extra) = docs.get(1) {
+        return Err(error(u64::from(extra.line), "a second document; the config file is one mapping".into()));
+    }
+    let mut values: FileValues = crate::yaml::decode(node)
+        .map_err(|f| error(u64::from(f.line), format!("field {}: {}", f.path, f.message)))?;
+    if let Some(crate::yaml::Data::Map(entries)) = node.get("images").map(|n| &n.data) {
+        values.image_lines = entries.iter().map(|e| (e.key.to_string(), u64::from(e.line))).collect();
+    }
+    Ok(values)
 }
 
 /// Resolves the settings. `env` looks a variable up; `env_vars` lists all of them (for the
@@ -181,12 +196,20 @@ pub(crate) fn resolve(
         None => file.kube_timeout_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_KUBE_TIMEOUT),
     };
     let mut images = file.images.clone();
+    let mut image_origins: BTreeMap<String, Origin> = images
+        .keys()
+        .map(|k| {
+            let path = file_path.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+            (k.clone(), Origin::File { path, line: file.image_lines.get(k).copied().unwrap_or(0) })
+        })
+        .collect();
     for (k, v) in env_vars {
         if let Some(var) = k.strip_prefix(IMAGE_ENV_PREFIX)
             && !var.is_empty()
             && !v.is_empty()
         {
             images.insert(var.to_lowercase(), v.clone());
+            image_origins.insert(var.to_lowercase(), Origin::Environment { variable: k.clone() });
         }
     }
     Ok(Settings {
@@ -206,7 +229,7 @@ pub(crate) fn resolve(
             .unwrap_or_else(|| DEFAULT_SSH_KEY_DIR.into()),
         images,
         service_phases: file.service_phases.iter().map(|(k, v)| (k.clone(), v.0)).collect(),
-        config_file: file_path,
+        image_origins,
     })
 }
 
@@ -259,6 +282,35 @@ mod tests {
             vec![("EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE".to_string(), "quay.io/x/nova:1".to_string())];
         let s = resolve(CliValues::default(), &env, &vars, None).unwrap();
         assert_eq!(s.images["edpm_nova_compute_image"], "quay.io/x/nova:1");
+        assert_eq!(
+            s.image_origins["edpm_nova_compute_image"].to_string(),
+            "environment variable EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE"
+        );
+    }
+
+    #[test]
+    fn image_origins_name_their_line() {
+        let path = Path::new("/etc/edpm/agent.yaml");
+        let file = parse_file(path, "source: d\nimages:\n  # nova\n  edpm_nova_compute_image: quay.io/n:1\n  edpm_ovn_controller_agent_image: quay.io/o:1\n").unwrap();
+        let vars =
+            vec![("EDPM_AGENT_IMAGE_EDPM_OVN_CONTROLLER_AGENT_IMAGE".to_string(), "quay.io/o:2".to_string())];
+        let s = resolve(CliValues::default(), &env_of(&[]), &vars, Some((path.into(), file))).unwrap();
+        assert_eq!(s.image_origins["edpm_nova_compute_image"].to_string(), "/etc/edpm/agent.yaml:4");
+        assert!(
+            s.image_origins["edpm_ovn_controller_agent_image"]
+                .to_string()
+                .starts_with("environment variable")
+        );
+    }
+
+    #[test]
+    fn config_file_errors_name_the_line() {
+        let err = parse_file(Path::new("c.yaml"), "source: d\nkube_timeout_seconds: soon\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("config file c.yaml:2: field kube_timeout_seconds"), "{err}");
+        let err = parse_file(Path::new("c.yaml"), "source: [d\n").unwrap_err().to_string();
+        assert!(err.starts_with("config file c.yaml:"), "{err}");
     }
 
     #[test]

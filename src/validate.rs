@@ -88,11 +88,7 @@ pub(crate) fn validate(snap: &Snapshot, opts: &inventory::Options) -> Vec<Diagno
 }
 
 fn placeholder() -> ObjRef {
-    ObjRef {
-        kind: "Inventory".into(),
-        name: "-".into(),
-        origin: crate::snapshot::resource::Origin::Api { namespace: "-".into() },
-    }
+    ObjRef::new("Inventory", "-", crate::snapshot::resource::Origin::Api { namespace: "-".into() })
 }
 
 pub(crate) fn summary(diags: &[Diagnostic]) -> (usize, usize) {
@@ -216,7 +212,7 @@ fn check_tls(snap: &Snapshot, m: &model::Model, r: &mut Report) {
             if let Some(t) = &g.tls_enabled
                 && t.value != cp_tls
             {
-                r.error(&g.id, &t.path, format!(
+                r.error(&g.id, &*t.path, format!(
                     "is {}{} but {} has spec.tls.podLevel.enabled {cp_tls}; a Deployment of this NodeSet would fail: make them match",
                     t.value,
                     if t.defaulted { " (the default)" } else { "" },
@@ -236,7 +232,7 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
         match &g.template.ssh_key_secret {
             Some(k) if snap.secret(&k.value).is_none() => r.warn(
                 &g.id,
-                &k.path,
+                &*k.path,
                 format!("Secret \"{}\" is not in the source; the runner cannot mount the SSH key and SetupReady stays False", k.value),
             ),
             None if g.kind == GroupKind::NodeSet => r.error(&g.id, "spec.nodeTemplate.ansibleSSHPrivateKeySecret", "is required by the CRD; name the Secret holding ssh-privatekey"),
@@ -263,7 +259,7 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
             if !is_hostname(&mem.host_name.value) {
                 r.error(
                     &mem.id,
-                    &mem.host_name.path,
+                    &*mem.host_name.path,
                     format!("\"{}\" is not a valid host name", mem.host_name.value),
                 );
             }
@@ -280,7 +276,7 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
                 n.value.iter().any(|n| n.fixed_ip.as_deref().is_some_and(|ip| !ip.is_empty()))
             });
             if !has_ipset && !has_fixed {
-                r.warn(&mem.id, format!("{} (node {})", nets.map_or("networks", |n| n.path.as_str()), mem.key),
+                r.warn(&mem.id, format!("{} (node {})", nets.map_or("networks", |n| &*n.path), mem.key),
                     "no IPSet and no fixedIP: ctlplane_ip and canonical_hostname are not set, and nova's my_ip/host will be missing");
             }
             if g.pre_provisioned && g.kind == GroupKind::NodeSet {
@@ -288,7 +284,7 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
                 if host.is_none_or(|h| h.value.parse::<IpAddr>().is_err()) {
                     let field = host.map_or_else(
                         || format!("spec.nodes.{}.ansible.ansibleHost", mem.key),
-                        |h| h.path.clone(),
+                        |h| h.path.to_string(),
                     );
                     r.warn(&mem.id, field, "pre-provisioned nodes should have an IP address as ansibleHost; the webhook requires it");
                 }
@@ -317,7 +313,7 @@ fn check_cell(snap: &Snapshot, c: &model::CellRef, r: &mut Report) {
         let cells = snap.openstack.iter().filter(|o| o.id.kind == "NovaCell").map(|o| o.id.name.as_str());
         r.warn(
             &c.object,
-            &c.field,
+            c.field,
             format!(
                 "NovaCell \"{}\" is not in the source{}; nova config for these nodes cannot be derived",
                 c.name,
@@ -329,7 +325,7 @@ fn check_cell(snap: &Snapshot, c: &model::CellRef, r: &mut Report) {
 
 fn check_section(snap: &Snapshot, id: &ObjRef, s: &AnsibleSection, r: &mut Report) {
     if let Err(e) = parse_ansible_vars(id, s.vars.as_ref()) {
-        let field = s.vars.as_ref().map_or("ansibleVars", |f| f.path.as_str());
+        let field = s.vars.as_ref().map_or("ansibleVars", |f| &*f.path);
         let msg = e.to_string();
         let msg = msg.split_once(&format!("{field} ")).map_or(msg.as_str(), |(_, m)| m).to_string();
         r.error(id, field, msg);
@@ -347,7 +343,7 @@ fn check_vars_from(
 ) {
     let ds = &f.value;
     if ds.config_map_ref.is_none() && ds.secret_ref.is_none() {
-        r.error(id, &f.path, "has neither configMapRef nor secretRef");
+        r.error(id, &*f.path, "has neither configMapRef nor secretRef");
     }
     let missing = |r: &mut Report, kind: &str, field: &str, name: &str, known: Vec<&str>| {
         r.error(

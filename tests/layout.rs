@@ -13,6 +13,7 @@ use crate::util::repo;
 
 /// The pure core: plain data in, plain data out.
 const CORE: &[&str] = &[
+    "yaml",
     "settings",
     "condition",
     "snapshot",

@@ -17,7 +17,7 @@ fn scratch() -> tempfile::TempDir {
     d
 }
 
-fn stage(src: &Path, root: &Path) -> crate::util::Output {
+pub fn stage(src: &Path, root: &Path) -> crate::util::Output {
     run(
         &[
             "--source",

@@ -21,6 +21,13 @@ mod kube;
 // The oslo.config engine against the real oslo.config package (parse, layering, writer, merge).
 mod oslo_diff;
 
+// Manifests read as Kubernetes does: limits on hostile input, very large files and lists,
+// octal modes through `stage`.
+mod manifests;
+
+// The YAML reader against PyYAML's SafeLoader, with go-yaml v2's known differences listed.
+mod yaml_diff;
+
 // render and derive: golden rendered files, oslo reading them, error chains, server-side apply.
 mod render;
 

@@ -24,6 +24,7 @@ impl From<SourceError> for AppError {
             SourceError::Unreadable { .. } | SourceError::NoManifests { .. } => {
                 AppError::new(Exit::SourceUnreadable, e)
             }
+            SourceError::TooLarge { .. } => AppError::new(Exit::InvalidInput, e),
             SourceError::Snapshot(s) => s.into(),
             SourceError::Cluster(k) => k.into(),
         }

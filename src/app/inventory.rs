@@ -11,13 +11,27 @@ use crate::inventory;
 pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     match args.action {
         None if args.list => {
-            let (snap, inv) = cx.inventory()?;
-            let text = inventory::export::list_json_string(&inv, args.pretty)
+            let (snap, model, inv) = cx.inventory()?;
+            // The model and what is left of the snapshot are not read again: freed now, their
+            // memory takes the output (BENCHMARKS.md, peak memory).
+            drop((model, snap));
+            let encoded = if args.pretty {
+                inventory::export::list_json_string(&inv, true).map(|s| vec![s])
+            } else {
+                // Host variables are most of the document: serialized on every core.
+                inventory::export::list_json_pieces(&inv, |hosts| {
+                    let runs: Vec<_> = hosts.chunks(hosts.len().div_ceil(16).max(64)).collect();
+                    crate::par::map(&runs, |run| inventory::export::hostvars_json(run)).into_iter().collect()
+                })
+            };
+            let pieces = encoded
                 .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode the inventory: {e}")))?;
-            write_out(out, &text)?;
+            for piece in &pieces {
+                write_out(out, piece)?;
+            }
             // The process exits next; freeing a 10,000-host inventory node by node costs a
             // measurable share of the run (BENCHMARKS.md), and the OS reclaims it at once.
-            std::mem::forget((snap, inv));
+            std::mem::forget((inv, pieces));
         }
         None => {
             let Some(host) = args.host else {
@@ -26,7 +40,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
                     "inventory needs --list, --host HOST, or a subcommand (export, explain)",
                 ));
             };
-            let (_, inv) = cx.inventory()?;
+            let (_, _, inv) = cx.inventory()?;
             let Some(v) = inventory::export::host_json(&inv, &host) else {
                 let hint = crate::model::did_you_mean(&host, inv.hosts.keys().map(String::as_str));
                 return Err(AppError::new(
@@ -37,7 +51,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
             write_out(out, &json_text(&v, args.pretty)?)?;
         }
         Some(InventoryAction::Export { format, output, .. }) => {
-            let (_, inv) = cx.inventory()?;
+            let (_, _, inv) = cx.inventory()?;
             let text = match format {
                 ExportFormat::Yaml => inventory::export::yaml(&inv)
                     .map_err(|e| AppError::new(Exit::Failure, format!("cannot write YAML: {e}")))?,

@@ -10,7 +10,6 @@ use crate::k8s;
 use crate::model::{self, Model};
 use crate::settings::Settings;
 use crate::snapshot::Snapshot;
-use crate::snapshot::resource::Origin;
 
 /// A run's settings and its (lazily made) cluster connection.
 pub(crate) struct Context<'s> {
@@ -49,52 +48,57 @@ impl<'s> Context<'s> {
     }
 
     pub(crate) fn snapshot(&self) -> Result<Snapshot, AppError> {
-        let snap = crate::source::load(self.settings, self.with_evidence, &|| self.cluster())?;
+        self.snapshot_read(false)
+    }
+
+    /// The snapshot; `lines` keeps where each field was written, for `explain`.
+    fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
+        let snap = crate::source::load(self.settings, self.with_evidence, &|| self.cluster(), lines)?;
         tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
         Ok(snap)
     }
 
     pub(crate) fn inventory_options(&self) -> inventory::Options {
-        let images_origin = match &self.settings.config_file {
-            Some(p) => Origin::File { path: p.display().to_string(), line: 0 },
-            None => Origin::Api { namespace: "environment".into() },
-        };
         inventory::Options {
             ssh_key_dir: self.settings.ssh_key_dir.clone(),
             images: self.settings.images.clone(),
-            images_origin,
+            image_origins: self.settings.image_origins.clone(),
             provenance: false,
         }
     }
 
-    /// The inventory's values only: what Ansible and export need. The snapshot comes back
-    /// without its Roles, Nodes and NodeSets, which the model has copied: freeing them before
-    /// the inventory is built keeps a 10,000-host run's peak memory down (BENCHMARKS.md).
-    pub(crate) fn inventory(&self) -> Result<(Snapshot, Inventory), AppError> {
+    /// The inventory's values only: what Ansible and export need. The model takes the
+    /// snapshot's Roles, Nodes and NodeSets instead of copying them (nothing here reads them
+    /// again), so a 10,000-host run holds one copy of each node (BENCHMARKS.md).
+    pub(crate) fn inventory(&self) -> Result<(Snapshot, Model, Inventory), AppError> {
         let mut snap = self.snapshot()?;
-        let model = model::resolve(&snap)?;
-        drop((
-            std::mem::take(&mut snap.nodes),
-            std::mem::take(&mut snap.roles),
-            std::mem::take(&mut snap.nodesets),
-        ));
-        let inv = inventory::build(&model, &snap, &self.inventory_options())?;
-        Ok((snap, inv))
+        let model = model::take(&mut snap)?;
+        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
+        Ok((snap, model, inv))
     }
 
     /// The inventory with every variable's provenance, for `explain`.
     pub(crate) fn inventory_traced(&self) -> Result<Inventory, AppError> {
-        let snap = self.snapshot()?;
+        let snap = self.snapshot_read(true)?;
         let model = model::resolve(&snap)?;
         let opts = inventory::Options { provenance: true, ..self.inventory_options() };
-        Ok(inventory::build(&model, &snap, &opts)?)
+        Ok(inventory::build_spread(&model, &snap, &opts, &spread)?)
     }
 
     /// Snapshot, model and inventory: what render, derive, mounts and stage work from.
     pub(crate) fn pipeline(&self) -> Result<Pipeline, AppError> {
         let snap = self.snapshot()?;
         let model = model::resolve(&snap)?;
-        let inv = inventory::build(&model, &snap, &self.inventory_options())?;
+        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
         Ok(Pipeline { snap, model, inv })
     }
+}
+
+/// Each group's variables on every core (`inventory::build_spread`).
+fn spread(
+    n: usize,
+    work: &(dyn Fn(usize) -> inventory::build::GroupVars + Sync),
+) -> Vec<inventory::build::GroupVars> {
+    let groups: Vec<usize> = (0..n).collect();
+    crate::par::map(&groups, |i| work(*i))
 }

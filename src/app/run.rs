@@ -555,7 +555,7 @@ fn choose_inventory(
     {
         settings.ssh_key_dir = dir.join("env/ssh_key").display().to_string();
     }
-    let (snap, inv) = Context::new(&settings).inventory()?;
+    let (snap, _model, inv) = Context::new(&settings).inventory()?;
     for s in &snap.secrets {
         secrets.extend(s.body.data.values().filter_map(|v| String::from_utf8(v.clone()).ok()));
     }

@@ -1,9 +1,10 @@
 //! Benchmarks that generate their own inputs and compare against the peer in the same run.
 //!
-//! `edpm-bench inventory`: R roles × N nodes as manifests (seeds' model), then the wall time
-//! and peak RSS of `edpm-agent inventory --list`, and the wall time of `ansible-inventory --list`
-//! reading our script versus the same inventory as a static YAML file (how upstream hands it
-//! to the runner today).
+//! `edpm-bench inventory`: R roles × N nodes as manifests (seeds' model), written as YAML and as
+//! JSON, as one file per Role and as one file; the wall time and peak RSS of
+//! `edpm-agent inventory --list` on each, in the same rounds; what YAML parsing alone costs on
+//! the same files; and the wall time of `ansible-inventory --list` reading our script versus
+//! the same inventory as a static YAML file (how upstream hands it to the runner today).
 //! `edpm-bench readiness`: the pure readiness evaluation of N nodes × S services (in process),
 //! and the write requests of `edpm-agent status report` against a fake API server, for a first
 //! report and an unchanged re-report.
@@ -40,13 +41,14 @@ fn main() {
         Some("node") => node_bench(&args[1..]),
         Some("run") => run_bench(&args[1..]),
         Some("summarize") => summarize_bench(&args[1..]),
+        Some("measure-child") => measure_child(&args[1..]),
         Some("generate") => match args.get(1) {
             Some(dir) => flag(&args[2..], "--nodes", 10_000)
                 .and_then(|n| Ok((n, flag(&args[2..], "--roles", 100)?)))
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 3] [--format yaml|json] [--ansible-runs 1] [--no-ansible]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");
@@ -62,11 +64,48 @@ struct Measured {
     status: i32,
 }
 
-/// Runs a command to completion and reads its own peak RSS with wait4(2).
+/// Runs a command to completion and reads its own peak RSS. The command is started by a fresh
+/// `edpm-bench measure-child` process: Linux counts the memory of the process a child was
+/// started from (before its exec) in the child's peak, and this benchmark holds its inputs.
 fn measure(cmd: &mut Command) -> Result<Measured, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut helper = Command::new(exe);
+    helper.arg("measure-child").arg(cmd.get_program()).args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        helper.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => helper.env(k, v),
+            None => helper.env_remove(k),
+        };
+    }
+    let out = helper.stderr(Stdio::inherit()).output().map_err(|e| format!("spawn: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<i64> = text.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+    match fields[..] {
+        [wall_ns, rss, status, cpu_ns] => Ok(Measured {
+            wall: Duration::from_nanos(wall_ns as u64),
+            cpu: Duration::from_nanos(cpu_ns as u64),
+            max_rss_kib: rss,
+            status: status as i32,
+        }),
+        _ => Err(format!("measure-child: unexpected answer {text:?}")),
+    }
+}
+
+/// `edpm-bench measure-child PROGRAM ARGS...`: runs the program (output thrown away) and prints
+/// its wall time in nanoseconds, its peak RSS in KiB (wait4), its exit status and its CPU time
+/// in nanoseconds.
+fn measure_child(args: &[String]) -> Result<(), String> {
+    let (program, rest) = args.split_first().ok_or("measure-child needs a program")?;
     let start = Instant::now();
-    let child =
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("spawn: {e}"))?;
+    let child = Command::new(program)
+        .args(rest)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn {program}: {e}"))?;
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is a plain C struct; zeroed is a valid value, and wait4 fills it.
@@ -80,7 +119,8 @@ fn measure(cmd: &mut Command) -> Result<Measured, String> {
     std::mem::forget(child);
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
-    Ok(Measured { wall, cpu, max_rss_kib: usage.ru_maxrss, status: libc::WEXITSTATUS(status) })
+    println!("{} {} {} {}", wall.as_nanos(), usage.ru_maxrss, libc::WEXITSTATUS(status), cpu.as_nanos());
+    Ok(())
 }
 
 fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
@@ -94,17 +134,45 @@ fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result
     }
 }
 
-/// Rewrites every generated YAML file as a JSON `kind: List`, the shape the API server returns.
-fn to_json(dir: &Path) -> Result<(), String> {
-    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
-        let path = entry.map_err(|e| e.to_string())?.path();
+/// The generated Role files as one JSON `kind: List` each (the shape the API server returns),
+/// read with edpm-agent's own YAML reader.
+fn to_json(from: &Path, to: &Path) -> Result<(), String> {
+    for path in files_in(from)? {
         let text = fs_err::read_to_string(&path).map_err(|e| e.to_string())?;
-        let items: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).map_err(|e| e.to_string())?;
+        let items = edpm_agent::yaml::to_json_values(&text).map_err(|e| e.to_string())?;
         let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
-        fs_err::write(path.with_extension("json"), list.to_string()).map_err(|e| e.to_string())?;
-        fs_err::remove_file(&path).map_err(|e| e.to_string())?;
+        let name = path.with_extension("json");
+        let name = name.file_name().ok_or("no file name")?;
+        fs_err::write(to.join(name), list.to_string()).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// The generated YAML files as one file of as many documents; the JSON ones as one List.
+fn to_one_file(from: &Path, to: &Path, json: bool) -> Result<(), String> {
+    let mut out = String::new();
+    let mut items = Vec::new();
+    for path in files_in(from)? {
+        let text = fs_err::read_to_string(&path).map_err(|e| e.to_string())?;
+        if json {
+            let list: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            items.extend(list["items"].as_array().cloned().unwrap_or_default());
+        } else {
+            out.push_str("---\n");
+            out.push_str(&text);
+        }
+    }
+    if json {
+        out = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string();
+    }
+    fs_err::write(to.join(if json { "all.json" } else { "all.yaml" }), out).map_err(|e| e.to_string())
+}
+
+fn files_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).map_err(|e| e.to_string())?.filter_map(|e| Some(e.ok()?.path())).collect();
+    files.sort();
+    Ok(files)
 }
 
 /// Writes `roles` Roles and `total / roles` Nodes each, like the example deployment.
@@ -145,122 +213,191 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
+/// One input the inventory bench runs on: a format and a layout of the same objects.
+struct Input {
+    name: &'static str,
+    dir: tempfile::TempDir,
+    bytes: u64,
+    walls: Vec<Duration>,
+    rss_kib: i64,
+    /// The exit status, when `edpm-agent` refused this input.
+    failed: Option<i32>,
+}
+
 fn inventory(args: &[String]) -> Result<(), String> {
     let sizes: String = flag(args, "--sizes", "10000,50000".to_string())?;
     let roles: usize = flag(args, "--roles", 100)?;
-    let runs: usize = flag(args, "--runs", 3)?;
+    let runs: usize = flag(args, "--runs", 5)?;
     let ansible_runs: usize = flag(args, "--ansible-runs", 1)?;
     let with_ansible = !args.iter().any(|a| a == "--no-ansible");
-    let format: String = flag(args, "--format", "yaml".to_string())?;
-    if format != "yaml" && format != "json" {
-        return Err("--format is yaml or json".into());
-    }
+    let with_floor = !args.iter().any(|a| a == "--no-parser-floor");
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let agent = exe.with_file_name("edpm-agent");
     if !agent.is_file() {
         return Err(format!("{} not found; build it with cargo build --release", agent.display()));
     }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "edpm-agent inventory --list on {format} manifests: {} ({runs} run(s) each, best and worst shown)",
+        "edpm-agent inventory --list ({}), {runs} rounds; each round runs every input once, in turn; {cores} cores",
         agent.display()
     );
     println!(
-        "{:>8} {:>10} {:>12} {:>12} {:>12} {:>14}",
-        "nodes", "input", "best wall", "worst wall", "peak RSS", "per node"
+        "{:>8} {:<12} {:>8} {:>11} {:>11} {:>11} {:>11} {:>10}",
+        "nodes", "input", "size", "best wall", "median", "worst", "peak RSS", "per node"
     );
-    let mut first: Option<(usize, Duration)> = None;
+    let mut first: Vec<(String, usize, Duration)> = Vec::new();
     for size in sizes.split(',').map(|s| s.trim().parse::<usize>().map_err(|_| format!("bad size {s}"))) {
         let size = size?;
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        generate(dir.path(), roles, size)?;
-        if format == "json" {
-            to_json(dir.path())?;
-        }
-        let bytes: u64 = std::fs::read_dir(dir.path())
-            .map_err(|e| e.to_string())?
-            .filter_map(|e| e.ok()?.metadata().ok())
-            .map(|m| m.len())
-            .sum();
-        let mut walls = Vec::new();
-        let mut rss = 0;
+        let yaml = tempfile::tempdir().map_err(|e| e.to_string())?;
+        generate(yaml.path(), roles, size)?;
+        let json = tempfile::tempdir().map_err(|e| e.to_string())?;
+        to_json(yaml.path(), json.path())?;
+        let yaml_one = tempfile::tempdir().map_err(|e| e.to_string())?;
+        to_one_file(yaml.path(), yaml_one.path(), false)?;
+        let json_one = tempfile::tempdir().map_err(|e| e.to_string())?;
+        to_one_file(json.path(), json_one.path(), true)?;
+        let mut inputs: Vec<Input> =
+            [("yaml", yaml), ("json", json), ("yaml, 1 file", yaml_one), ("json, 1 List", json_one)]
+                .into_iter()
+                .map(|(name, dir)| {
+                    let bytes = files_in(dir.path())
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|f| f.metadata().ok())
+                        .map(|m| m.len())
+                        .sum();
+                    Input { name, dir, bytes, walls: Vec::new(), rss_kib: 0, failed: None }
+                })
+                .collect();
+        let mut outputs: Vec<Vec<u8>> = Vec::new();
         for _ in 0..runs {
-            let m = measure(Command::new(&agent).args([
-                "--source",
-                dir.path().to_str().unwrap(),
-                "inventory",
-                "--list",
-            ]))?;
-            if m.status != 0 {
-                return Err(format!("edpm-agent failed with status {}", m.status));
+            for input in inputs.iter_mut().filter(|i| i.failed.is_none()) {
+                let m = measure(Command::new(&agent).args([
+                    "--source",
+                    input.dir.path().to_str().unwrap(),
+                    "inventory",
+                    "--list",
+                ]))?;
+                if m.status != 0 {
+                    // An older build may refuse some layouts; say so and go on with the rest.
+                    input.failed = Some(m.status);
+                    continue;
+                }
+                input.walls.push(m.wall);
+                input.rss_kib = input.rss_kib.max(m.max_rss_kib);
             }
-            walls.push(m.wall);
-            rss = rss.max(m.max_rss_kib);
         }
-        walls.sort();
-        let best = walls[0];
-        println!(
-            "{:>8} {:>9.1}M {:>12} {:>12} {:>9.1} MiB {:>11.2} µs",
-            size,
-            bytes as f64 / 1048576.0,
-            ms(best),
-            ms(*walls.last().unwrap()),
-            rss as f64 / 1024.0,
-            best.as_secs_f64() * 1e6 / size as f64
-        );
-        match first {
-            None => first = Some((size, best)),
-            Some((s0, w0)) => println!(
-                "         growth: {:.1}x nodes took {:.2}x time (1.00 = linear)",
-                size as f64 / s0 as f64,
-                best.as_secs_f64() / w0.as_secs_f64() / (size as f64 / s0 as f64)
-            ),
+        // Every input holds the same objects: the inventories must be the same, byte for byte.
+        for input in inputs.iter().filter(|i| i.failed.is_none()) {
+            let out = Command::new(&agent)
+                .args(["--source", input.dir.path().to_str().unwrap(), "inventory", "--list"])
+                .output()
+                .map_err(|e| e.to_string())?;
+            outputs.push(out.stdout);
         }
-        if format == "yaml" {
-            parser_floor(dir.path(), runs)?;
+        if outputs.windows(2).any(|w| w[0] != w[1]) {
+            return Err("the inputs gave different inventories".into());
+        }
+        for input in &mut inputs {
+            if let Some(status) = input.failed {
+                println!("{:>8} {:<12} refused (exit status {status})", size, input.name);
+                continue;
+            }
+            input.walls.sort();
+            let best = input.walls[0];
+            println!(
+                "{:>8} {:<12} {:>7.1}M {:>11} {:>11} {:>11} {:>7.1} MiB {:>7.2} µs",
+                size,
+                input.name,
+                input.bytes as f64 / 1048576.0,
+                ms(best),
+                ms(input.walls[input.walls.len() / 2]),
+                ms(*input.walls.last().unwrap()),
+                input.rss_kib as f64 / 1024.0,
+                best.as_secs_f64() * 1e6 / size as f64
+            );
+            match first.iter().find(|(n, _, _)| n == input.name) {
+                None => first.push((input.name.to_string(), size, best)),
+                Some((_, s0, w0)) => println!(
+                    "{:>19} growth: {:.1}x nodes took {:.2}x the time per node (1.00 = linear)",
+                    "",
+                    size as f64 / *s0 as f64,
+                    best.as_secs_f64() / w0.as_secs_f64() / (size as f64 / *s0 as f64)
+                ),
+            }
+        }
+        if with_floor {
+            parser_floor(inputs[0].dir.path(), runs)?;
         }
         if with_ansible && size <= 10_000 {
-            compare_ansible(&agent, dir.path(), ansible_runs)?;
+            compare_ansible(&agent, inputs[0].dir.path(), ansible_runs)?;
         }
     }
     Ok(())
 }
 
-/// What the YAML parser alone costs on the same files, in this process, one thread: into
-/// `serde_json::Value` (what the directory source asks for) and into `IgnoredAny` (scanning
-/// and resolving every event, keeping nothing), the floor for any use of the parser.
+/// What parsing alone costs on the same YAML files, in this process, best of `runs`: the
+/// event parser (granit-parser) with nothing built, the whole reader (events into trees, with
+/// Kubernetes' scalar rules), and the reader on every core as `edpm-agent` spreads it.
 fn parser_floor(dir: &Path, runs: usize) -> Result<(), String> {
-    let mut texts = Vec::new();
-    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
-        texts.push(fs_err::read_to_string(e.map_err(|e| e.to_string())?.path()).map_err(|e| e.to_string())?);
-    }
-    let time = |f: &dyn Fn(&str) -> Result<(), String>| -> Result<Duration, String> {
+    let texts: Vec<String> = files_in(dir)?
+        .iter()
+        .map(|f| fs_err::read_to_string(f).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let time = |f: &dyn Fn(&str) -> Result<usize, String>| -> Result<(Duration, usize), String> {
         let mut best = Duration::MAX;
+        let mut n = 0;
         for _ in 0..runs {
             let start = Instant::now();
+            n = 0;
             for t in &texts {
-                f(t)?;
+                n += f(t)?;
             }
             best = best.min(start.elapsed());
         }
-        Ok(best)
+        Ok((best, n))
     };
-    let to_value = time(&|t| {
-        let v: Vec<serde_json::Value> = serde_saphyr::from_multiple(t).map_err(|e| e.to_string())?;
-        std::hint::black_box(v);
-        Ok(())
+    let (events, count) = time(&|t| {
+        let mut options = granit_parser::Options::default();
+        options.set_emit_comments(false);
+        let mut n = 0;
+        for ev in granit_parser::Parser::new_from_str_with_options(t, options) {
+            std::hint::black_box(ev.map_err(|e| e.to_string())?);
+            n += 1;
+        }
+        Ok(n)
     })?;
-    let to_nothing = time(&|t| {
-        let v: Vec<serde::de::IgnoredAny> = serde_saphyr::from_multiple(t).map_err(|e| e.to_string())?;
-        std::hint::black_box(v);
-        Ok(())
+    let (trees, _) = time(&|t| {
+        let docs = edpm_agent::yaml::documents(t).map_err(|e| e.to_string())?;
+        Ok(std::hint::black_box(docs).len())
     })?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!(
-        "         serde-saphyr alone, one thread (best of {runs}): to Value {}, to IgnoredAny {} (floor on {cores} cores: {})",
-        ms(to_value),
-        ms(to_nothing),
-        ms(to_nothing / cores as u32)
-    );
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut spread = Duration::MAX;
+    for _ in 0..runs {
+        let start = Instant::now();
+        std::thread::scope(|scope| -> Result<(), String> {
+            let handles: Vec<_> = (0..workers)
+                .map(|w| {
+                    let texts = &texts;
+                    scope.spawn(move || -> Result<(), String> {
+                        for t in texts.iter().skip(w).step_by(workers) {
+                            std::hint::black_box(edpm_agent::yaml::documents(t).map_err(|e| e.to_string())?);
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().map_err(|_| "worker panicked".to_string())??;
+            }
+            Ok(())
+        })?;
+        spread = spread.min(start.elapsed());
+    }
+    println!("{:>19} YAML parsing alone, same files, best of {runs}:", "");
+    println!("{:>21} granit-parser events ({count}), one thread: {}", "", ms(events));
+    println!("{:>21} edpm-agent's reader (events to trees), one thread: {}", "", ms(trees));
+    println!("{:>21} edpm-agent's reader on {workers} cores: {}", "", ms(spread));
     Ok(())
 }
 

@@ -23,11 +23,11 @@ pub(crate) struct Explanation {
 #[derive(Debug, Clone)]
 pub(crate) struct VarStory {
     pub name: String,
-    pub steps: Vec<(Value, Provenance)>,
+    pub steps: Vec<(std::sync::Arc<Value>, Provenance)>,
 }
 
 impl VarStory {
-    pub(crate) fn winner(&self) -> &(Value, Provenance) {
+    pub(crate) fn winner(&self) -> &(std::sync::Arc<Value>, Provenance) {
         self.steps.last().expect("a story has at least one step")
     }
 }
@@ -50,21 +50,21 @@ pub(crate) fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<
         });
     };
     let groups = inv.groups_of(host);
-    let mut names: Vec<&String> = groups.iter().flat_map(|(_, g)| g.vars.iter().map(|(k, _)| k)).collect();
+    let mut names: Vec<&str> = groups.iter().flat_map(|(_, g)| g.vars.iter().map(|(k, _)| k)).collect();
     names.extend(h.vars.iter().map(|(k, _)| k));
     names.sort();
     names.dedup();
     if let Some(v) = var
-        && !names.iter().any(|n| n.as_str() == v)
+        && !names.contains(&v)
     {
         return Err(ExplainError::UnsetVar {
             host: host.into(),
             var: v.into(),
-            hint: did_you_mean(v, names.iter().map(|n| n.as_str())),
+            hint: did_you_mean(v, names.iter().copied()),
         });
     }
     let mut vars = Vec::new();
-    for name in names.into_iter().filter(|n| var.is_none_or(|v| v == n.as_str())) {
+    for name in names.into_iter().filter(|n| var.is_none_or(|v| v == *n)) {
         let mut steps = Vec::new();
         let scoped = groups.iter().map(|(_, g)| &g.vars).chain(std::iter::once(&h.vars));
         for vs in scoped {
@@ -76,7 +76,7 @@ pub(crate) fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<
                 steps.push((v.value.clone(), t.from.clone()));
             }
         }
-        vars.push(VarStory { name: name.clone(), steps });
+        vars.push(VarStory { name: name.to_string(), steps });
     }
     let groups = groups
         .iter()
@@ -104,12 +104,12 @@ fn shown(v: &Value, p: &Provenance, show_secrets: bool) -> Value {
 }
 
 pub(crate) fn to_json(e: &Explanation, show_secrets: bool) -> Value {
-    let step = |(v, p): &(Value, Provenance)| {
+    let step = |(v, p): &(std::sync::Arc<Value>, Provenance)| {
         json!({
             "value": shown(v, p, show_secrets),
             "scope": match p.scope { Scope::Group => "group", Scope::Host => "host" },
             "object": p.object.short(),
-            "origin": p.object.origin.to_string(),
+            "origin": p.object.origin_of(&p.field).to_string(),
             "field": p.field,
             "level": p.level.describe(),
             "note": p.note,

@@ -15,13 +15,54 @@ use crate::inventory::{Inventory, Vars};
 /// variables only; group variables stay on their groups, so Ansible applies its own precedence
 /// exactly as with upstream's static inventory.
 pub(crate) fn list_json_string(inv: &Inventory, pretty: bool) -> Result<String, serde_json::Error> {
-    let doc = ListDoc(inv);
+    let doc = ListDoc(inv, true);
     let mut s = if pretty { serde_json::to_string_pretty(&doc) } else { serde_json::to_string(&doc) }?;
     s.push('\n');
     Ok(s)
 }
 
-struct ListDoc<'a>(&'a Inventory);
+/// The compact `--list` document, byte for byte [`list_json_string`]'s, as pieces to write
+/// one after the other (no copy of the whole document is made). The host variables, most of
+/// it, are serialized by `hostvars`: the caller gets the hosts in order and returns their
+/// entries in runs ([`hostvars_json`] of consecutive slices), so that it can spread them over
+/// cores.
+pub(crate) fn list_json_pieces(
+    inv: &Inventory,
+    hostvars: impl FnOnce(&[(&str, &Vars)]) -> Result<Vec<String>, serde_json::Error>,
+) -> Result<Vec<String>, serde_json::Error> {
+    let hosts: Vec<(&str, &Vars)> = inv.hosts.iter().map(|(n, h)| (n.as_str(), &h.vars)).collect();
+    let runs = hostvars(&hosts)?;
+    let groups = serde_json::to_string(&ListDoc(inv, false))?;
+    let mut pieces = Vec::with_capacity(runs.len() * 2 + 2);
+    pieces.push("{\"_meta\":{\"hostvars\":{".to_string());
+    for run in runs.into_iter().filter(|r| !r.is_empty()) {
+        if pieces.len() > 1 {
+            pieces.push(",".into());
+        }
+        pieces.push(run);
+    }
+    // `groups` is an object; its members follow `_meta` in the same object.
+    pieces.push(format!("}}}},{}\n", &groups[1..]));
+    Ok(pieces)
+}
+
+/// `"host":{vars},...` for a run of hosts, as a JSON object's members.
+pub(crate) fn hostvars_json(hosts: &[(&str, &Vars)]) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(hosts.len() * 384);
+    for (i, (name, vars)) in hosts.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, name)?;
+        out.push(b':');
+        serde_json::to_writer(&mut out, vars)?;
+    }
+    // serde_json writes only valid UTF-8.
+    Ok(String::from_utf8(out).unwrap_or_default())
+}
+
+/// The `--list` document; without `_meta` when the second field is false.
+struct ListDoc<'a>(&'a Inventory, bool);
 
 #[derive(Serialize)]
 struct ListGroup<'a> {
@@ -38,14 +79,17 @@ impl Serialize for ListDoc<'_> {
         let inv = self.0;
         let empty = std::collections::BTreeSet::new();
         let no_vars = Vars::default();
-        let hostvars: BTreeMap<&str, &Vars> = inv.hosts.iter().map(|(n, h)| (n.as_str(), &h.vars)).collect();
         let mut children: Vec<&str> = inv.groups.keys().map(String::as_str).collect();
         children.push("ungrouped");
         // Keys in sorted order, as a JSON object with sorted keys would have them.
         let mut names: Vec<&str> = children.clone();
         names.sort_unstable();
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("_meta", &MetaDoc { hostvars })?;
+        if self.1 {
+            let hostvars: BTreeMap<&str, &Vars> =
+                inv.hosts.iter().map(|(n, h)| (n.as_str(), &h.vars)).collect();
+            m.serialize_entry("_meta", &MetaDoc { hostvars })?;
+        }
         m.serialize_entry("all", &json!({ "children": children }))?;
         for name in names {
             match inv.groups.get(name) {

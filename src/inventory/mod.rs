@@ -10,7 +10,7 @@ pub(crate) mod vars;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-pub(crate) use build::build;
+pub(crate) use build::{build, build_spread};
 pub(crate) use vars::{Provenance, Scope, Vars};
 
 use crate::model::CellRef;
@@ -23,8 +23,8 @@ pub(crate) struct Options {
     pub ssh_key_dir: String,
     /// Default container images (`edpm_*_image` → image), applied unless the user set them.
     pub images: BTreeMap<String, String>,
-    /// Where the images came from, for `explain`.
-    pub images_origin: Origin,
+    /// Where each image was set (config file line, environment variable), for `explain`.
+    pub image_origins: BTreeMap<String, Origin>,
     /// Keep every variable's provenance (for `explain`); off, only values are kept.
     pub provenance: bool,
 }
@@ -129,7 +129,7 @@ mod tests {
         let opts = Options {
             ssh_key_dir: "/runner/env/ssh_key".into(),
             images: BTreeMap::new(),
-            images_origin: Origin::Api { namespace: "test".into() },
+            image_origins: BTreeMap::new(),
             provenance,
         };
         build(&model, &snap, &opts).unwrap()
@@ -147,5 +147,23 @@ mod tests {
         assert!(traced.hosts[host].vars.iter().all(|(_, v)| v.trail.is_some()));
         assert!(explain::explain(&plain, host, None).is_err(), "explain needs provenance");
         assert!(explain::explain(&traced, host, None).is_ok());
+    }
+
+    #[test]
+    fn list_json_in_runs_is_byte_identical() {
+        let inv = example(false);
+        let whole = export::list_json_string(&inv, false).unwrap();
+        for run in [1, 2, 3, 1000] {
+            let parts = export::list_json_pieces(&inv, |hosts| {
+                hosts.chunks(run).map(export::hostvars_json).collect::<Result<Vec<_>, _>>()
+            })
+            .unwrap();
+            assert_eq!(parts.concat(), whole, "runs of {run}");
+        }
+        let empty = Inventory::default();
+        assert_eq!(
+            export::list_json_pieces(&empty, |h| Ok(vec![export::hostvars_json(h)?])).unwrap().concat(),
+            export::list_json_string(&empty, false).unwrap()
+        );
     }
 }

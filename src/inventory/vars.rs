@@ -1,7 +1,6 @@
 //! Variables with provenance: every value knows which object and field set it, at which
 //! precedence level, and what it replaced.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -55,7 +54,7 @@ impl Level {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Provenance {
     /// Shared: every variable of a host points at the same object.
-    pub object: Arc<ObjRef>,
+    pub object: ObjRef,
     /// Field path within `object`, e.g. `spec.nodeTemplate.ansible.ansibleVars.foo`, or for
     /// ConfigMap/Secret sources, `data.key`.
     pub field: String,
@@ -77,13 +76,14 @@ impl fmt::Display for Provenance {
         if let Some(n) = &self.note {
             write!(f, " ({n})")?;
         }
-        write!(f, " at {}", self.object.origin)
+        write!(f, " at {}", self.object.origin_of(&self.field))
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Var {
-    pub value: Value,
+    /// Shared: the same networks map or route list on every host of a group is one value.
+    pub value: Arc<Value>,
     /// Where the value came from; `None` when the inventory was built without provenance.
     pub trail: Option<Box<Trail>>,
 }
@@ -92,17 +92,66 @@ pub struct Var {
 pub struct Trail {
     pub from: Provenance,
     /// Earlier values of the same variable in the same scope, oldest first.
-    pub overridden: Vec<(Value, Provenance)>,
+    pub overridden: Vec<(Arc<Value>, Provenance)>,
+}
+
+/// A variable's name: most are fixed (`ansible_host`), the rest shared by every host that has
+/// them (`ctlplane_ip`), so names cost an allocation per build, not per host.
+#[derive(Debug, Clone, Eq)]
+pub enum Key {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl std::ops::Deref for Key {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Key::Static(s) => s,
+            Key::Shared(s) => s,
+        }
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl From<&'static str> for Key {
+    fn from(s: &'static str) -> Key {
+        Key::Static(s)
+    }
+}
+
+impl From<String> for Key {
+    fn from(s: String) -> Key {
+        Key::Shared(s.into())
+    }
+}
+
+impl From<Arc<str>> for Key {
+    fn from(s: Arc<str>) -> Key {
+        Key::Shared(s)
+    }
+}
+
+impl serde::Serialize for Key {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self)
+    }
 }
 
 /// An ordered set of variables (sorted by name, as upstream's yaml.v3 output is).
 ///
 /// With `track` off (`inventory --list`, `--host`, export, render), only values are kept:
-/// only `explain` reads provenance, and keeping it cost a 10,000-host `--list` about a tenth
-/// of its peak memory (BENCHMARKS.md).
+/// only `explain` reads provenance. Entries are a sorted list, not a tree: a host has a few
+/// dozen variables, and a 10,000-host inventory is mostly these lists (BENCHMARKS.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vars {
-    entries: BTreeMap<String, Var>,
+    entries: Vec<(Key, Var)>,
     track: bool,
 }
 
@@ -114,22 +163,32 @@ impl Default for Vars {
 
 impl Vars {
     pub fn new(track: bool) -> Self {
-        Vars { entries: BTreeMap::new(), track }
+        Vars { entries: Vec::new(), track }
     }
 
-    pub fn set(&mut self, key: impl Into<String>, value: Value, from: Provenance) {
-        use std::collections::btree_map::Entry;
-        let track = self.track;
-        match self.entries.entry(key.into()) {
-            Entry::Vacant(e) => {
-                let trail = track.then(|| Box::new(Trail { from, overridden: Vec::new() }));
-                e.insert(Var { value, trail });
+    pub fn set(&mut self, key: impl Into<Key>, value: impl Into<Arc<Value>>, from: Provenance) {
+        self.put(key, value, || from);
+    }
+
+    /// Sets `key`; `from` is called only when this `Vars` keeps provenance.
+    pub fn put(
+        &mut self,
+        key: impl Into<Key>,
+        value: impl Into<Arc<Value>>,
+        from: impl FnOnce() -> Provenance,
+    ) {
+        let key = key.into();
+        let value = value.into();
+        match self.entries.binary_search_by(|(k, _)| (**k).cmp(&*key)) {
+            Err(at) => {
+                let trail = self.track.then(|| Box::new(Trail { from: from(), overridden: Vec::new() }));
+                self.entries.insert(at, (key, Var { value, trail }));
             }
-            Entry::Occupied(mut e) => {
-                let var = e.get_mut();
+            Ok(at) => {
+                let var = &mut self.entries[at].1;
                 let old_value = std::mem::replace(&mut var.value, value);
                 if let Some(t) = &mut var.trail {
-                    let old_from = std::mem::replace(&mut t.from, from);
+                    let old_from = std::mem::replace(&mut t.from, from());
                     t.overridden.push((old_value, old_from));
                 }
             }
@@ -137,15 +196,15 @@ impl Vars {
     }
 
     pub fn get(&self, key: &str) -> Option<&Var> {
-        self.entries.get(key)
+        self.entries.binary_search_by(|(k, _)| (**k).cmp(key)).ok().map(|i| &self.entries[i].1)
     }
 
     pub fn contains(&self, key: &str) -> bool {
-        self.entries.contains_key(key)
+        self.get(key).is_some()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Var)> {
-        self.entries.iter()
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Var)> {
+        self.entries.iter().map(|(k, v)| (&**k, v))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -156,16 +215,21 @@ impl Vars {
         self.entries.len()
     }
 
+    /// Gives back the room the list grew into; for a finished host.
+    pub fn shrink(&mut self) {
+        self.entries.shrink_to_fit();
+    }
+
     /// The plain values, as Ansible sees them.
     pub fn to_json(&self) -> serde_json::Map<String, Value> {
-        self.entries.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+        self.entries.iter().map(|(k, v)| (k.to_string(), (*v.value).clone())).collect()
     }
 }
 
 /// Serializes as a mapping of names to plain values, without copying them.
 impl serde::Serialize for Vars {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.entries.iter().map(|(k, v)| (k, &v.value)))
+        s.collect_map(self.entries.iter().map(|(k, v)| (k, &*v.value)))
     }
 }
 
@@ -176,11 +240,7 @@ mod tests {
 
     fn prov(field: &str) -> Provenance {
         Provenance {
-            object: Arc::new(ObjRef {
-                kind: "K".into(),
-                name: "n".into(),
-                origin: Origin::Api { namespace: "ns".into() },
-            }),
+            object: ObjRef::new("K", "n", Origin::Api { namespace: "ns".into() }),
             field: field.into(),
             level: Level::Field,
             scope: Scope::Group,
@@ -195,10 +255,10 @@ mod tests {
         v.set("a", Value::from(1), prov("x"));
         v.set("a", Value::from(2), prov("y"));
         let var = v.get("a").unwrap();
-        assert_eq!(var.value, 2);
+        assert_eq!(*var.value, 2);
         let trail = var.trail.as_ref().unwrap();
         assert_eq!(trail.from.field, "y");
-        assert_eq!(trail.overridden, vec![(Value::from(1), prov("x"))]);
+        assert_eq!(trail.overridden, vec![(Arc::new(Value::from(1)), prov("x"))]);
     }
 
     #[test]
@@ -206,6 +266,6 @@ mod tests {
         let mut v = Vars::new(false);
         v.set("a", Value::from(1), prov("x"));
         v.set("a", Value::from(2), prov("y"));
-        assert_eq!(v.get("a").unwrap(), &Var { value: Value::from(2), trail: None });
+        assert_eq!(v.get("a").unwrap(), &Var { value: Arc::new(Value::from(2)), trail: None });
     }
 }

@@ -10,7 +10,6 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
 use super::{Client, Error};
-use crate::snapshot::manifest::Document;
 use crate::snapshot::resource::Origin;
 use crate::snapshot::{Located, Snapshot, SnapshotError};
 
@@ -281,6 +280,6 @@ fn typed(mut value: Value, kind: &str) -> Value {
     value
 }
 
-fn located(ns: &str, value: Value) -> Located {
-    Located { origin: Origin::Api { namespace: ns.to_string() }, doc: Document { line: 0, value } }
+fn located(ns: &str, value: Value) -> Located<'static> {
+    Located::from_value(Origin::Api { namespace: ns.to_string() }, &value)
 }

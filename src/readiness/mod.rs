@@ -1038,7 +1038,7 @@ impl<'a> GroupContext<'a> {
             id: self.group.id.clone(),
             host_name: crate::model::Field {
                 value: self.group.name.clone(),
-                path: String::new(),
+                path: String::new().into(),
                 defaulted: true,
             },
             section: Default::default(),

@@ -1,16 +1,17 @@
-//! Parses the text of one manifest file into documents.
+//! Parses the text of one manifest file into documents, as kubectl reads it.
 //!
-//! Pure: a file name (for messages) and its text in, documents out. A file may hold several
-//! YAML documents, and a document may be a `kind: List` whose `items` are the objects.
-//! JSON files go through `serde_json` so that their errors carry JSON line numbers.
+//! Pure: a file name (for messages) and its text in, documents out. Text whose first character
+//! opens a JSON object is a stream of JSON values; anything else is YAML, split at `---` lines
+//! into sections that can be parsed independently (on several cores: see `source::dir`). A
+//! document may be a `kind: List` (or `ConfigMapList`, ...) whose `items` are the objects.
 
-use serde_json::Value;
+use crate::yaml::{self, Node, Section};
 
-/// One object found in a manifest, with the line its document (or list item) starts on.
+/// One object found in a manifest, with the line it starts on.
 #[derive(Debug, Clone)]
-pub struct Document {
+pub(crate) struct Document<'a> {
     pub line: u64,
-    pub value: Value,
+    pub node: Node<'a>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -19,79 +20,158 @@ pub struct ParseError {
     pub path: String,
     pub line: u64,
     pub column: u64,
+    pub kind: yaml::ErrorKind,
     pub message: String,
 }
 
-/// Parses `text`, read from `path`, into its documents. Empty documents are skipped.
-pub(crate) fn parse(path: &str, text: &str) -> Result<Vec<Document>, ParseError> {
-    let raw = if path.ends_with(".json") { parse_json(path, text)? } else { parse_yaml(path, text)? };
-    let mut docs = Vec::with_capacity(raw.len());
-    for doc in raw {
-        expand_list(doc, &mut docs);
+impl ParseError {
+    fn new(path: &str, e: yaml::Error) -> ParseError {
+        ParseError {
+            path: path.to_string(),
+            line: e.line,
+            column: e.column,
+            kind: e.kind,
+            message: e.message,
+        }
     }
-    Ok(docs)
 }
 
-fn parse_json(path: &str, text: &str) -> Result<Vec<Document>, ParseError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| ParseError {
-        path: path.to_string(),
-        line: e.line() as u64,
-        column: e.column() as u64,
-        message: strip_position(&e.to_string()),
-    })?;
-    Ok(vec![Document { line: 1, value }])
+/// How a file is read: JSON in one piece, or YAML in kubectl's sections.
+#[derive(Debug, Clone)]
+pub(crate) enum Layout {
+    Json,
+    Yaml(Vec<Section>),
 }
 
-fn parse_yaml(path: &str, text: &str) -> Result<Vec<Document>, ParseError> {
-    let docs: Vec<serde_saphyr::Spanned<Value>> =
-        serde_saphyr::from_multiple(text).map_err(|e| yaml_error(path, &e))?;
-    Ok(docs
-        .into_iter()
-        .filter(|d| !d.value.is_null())
-        .map(|d| Document { line: d.referenced.line(), value: d.value })
-        .collect())
+/// Decides how to read `text`, splitting YAML into its sections. A file named `.json` whose
+/// text does not open an object is read as YAML, as kubectl would.
+pub(crate) fn layout(path: &str, text: &str) -> Result<Layout, ParseError> {
+    if yaml::looks_like_json(text) {
+        // A `.yaml` file may hold a YAML flow mapping that is not JSON; kubectl would fail on
+        // it, but YAML reads it, so only a real JSON file insists on JSON.
+        if path.ends_with(".json") || yaml::json_documents(text).is_ok() {
+            return Ok(Layout::Json);
+        }
+    }
+    yaml::sections(text).map(Layout::Yaml).map_err(|e| ParseError::new(path, e))
 }
 
-fn yaml_error(path: &str, e: &serde_saphyr::Error) -> ParseError {
-    let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-    // The rendered form carries a source snippet over several lines; keep the first line, which
-    // states the problem, since callers print one line.
-    let rendered = e.to_string();
-    let message = rendered
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("invalid YAML")
-        .trim_start_matches("error: ")
-        .to_string();
-    // saphyr prefixes the position we already print.
-    let message = match message.split_once(": ") {
-        Some((pos, rest)) if pos.starts_with("line ") && pos.contains(" column ") => rest.to_string(),
-        _ => message,
+/// The documents of a JSON file, `kind: List` items expanded.
+pub(crate) fn json<'a>(path: &str, text: &'a str) -> Result<Vec<Document<'a>>, ParseError> {
+    let docs = yaml::json_documents(text).map_err(|e| ParseError::new(path, e))?;
+    let mut out = Vec::with_capacity(docs.len());
+    for node in docs {
+        expand_list(Document { line: u64::from(node.line), node }, &mut out);
+    }
+    Ok(out)
+}
+
+/// The document of one YAML section (none for a section of comments), `kind: List` expanded.
+pub(crate) fn section<'a>(path: &str, text: &'a str, s: &Section) -> Result<Vec<Document<'a>>, ParseError> {
+    let mut out = Vec::new();
+    if let Some(node) = yaml::section(text, s).map_err(|e| ParseError::new(path, e))? {
+        expand_list(Document { line: u64::from(node.line), node }, &mut out);
+    }
+    Ok(out)
+}
+
+/// What a streaming read gave ([`section_streaming`], [`json_streaming`]).
+pub(crate) enum Streamed<'a> {
+    /// Nothing was streamed: these are the documents.
+    Documents(Vec<Document<'a>>),
+    /// The root was a `kind: List`: its items went, one by one, to the caller.
+    List,
+    /// Items went to the caller, but the root was no List (or the JSON text held several
+    /// documents): drop what was made of them and read the text again without streaming.
+    Again,
+}
+
+/// The documents of one YAML section, a `kind: List`'s items given to `items` one by one as
+/// they are read (see `yaml::section_streaming`), so that each can be decoded and its tree
+/// freed before the next is built.
+pub(crate) fn section_streaming<'a>(
+    path: &str,
+    text: &'a str,
+    s: &Section,
+    items: &mut dyn FnMut(Document<'a>),
+) -> Result<Streamed<'a>, ParseError> {
+    let mut streamed = 0;
+    let mut sink = |node: Node<'a>| {
+        streamed += 1;
+        let mut docs = Vec::new();
+        expand_list(Document { line: u64::from(node.line), node }, &mut docs);
+        docs.into_iter().for_each(&mut *items);
     };
-    ParseError { path: path.to_string(), line, column, message: strip_position(&message) }
+    let root = yaml::section_streaming(text, s, &mut sink).map_err(|e| ParseError::new(path, e))?;
+    Ok(finish(root, streamed))
 }
 
-/// serde_json appends " at line X column Y"; the caller prints the position itself.
-fn strip_position(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) => msg[..i].to_string(),
-        None => msg.to_string(),
+/// The documents of a JSON file, a single `kind: List`'s items given to `items` one by one.
+pub(crate) fn json_streaming<'a>(
+    path: &str,
+    text: &'a str,
+    items: &mut dyn FnMut(Document<'a>),
+) -> Result<Streamed<'a>, ParseError> {
+    let lead = text.len() - text.trim_start().len();
+    let line = 1 + text[..lead].bytes().filter(|&b| b == b'\n').count() as u64;
+    let mut streamed = 0;
+    let mut sink = |node: Node<'a>| {
+        streamed += 1;
+        let mut docs = Vec::new();
+        // JSON nodes carry no line: items are placed at their List.
+        expand_list(Document { line, node }, &mut docs);
+        docs.into_iter().for_each(&mut *items);
+    };
+    match yaml::json_document_streaming(text, &mut sink).map_err(|e| ParseError::new(path, e))? {
+        None => Ok(Streamed::Again),
+        root => Ok(finish(root, streamed)),
     }
 }
 
-fn expand_list(doc: Document, out: &mut Vec<Document>) {
-    let is_list =
-        doc.value.get("kind").and_then(Value::as_str).is_some_and(|k| k == "List" || k.ends_with("List"))
-            && doc.value.get("items").is_some_and(Value::is_array);
+fn finish(root: Option<Node<'_>>, streamed: usize) -> Streamed<'_> {
+    let Some(root) = root else { return Streamed::Documents(Vec::new()) };
+    if streamed == 0 {
+        let mut docs = Vec::new();
+        expand_list(Document { line: u64::from(root.line), node: root }, &mut docs);
+        return Streamed::Documents(docs);
+    }
+    if root.get("kind").and_then(Node::as_str).is_some_and(|k| k.ends_with("List")) {
+        Streamed::List
+    } else {
+        Streamed::Again
+    }
+}
+
+/// Every document of `text`, read from `path`, on this thread. Null documents are skipped.
+pub(crate) fn parse<'a>(path: &str, text: &'a str) -> Result<Vec<Document<'a>>, ParseError> {
+    match layout(path, text)? {
+        Layout::Json => json(path, text),
+        Layout::Yaml(sections) => {
+            let mut out = Vec::new();
+            for s in &sections {
+                out.extend(section(path, text, s)?);
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn expand_list<'a>(mut doc: Document<'a>, out: &mut Vec<Document<'a>>) {
+    if doc.node.is_null() {
+        return;
+    }
+    let is_list = doc.node.get("kind").and_then(Node::as_str).is_some_and(|k| k.ends_with("List"))
+        && doc.node.get("items").is_some_and(|i| matches!(i.data, yaml::Data::Seq(_)));
     if !is_list {
         out.push(doc);
         return;
     }
-    let Value::Object(mut map) = doc.value else { unreachable!("checked above") };
-    if let Some(Value::Array(items)) = map.remove("items") {
+    if let Some(Node { data: yaml::Data::Seq(items), .. }) = doc.node.take("items") {
+        out.reserve(items.len());
         for item in items {
-            expand_list(Document { line: doc.line, value: item }, out);
+            // JSON nodes carry no line: such items are placed at their List.
+            let line = if item.line == 0 { doc.line } else { u64::from(item.line) };
+            expand_list(Document { line, node: item }, out);
         }
     }
 }
@@ -100,22 +180,26 @@ fn expand_list(doc: Document, out: &mut Vec<Document>) {
 mod tests {
     use super::*;
 
+    fn kinds(docs: &[Document]) -> Vec<String> {
+        docs.iter().map(|d| d.node.get("kind").and_then(Node::as_str).unwrap_or("-").to_string()).collect()
+    }
+
     #[test]
     fn multi_document_yaml_keeps_start_lines() {
         let text = "---\nkind: A\nmetadata: {name: a}\n---\n# comment\nkind: B\n---\n";
         let docs = parse("x.yaml", text).unwrap();
-        assert_eq!(docs.len(), 2);
-        assert_eq!(docs[0].value["kind"], "A");
-        assert_eq!(docs[1].value["kind"], "B");
-        assert!(docs[1].line > docs[0].line);
+        assert_eq!(kinds(&docs), ["A", "B"]);
+        assert_eq!((docs[0].line, docs[1].line), (2, 6));
     }
 
     #[test]
-    fn list_items_become_documents() {
+    fn list_items_become_documents_at_their_own_lines() {
         let text = "apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n- kind: Secret\n";
         let docs = parse("l.yaml", text).unwrap();
-        let kinds: Vec<_> = docs.iter().map(|d| d.value["kind"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["ConfigMap", "Secret"]);
+        assert_eq!(kinds(&docs), ["ConfigMap", "Secret"]);
+        assert_eq!((docs[0].line, docs[1].line), (4, 5));
+        let docs = parse("l.json", r#"{"kind": "ConfigMapList", "items": [{"kind": "ConfigMap"}]}"#).unwrap();
+        assert_eq!((kinds(&docs), docs[0].line), (vec!["ConfigMap".to_string()], 1));
     }
 
     #[test]
@@ -130,11 +214,55 @@ mod tests {
     fn json_errors_name_file_and_line() {
         let err = parse("bad.json", "{\n  \"kind\": \n}").unwrap_err();
         assert_eq!((err.path.as_str(), err.line), ("bad.json", 3));
+        assert!(err.message.ends_with("fix the JSON syntax"), "{err}");
+    }
+
+    #[test]
+    fn json_streams_and_yaml_flow_mappings() {
+        assert_eq!(kinds(&parse("s.json", "{\"kind\": \"A\"}\n{\"kind\": \"B\"}").unwrap()), ["A", "B"]);
+        // Not JSON, but YAML: a .yaml file may hold a flow mapping.
+        assert_eq!(kinds(&parse("f.yaml", "{kind: A, metadata: {name: x}}\n").unwrap()), ["A"]);
+        assert!(parse("f.json", "{kind: A}\n").is_err());
+    }
+
+    fn streamed(text: &str, json: bool) -> (Vec<String>, &'static str) {
+        let mut items = Vec::new();
+        let result = if json {
+            json_streaming("s.json", text, &mut |d| items.push(d))
+        } else {
+            let s = yaml::sections(text).unwrap()[0];
+            section_streaming("s.yaml", text, &s, &mut |d| items.push(d))
+        };
+        let (docs, how) = match result.unwrap() {
+            Streamed::Documents(docs) => (docs, "documents"),
+            Streamed::List => (items, "list"),
+            Streamed::Again => (items, "again"),
+        };
+        (kinds(&docs), how)
+    }
+
+    #[test]
+    fn list_items_stream_and_other_documents_do_not() {
+        let list = "apiVersion: v1\nitems:\n- {kind: A}\n- {kind: BList, items: [{kind: C}]}\nkind: List\n";
+        assert_eq!(streamed(list, false), (vec!["A".to_string(), "C".to_string()], "list"));
+        let json = r#"{"items": [{"kind": "A"}, {"kind": "B"}], "kind": "ConfigMapList"}"#;
+        assert_eq!(streamed(json, true), (vec!["A".to_string(), "B".to_string()], "list"));
+        // `items` in something that is no List: read again, as one document.
+        assert_eq!(streamed("items: [{kind: A}]\nkind: Thing\n", false).1, "again");
+        assert_eq!(streamed(r#"{"items": [1], "kind": "Thing"}"#, true).1, "again");
+        assert_eq!(streamed(r#"{"kind": "A"} {"kind": "B"}"#, true).1, "again");
+        assert_eq!(streamed("kind: A\n", false), (vec!["A".to_string()], "documents"));
+        // An anchored list is kept whole: aliases may name it.
+        assert_eq!(
+            streamed("items: &i [{kind: A}]\nkind: List\n", false),
+            (vec!["A".to_string()], "documents")
+        );
     }
 
     #[test]
     fn empty_documents_are_skipped() {
         assert!(parse("e.yaml", "---\n---\n").unwrap().is_empty());
         assert!(parse("e.yaml", "").unwrap().is_empty());
+        assert!(parse("e.yaml", "--- # nothing\n~\n").unwrap().is_empty());
     }
 }

@@ -18,9 +18,10 @@ use self::evidence::Evidence;
 use self::manifest::Document;
 use self::resource::{
     AGENT_GROUP, BAREMETAL_GROUP, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DataSource,
-    DecodeError, DnsMasqStatus, IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec, NodeSetSpec,
-    NodeSpec, ObjRef, Object, Origin, RoleSpec, ServiceSpec,
+    DecodeError, DnsMasqStatus, FieldLines, IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec,
+    NodeSetSpec, NodeSpec, ObjRef, Object, Origin, RoleSpec, ServiceSpec,
 };
+use crate::yaml::{Data, Node};
 
 /// ConfigMap contents: text keys and binary keys.
 #[derive(Debug, Clone, Default)]
@@ -69,7 +70,8 @@ pub struct Snapshot {
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("{0}; fix the YAML/JSON syntax")]
+    /// Unreadable YAML or JSON, or input past a limit; the message says which and what to do.
+    #[error("{0}")]
     Parse(#[from] manifest::ParseError),
     #[error(
         "{origin}: document is not a Kubernetes object: {reason}; every document needs apiVersion, kind and metadata.name"
@@ -135,37 +137,147 @@ fn classify(api_version: &str, kind: &str) -> Option<KnownKind> {
 
 /// The identity and origin of a document about to be decoded.
 #[derive(Debug, Clone)]
-pub struct Located {
+pub struct Located<'a> {
     pub origin: Origin,
-    pub doc: Document,
+    pub node: Node<'a>,
 }
 
-/// Parses and decodes one manifest file's text (read from `path`) into its own snapshot. A
-/// file in which no document is a mapping with `apiVersion` or `kind` is not a manifest at
-/// all: it is skipped and named in [`Snapshot::not_manifests`]. A file with at least one
-/// object keeps today's strictness: every document must be an object.
+impl Located<'static> {
+    /// A document that arrived as JSON from the API server (or was written in a test).
+    pub fn from_value(origin: Origin, value: &Value) -> Located<'static> {
+        Located { origin, node: Node::from_value(value) }
+    }
+}
+
+/// Parses and decodes one manifest file's text (read from `path`) into its own snapshot, on
+/// this thread. See [`FilePart`] for the rules; `source::dir` does the same on every core.
 pub(crate) fn from_file_text(
     path: &str,
     text: &str,
     namespace: Option<&str>,
 ) -> Result<Snapshot, SnapshotError> {
-    let docs = manifest::parse(path, text)?;
-    let looks_like_object =
-        |d: &Document| d.value.get("apiVersion").is_some() || d.value.get("kind").is_some();
-    if !docs.is_empty() && !docs.iter().any(looks_like_object) {
-        return Ok(Snapshot { not_manifests: vec![path.to_string()], ..Default::default() });
+    let mut part = FilePart::new();
+    match manifest::parse(path, text) {
+        Ok(docs) => part.add(path, docs, namespace, false),
+        Err(e) => part = part.then_failed(e.into()),
     }
-    let located = docs
-        .into_iter()
-        .map(|doc| Located { origin: Origin::File { path: path.to_string(), line: doc.line }, doc });
-    Snapshot::from_documents_unchecked(located, namespace)
+    FilePart::assemble(path, vec![part])
+}
+
+/// What a piece of one file (a run of its YAML sections, or a whole JSON file) decoded to.
+///
+/// A file in which no document is a mapping with `apiVersion` or `kind` is not a manifest at
+/// all (a settings file, Helm values beside the manifests): it is skipped and named in
+/// [`Snapshot::not_manifests`]. A file with at least one object keeps today's strictness:
+/// every document must be an object. Which case applies is known only once every piece of the
+/// file is decoded, so a piece keeps its first non-object document's error aside.
+#[derive(Debug)]
+pub(crate) struct FilePart {
+    snap: Snapshot,
+    /// Documents that look like Kubernetes objects.
+    objects: usize,
+    /// The first document that is not an object, if that came before any hard error.
+    not_object: Option<SnapshotError>,
+    /// A syntax or decoding error; the piece stops there.
+    error: Option<SnapshotError>,
+}
+
+impl FilePart {
+    pub(crate) fn new() -> FilePart {
+        FilePart { snap: Snapshot::default(), objects: 0, not_object: None, error: None }
+    }
+
+    /// Decodes more documents of this piece, unless an earlier one failed; `lines` keeps every
+    /// field's line on the objects (for `explain`). Callers pass each section's documents (or
+    /// List item) as soon as it is parsed, so only one tree is alive at a time.
+    pub(crate) fn add(&mut self, path: &str, docs: Vec<Document<'_>>, namespace: Option<&str>, lines: bool) {
+        if self.error.is_some() {
+            return;
+        }
+        // Typed objects are large: give the usual kinds their room at once.
+        let kinds: Vec<Option<KnownKind>> = docs
+            .iter()
+            .map(|d| {
+                let text = |k: &str| d.node.get(k).and_then(Node::as_str).unwrap_or_default();
+                classify(text("apiVersion"), text("kind"))
+            })
+            .collect();
+        let count = |k: KnownKind| kinds.iter().filter(|x| **x == Some(k)).count();
+        self.snap.nodes.reserve(count(KnownKind::Node));
+        self.snap.roles.reserve(count(KnownKind::Role));
+        self.snap.ipsets.reserve(count(KnownKind::IpSet));
+        self.snap.config_maps.reserve(count(KnownKind::ConfigMap));
+        self.snap.secrets.reserve(count(KnownKind::Secret));
+        for doc in docs {
+            let looks_like_object = doc.node.get("apiVersion").is_some() || doc.node.get("kind").is_some();
+            self.objects += usize::from(looks_like_object);
+            let origin = Origin::File { path: path.to_string(), line: doc.line };
+            let field_lines = if lines {
+                let mut entries = Vec::new();
+                doc.node.field_lines(&mut entries);
+                FieldLines::new(path, entries)
+            } else {
+                FieldLines::default()
+            };
+            match self.snap.add(origin, field_lines, doc.node, namespace) {
+                Ok(()) => {}
+                Err(e) if !looks_like_object => {
+                    self.not_object.get_or_insert(e);
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Adds what `other`, the documents that follow, decoded to: its objects and first
+    /// problems come after this piece's, and nothing does once this piece has failed.
+    pub(crate) fn absorb(&mut self, other: FilePart) {
+        if self.error.is_some() {
+            return;
+        }
+        self.snap.absorb(other.snap);
+        self.objects += other.objects;
+        if self.not_object.is_none() {
+            self.not_object = other.not_object;
+        }
+        self.error = other.error;
+    }
+
+    /// This piece, whose text stopped parsing after its documents (an error after them).
+    pub(crate) fn then_failed(mut self, e: SnapshotError) -> FilePart {
+        self.error.get_or_insert(e);
+        self
+    }
+
+    /// The snapshot of a whole file from its pieces, in order; the first problem in document
+    /// order wins.
+    pub(crate) fn assemble(path: &str, parts: Vec<FilePart>) -> Result<Snapshot, SnapshotError> {
+        let objects: usize = parts.iter().map(|p| p.objects).sum();
+        let mut snaps = Vec::with_capacity(parts.len());
+        let mut docs = 0;
+        for p in parts {
+            docs += p.objects + usize::from(p.not_object.is_some());
+            match (p.not_object, p.error) {
+                (Some(e), _) if objects > 0 => return Err(e),
+                (_, Some(e)) => return Err(e),
+                _ => snaps.push(p.snap),
+            }
+        }
+        if objects == 0 && docs > 0 {
+            return Ok(Snapshot { not_manifests: vec![path.to_string()], ..Default::default() });
+        }
+        Ok(Snapshot::concat(snaps))
+    }
 }
 
 impl Snapshot {
     /// Builds a snapshot from documents. `namespace`, when given, keeps only objects in that
     /// namespace (objects that name no namespace are kept: manifests often leave it out).
-    pub fn from_documents(
-        docs: impl IntoIterator<Item = Located>,
+    pub fn from_documents<'a>(
+        docs: impl IntoIterator<Item = Located<'a>>,
         namespace: Option<&str>,
     ) -> Result<Snapshot, SnapshotError> {
         let snap = Snapshot::from_documents_unchecked(docs, namespace)?;
@@ -175,13 +287,13 @@ impl Snapshot {
 
     /// [`Snapshot::from_documents`] without the duplicate check, for sources that build one
     /// snapshot from many parts and check once at the end.
-    pub fn from_documents_unchecked(
-        docs: impl IntoIterator<Item = Located>,
+    pub fn from_documents_unchecked<'a>(
+        docs: impl IntoIterator<Item = Located<'a>>,
         namespace: Option<&str>,
     ) -> Result<Snapshot, SnapshotError> {
         let mut snap = Snapshot::default();
-        for Located { origin, doc } in docs {
-            snap.add(origin, doc.value, namespace)?;
+        for Located { origin, node } in docs {
+            snap.add(origin, FieldLines::default(), node, namespace)?;
         }
         Ok(snap)
     }
@@ -189,16 +301,17 @@ impl Snapshot {
     fn add(
         &mut self,
         origin: Origin,
-        mut value: Value,
+        lines: FieldLines,
+        node: Node<'_>,
         namespace: Option<&str>,
     ) -> Result<(), SnapshotError> {
         let not_object =
             |reason: &str| SnapshotError::NotAnObject { origin: origin.clone(), reason: reason.to_string() };
-        if !value.is_object() {
+        if !node.is_map() {
             return Err(not_object("it is not a mapping"));
         }
         let (Some(api_version), Some(kind)) =
-            (value.get("apiVersion").and_then(Value::as_str), value.get("kind").and_then(Value::as_str))
+            (node.get("apiVersion").and_then(Node::as_str), node.get("kind").and_then(Node::as_str))
         else {
             return Err(not_object("apiVersion or kind is missing or not a string"));
         };
@@ -207,8 +320,9 @@ impl Snapshot {
             return Ok(());
         };
         let kind = kind.to_string();
-        let provisional = ObjRef { kind: kind.clone(), name: String::new(), origin: origin.clone() };
-        let meta: Meta = resource::decode("metadata", value.get("metadata").unwrap_or(&Value::Null))
+        let null = Node::new(node.line, Data::Null);
+        let provisional = ObjRef::new(kind.clone(), String::new(), origin.clone());
+        let meta: Meta = resource::decode_node("metadata", node.get("metadata").unwrap_or(&null))
             .map_err(|error| SnapshotError::Invalid { object: provisional, kind: kind.clone(), error })?;
         if meta.name.is_empty() {
             return Err(not_object("metadata.name is missing or empty"));
@@ -218,24 +332,25 @@ impl Snapshot {
         {
             return Ok(());
         }
-        let id = ObjRef { kind: kind.clone(), name: meta.name.clone(), origin };
+        let id = ObjRef::with_lines(kind.clone(), meta.name.clone(), origin, lines);
         let invalid =
             |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
-        // An absent spec or status is an empty one, as the API server treats it. Taken out of
-        // the document rather than copied: manifests can be large.
-        let mut take = |name: &str| match value.as_object_mut().and_then(|m| m.remove(name)) {
-            None | Some(Value::Null) => Value::Object(Default::default()),
-            Some(v) => v,
+        // An absent spec or status is an empty one, as the API server treats it.
+        let empty = Node::new(node.line, Data::Map(Vec::new()));
+        let part = |name: &str| match node.get(name) {
+            None => &empty,
+            Some(n) if n.is_null() => &empty,
+            Some(n) => n,
         };
         macro_rules! push {
             ($vec:ident, $field:literal) => {{
-                let body = resource::decode_owned($field, take($field)).map_err(invalid)?;
+                let body = resource::decode_node($field, part($field)).map_err(invalid)?;
                 self.$vec.push(Object { id: id.clone(), meta, body });
             }};
         }
         macro_rules! status {
             ($map:ident) => {{
-                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 self.evidence.$map.insert(id.name.clone(), status);
             }};
         }
@@ -254,31 +369,31 @@ impl Snapshot {
                 push!(nodesets, "spec")
             }
             KnownKind::Deployment => {
-                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
-                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 self.evidence.deployments.push(evidence::Deployment { id, meta, spec, status });
             }
             KnownKind::Job => {
-                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
-                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 self.evidence.jobs.push(evidence::Job { id, meta, spec, status });
             }
             KnownKind::BaremetalSet => {
-                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 self.evidence.baremetal_sets.push(evidence::BaremetalSet { id, meta, status });
             }
             KnownKind::NodeReport => {
-                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
-                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 self.evidence.reports.push(evidence::NodeReport { id, meta, spec, status });
             }
             KnownKind::RollupReport => {
-                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
-                let status = resource::decode_owned("status", take("status")).map_err(invalid)?;
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 self.evidence.rollups.push(evidence::NodeReport { id, meta, spec, status });
             }
             KnownKind::Lease => {
-                let spec = resource::decode_owned("spec", take("spec")).map_err(invalid)?;
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
                 self.evidence.leases.push(evidence::Lease { id, meta, spec });
             }
             KnownKind::Service => push!(services, "spec"),
@@ -287,7 +402,7 @@ impl Snapshot {
             KnownKind::DnsMasq => push!(dnsmasqs, "status"),
             KnownKind::ConfigMap => {
                 let cm: k8s_openapi::api::core::v1::ConfigMap =
-                    resource::decode_owned("", value).map_err(invalid)?;
+                    resource::decode_node("", &node).map_err(invalid)?;
                 let body = ConfigMapData {
                     data: cm.data.unwrap_or_default(),
                     binary: cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect(),
@@ -296,7 +411,7 @@ impl Snapshot {
             }
             KnownKind::Secret => {
                 let s: k8s_openapi::api::core::v1::Secret =
-                    resource::decode_owned("", value).map_err(invalid)?;
+                    resource::decode_node("", &node).map_err(invalid)?;
                 let mut data: BTreeMap<String, Vec<u8>> =
                     s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
                 // The API server merges stringData over data on write; do the same.
@@ -305,7 +420,10 @@ impl Snapshot {
                 }
                 self.secrets.push(Object { id, meta, body: SecretData { data } });
             }
-            KnownKind::OpenStack => self.openstack.push(Object { id, meta, body: value }),
+            KnownKind::OpenStack => {
+                let body = node.to_value();
+                self.openstack.push(Object { id, meta, body });
+            }
         }
         Ok(())
     }
@@ -319,26 +437,58 @@ impl Snapshot {
     /// Adds every object of `other` without checking for duplicates; call
     /// [`Snapshot::check_duplicates`] when done.
     pub fn absorb(&mut self, other: Snapshot) {
-        self.dataplanes.extend(other.dataplanes);
-        self.roles.extend(other.roles);
-        self.nodes.extend(other.nodes);
-        self.nodesets.extend(other.nodesets);
-        self.services.extend(other.services);
-        self.ipsets.extend(other.ipsets);
-        self.netconfigs.extend(other.netconfigs);
-        self.dnsmasqs.extend(other.dnsmasqs);
-        self.config_maps.extend(other.config_maps);
-        self.secrets.extend(other.secrets);
-        self.openstack.extend(other.openstack);
-        self.evidence.absorb(other.evidence);
-        self.ignored += other.ignored;
-        self.not_manifests.extend(other.not_manifests);
+        *self = Snapshot::concat(vec![std::mem::take(self), other]);
+    }
+
+    /// The objects of every part, in order. Each list is allocated once: typed objects are
+    /// large, and growing the lists part by part copied them over and over.
+    pub fn concat(parts: Vec<Snapshot>) -> Snapshot {
+        fn join<T>(parts: &mut [Snapshot], list: impl Fn(&mut Snapshot) -> &mut Vec<T>) -> Vec<T> {
+            let total = parts.iter_mut().map(|p| list(p).len()).sum();
+            // One part holding them all (a single file or source) gives its list as it is.
+            for p in parts.iter_mut() {
+                let l = list(p);
+                if l.len() == total {
+                    return std::mem::take(l);
+                }
+                if !l.is_empty() {
+                    break;
+                }
+            }
+            let mut out = Vec::with_capacity(total);
+            for p in parts.iter_mut() {
+                // Taken, so each part's buffer is freed as soon as it is copied.
+                out.extend(std::mem::take(list(p)));
+            }
+            out
+        }
+        let mut parts = parts;
+        Snapshot {
+            dataplanes: join(&mut parts, |p| &mut p.dataplanes),
+            roles: join(&mut parts, |p| &mut p.roles),
+            nodes: join(&mut parts, |p| &mut p.nodes),
+            nodesets: join(&mut parts, |p| &mut p.nodesets),
+            services: join(&mut parts, |p| &mut p.services),
+            ipsets: join(&mut parts, |p| &mut p.ipsets),
+            netconfigs: join(&mut parts, |p| &mut p.netconfigs),
+            dnsmasqs: join(&mut parts, |p| &mut p.dnsmasqs),
+            config_maps: join(&mut parts, |p| &mut p.config_maps),
+            secrets: join(&mut parts, |p| &mut p.secrets),
+            openstack: join(&mut parts, |p| &mut p.openstack),
+            evidence: parts.iter_mut().fold(Evidence::default(), |mut e, p| {
+                e.absorb(std::mem::take(&mut p.evidence));
+                e
+            }),
+            ignored: parts.iter().map(|p| p.ignored).sum(),
+            not_manifests: join(&mut parts, |p| &mut p.not_manifests),
+        }
     }
 
     /// Fails on the first object defined twice (same kind and name), naming both places.
     pub fn check_duplicates(&self) -> Result<(), SnapshotError> {
         fn check<T>(objs: &[Object<T>]) -> Result<(), SnapshotError> {
-            let mut seen: BTreeMap<(&str, &str), &Origin> = BTreeMap::new();
+            let mut seen: std::collections::HashMap<(&str, &str), &Origin> =
+                std::collections::HashMap::with_capacity(objs.len());
             for o in objs {
                 if let Some(first) = seen.insert((o.id.kind.as_str(), o.id.name.as_str()), &o.id.origin) {
                     return Err(SnapshotError::Duplicate {
@@ -439,8 +589,8 @@ mod tests {
 
     use super::*;
 
-    fn located(line: u64, value: Value) -> Located {
-        Located { origin: Origin::File { path: "t.yaml".into(), line }, doc: Document { line, value } }
+    fn located(line: u64, value: Value) -> Located<'static> {
+        Located::from_value(Origin::File { path: "t.yaml".into(), line }, &value)
     }
 
     #[test]

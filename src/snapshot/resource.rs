@@ -57,6 +57,35 @@ pub struct Meta {
     pub labels: BTreeMap<String, String>,
 }
 
+/// `ansibleVars` as written: a mapping of variable names to values (the CRD's
+/// `map[string]RawJSON`), or anything else, which the inventory refuses unless it is the
+/// earliest CRD's string of YAML. A mapping is kept as a list in key order: most hold a handful
+/// of variables, and a tree for each node was a large share of a 10,000-node run's memory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnsibleVars {
+    Map(Vec<(String, Value)>),
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for AnsibleVars {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::Object(m) => AnsibleVars::Map(m.into_iter().collect()),
+            other => AnsibleVars::Other(other),
+        })
+    }
+}
+
+impl AnsibleVars {
+    /// As a plain JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            AnsibleVars::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+            AnsibleVars::Other(v) => v.clone(),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Seeds' model: OpenStackDataPlane / OpenStackDataPlaneRole / OpenStackDataPlaneNode (2023).
 
@@ -70,7 +99,7 @@ pub struct LegacyNodeSection {
     pub ansible_port: Option<i64>,
     /// A mapping, or (in the earliest CRD, `5ebd8ad4`) a string holding YAML.
     #[serde(default)]
-    pub ansible_vars: Option<Value>,
+    pub ansible_vars: Option<AnsibleVars>,
     #[serde(default, rename = "ansibleSSHPrivateKeySecret")]
     pub ansible_ssh_private_key_secret: Option<String>,
     #[serde(default)]
@@ -168,7 +197,7 @@ pub struct AnsibleOpts {
     #[serde(default)]
     pub ansible_port: Option<i64>,
     #[serde(default)]
-    pub ansible_vars: Option<Value>,
+    pub ansible_vars: Option<AnsibleVars>,
     #[serde(default, deserialize_with = "nullable")]
     pub ansible_vars_from: Vec<DataSource>,
     #[serde(flatten)]
@@ -397,21 +426,162 @@ pub struct Object<T> {
     pub body: T,
 }
 
-/// Names an object for people: its kind, name, and the place it was read from.
+/// Names an object for people: its kind, name, and the place it was read from. Shared: every
+/// variable, host and error that names an object clones this, so a clone is a reference count.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjRef {
+pub struct ObjRef(std::sync::Arc<ObjId>);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjId {
     pub kind: String,
     pub name: String,
     pub origin: Origin,
+    /// Where each of its fields was written, when the source was read for `explain`.
+    pub lines: FieldLines,
+}
+
+impl std::ops::Deref for ObjRef {
+    type Target = ObjId;
+
+    fn deref(&self) -> &ObjId {
+        &self.0
+    }
+}
+
+impl ObjRef {
+    pub fn new(kind: impl Into<String>, name: impl Into<String>, origin: Origin) -> ObjRef {
+        ObjRef::with_lines(kind, name, origin, FieldLines::default())
+    }
+
+    pub fn with_lines(
+        kind: impl Into<String>,
+        name: impl Into<String>,
+        origin: Origin,
+        lines: FieldLines,
+    ) -> ObjRef {
+        ObjRef(std::sync::Arc::new(ObjId { kind: kind.into(), name: name.into(), origin, lines }))
+    }
+
+    /// Where `field` (`spec.nodeTemplate.ansibleVars.edpm_x`) was written: its own line when
+    /// the lines were kept, else the nearest enclosing field's, else the object's.
+    pub fn origin_of(&self, field: &str) -> Origin {
+        self.lines.origin_of(field).unwrap_or_else(|| self.origin.clone())
+    }
+}
+
+/// The line of every field of one document, shared by everything that names the object. It
+/// never takes part in comparisons: two references to one object are equal whether or not
+/// they carry lines.
+#[derive(Clone, Default)]
+pub struct FieldLines {
+    index: Option<std::sync::Arc<FieldIndex>>,
+    /// For an object expanded from another (an OpenStackDataPlane's inline Role), where its
+    /// `spec` sits inside that object (`spec.roles.edpm-compute`).
+    spec_at: Option<String>,
+}
+
+struct FieldIndex {
+    file: String,
+    lines: std::collections::HashMap<String, u32>,
+}
+
+impl FieldLines {
+    /// Lines of a document read from `file`: field paths as `Node::field_lines` writes them.
+    /// Fields without a line (JSON text) are left out: they are shown at their object.
+    pub fn new(file: &str, entries: Vec<(String, u32)>) -> FieldLines {
+        let lines: std::collections::HashMap<String, u32> =
+            entries.into_iter().filter(|(_, l)| *l > 0).collect();
+        if lines.is_empty() {
+            return FieldLines::default();
+        }
+        FieldLines {
+            index: Some(std::sync::Arc::new(FieldIndex { file: file.to_string(), lines })),
+            spec_at: None,
+        }
+    }
+
+    /// The lines of an object whose `spec` is written at `path` inside this one.
+    pub fn spec_at(&self, path: &str) -> FieldLines {
+        FieldLines { index: self.index.clone(), spec_at: Some(path.to_string()) }
+    }
+
+    fn origin_of(&self, field: &str) -> Option<Origin> {
+        let index = self.index.as_ref()?;
+        // Paths quote keys with dots (`annotations."nova.openstack.org/cell"`); the index does not.
+        let field = field.replace('"', "");
+        let (mut path, floor) = match &self.spec_at {
+            None => (field, 0),
+            Some(at) => match field.strip_prefix("spec") {
+                Some(rest) if rest.is_empty() || rest.starts_with(['.', '[']) => {
+                    (format!("{at}{rest}"), at.len())
+                }
+                // The expanded object's own metadata is its entry in the parent.
+                _ => (at.clone(), at.len()),
+            },
+        };
+        loop {
+            if let Some(line) = index.lines.get(&path) {
+                return Some(Origin::File { path: index.file.clone(), line: u64::from(*line) });
+            }
+            // A field that was not written (a default) is shown where its parent is.
+            let cut = path.rfind(['.', '['])?;
+            if cut < floor {
+                return None;
+            }
+            path.truncate(cut);
+        }
+    }
+}
+
+impl std::fmt::Debug for FieldLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.index.is_some() { "FieldLines(..)" } else { "FieldLines(none)" })
+    }
+}
+
+impl PartialEq for FieldLines {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for FieldLines {}
+
+impl PartialOrd for FieldLines {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for FieldLines {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl std::hash::Hash for FieldLines {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
 }
 
 /// Where an object was read: a manifest file and the line its document starts on, the API
 /// server, or expansion from another object (OpenStackDataPlane's inline roles and nodes).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Origin {
-    File { path: String, line: u64 },
-    Api { namespace: String },
-    Expanded { from: String, path: String },
+    File {
+        path: String,
+        line: u64,
+    },
+    Api {
+        namespace: String,
+    },
+    Expanded {
+        from: String,
+        path: String,
+    },
+    /// A setting given in the environment (`EDPM_AGENT_IMAGE_*`).
+    Environment {
+        variable: String,
+    },
 }
 
 impl std::fmt::Display for Origin {
@@ -420,6 +590,7 @@ impl std::fmt::Display for Origin {
             Origin::File { path, line } => write!(f, "{path}:{line}"),
             Origin::Api { namespace } => write!(f, "namespace {namespace} on the API server"),
             Origin::Expanded { from, path } => write!(f, "{path} of {from}"),
+            Origin::Environment { variable } => write!(f, "environment variable {variable}"),
         }
     }
 }
@@ -439,10 +610,51 @@ impl ObjRef {
 
 /// A field of an object could not be decoded into its expected type.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("field {path}: {message}")]
+#[error("field {path}{}: {message}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
 pub struct DecodeError {
     pub path: String,
+    /// The line the field was written on, when read from a file.
+    pub line: Option<u64>,
     pub message: String,
+}
+
+/// Decodes a node of a manifest (a field of some object) into `T`, reporting the failing field
+/// path relative to `base` and its line.
+pub(crate) fn decode_node<'de, T: Deserialize<'de>>(
+    base: &str,
+    node: &crate::yaml::Node<'de>,
+) -> Result<T, DecodeError> {
+    crate::yaml::decode(node).map_err(|f| DecodeError {
+        path: join_path(base, &f.path),
+        line: (f.line > 0).then_some(u64::from(f.line)),
+        message: with_yaml_hint(f.message),
+    })
+}
+
+/// A value that is text to people but not to YAML 1.1 (`on`, `0640`, `1e3`, `~`) lands in a
+/// string field as a boolean, number or null; say why, and the fix.
+fn with_yaml_hint(message: String) -> String {
+    let surprising = [
+        "invalid type: boolean",
+        "invalid type: integer",
+        "invalid type: floating point",
+        "invalid type: unit",
+    ];
+    if message.contains("expected a string") && surprising.iter().any(|s| message.starts_with(s)) {
+        format!(
+            "{message} (Kubernetes reads YAML 1.1, where y/yes/on/off, 0640, 1e3 and ~ are not text: quote the value)"
+        )
+    } else {
+        message
+    }
+}
+
+fn join_path(base: &str, inner: &str) -> String {
+    match (base.is_empty(), inner == ".") {
+        (true, _) => inner.to_string(),
+        (false, true) => base.to_string(),
+        (false, false) => format!("{base}.{inner}"),
+    }
 }
 
 /// Decodes `value` (a field of some object) into `T`, reporting the failing field path
@@ -453,14 +665,10 @@ pub(crate) fn decode<T: DeserializeOwned>(base: &str, value: &Value) -> Result<T
 
 /// Like [`decode`], consuming the value so strings move instead of being copied.
 pub(crate) fn decode_owned<T: DeserializeOwned>(base: &str, value: Value) -> Result<T, DecodeError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let inner = e.path().to_string();
-        let path = match (base.is_empty(), inner == ".") {
-            (true, _) => inner,
-            (false, true) => base.to_string(),
-            (false, false) => format!("{base}.{inner}"),
-        };
-        DecodeError { path, message: e.into_inner().to_string() }
+    serde_path_to_error::deserialize(value).map_err(|e| DecodeError {
+        path: join_path(base, &e.path().to_string()),
+        line: None,
+        message: e.into_inner().to_string(),
     })
 }
 
@@ -570,6 +778,34 @@ mod tests {
         spec.unknown_fields("spec", &mut out);
         out.sort();
         assert_eq!(out, ["spec.bogus", "spec.nodeTemplate.managed"]);
+    }
+
+    #[test]
+    fn field_lines_name_the_nearest_written_field() {
+        let lines = FieldLines::new(
+            "f.yaml",
+            vec![
+                ("metadata.name".into(), 2),
+                ("spec".into(), 3),
+                ("spec.roles.r".into(), 5),
+                ("spec.roles.r.nodeTemplate".into(), 6),
+                ("spec.roles.r.nodeTemplate.ansibleUser".into(), 7),
+                ("spec.nets[0].ip".into(), 9),
+            ],
+        );
+        let file = Origin::File { path: "f.yaml".into(), line: 1 };
+        let dp = ObjRef::with_lines("DP", "x", file, lines.clone());
+        assert_eq!(dp.origin_of("spec.roles.r.nodeTemplate.ansibleUser").to_string(), "f.yaml:7");
+        assert_eq!(dp.origin_of("spec.tlsEnabled").to_string(), "f.yaml:3");
+        assert_eq!(dp.origin_of("spec.nets[0].ip").to_string(), "f.yaml:9");
+        assert_eq!(dp.origin_of("metadata.annotations.\"a.b/c\"").to_string(), "f.yaml:1");
+        let origin = Origin::Expanded { from: "DP/x".into(), path: "spec.roles.r".into() };
+        let role = ObjRef::with_lines("Role", "r", origin.clone(), lines.spec_at("spec.roles.r"));
+        assert_eq!(role.origin_of("spec.nodeTemplate.ansibleUser").to_string(), "f.yaml:7");
+        assert_eq!(role.origin_of("spec.nodeTemplate.ansiblePort").to_string(), "f.yaml:6");
+        assert_eq!(role.origin_of("metadata.name").to_string(), "f.yaml:5");
+        let plain = ObjRef::new("Role", "r", origin);
+        assert_eq!(plain.origin_of("spec.x").to_string(), "spec.roles.r of DP/x");
     }
 
     #[test]

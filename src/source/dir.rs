@@ -1,19 +1,64 @@
 //! A directory (or single file) of manifests: the only reader of manifest files. It reads
 //! `*.yaml`, `*.yml` and `*.json` recursively, in sorted order, following symbolic links (a
-//! mounted ConfigMap is a tree of links) and skipping dot-names (`..data`, `.git`); the pure
-//! `snapshot::from_file_text` parses and decodes each file, on every core.
+//! mounted ConfigMap is a tree of links) and skipping dot-names (`..data`, `.git`).
+//!
+//! Parsing is most of the cost of a large input, so the files' YAML sections (kubectl's `---`
+//! documents) are dealt out to every core in pieces of about [`PIECE_BYTES`]: many small files
+//! and one large file spread alike. The pure `snapshot::FilePart` decodes each piece; pieces
+//! are put back together in file order, so results and the first reported error are the same
+//! as reading one document after another.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::SourceError;
-use crate::snapshot::{self, Snapshot};
+use crate::snapshot::manifest::{self, Document, Layout, ParseError, Streamed};
+use crate::snapshot::{FilePart, Snapshot, SnapshotError};
+use crate::yaml::Section;
 
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
+/// The most manifest text one run reads, over all sources: a bound on memory against a
+/// runaway input (a dump of a whole cluster, a link to a huge file). Far above any data plane:
+/// 50,000 nodes take about 20 MiB.
+pub(crate) const MAX_INPUT_BYTES: u64 = 2 << 30;
+
+/// Sections are parsed in pieces of about this size: large enough that dealing them out
+/// costs nothing, small enough that both cores get an even share of one large file.
+const PIECE_BYTES: usize = 64 << 10;
+
+/// Bytes read so far in this run, against [`MAX_INPUT_BYTES`].
+#[derive(Debug, Default)]
+pub(crate) struct Budget {
+    pub read: u64,
+}
+
+/// What to parse as one unit of work.
+enum Piece {
+    /// A whole JSON file (one stream of values).
+    Json { file: usize },
+    /// Consecutive sections of a YAML file.
+    Yaml { file: usize, sections: Vec<Section> },
+    /// A file that could not even be split into sections.
+    Failed { file: usize, error: SnapshotError },
+}
+
+impl Piece {
+    fn file(&self) -> usize {
+        match self {
+            Piece::Json { file } | Piece::Yaml { file, .. } | Piece::Failed { file, .. } => *file,
+        }
+    }
+}
+
 /// Reads the manifests under `path` into one snapshot. `namespace`, when given, keeps only
-/// objects in that namespace (and those that name none).
-pub(crate) fn load(path: &Path, namespace: Option<&str>) -> Result<Snapshot, SourceError> {
+/// objects in that namespace (and those that name none); `lines` keeps every field's line.
+pub(crate) fn load(
+    path: &Path,
+    namespace: Option<&str>,
+    lines: bool,
+    budget: &mut Budget,
+) -> Result<Snapshot, SourceError> {
     let files = manifest_files(path)?;
     if files.is_empty() {
         return Err(SourceError::NoManifests { path: path.display().to_string() });
@@ -21,19 +66,107 @@ pub(crate) fn load(path: &Path, namespace: Option<&str>) -> Result<Snapshot, Sou
     let mut texts = Vec::with_capacity(files.len());
     for file in files {
         let shown = file.display().to_string();
+        let unreadable = |source| SourceError::Unreadable { path: shown.clone(), source };
+        // Checked before reading: the cap is there so that a huge file is never loaded.
+        let len = std::fs::metadata(&file).map_err(unreadable)?.len();
+        budget.read += len;
+        if budget.read > MAX_INPUT_BYTES {
+            return Err(SourceError::TooLarge { path: shown, read: budget.read, limit: MAX_INPUT_BYTES });
+        }
         let text = fs_err::read_to_string(&file)
-            .map_err(|source| SourceError::Unreadable { path: shown.clone(), source })?;
+            .map_err(|e| SourceError::Unreadable { path: shown.clone(), source: e })?;
         texts.push((shown, text));
     }
-    // YAML parsing is most of the cost of a large inventory; files are independent. Each file
-    // becomes its own snapshot, so its intermediate JSON values are freed before the next.
-    let parts = crate::par::map(&texts, |(p, t)| snapshot::from_file_text(p, t, namespace));
-    let mut snap = Snapshot::default();
-    for part in parts {
-        snap.absorb(part?);
+    let mut pieces = Vec::new();
+    for (file, (shown, text)) in texts.iter().enumerate() {
+        match manifest::layout(shown, text) {
+            Ok(Layout::Json) => pieces.push(Piece::Json { file }),
+            Ok(Layout::Yaml(sections)) => {
+                let mut run: Vec<Section> = Vec::new();
+                let mut bytes = 0;
+                for s in sections {
+                    bytes += s.end - s.start;
+                    run.push(s);
+                    if bytes >= PIECE_BYTES {
+                        pieces.push(Piece::Yaml { file, sections: std::mem::take(&mut run) });
+                        bytes = 0;
+                    }
+                }
+                if !run.is_empty() || pieces.last().is_none_or(|p| p.file() != file) {
+                    pieces.push(Piece::Yaml { file, sections: run });
+                }
+            }
+            Err(e) => pieces.push(Piece::Failed { file, error: e.into() }),
+        }
     }
-    snap.check_duplicates()?;
-    Ok(snap)
+    let parts = crate::par::map(&pieces, |piece| {
+        let (shown, text) = &texts[piece.file()];
+        // A `kind: List`'s items are decoded as they are read (into `staged`, kept only if the
+        // document does turn out to be a List), so a List is never one tree in memory.
+        let mut part = FilePart::new();
+        let result = match piece {
+            Piece::Json { .. } => {
+                let mut staged = FilePart::new();
+                let streaming = manifest::json_streaming(shown, text, &mut |doc| {
+                    staged.add(shown, vec![doc], namespace, lines)
+                });
+                take(&mut part, shown, streaming, staged, || manifest::json(shown, text), namespace, lines)
+            }
+            // Each section is decoded as soon as it is parsed: one document's tree at a time.
+            // Documents before a syntax error count (their errors come first).
+            Piece::Yaml { sections, .. } => sections.iter().try_for_each(|s| {
+                let mut staged = FilePart::new();
+                let streaming = manifest::section_streaming(shown, text, s, &mut |doc| {
+                    staged.add(shown, vec![doc], namespace, lines)
+                });
+                take(
+                    &mut part,
+                    shown,
+                    streaming,
+                    staged,
+                    || manifest::section(shown, text, s),
+                    namespace,
+                    lines,
+                )
+            }),
+            Piece::Failed { error, .. } => Err(error.clone()),
+        };
+        match result {
+            Ok(()) => part,
+            Err(e) => part.then_failed(e),
+        }
+    });
+    let mut files = Vec::with_capacity(texts.len());
+    let mut parts = parts.into_iter().zip(&pieces).peekable();
+    while let Some((part, piece)) = parts.next() {
+        let file = piece.file();
+        let mut of_file = vec![part];
+        while let Some((next, _)) = parts.next_if(|(_, p)| p.file() == file) {
+            of_file.push(next);
+        }
+        files.push(FilePart::assemble(&texts[file].0, of_file)?);
+    }
+    // Objects defined twice are found by `source::load`, once over every source.
+    Ok(Snapshot::concat(files))
+}
+
+/// Adds what a streaming read gave to `part`: its documents, the List items `staged` holds, or
+/// (when the items turned out not to belong to a List) what reading `again` gives.
+fn take<'t>(
+    part: &mut FilePart,
+    path: &str,
+    streaming: Result<Streamed<'t>, ParseError>,
+    staged: FilePart,
+    again: impl FnOnce() -> Result<Vec<Document<'t>>, ParseError>,
+    namespace: Option<&str>,
+    lines: bool,
+) -> Result<(), SnapshotError> {
+    match streaming? {
+        Streamed::Documents(docs) => part.add(path, docs, namespace, lines),
+        Streamed::List => part.absorb(staged),
+        Streamed::Again => part.add(path, again()?, namespace, lines),
+    }
+    Ok(())
 }
 
 /// Lists manifest files under `root` (or `root` itself when it is a file).

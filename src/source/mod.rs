@@ -20,6 +20,10 @@ pub(crate) enum SourceError {
         "no manifests (*.yaml, *.yml, *.json) found under {path}; point --source at the directory holding the data-plane CRs"
     )]
     NoManifests { path: String },
+    #[error(
+        "{path}: the manifests read so far total {read} bytes, past the {limit}-byte cap edpm-agent puts on one run against runaway input; point --source at the data-plane manifests only"
+    )]
+    TooLarge { path: String, read: u64, limit: u64 },
     #[error("{0}")]
     Snapshot(#[from] SnapshotError),
     #[error("{0}")]
@@ -40,15 +44,18 @@ impl From<k8s::read::ReadError> for SourceError {
 /// is the cluster. `with_evidence` also reads what readiness needs from the cluster
 /// (Deployments, Jobs, BaremetalSets, Leases, edpm-agent's status objects); a directory
 /// source always holds whatever its files hold.
+/// `lines` keeps the line of every field read from a file (for `explain`).
 pub(crate) fn load<'c>(
     settings: &Settings,
     with_evidence: bool,
     cluster: &dyn Fn() -> Result<&'c k8s::Cluster, k8s::Error>,
+    lines: bool,
 ) -> Result<Snapshot, SourceError> {
     let mut snap = Snapshot::default();
+    let mut budget = dir::Budget::default();
     for spec in &settings.sources {
         let part = match spec {
-            SourceSpec::Dir(path) => dir::load(path, settings.namespace.as_deref())?,
+            SourceSpec::Dir(path) => dir::load(path, settings.namespace.as_deref(), lines, &mut budget)?,
             SourceSpec::Kube => {
                 let c = cluster()?;
                 c.block_on(k8s::read::snapshot(c.client(), settings.selector.as_deref(), with_evidence))?

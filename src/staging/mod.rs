@@ -175,10 +175,10 @@ pub(crate) fn wants(
                     if kind.is_some_and(|k| k.matches(&key)) {
                         continue;
                     }
-                    volume::check_relative(&format!("{} key", r.name), &key)
-                        .map_err(|error| StageError::Volume { object: r.name.clone(), error })?;
-                    let from =
-                        format!("{}/{} key {key}", if secret { "Secret" } else { "ConfigMap" }, r.name);
+                    let object = format!("{}/{}", if secret { "Secret" } else { "ConfigMap" }, r.name);
+                    volume::check_relative("key", &key)
+                        .map_err(|error| StageError::Volume { object: object.clone(), error })?;
+                    let from = format!("{object} key {key}");
                     add(
                         &mut out,
                         Want {
@@ -226,7 +226,8 @@ fn ceph_wants(snap: &Snapshot, group: &HostGroup, resolve: units::Resolver) -> R
             };
             let vol_name = m.get("name").and_then(serde_json::Value::as_str).unwrap_or_default();
             let Some(vol) = r.volumes.iter().find(|v| v.name == vol_name) else { continue };
-            let field = format!("{} volume {vol_name}", r.from);
+            // The object is named once, by the error; the field says where in it.
+            let field = format!("{} volume {vol_name}", r.from.path);
             let files = volume::files(snap, &vol.source, &field)
                 .map_err(|error| StageError::Volume { object: r.from.object.clone(), error })?;
             for f in files.into_iter().flatten() {

@@ -66,7 +66,9 @@ fn mode_of(v: Option<&Value>, field: &str, default: u32) -> Result<u32, VolumeEr
             Some(n) if n <= 0o777 => Ok(n as u32),
             _ => Err(VolumeError::Invalid {
                 field: field.into(),
-                message: format!("mode {m} is not between 0 and 0777 (decimal 511)"),
+                message: format!(
+                    "{m} is not a file mode: write one between 0 and 0777 in octal with its leading 0 (0640), or in decimal (416)"
+                ),
             }),
         },
     }
@@ -176,19 +178,15 @@ mod tests {
 
     use super::*;
     use crate::snapshot::Located;
-    use crate::snapshot::manifest::Document;
     use crate::snapshot::resource::Origin;
 
     fn snap() -> Snapshot {
-        let docs = vec![
+        let docs = [
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a.keyring": "k", "b.conf": "c"}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"x": "1"}}),
         ];
         Snapshot::from_documents(
-            docs.into_iter().map(|value| Located {
-                origin: Origin::File { path: "t".into(), line: 1 },
-                doc: Document { line: 1, value },
-            }),
+            docs.iter().map(|value| Located::from_value(Origin::File { path: "t".into(), line: 1 }, value)),
             None,
         )
         .unwrap()
