@@ -402,7 +402,7 @@ pub(crate) struct FileWrite {
 fn read_yaml(text: &str) -> Result<serde_json::Value, String> {
     let options = serde_saphyr::options! { duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins };
     serde_saphyr::from_str_with_options::<serde_json::Value>(text, options)
-        .map_err(|e| e.to_string().lines().next().unwrap_or("invalid YAML").to_string())
+        .map_err(|e| crate::yaml::saphyr_message(&e))
 }
 
 /// What upstream's entrypoint writes, from the Job's environment, checked first so that bad

@@ -35,9 +35,15 @@ pub struct SourceArgs {
     /// Namespace to read (kube), or to keep (directory). [env: EDPM_AGENT_NAMESPACE]
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
-    /// Label selector for the data-plane kinds read from the API. [env: EDPM_AGENT_SELECTOR]
+    /// Label selector for the data-plane kinds (DataPlanes, Roles, Nodes, NodeSets), applied
+    /// to every source as the API server applies it. [env: EDPM_AGENT_SELECTOR]
     #[arg(long, short = 'l')]
     pub selector: Option<String>,
+    /// Accept an inventory with no hosts (by default an error, exit 13: an inventory script that
+    /// finds nothing would let Ansible run against nothing and report success).
+    /// [env: EDPM_AGENT_ALLOW_EMPTY]
+    #[arg(long)]
+    pub allow_empty: bool,
     /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster). [env: EDPM_AGENT_KUBECONFIG]
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
@@ -48,7 +54,7 @@ pub struct SourceArgs {
     #[arg(long, value_name = "DIR")]
     pub ssh_key_dir: Option<String>,
     /// Settings file (YAML: source, namespace, selector, kubeconfig, context, ssh_key_dir,
-    /// kube_timeout_seconds, images). [env: EDPM_AGENT_CONFIG]
+    /// kube_timeout_seconds, allow_empty, images, service_phases). [env: EDPM_AGENT_CONFIG]
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
@@ -62,6 +68,7 @@ impl SourceArgs {
             ($($f:ident),*) => {$( if after.$f.is_some() { self.$f = after.$f.clone(); } )*};
         }
         over!(namespace, selector, kubeconfig, context, ssh_key_dir, config);
+        self.allow_empty |= after.allow_empty;
         self
     }
 
@@ -73,6 +80,7 @@ impl SourceArgs {
             && self.context.is_none()
             && self.ssh_key_dir.is_none()
             && self.config.is_none()
+            && !self.allow_empty
     }
 }
 

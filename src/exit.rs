@@ -31,6 +31,9 @@ pub enum Exit {
     Timeout = 11,
     /// `status wait`: a node failed in a way no running Deployment will retry.
     Terminal = 12,
+    /// The sources hold no data-plane host (and `--allow-empty` was not given): an inventory
+    /// script that finds nothing must not let Ansible run against nothing and succeed.
+    Empty = 13,
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -16,10 +16,131 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<
     sync_dir(parent(path))
 }
 
+/// Refuses a `path` that exists and is not a regular file: a rename would replace the link,
+/// FIFO, device or socket itself (as root, `-o /dev/full` replaced the device node), which is
+/// never what someone who named it meant. The error says what it is; the kind is
+/// `AlreadyExists` so callers can tell it from a failed write.
+pub fn check_replaceable(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => Ok(()),
+        Ok(m) => {
+            let what = match std::fs::read_link(path) {
+                Ok(target) => format!("a symbolic link to {}", target.display()),
+                Err(_) => kind_of(&m.file_type()).to_string(),
+            };
+            Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("it exists and is {what}, not a regular file, and edpm-agent never replaces one"),
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What a file that is not a regular file is, in words.
+pub fn kind_of(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a regular file"
+    }
+}
+
+/// The most one input file may hold: far above any manifest or config file (a must-gather
+/// of a 50,000-node data plane is about 20 MiB), far below what would exhaust memory (a link
+/// to `/dev/zero` once grew the process to 23 GB). Documented in README.md.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// Why [`read_bounded`] gave no text.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Not a regular file after following links (a FIFO would block, a device never end).
+    #[error("it is {0}, not a regular file")]
+    NotRegular(&'static str),
+    /// Larger than the cap (checked on the size and again while reading: a file may grow).
+    #[error("it is larger than the {} MiB cap on one file", .0 >> 20)]
+    TooLarge(u64),
+    /// Not UTF-8: what was found and where.
+    #[error("it is not UTF-8 text: {0}")]
+    NotUtf8(String),
+}
+
+/// Reads the file at `path` as UTF-8 text, at most `cap` bytes. Only a regular file (after
+/// following links) unless `streams` (FIFOs and character devices, for a path named on the
+/// command line such as `<(…)`), which are then read up to the cap. The file is opened
+/// non-blocking and checked on its descriptor, so a FIFO without a writer never hangs the
+/// reader and a file swapped between check and read is still the one checked.
+pub fn read_bounded(path: &Path, cap: u64, streams: bool) -> Result<String, ReadError> {
+    use std::os::unix::fs::FileTypeExt;
+    // Checked before opening too: opening a socket fails with a baffling "No such device or
+    // address", and opening some devices has side effects.
+    let t = std::fs::metadata(path)?.file_type();
+    if !(t.is_file() || (streams && (t.is_fifo() || t.is_char_device()))) {
+        return Err(ReadError::NotRegular(kind_of(&t)));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(if streams { 0 } else { libc::O_NONBLOCK })
+        .open(path)?;
+    let meta = file.metadata()?;
+    let t = meta.file_type();
+    // Again on the descriptor: the path may have been swapped since.
+    if !(t.is_file() || (streams && (t.is_fifo() || t.is_char_device()))) {
+        return Err(ReadError::NotRegular(kind_of(&t)));
+    }
+    if meta.len() > cap {
+        return Err(ReadError::TooLarge(cap));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    (&file).take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadError::TooLarge(cap));
+    }
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(describe_encoding(e.as_bytes(), e.utf8_error())))
+}
+
+/// Says which encoding `bytes` seem to be in and where the first byte that is not UTF-8 is,
+/// by line and byte offset: enough to find it in an editor and to pick `iconv`'s arguments.
+pub fn describe_encoding(bytes: &[u8], e: std::str::Utf8Error) -> String {
+    let at = e.valid_up_to();
+    let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    let bom = |b: &[u8]| bytes.starts_with(b);
+    let found = if bom(&[0xFF, 0xFE, 0, 0]) || bom(&[0, 0, 0xFE, 0xFF]) {
+        "it looks like UTF-32 (it starts with a UTF-32 byte-order mark)".to_string()
+    } else if bom(&[0xFF, 0xFE]) || bom(&[0xFE, 0xFF]) {
+        "it looks like UTF-16 (it starts with a UTF-16 byte-order mark)".to_string()
+    } else if bytes.iter().take(4096).any(|&b| b == 0) {
+        "it looks like UTF-16 or binary data (it holds NUL bytes)".to_string()
+    } else {
+        format!(
+            "it looks like Latin-1 or Windows-1252 (byte 0x{:02X} does not start a UTF-8 character)",
+            bytes[at]
+        )
+    };
+    format!(
+        "{found}; the first byte that is not UTF-8 is at line {line}, byte {at}; convert the file to UTF-8 (e.g. with `iconv -t UTF-8`)"
+    )
+}
+
 /// [`write_atomic`] without the directory fsync, for callers that replace many files in one
 /// directory and call [`sync_dir`] once afterwards: the file content is durable before the
 /// rename either way, and only the renames wait for the directory sync.
 pub fn replace_file(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
+    check_replaceable(path)?;
     let mut tmp = tempfile::Builder::new().prefix(".edpm-agent.").suffix(".tmp").tempfile_in(parent(path))?;
     tmp.write_all(contents)?;
     tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
@@ -93,11 +214,17 @@ fn read_one(path: &Path, bytes: &mut Vec<u8>) -> std::io::Result<()> {
     let file = fs_err::File::open(path)?;
     read_all(file.file(), bytes)
         .map_err(|e| std::io::Error::new(e.kind(), format!("failed to read {}: {e}", path.display())))?;
+    if (bytes.len() - start) as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {}", path.display(), ReadError::TooLarge(MAX_FILE_BYTES)),
+        ));
+    }
     match std::str::from_utf8(&bytes[start..]) {
         Ok(_) => Ok(()),
         Err(e) => Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("{}: not UTF-8 text ({e})", path.display()),
+            format!("{}: not UTF-8 text: {}", path.display(), describe_encoding(&bytes[start..], e)),
         )),
     }
 }
@@ -111,7 +238,8 @@ fn read_all(file: &std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<()> {
     if buf.capacity() - buf.len() < 8 * 1024 {
         buf.reserve(16 * 1024);
     }
-    file.take(u64::MAX).read_to_end(buf).map(drop)
+    // One byte past the cap tells a file at the cap from a larger one (or an endless device).
+    file.take(MAX_FILE_BYTES + 1).read_to_end(buf).map(drop)
 }
 
 /// Reads many small files of one directory (ansible-runner's job events: one file per event,

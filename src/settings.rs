@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::snapshot::selector::{Selector, SelectorError};
+
 use crate::snapshot::resource::Origin;
 
 /// Where objects are read from.
@@ -37,7 +39,10 @@ impl SourceSpec {
 pub(crate) struct Settings {
     pub sources: Vec<SourceSpec>,
     pub namespace: Option<String>,
-    pub selector: Option<String>,
+    /// Parsed here, so a malformed selector is refused before any source is read.
+    pub selector: Option<Selector>,
+    /// An inventory with no hosts is an error unless this is set.
+    pub allow_empty: bool,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     pub kube_timeout: Duration,
@@ -59,6 +64,7 @@ pub(crate) struct CliValues {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     pub ssh_key_dir: Option<String>,
+    pub allow_empty: bool,
 }
 
 /// The config file (`EDPM_AGENT_CONFIG`), YAML.
@@ -78,6 +84,9 @@ pub(crate) struct FileValues {
     pub context: Option<String>,
     #[serde(default)]
     pub kube_timeout_seconds: Option<u64>,
+    /// Accept an inventory with no hosts.
+    #[serde(default)]
+    pub allow_empty: Option<bool>,
     #[serde(default)]
     pub ssh_key_dir: Option<String>,
     #[serde(default)]
@@ -114,11 +123,35 @@ impl<'de> Deserialize<'de> for PhaseValue {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+/// `source:` as one string or a list of them.
+#[derive(Debug, Clone)]
 pub(crate) enum OneOrMany {
     One(String),
     Many(Vec<String>),
+}
+
+// By hand rather than `#[serde(untagged)]`, whose error ("did not match any variant of
+// untagged enum OneOrMany") names our type instead of what to write.
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wrong = || {
+            serde::de::Error::custom(
+                "expected a directory or `kube`, or a list of them (e.g. `source: [manifests, kube]`)",
+            )
+        };
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) => Ok(OneOrMany::One(s)),
+            serde_json::Value::Array(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => Ok(s),
+                    _ => Err(wrong()),
+                })
+                .collect::<Result<_, _>>()
+                .map(OneOrMany::Many),
+            _ => Err(wrong()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -127,6 +160,8 @@ pub(crate) enum SettingsError {
     File { path: String, message: String },
     #[error("environment variable {name}={value:?}: {message}")]
     Env { name: String, value: String, message: String },
+    #[error("{origin}: {error}")]
+    Selector { origin: String, error: SelectorError },
     #[error(
         "no source given: pass --source DIR (or --source kube), set EDPM_AGENT_SOURCE, or name a config file with source: in EDPM_AGENT_CONFIG"
     )]
@@ -212,10 +247,42 @@ pub(crate) fn resolve(
             image_origins.insert(var.to_lowercase(), Origin::Environment { variable: k.clone() });
         }
     }
+    // Where the selector came from, for the error that names it.
+    let selector = match (cli.selector, non_empty("EDPM_AGENT_SELECTOR"), file.selector) {
+        (Some(s), _, _) => Some(("--selector".to_string(), s)),
+        (None, Some(s), _) => Some(("EDPM_AGENT_SELECTOR".to_string(), s)),
+        (None, None, Some(s)) => {
+            let path = file_path.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+            Some((format!("config file {path}: selector"), s))
+        }
+        (None, None, None) => None,
+    };
+    let selector = match selector {
+        Some((origin, text)) => {
+            Some(Selector::parse(&text).map_err(|error| SettingsError::Selector { origin, error })?)
+        }
+        None => None,
+    };
+    let allow_empty = match non_empty("EDPM_AGENT_ALLOW_EMPTY") {
+        _ if cli.allow_empty => true,
+        Some(v) => match v.as_str() {
+            "1" | "true" | "yes" => true,
+            "0" | "false" | "no" => false,
+            _ => {
+                return Err(SettingsError::Env {
+                    name: "EDPM_AGENT_ALLOW_EMPTY".into(),
+                    value: v.clone(),
+                    message: "expected true or false (or 1 or 0)".into(),
+                });
+            }
+        },
+        None => file.allow_empty.unwrap_or(false),
+    };
     Ok(Settings {
         sources,
         namespace: cli.namespace.or_else(|| non_empty("EDPM_AGENT_NAMESPACE")).or(file.namespace),
-        selector: cli.selector.or_else(|| non_empty("EDPM_AGENT_SELECTOR")).or(file.selector),
+        selector,
+        allow_empty,
         kubeconfig: cli
             .kubeconfig
             .or_else(|| non_empty("EDPM_AGENT_KUBECONFIG").map(PathBuf::from))

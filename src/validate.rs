@@ -72,6 +72,10 @@ pub(crate) fn validate(snap: &Snapshot, opts: &inventory::Options) -> Vec<Diagno
     check_names(snap, &mut r);
     check_unknown_fields(snap, &mut r);
     check_role_references(snap, &mut r);
+    for u in &snap.unknown_kinds {
+        let object = ObjRef::new(u.kind.clone(), u.name.clone(), u.origin.clone());
+        r.warn(&object, "kind", format!("not a kind edpm-agent knows in {}, so the object is not read; check the kind, or ignore this if a newer operator defines it", u.api_version));
+    }
     if let Ok(model) = model::resolve(snap) {
         check_model(snap, &model, &mut r);
         // Whatever the checks above missed, building the inventory will find.

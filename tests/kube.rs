@@ -103,6 +103,36 @@ fn throttling_and_server_errors_are_retried() {
     assert_eq!(hits, 3, "two failures then a success");
 }
 
+/// 503 and 429 are retried by one layer only, `Retry-After` is honoured, the whole request
+/// stays within the configured timeout, and the error reports what the server said (its status
+/// and message), never a timeout it did not cause.
+#[test]
+fn unavailable_and_throttled_answers_are_retried_in_one_place_within_the_timeout() {
+    for (fault, code, message) in [
+        (Fault::Status(503), "503", "injected fault"),
+        (Fault::Status(429), "429", "injected fault"),
+        (Fault::RetryAfter(429, 1), "429", "come back later"),
+        (Fault::RetryAfter(503, 1), "503", "come back later"),
+    ] {
+        let api = server();
+        api.fault("/openstackdataplanenodesets", fault, 1000);
+        let started = std::time::Instant::now();
+        let out = list(&api, &[], &[("EDPM_AGENT_KUBE_TIMEOUT", "4")]);
+        let elapsed = started.elapsed();
+        assert_eq!(out.code, 7, "{code}: {}", out.stderr);
+        assert_eq!(out.stdout, "");
+        let hits = api.requests().iter().filter(|r| r.contains("/openstackdataplanenodesets")).count();
+        // One retry layer: at most the 4 attempts it allows (two layers gave 44 requests).
+        assert!((2..=4).contains(&hits), "{code}: {hits} requests");
+        // Bounded by the timeout (4 s), with slack for process start on a loaded machine; two
+        // layers took 61 s.
+        assert!(elapsed < Duration::from_secs(9), "{code}: took {elapsed:?}");
+        assert!(out.stderr.contains(code) && out.stderr.contains(message), "{code}: {}", out.stderr);
+        assert!(!out.stderr.contains("no response within"), "{code}: blames a timeout: {}", out.stderr);
+        assert!(out.stderr.contains("after retries"), "{code}: {}", out.stderr);
+    }
+}
+
 #[test]
 fn persistent_server_errors_fail_with_the_request_named() {
     let api = server();
@@ -152,8 +182,21 @@ fn slow_responses_time_out() {
 #[test]
 fn namespace_comes_from_the_kubeconfig_context_unless_given() {
     let api = server();
+    // Nothing there: an error naming where it looked, unless an empty inventory is allowed.
     let out = list(&api, &["--namespace", "elsewhere"], &[]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, 13, "{}", out.stderr);
+    assert!(out.stderr.contains("the cluster's namespace elsewhere"), "{}", out.stderr);
+    // No CRD installed: every kind answers 404, which is "nothing there", not success.
+    let bare = FakeApi::start();
+    let out = list(&bare, &[], &[]);
+    assert_eq!(out.code, 13, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no hosts") && out.stderr.contains("the cluster's namespace"),
+        "{}",
+        out.stderr
+    );
+    let out = list(&api, &["--namespace", "elsewhere", "--allow-empty"], &[]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert!(v.get("edpm").is_none());
     assert!(api.requests().iter().any(|r| r.contains("/namespaces/elsewhere/")));

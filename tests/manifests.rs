@@ -110,6 +110,15 @@ fn input_past_the_size_cap_is_refused_before_it_is_read() {
     let out = list(dir.path());
     assert_eq!(out.code, 3, "{}", out.stderr);
     golden("size_cap", dir.path(), &out);
+    // Files each under the per-file cap, together past the run's cap.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), ROLE).unwrap();
+    for i in 0..9 {
+        std::fs::File::create(dir.path().join(format!("b{i}.yaml"))).unwrap().set_len(250 << 20).unwrap();
+    }
+    let out = list(dir.path());
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    golden("size_cap_total", dir.path(), &out);
 }
 
 #[test]

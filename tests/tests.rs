@@ -25,6 +25,10 @@ mod oslo_diff;
 // octal modes through `stage`.
 mod manifests;
 
+// Hostile and faulty input, class by class: outputs and sources that are not regular files,
+// encodings, unknown kinds, empty inventories, label selectors, JSON duplicate keys, error words.
+mod hostile;
+
 // The YAML reader against PyYAML's SafeLoader, with go-yaml v2's known differences listed.
 mod yaml_diff;
 

@@ -84,8 +84,19 @@ pub(crate) const CHECK_INTERVAL: Duration = Duration::from_secs(10);
 
 pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
     let err = |message: String| ConfigError { path: path.display().to_string(), message };
-    let f: File = serde_saphyr::from_str(text)
-        .map_err(|e| err(e.to_string().lines().next().unwrap_or("invalid YAML").to_string()))?;
+    // The manifests' YAML reader: its errors name the line and say what to do, in our words.
+    let at = |line: u32, message: String| ConfigError { path: format!("{}:{line}", path.display()), message };
+    let docs = crate::yaml::documents(text).map_err(|e| at(e.line as u32, e.message))?;
+    if let Some(extra) = docs.get(1) {
+        return Err(at(extra.line, "a second document; the node agent config is one mapping".into()));
+    }
+    let empty = crate::yaml::Node::new(1, crate::yaml::Data::Map(Vec::new()));
+    let node = docs.first().filter(|n| !n.is_null()).unwrap_or(&empty);
+    let f: File = crate::yaml::decode(node).map_err(|f| {
+        let field =
+            if f.path.is_empty() || f.path == "." { String::new() } else { format!("field {}: ", f.path) };
+        at(f.line, format!("{field}{}", f.message))
+    })?;
     for (name, v) in [("namespace", &f.namespace), ("node", &f.node)] {
         if v.is_empty() {
             return Err(err(format!("{name} is empty")));

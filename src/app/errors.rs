@@ -24,7 +24,10 @@ impl From<SourceError> for AppError {
             SourceError::Unreadable { .. } | SourceError::NoManifests { .. } => {
                 AppError::new(Exit::SourceUnreadable, e)
             }
-            SourceError::TooLarge { .. } => AppError::new(Exit::InvalidInput, e),
+            SourceError::NotRegular { .. } => AppError::new(Exit::SourceUnreadable, e),
+            SourceError::TooLarge { .. } | SourceError::FileTooLarge { .. } | SourceError::NotUtf8 { .. } => {
+                AppError::new(Exit::InvalidInput, e)
+            }
             SourceError::Snapshot(s) => s.into(),
             SourceError::Cluster(k) => k.into(),
         }
@@ -39,7 +42,12 @@ impl From<k8s::Error> for AppError {
 
 impl From<ModelError> for AppError {
     fn from(e: ModelError) -> Self {
-        AppError::new(Exit::MissingReference, e)
+        let code = match e {
+            ModelError::MissingRole { .. } => Exit::MissingReference,
+            // A required field left out is malformed input, not a reference to nothing.
+            ModelError::NoRole { .. } => Exit::InvalidInput,
+        };
+        AppError::new(code, e)
     }
 }
 

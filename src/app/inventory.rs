@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::output::{json_text, write_file, write_out};
+use super::output::{json_text, write_out, write_output};
 use super::{AppError, Context};
 use crate::cli::{ExportFormat, InventoryAction, InventoryArgs, TextOrJson};
 use crate::exit::Exit;
@@ -59,7 +59,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
                 ExportFormat::Json => inventory::export::static_json(&inv),
             };
             match output {
-                Some(path) => write_file(&path, text.as_bytes(), 0o600)?,
+                Some(path) => write_output(out, &path, &text, 0o600)?,
                 None => write_out(out, &text)?,
             }
         }

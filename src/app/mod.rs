@@ -87,8 +87,7 @@ pub(crate) fn resolve_settings(g: &SourceArgs, env: &[(String, String)]) -> Resu
         g.config.clone().or_else(|| lookup("EDPM_AGENT_CONFIG").filter(|v| !v.is_empty()).map(Into::into));
     let file = match &config {
         Some(path) => {
-            let text = fs_err::read_to_string(path)
-                .map_err(|e| AppError::new(Exit::InvalidInput, format!("cannot read config file: {e}")))?;
+            let text = output::read_text(path, "config file", Exit::InvalidInput)?;
             Some((
                 path.clone(),
                 settings::parse_file(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))?,
@@ -103,6 +102,7 @@ pub(crate) fn resolve_settings(g: &SourceArgs, env: &[(String, String)]) -> Resu
         kubeconfig: g.kubeconfig.clone(),
         context: g.context.clone(),
         ssh_key_dir: g.ssh_key_dir.clone(),
+        allow_empty: g.allow_empty,
     };
     settings::resolve(cli, &lookup, env, file).map_err(|e| {
         let code =

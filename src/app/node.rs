@@ -25,12 +25,11 @@ fn lookup(env: &[(String, String)], k: &str) -> Option<String> {
 }
 
 fn load(path: &Path) -> Result<AgentConfig, AppError> {
-    let text = fs_err::read_to_string(path).map_err(|e| {
-        AppError::new(
-            Exit::InvalidInput,
-            format!("{e}; the edpm_agent_node role writes it, or pass --config FILE"),
-        )
-    })?;
+    let text =
+        super::output::read_text(path, "node agent config", Exit::InvalidInput).map_err(|e| AppError {
+            message: format!("{}; the edpm_agent_node role writes it, or pass --config FILE", e.message),
+            ..e
+        })?;
     agent::config::parse(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))
 }
 

@@ -10,7 +10,7 @@ use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 
 use super::AppError;
-use super::output::{write_file, write_out};
+use super::output::{write_out, write_output};
 use crate::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
 use crate::exit::Exit;
 use crate::fsutil::Texts;
@@ -109,7 +109,7 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
                 .map_err(|e| AppError::new(Exit::Failure, e))?;
             match output {
                 // Config files carry credentials (transport_url, passwords).
-                Some(path) => write_file(&path, text.as_bytes(), 0o600)?,
+                Some(path) => write_output(out, &path, &text, 0o600)?,
                 None => write_out(out, &text)?,
             }
             Ok(Exit::Success)
@@ -124,7 +124,7 @@ fn pretty(v: &impl Serialize) -> String {
 }
 
 fn read(path: &Path) -> Result<String, AppError> {
-    fs_err::read_to_string(path).map_err(|e| AppError::new(Exit::Failure, format!("{e}")))
+    super::output::read_text(path, "config file", Exit::Failure)
 }
 
 /// oslo's `ConfigFileParseError` text, or the JSON error object.

@@ -5,10 +5,11 @@
 use std::cell::OnceCell;
 
 use super::AppError;
+use crate::exit::Exit;
 use crate::inventory::{self, Inventory};
 use crate::k8s;
 use crate::model::{self, Model};
-use crate::settings::Settings;
+use crate::settings::{Settings, SourceSpec};
 use crate::snapshot::Snapshot;
 
 /// A run's settings and its (lazily made) cluster connection.
@@ -51,11 +52,59 @@ impl<'s> Context<'s> {
         self.snapshot_read(false)
     }
 
-    /// The snapshot; `lines` keeps where each field was written, for `explain`.
+    /// The snapshot; `lines` keeps where each field was written, for `explain`. Documents of
+    /// unknown kinds in the groups we read are warned about on stderr (`validate` lists them
+    /// instead, through [`Context::snapshot_quiet`]).
     fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
+        let snap = self.snapshot_quiet(lines)?;
+        for u in &snap.unknown_kinds {
+            eprintln!("edpm-agent: warning: {u}");
+        }
+        Ok(snap)
+    }
+
+    pub(crate) fn snapshot_quiet(&self, lines: bool) -> Result<Snapshot, AppError> {
         let snap = crate::source::load(self.settings, self.with_evidence, &|| self.cluster(), lines)?;
         tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
         Ok(snap)
+    }
+
+    /// Fails with [`Exit::Empty`] when `hosts` is zero and an empty inventory was not allowed,
+    /// naming what was searched and what was found there instead.
+    pub(crate) fn check_not_empty(&self, hosts: usize, found: &Found) -> Result<(), AppError> {
+        if hosts > 0 || self.settings.allow_empty {
+            return Ok(());
+        }
+        Err(AppError::new(
+            Exit::Empty,
+            format!(
+                "no hosts: {} hold no data-plane node ({found}); check --source, --namespace and --selector, or pass --allow-empty (EDPM_AGENT_ALLOW_EMPTY=1) if an empty inventory is what you want",
+                self.searched()
+            ),
+        ))
+    }
+
+    /// The sources in words: directories, and the cluster's namespace, with the filters.
+    pub(crate) fn searched(&self) -> String {
+        let s = self.settings;
+        let mut parts: Vec<String> = s
+            .sources
+            .iter()
+            .map(|src| match src {
+                SourceSpec::Dir(p) => match &s.namespace {
+                    Some(ns) => format!("directory {} (namespace {ns} only)", p.display()),
+                    None => format!("directory {}", p.display()),
+                },
+                SourceSpec::Kube => match self.cluster.get() {
+                    Some(c) => format!("the cluster's namespace {}", c.client().namespace()),
+                    None => "the cluster".to_string(),
+                },
+            })
+            .collect();
+        if let Some(sel) = &s.selector {
+            parts.push(format!("keeping only what the selector {:?} matches", sel.as_str()));
+        }
+        format!("the sources searched ({})", parts.join(", "))
     }
 
     pub(crate) fn inventory_options(&self) -> inventory::Options {
@@ -72,8 +121,10 @@ impl<'s> Context<'s> {
     /// again), so a 10,000-host run holds one copy of each node (BENCHMARKS.md).
     pub(crate) fn inventory(&self) -> Result<(Snapshot, Model, Inventory), AppError> {
         let mut snap = self.snapshot()?;
+        let found = Found::of(&snap);
         let model = model::take(&mut snap)?;
         let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
+        self.check_not_empty(inv.hosts.len(), &found)?;
         Ok((snap, model, inv))
     }
 
@@ -82,7 +133,9 @@ impl<'s> Context<'s> {
         let snap = self.snapshot_read(true)?;
         let model = model::resolve(&snap)?;
         let opts = inventory::Options { provenance: true, ..self.inventory_options() };
-        Ok(inventory::build_spread(&model, &snap, &opts, &spread)?)
+        let inv = inventory::build_spread(&model, &snap, &opts, &spread)?;
+        self.check_not_empty(inv.hosts.len(), &Found::of(&snap))?;
+        Ok(inv)
     }
 
     /// Snapshot, model and inventory: what render, derive, mounts and stage work from.
@@ -90,7 +143,62 @@ impl<'s> Context<'s> {
         let snap = self.snapshot()?;
         let model = model::resolve(&snap)?;
         let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
+        // No empty check: mounts and derive work from the control plane alone, and render
+        // and stage name the host they did not find.
         Ok(Pipeline { snap, model, inv })
+    }
+}
+
+/// What a snapshot held instead of hosts, for the empty-inventory error.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Found {
+    nodesets: usize,
+    nodes: usize,
+    roles: usize,
+    other: usize,
+    deselected: usize,
+    unknown: usize,
+    not_manifests: usize,
+}
+
+impl Found {
+    pub(crate) fn of(snap: &Snapshot) -> Found {
+        Found {
+            nodesets: snap.nodesets.len(),
+            nodes: snap.nodes.len(),
+            roles: snap.roles.len(),
+            other: snap.ignored
+                + snap.config_maps.len()
+                + snap.secrets.len()
+                + snap.services.len()
+                + snap.openstack.len()
+                + snap.ipsets.len()
+                + snap.netconfigs.len()
+                + snap.dnsmasqs.len(),
+            deselected: snap.deselected,
+            unknown: snap.unknown_kinds.len(),
+            not_manifests: snap.not_manifests.len(),
+        }
+    }
+}
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "found {} NodeSet(s), {} Node(s) and {} Role(s) without hosts, {} object(s) of other kinds",
+            self.nodesets, self.nodes, self.roles, self.other
+        )?;
+        if self.deselected > 0 {
+            write!(f, ", {} data-plane object(s) the selector left out", self.deselected)?;
+        }
+        if self.unknown > 0 {
+            write!(f, ", {} object(s) of unknown kinds (warned about above)", self.unknown)?;
+        }
+        if self.not_manifests > 0 {
+            write!(f, ", {} file(s) holding no Kubernetes object", self.not_manifests)?;
+        }
+        Ok(())
     }
 }
 

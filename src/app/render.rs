@@ -24,8 +24,7 @@ pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> 
         for (name, _) in render::templates::EMBEDDED {
             let p = dir.join(name);
             if p.is_file() {
-                let text =
-                    fs_err::read_to_string(&p).map_err(|e| AppError::new(Exit::SourceUnreadable, e))?;
+                let text = super::output::read_text(&p, "template", Exit::SourceUnreadable)?;
                 overrides.insert(name.to_string(), (text, p.display().to_string()));
             }
         }

@@ -123,6 +123,9 @@ fn compute_with(
 ) -> Result<(crate::snapshot::evidence::Evidence, Readiness), AppError> {
     let mut snap = cx.snapshot()?;
     let model = crate::model::resolve(&snap)?;
+    // Readiness of nothing would be vacuously Ready (and `wait` would return at once). A
+    // NodeSet without nodes still has conditions to show.
+    cx.check_not_empty(model.members().count() + model.groups.len(), &super::pipeline::Found::of(&snap))?;
     let phases = PhaseMap { overrides: cx.settings.service_phases.clone() };
     let r = readiness::evaluate(&snap, &model, &phases, Options { evidence }, now);
     Ok((std::mem::take(&mut snap.evidence), r))

@@ -9,9 +9,12 @@ use crate::cli::{TextOrJson, ValidateArgs};
 use crate::exit::Exit;
 
 pub(super) fn run(cx: &Context, args: ValidateArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
-    let snap = cx.snapshot()?;
+    // Unknown kinds are diagnostics here, not warnings on stderr.
+    let snap = cx.snapshot_quiet(false)?;
+    let found = super::pipeline::Found::of(&snap);
     let diags = crate::validate::validate(&snap, &cx.inventory_options());
     let (errors, warnings) = crate::validate::summary(&diags);
+
     let text = match args.format {
         TextOrJson::Json => json_text(&crate::validate::to_json(&diags), true)?,
         TextOrJson::Text => {
@@ -24,5 +27,9 @@ pub(super) fn run(cx: &Context, args: ValidateArgs, out: &mut dyn Write) -> Resu
         }
     };
     write_out(out, &text)?;
+    // Sources with no host must not pass as "0 errors" (nor be hidden behind other errors).
+    if let Ok(model) = crate::model::resolve(&snap) {
+        cx.check_not_empty(model.members().count(), &found)?;
+    }
     Ok(if errors > 0 { Exit::ValidationFailed } else { Exit::Success })
 }

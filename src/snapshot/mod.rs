@@ -13,6 +13,7 @@ pub(crate) mod evidence;
 pub(crate) mod manifest;
 pub(crate) mod refs;
 pub(crate) mod resource;
+pub(crate) mod selector;
 
 use self::evidence::Evidence;
 use self::manifest::Document;
@@ -63,6 +64,11 @@ pub struct Snapshot {
     pub evidence: Evidence,
     /// Number of documents of kinds nothing here reads.
     pub ignored: usize,
+    /// Documents of a kind in an API group edpm-agent reads that no operator defines (a typo
+    /// close to a kind we read is an error instead): warned about, never silently dropped.
+    pub unknown_kinds: Vec<UnknownKind>,
+    /// Data-plane objects a label selector left out (directory sources).
+    pub deselected: usize,
     /// Files that hold no Kubernetes object at all (settings files, Helm values beside the
     /// manifests): skipped whole, named so the shell can log them.
     pub not_manifests: Vec<String>,
@@ -79,6 +85,10 @@ pub enum SnapshotError {
     NotAnObject { origin: Origin, reason: String },
     #[error("{object}: {error}; fix the manifest so it matches the {kind} CRD")]
     Invalid { object: ObjRef, kind: String, error: DecodeError },
+    #[error(
+        "{origin}: kind {kind} is not a kind of {group}; did you mean {suggestion}? The API server would refuse this object, so edpm-agent does too: fix the kind"
+    )]
+    KindTypo { origin: Origin, kind: String, group: String, suggestion: &'static str },
     #[error("{kind}/{name} is defined twice: at {first} and at {second}; remove one of them")]
     Duplicate { kind: String, name: String, first: Origin, second: Origin },
 }
@@ -133,6 +143,79 @@ fn classify(api_version: &str, kind: &str) -> Option<KnownKind> {
         ("coordination.k8s.io", "Lease") => KnownKind::Lease,
         _ => return None,
     })
+}
+
+/// A document of a kind nobody defines in an API group edpm-agent reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKind {
+    pub origin: Origin,
+    pub api_version: String,
+    pub kind: String,
+    /// `metadata.name`, when it has one.
+    pub name: String,
+}
+
+impl std::fmt::Display for UnknownKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}/{}): kind {} is not one edpm-agent knows in {}, so the object is not read; check the kind, or ignore this if a newer operator defines it",
+            self.origin, self.kind, self.name, self.kind, self.api_version
+        )
+    }
+}
+
+/// The API groups edpm-agent reads, with every kind their operators define (read or not): a
+/// kind outside these lists is unknown.
+const READ_GROUPS: &[(&str, &[&str])] = &[
+    (
+        DATAPLANE_GROUP,
+        &[
+            "OpenStackDataPlane",
+            "OpenStackDataPlaneRole",
+            "OpenStackDataPlaneNode",
+            "OpenStackDataPlaneNodeSet",
+            "OpenStackDataPlaneService",
+            "OpenStackDataPlaneDeployment",
+        ],
+    ),
+    (NETWORK_GROUP, &["IPSet", "NetConfig", "DNSMasq", "DNSData", "Reservation", "BGPConfiguration"]),
+    (BAREMETAL_GROUP, &["OpenStackBaremetalSet", "OpenStackProvisionServer"]),
+    (AGENT_GROUP, &["EDPMNodeStatus", "EDPMNodeSetStatus"]),
+];
+
+/// For a kind `classify` does not know: `None` when nothing is wrong (a group we do not read,
+/// or a kind its operator defines that we do not need), else the closest kind of the group
+/// when the kind is a near miss of it (a typo), or no suggestion.
+fn unknown_kind(api_version: &str, kind: &str) -> Option<Option<&'static str>> {
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    let (_, kinds) = READ_GROUPS.iter().find(|(g, _)| *g == group)?;
+    if kinds.contains(&kind) {
+        return None;
+    }
+    let close = kinds
+        .iter()
+        .map(|k| (edit_distance(&k.to_ascii_lowercase(), &kind.to_ascii_lowercase()), *k))
+        .min()
+        .filter(|(d, _)| *d <= 2)
+        .map(|(_, k)| k);
+    Some(close)
+}
+
+/// Levenshtein distance, for telling a typo from another kind.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// The identity and origin of a document about to be decoded.
@@ -316,7 +399,28 @@ impl Snapshot {
             return Err(not_object("apiVersion or kind is missing or not a string"));
         };
         let Some(known) = classify(api_version, kind) else {
-            self.ignored += 1;
+            match unknown_kind(api_version, kind) {
+                None => self.ignored += 1,
+                Some(Some(suggestion)) => {
+                    return Err(SnapshotError::KindTypo {
+                        origin,
+                        kind: kind.to_string(),
+                        group: api_version.split_once('/').map_or("", |(g, _)| g).to_string(),
+                        suggestion,
+                    });
+                }
+                Some(None) => self.unknown_kinds.push(UnknownKind {
+                    origin,
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                    name: node
+                        .get("metadata")
+                        .and_then(|m| m.get("name"))
+                        .and_then(Node::as_str)
+                        .unwrap_or("-")
+                        .to_string(),
+                }),
+            }
             return Ok(());
         };
         let kind = kind.to_string();
@@ -480,8 +584,41 @@ impl Snapshot {
                 e
             }),
             ignored: parts.iter().map(|p| p.ignored).sum(),
+            unknown_kinds: join(&mut parts, |p| &mut p.unknown_kinds),
+            deselected: parts.iter().map(|p| p.deselected).sum(),
             not_manifests: join(&mut parts, |p| &mut p.not_manifests),
         }
+    }
+
+    /// Keeps the data-plane objects (DataPlanes, Roles, Nodes, NodeSets: the kinds a cluster
+    /// list filters) whose labels `selector` matches, as the API server would have listed
+    /// them; counts the rest in [`Snapshot::deselected`].
+    pub fn select(&mut self, selector: &selector::Selector) {
+        /// Drops what does not match; the names dropped.
+        fn keep<T>(objs: &mut Vec<Object<T>>, sel: &selector::Selector) -> Vec<String> {
+            let mut gone = Vec::new();
+            objs.retain(|o| {
+                let matched = sel.matches(&o.meta.labels);
+                if !matched {
+                    gone.push(o.id.name.clone());
+                }
+                matched
+            });
+            gone
+        }
+        let mut dropped = keep(&mut self.dataplanes, selector).len();
+        // Their upstream status goes with them: readiness must not see a status without its object.
+        for (gone, status) in [
+            (keep(&mut self.roles, selector), &mut self.evidence.roles),
+            (keep(&mut self.nodes, selector), &mut self.evidence.nodes),
+        ] {
+            dropped += gone.len();
+            gone.iter().for_each(|n| drop(status.remove(n)));
+        }
+        let gone = keep(&mut self.nodesets, selector);
+        dropped += gone.len();
+        gone.iter().for_each(|n| drop(self.evidence.nodesets.remove(n)));
+        self.deselected += dropped;
     }
 
     /// Fails on the first object defined twice (same kind and name), naming both places.

@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::SourceError;
+use crate::fsutil::{self, ReadError};
 use crate::snapshot::manifest::{self, Document, Layout, ParseError, Streamed};
 use crate::snapshot::{FilePart, Snapshot, SnapshotError};
 use crate::yaml::Section;
@@ -66,15 +67,23 @@ pub(crate) fn load(
     let mut texts = Vec::with_capacity(files.len());
     for file in files {
         let shown = file.display().to_string();
-        let unreadable = |source| SourceError::Unreadable { path: shown.clone(), source };
-        // Checked before reading: the cap is there so that a huge file is never loaded.
-        let len = std::fs::metadata(&file).map_err(unreadable)?.len();
-        budget.read += len;
-        if budget.read > MAX_INPUT_BYTES {
-            return Err(SourceError::TooLarge { path: shown, read: budget.read, limit: MAX_INPUT_BYTES });
+        // The run's cap is checked on the sizes before anything is read.
+        let len = std::fs::metadata(&file).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
+        if len <= fsutil::MAX_FILE_BYTES {
+            budget.read += len;
+            if budget.read > MAX_INPUT_BYTES {
+                return Err(SourceError::TooLarge { path: shown, read: budget.read, limit: MAX_INPUT_BYTES });
+            }
         }
-        let text = fs_err::read_to_string(&file)
-            .map_err(|e| SourceError::Unreadable { path: shown.clone(), source: e })?;
+        // Only regular files, each within its own cap, checked on the open descriptor: a FIFO
+        // named pipe.yaml would hang an inventory script (and Ansible with it), and a link to
+        // /dev/zero would never end.
+        let text = fsutil::read_bounded(&file, fsutil::MAX_FILE_BYTES, false).map_err(|e| match e {
+            ReadError::Io(source) => SourceError::Unreadable { path: shown.clone(), source },
+            ReadError::NotRegular(what) => SourceError::NotRegular { path: shown.clone(), what },
+            ReadError::TooLarge(limit) => SourceError::FileTooLarge { path: shown.clone(), limit },
+            ReadError::NotUtf8(detail) => SourceError::NotUtf8 { path: shown.clone(), detail },
+        })?;
         texts.push((shown, text));
     }
     let mut pieces = Vec::new();
@@ -174,7 +183,8 @@ pub(crate) fn manifest_files(root: &Path) -> Result<Vec<PathBuf>, SourceError> {
     let unreadable =
         |path: &Path, source| SourceError::Unreadable { path: path.display().to_string(), source };
     let meta = std::fs::metadata(root).map_err(|e| unreadable(root, e))?;
-    if meta.is_file() {
+    if !meta.is_dir() {
+        // Named outright, whatever its name: reading it says what it is if it is no file.
         return Ok(vec![root.to_path_buf()]);
     }
     let mut out = Vec::new();

@@ -21,6 +21,16 @@ pub(crate) enum SourceError {
     )]
     NoManifests { path: String },
     #[error(
+        "cannot read {path}: it is {what}, not a regular file; edpm-agent reads only regular files (after following links) so that it never blocks on a pipe or reads a device without end: save the manifests to a file, or move this out of the source directory"
+    )]
+    NotRegular { path: String, what: &'static str },
+    #[error(
+        "cannot read {path}: it is larger than the {} MiB cap on one manifest file (a guard against runaway input such as a link to /dev/zero); point --source at the data-plane manifests, or split the file", .limit >> 20
+    )]
+    FileTooLarge { path: String, limit: u64 },
+    #[error("cannot read {path}: {detail}")]
+    NotUtf8 { path: String, detail: String },
+    #[error(
         "{path}: the manifests read so far total {read} bytes, past the {limit}-byte cap edpm-agent puts on one run against runaway input; point --source at the data-plane manifests only"
     )]
     TooLarge { path: String, read: u64, limit: u64 },
@@ -55,10 +65,18 @@ pub(crate) fn load<'c>(
     let mut budget = dir::Budget::default();
     for spec in &settings.sources {
         let part = match spec {
-            SourceSpec::Dir(path) => dir::load(path, settings.namespace.as_deref(), lines, &mut budget)?,
+            SourceSpec::Dir(path) => {
+                let mut snap = dir::load(path, settings.namespace.as_deref(), lines, &mut budget)?;
+                // The API server filters a list by labels; a directory is filtered here alike.
+                if let Some(sel) = &settings.selector {
+                    snap.select(sel);
+                }
+                snap
+            }
             SourceSpec::Kube => {
                 let c = cluster()?;
-                c.block_on(k8s::read::snapshot(c.client(), settings.selector.as_deref(), with_evidence))?
+                let selector = settings.selector.as_ref().map(|s| s.as_str());
+                c.block_on(k8s::read::snapshot(c.client(), selector, with_evidence))?
             }
         };
         snap.merge(part)?;

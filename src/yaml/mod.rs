@@ -106,6 +106,60 @@ pub fn json_document_streaming<'a>(
 }
 
 /// Every document of a YAML stream, in order, on this thread.
+/// A `serde_saphyr` error (the reader for what Ansible reads with PyYAML's last-key-wins
+/// rules: the runner's env files) in our words: its line, and the limit or problem with the
+/// fix, never the library's type names (`budget breached: Depth { depth: 65 }`).
+pub fn saphyr_message(e: &serde_saphyr::Error) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let line = e.location().map(|l| l.line()).filter(|l| *l > 0);
+    let what = match e {
+        serde_saphyr::Error::Budget { breach, .. } => match breach {
+            B::Depth { depth } => {
+                format!("nested {depth} levels deep, past the reader's limit; flatten the structure")
+            }
+            B::Aliases { .. } | B::Anchors { .. } | B::AliasAnchorRatio { .. } => {
+                "too many aliases or anchors (a guard against alias bombs); write the values out instead"
+                    .to_string()
+            }
+            B::Events { .. } | B::Nodes { .. } | B::Documents { .. } => {
+                "too large for the reader's limits; split it or trim it".to_string()
+            }
+            B::ScalarBytes { .. } => "a value is too long for the reader's limits; shorten it".to_string(),
+            _ => "past one of the reader's limits on hostile input; simplify it".to_string(),
+        },
+        serde_saphyr::Error::DuplicateMappingKey { key, .. } => match key {
+            Some(k) => format!("key {k:?} appears twice in one mapping; remove one"),
+            None => "a key appears twice in one mapping; remove one".to_string(),
+        },
+        other => {
+            let text = other.to_string();
+            let first = text.lines().next().unwrap_or("not valid YAML");
+            // The library's own "error: line 1 column 9: " prefix: the line is added below.
+            let bare = first.strip_prefix("error: ").unwrap_or(first);
+            let bare = match bare.split_once(": ") {
+                Some((place, rest)) if place.starts_with("line ") && place.contains(" column ") => rest,
+                _ => bare,
+            };
+            // The same errors may arrive wrapped (with a snippet), so the text is checked too.
+            if bare.contains("recursion limit") || bare.contains("Depth {") {
+                "nested too deeply for the reader's limit; flatten the structure".to_string()
+            } else if let Some(rest) = bare.strip_prefix("duplicate mapping key") {
+                let key = rest.trim_start_matches(':').split(',').next().unwrap_or("").trim();
+                format!("key {key:?} appears twice in one mapping; remove one")
+            } else if bare.starts_with("budget breached") {
+                "past one of the reader's limits on hostile input (size, aliases or nesting); simplify it"
+                    .to_string()
+            } else {
+                bare.to_string()
+            }
+        }
+    };
+    match line {
+        Some(l) => format!("line {l}: {what}"),
+        None => what,
+    }
+}
+
 pub fn documents(text: &str) -> Result<Vec<Node<'_>>, Error> {
     let mut out = Vec::new();
     for s in sections(text)? {
@@ -161,4 +215,33 @@ fn json_error(e: serde_json::Error) -> Error {
 pub fn to_json_values(text: &str) -> Result<Vec<serde_json::Value>, Error> {
     let docs = if looks_like_json(text) { json_documents(text)? } else { documents(text)? };
     Ok(docs.iter().map(Node::to_value).collect())
+}
+
+#[cfg(test)]
+mod saphyr_tests {
+    use super::saphyr_message;
+
+    fn message(text: &str) -> String {
+        let options = serde_saphyr::options! { duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error };
+        let e = serde_saphyr::from_str_with_options::<serde_json::Value>(text, options).unwrap_err();
+        saphyr_message(&e)
+    }
+
+    #[test]
+    fn library_words_never_reach_the_user() {
+        let deep = format!("a: {}1{}\n", "[".repeat(5000), "]".repeat(5000));
+        let bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\ng: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n".to_string();
+        for (text, want) in [
+            (deep.as_str(), "nested"),
+            ("a: 1\na: 2\n", "appears twice"),
+            ("a: [1\n", "line"),
+            (bomb.as_str(), ""),
+        ] {
+            let m = message(text);
+            for internal in ["budget", "Budget", "Depth {", "DuplicateKeyPolicy", "Options", "untagged"] {
+                assert!(!m.contains(internal), "{m}");
+            }
+            assert!(m.contains(want), "{m}");
+        }
+    }
 }
