@@ -125,7 +125,7 @@ pub(crate) enum OneOrMany {
 pub(crate) enum SettingsError {
     #[error("config file {path}: {message}")]
     File { path: String, message: String },
-    #[error("environment variable {name}={value:?}: {message}")]
+    #[error("environment variable {name}={}: {message}", crate::echo::echo(value).debug())]
     Env { name: String, value: String, message: String },
     #[error(
         "no source given: pass --source DIR (or --source kube), set EDPM_AGENT_SOURCE, or name a config file with source: in EDPM_AGENT_CONFIG"

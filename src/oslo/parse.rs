@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry as Slot;
 
 use super::{py_strip, py_trim_end, py_trim_start};
+use crate::echo::echo;
 
 /// One assignment, with the line its key was on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,13 +110,38 @@ impl PartialEq for Name<'_> {
 }
 
 /// oslo's parse errors. `message` is oslo's text; `text` is the offending line as oslo
-/// reports it (right-stripped; empty for "Section must be started before assignment").
+/// reports it (right-stripped; empty for "Section must be started before assignment"), whole.
+/// `Display` is oslo's message with the line cut to a readable length ([`crate::echo`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("at line {line}, {message}: {}", super::pyrepr::repr(text))]
+#[error("at line {line}, {message}: {}", echo(text).quoted(super::pyrepr::repr))]
 pub struct ParseError {
     pub line: usize,
     pub message: &'static str,
     pub text: String,
+}
+
+impl ParseError {
+    /// What to do about it.
+    pub fn hint(&self) -> &'static str {
+        match self.message {
+            NO_SECTION => "start the file with a section such as [DEFAULT]",
+            UNEXPECTED_CONTINUATION => {
+                "a line starting with whitespace continues the previous value: remove the indentation"
+            }
+            NO_SECTION_END => {
+                "section headers take no trailing text (no inline comments): end the line with ]"
+            }
+            EMPTY_SECTION => "give the section a name, such as [DEFAULT]",
+            NO_ASSIGNMENT if self.line == 1 && self.text.starts_with('\u{feff}') => {
+                "the file starts with a byte-order mark, which oslo does not strip: save it without BOM"
+            }
+            NO_ASSIGNMENT => {
+                "write options as `key = value`, or make the line a comment with # in the first column"
+            }
+            EMPTY_KEY => "put the option's name before the = or :",
+            _ => "fix the line so that oslo.config can read it",
+        }
+    }
 }
 
 pub const UNEXPECTED_CONTINUATION: &str = "Unexpected continuation line";
