@@ -37,7 +37,7 @@ pub(crate) const LOCAL_IDENT: &str = "edpm-agent";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum JobError {
-    #[error("the command after -- must be `ansible-runner run DIR ...`, got {got:?}")]
+    #[error("the command after -- must be `ansible-runner run DIR ...`, got {}", crate::echo::echo(got).debug())]
     NotRunner { got: String },
     #[error("ansible-runner {option}: {message}")]
     BadOption { option: String, message: String },
@@ -373,7 +373,10 @@ impl JobEnv {
                 None => default,
                 Some(v) => v.trim().parse::<u64>().map_err(|_| JobError::Env {
                     name,
-                    message: format!("{:?} is not a whole number of seconds (0 means no limit)", v.trim()),
+                    message: format!(
+                        "{} is not a whole number of seconds (0 means no limit)",
+                        crate::echo::echo(v.trim()).debug()
+                    ),
                 })?,
             };
             Ok((n > 0).then(|| Duration::from_secs(n)))

@@ -14,6 +14,7 @@ pub(crate) mod agent;
 pub(crate) mod cell;
 pub(crate) mod condition;
 pub(crate) mod derive;
+pub mod echo;
 pub(crate) mod inventory;
 pub(crate) mod model;
 pub(crate) mod mounts;

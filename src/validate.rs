@@ -9,6 +9,7 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
+use crate::echo::echo;
 use crate::inventory::{
     self,
     build::{anchor_decode, decode_vars_from_value, parse_ansible_vars},
@@ -372,8 +373,8 @@ fn check_vars_from(
                     let theirs = anchor_decode(v);
                     if ours != theirs {
                         r.warn(id, format!("{}.configMapRef", f.path), format!(
-                            "key {k} of {} is {v:?}: edpm-agent keeps {ours}, but openstack-operator would decode it as {theirs}; quote it as a JSON string to be safe with both",
-                            obj.id.short()));
+                            "key {} of {} is {}: edpm-agent keeps {}, but openstack-operator would decode it as {}; quote it as a JSON string to be safe with both",
+                            echo(k), obj.id.short(), echo(v).debug(), echo(&ours.to_string()), echo(&theirs.to_string())));
                     }
                 }
             }

@@ -25,6 +25,7 @@ const CORE: &[&str] = &[
     "cell",
     "render",
     "derive",
+    "echo",
     "mounts",
     "staging",
     "readiness",

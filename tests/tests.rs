@@ -53,6 +53,9 @@ mod node_agent;
 // The architecture's boundaries, checked on the source text.
 mod layout;
 
+// Huge input quoted in errors is cut to a readable length (oslo, manifests).
+mod echoes;
+
 // Staging into temporary roots: ownership, links, Ceph sanity, SIGKILL crash safety.
 mod staging;
 

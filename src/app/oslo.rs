@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::AppError;
 use super::output::{write_out, write_output};
 use crate::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
+use crate::echo::echo;
 use crate::exit::Exit;
 use crate::fsutil::Texts;
 use crate::oslo::layer::{Layer, Layers};
@@ -127,7 +128,9 @@ fn read(path: &Path) -> Result<String, AppError> {
     super::output::read_text(path, "config file", Exit::Failure)
 }
 
-/// oslo's `ConfigFileParseError` text, or the JSON error object.
+/// oslo's `ConfigFileParseError` text with the line cut to a readable length and what to do,
+/// or the JSON error object, whose `text` is the whole line as oslo's parser reports it (a
+/// program reading it gets exactly what oslo would give, and `line` to find it).
 fn parse_failure(
     file: &Path,
     e: &oslo::ParseError,
@@ -144,7 +147,13 @@ fn parse_failure(
     }
     Err(AppError::new(
         Exit::Failure,
-        format!("Failed to parse {shown}: at {shown}:{}, {}: {}", e.line, e.message, pyrepr::repr(&e.text)),
+        format!(
+            "Failed to parse {shown}: at {shown}:{}, {}: {}; {}",
+            e.line,
+            e.message,
+            echo(&e.text).quoted(pyrepr::repr),
+            e.hint()
+        ),
     ))
 }
 

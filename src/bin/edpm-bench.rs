@@ -5,6 +5,8 @@
 //! `edpm-agent inventory --list` on each, in the same rounds; what YAML parsing alone costs on
 //! the same files; and the wall time of `ansible-inventory --list` reading our script versus
 //! the same inventory as a static YAML file (how upstream hands it to the runner today).
+//! `edpm-bench oslo-parse`: `edpm-agent oslo parse` on one large file (10,000 and 40,000 keys in
+//! one section, 100,000 sections) against oslo.config's own parser on the same file.
 //! `edpm-bench readiness`: the pure readiness evaluation of N nodes × S services (in process),
 //! and the write requests of `edpm-agent status report` against a fake API server, for a first
 //! report and an unchanged re-report.
@@ -36,6 +38,7 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("inventory") => inventory(&args[1..]),
         Some("oslo") => oslo_bench(&args[1..]),
+        Some("oslo-parse") => oslo_parse_bench(&args[1..]),
         Some("stage") => stage_bench(&args[1..]),
         Some("readiness") => readiness_bench(&args[1..]),
         Some("node") => node_bench(&args[1..]),
@@ -48,7 +51,7 @@ fn main() {
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");
@@ -658,6 +661,115 @@ fn oslo_bench(args: &[String]) -> Result<(), String> {
         "  for reference, oslo.config ConfigOpts(--config-dir) start-up, {sample} nodes: {} ({:.2} ms per node)",
         ms(co),
         co.as_secs_f64() * 1e3 / sample as f64
+    );
+    Ok(())
+}
+
+/// Python side of `edpm-bench oslo-parse`: oslo.config's parser filling the `sections` dict
+/// that `oslo parse` prints, timed in process (interpreter start-up and import excluded), best
+/// of the runs for each file.
+const OSLO_PARSE_PY: &str = r#"
+import json, sys, time
+from oslo_config import cfg
+runs = int(sys.argv[1])
+best = {}
+for path in sys.argv[2:]:
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sections = {}
+        cfg.ConfigParser(path, sections).parse()
+        t = time.perf_counter() - t0
+        best[path] = min(best.get(path, t), t)
+print(json.dumps(best))
+"#;
+
+/// `edpm-agent oslo parse` as a whole process on single large files, the shapes that once made
+/// it quadratic, against oslo.config's parser on the same files.
+fn oslo_parse_bench(args: &[String]) -> Result<(), String> {
+    let runs: usize = flag(args, "--runs", 5)?.max(1);
+    let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
+    if !agent.is_file() {
+        return Err(format!("{} not found; build it first (cargo build --release)", agent.display()));
+    }
+    let python = find_tool("python3")
+        .filter(|p| p.to_string_lossy().contains("venv"))
+        .or_else(|| find_tool("python3"));
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let keys = |n: usize| {
+        let mut t = String::from("[DEFAULT]\n");
+        for i in 0..n {
+            let _ = writeln!(t, "option_{i:06} = value {i}");
+        }
+        t
+    };
+    let mut sections = String::new();
+    for i in 0..100_000 {
+        let _ = writeln!(sections, "[section_{i:06}]\noption = value {i}");
+    }
+    let inputs = [
+        ("10,000 keys, one section", "keys-10k.conf", keys(10_000)),
+        ("40,000 keys, one section", "keys-40k.conf", keys(40_000)),
+        ("100,000 sections, one key each", "sections-100k.conf", sections),
+    ];
+    let mut paths = Vec::new();
+    for (_, file, text) in &inputs {
+        let path = dir.path().join(file);
+        fs_err::write(&path, text).map_err(|e| e.to_string())?;
+        paths.push(path);
+    }
+    let theirs: serde_json::Value = match &python {
+        Some(python) => {
+            let script = dir.path().join("bench_oslo_parse.py");
+            fs_err::write(&script, OSLO_PARSE_PY).map_err(|e| e.to_string())?;
+            let out = Command::new(python)
+                .arg(&script)
+                .arg(runs.to_string())
+                .args(&paths)
+                .output()
+                .map_err(|e| format!("{}: {e}", python.display()))?;
+            if !out.status.success() {
+                return Err(format!("python benchmark failed: {}", String::from_utf8_lossy(&out.stderr)));
+            }
+            serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?
+        }
+        None => serde_json::Value::Null,
+    };
+    println!(
+        "oslo parse at scale: `edpm-agent oslo parse FILE` as a whole process (output discarded), best of {runs}; \
+         oslo.config's cfg.ConfigParser filling its sections dict in process (start-up excluded), best of {runs}"
+    );
+    let mut walls = Vec::new();
+    for ((name, _, text), path) in inputs.iter().zip(&paths) {
+        let mut best: Option<Measured> = None;
+        for _ in 0..runs {
+            let m = measure(Command::new(&agent).arg("oslo").arg("parse").arg(path))?;
+            if m.status != 0 {
+                return Err(format!("edpm-agent oslo parse {} exited {}", path.display(), m.status));
+            }
+            if best.as_ref().is_none_or(|b| m.wall < b.wall) {
+                best = Some(m);
+            }
+        }
+        let ours = best.ok_or("no run")?;
+        walls.push(ours.wall);
+        let peer = match theirs[path.to_string_lossy().as_ref()].as_f64() {
+            Some(t) => format!(
+                "; oslo.config {} ({:.1}x ours)",
+                ms(Duration::from_secs_f64(t)),
+                t / ours.wall.as_secs_f64()
+            ),
+            None => "; oslo.config not found (run scripts/setup-venv.sh)".to_string(),
+        };
+        println!(
+            "  {name} ({:.1} MiB): edpm-agent {} ({} MiB peak){peer}",
+            text.len() as f64 / 1048576.0,
+            ms(ours.wall),
+            ours.max_rss_kib / 1024
+        );
+    }
+    println!(
+        "  4x the keys took {:.1}x the time (linear: about 4x; quadratic: about 16x)",
+        walls[1].as_secs_f64() / walls[0].as_secs_f64()
     );
     Ok(())
 }

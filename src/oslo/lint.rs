@@ -3,6 +3,7 @@
 
 use super::parse::{self, ParseError};
 use super::{normalize_group, py_space};
+use crate::echo::echo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -25,7 +26,7 @@ pub fn lint(text: &str) -> Vec<Finding> {
     let file = match parse::parse(text) {
         Ok(f) => f,
         Err(e) => {
-            out.push(Finding { severity: Severity::Error, line: e.line, message: error_message(&e, text) });
+            out.push(Finding { severity: Severity::Error, line: e.line, message: error_message(&e) });
             return out;
         }
     };
@@ -36,8 +37,8 @@ pub fn lint(text: &str) -> Vec<Finding> {
                 s.line,
                 format!(
                     "[{}] is a group named \"{}\", not [DEFAULT]: oslo matches DEFAULT exactly; write [DEFAULT]",
-                    s.name,
-                    s.name.to_lowercase()
+                    echo(&s.name),
+                    echo(&s.name.to_lowercase())
                 ),
             );
         }
@@ -46,9 +47,9 @@ pub fn lint(text: &str) -> Vec<Finding> {
                 &mut out,
                 s.line,
                 format!(
-                    "[{}] names the group {:?} with its spaces; remove them",
-                    s.name,
-                    normalize_group(&s.name)
+                    "[{}] names the group {} with its spaces; remove them",
+                    echo(&s.name),
+                    echo(&normalize_group(&s.name)).debug()
                 ),
             );
         }
@@ -64,7 +65,7 @@ pub fn lint(text: &str) -> Vec<Finding> {
                     e.line,
                     format!(
                         "{} is set again (first at line {first}): a single-valued option takes only this last value; a multi-valued one takes all of them",
-                        e.key
+                        echo(&e.key)
                     ),
                 );
             }
@@ -74,8 +75,8 @@ pub fn lint(text: &str) -> Vec<Finding> {
                     e.line,
                     format!(
                         "{} contains '-': oslo matches option names exactly and options use '_' (did you mean {}?)",
-                        e.key,
-                        e.key.replace('-', "_")
+                        echo(&e.key),
+                        echo(&e.key.replace('-', "_"))
                     ),
                 );
             }
@@ -89,11 +90,11 @@ pub fn lint(text: &str) -> Vec<Finding> {
                         &mut out,
                         e.line,
                         format!(
-                            "{} = {:?}: oslo has no inline comments, so the value includes {:?}; put the comment on its own line (value {:?})",
-                            e.key,
-                            first_line,
-                            &first_line[i..],
-                            before
+                            "{} = {}: oslo has no inline comments, so the value includes {}; put the comment on its own line (value {})",
+                            echo(&e.key),
+                            echo(first_line).debug(),
+                            echo(&first_line[i..]).debug(),
+                            echo(before).debug()
                         ),
                     );
                 }
@@ -105,7 +106,8 @@ pub fn lint(text: &str) -> Vec<Finding> {
                         e.line + n,
                         format!(
                             "this indented line is part of the value of {} (line {}), not its own line; remove the indentation",
-                            e.key, e.line
+                            echo(&e.key),
+                            e.line
                         ),
                     );
                 }
@@ -117,13 +119,14 @@ pub fn lint(text: &str) -> Vec<Finding> {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
                     .collect();
                 if name.contains('.') && !name.ends_with('.') && !rest.starts_with('{') {
-                    let var = name.split('.').next().unwrap_or("");
+                    let var = echo(name.split('.').next().unwrap_or(""));
                     warn(
                         &mut out,
                         e.line,
                         format!(
-                            "${name} is read as option {} of group {var}; write ${{{var}}} if you meant option {var} followed by text",
-                            name.split_once('.').map_or("", |x| x.1),
+                            "${} is read as option {} of group {var}; write ${{{var}}} if you meant option {var} followed by text",
+                            echo(&name),
+                            echo(name.split_once('.').map_or("", |x| x.1)),
                         ),
                     );
                 }
@@ -135,19 +138,8 @@ pub fn lint(text: &str) -> Vec<Finding> {
 }
 
 /// oslo's error plus a hint for the common causes.
-fn error_message(e: &ParseError, text: &str) -> String {
-    let hint = match e.message {
-        parse::NO_SECTION => "; start the snippet with a section such as [DEFAULT]",
-        parse::UNEXPECTED_CONTINUATION => {
-            "; a line starting with whitespace continues the previous value: remove the indentation"
-        }
-        parse::NO_SECTION_END => "; section headers take no trailing text (no inline comments)",
-        parse::NO_ASSIGNMENT if text.starts_with('\u{feff}') && e.line == 1 => {
-            "; the file starts with a byte-order mark, which oslo does not strip: save it without BOM"
-        }
-        _ => "",
-    };
-    format!("{}{hint}", e)
+fn error_message(e: &ParseError) -> String {
+    format!("{e}; {}", e.hint())
 }
 
 #[cfg(test)]
@@ -188,8 +180,9 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Error);
         assert!(
-            f[0].message
-                .starts_with("at line 1, Section must be started before assignment: ''; start the snippet"),
+            f[0].message.starts_with(
+                "at line 1, Section must be started before assignment: ''; start the file with a section"
+            ),
             "{}",
             f[0].message
         );

@@ -18,8 +18,11 @@
 //! costs (BENCHMARKS.md). Models built in code (merge, tests) hold owned strings instead.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry as Slot;
 
 use super::{py_strip, py_trim_end, py_trim_start};
+use crate::echo::echo;
 
 /// One assignment, with the line its key was on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,21 +60,28 @@ pub type MergedKeys<'a, 'b> = Vec<(&'b str, Vec<&'b Entry<'a>>)>;
 impl<'a> ConfigFile<'a> {
     /// Sections merged by exact name, in first-seen order, keys in first-seen order with every
     /// value: the `sections` dict `cfg.ConfigParser` fills (what `oslo parse` prints).
+    ///
+    /// Sections and keys are found through hash maps, as Python's dicts find them: a linear
+    /// search per entry made `oslo parse` quadratic (a file of 100,000 sections took most of
+    /// a minute).
     pub fn sections_merged(&self) -> Vec<(&str, MergedKeys<'a, '_>)> {
         let mut out: Vec<(&str, MergedKeys<'a, '_>)> = Vec::new();
+        let mut sections: HashMap<Name<'_>, usize> = HashMap::new();
+        // (section number in `out`, key) → key number in that section's list.
+        let mut keys: HashMap<(usize, Name<'_>), usize> = HashMap::new();
         for s in &self.sections {
-            let idx = match out.iter().position(|(n, _)| *n == s.name) {
-                Some(i) => i,
-                None => {
-                    out.push((&s.name, Vec::new()));
-                    out.len() - 1
-                }
-            };
-            let keys = &mut out[idx].1;
+            let idx = *sections.entry(Name(&s.name)).or_insert_with(|| {
+                out.push((&s.name, Vec::new()));
+                out.len() - 1
+            });
+            let merged = &mut out[idx].1;
             for e in &s.entries {
-                match keys.iter_mut().find(|(k, _)| *k == e.key) {
-                    Some((_, v)) => v.push(e),
-                    None => keys.push((&*e.key, vec![e])),
+                match keys.entry((idx, Name(&e.key))) {
+                    Slot::Occupied(k) => merged[*k.get()].1.push(e),
+                    Slot::Vacant(k) => {
+                        k.insert(merged.len());
+                        merged.push((&e.key, vec![e]));
+                    }
                 }
             }
         }
@@ -79,14 +89,59 @@ impl<'a> ConfigFile<'a> {
     }
 }
 
+/// A section name or key as a hash-map key. Its equality counts, in unit tests, how often
+/// two names are compared: [`ConfigFile::sections_merged`] must compare a name with few
+/// others, not with every name before it (tests::merging_compares_each_name_a_few_times).
+#[derive(Debug, Clone, Copy, Eq)]
+struct Name<'b>(&'b str);
+
+impl std::hash::Hash for Name<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.hash(h);
+    }
+}
+
+impl PartialEq for Name<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(test)]
+        tests::COMPARISONS.with(|c| c.set(c.get() + 1));
+        self.0 == other.0
+    }
+}
+
 /// oslo's parse errors. `message` is oslo's text; `text` is the offending line as oslo
-/// reports it (right-stripped; empty for "Section must be started before assignment").
+/// reports it (right-stripped; empty for "Section must be started before assignment"), whole.
+/// `Display` is oslo's message with the line cut to a readable length ([`crate::echo`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("at line {line}, {message}: {}", super::pyrepr::repr(text))]
+#[error("at line {line}, {message}: {}", echo(text).quoted(super::pyrepr::repr))]
 pub struct ParseError {
     pub line: usize,
     pub message: &'static str,
     pub text: String,
+}
+
+impl ParseError {
+    /// What to do about it.
+    pub fn hint(&self) -> &'static str {
+        match self.message {
+            NO_SECTION => "start the file with a section such as [DEFAULT]",
+            UNEXPECTED_CONTINUATION => {
+                "a line starting with whitespace continues the previous value: remove the indentation"
+            }
+            NO_SECTION_END => {
+                "section headers take no trailing text (no inline comments): end the line with ]"
+            }
+            EMPTY_SECTION => "give the section a name, such as [DEFAULT]",
+            NO_ASSIGNMENT if self.line == 1 && self.text.starts_with('\u{feff}') => {
+                "the file starts with a byte-order mark, which oslo does not strip: save it without BOM"
+            }
+            NO_ASSIGNMENT => {
+                "write options as `key = value`, or make the line a comment with # in the first column"
+            }
+            EMPTY_KEY => "put the option's name before the = or :",
+            _ => "fix the line so that oslo.config can read it",
+        }
+    }
 }
 
 pub const UNEXPECTED_CONTINUATION: &str = "Unexpected continuation line";
@@ -254,6 +309,11 @@ fn split_key_value(line: &str) -> Option<(&str, &str)> {
 mod tests {
     use super::*;
 
+    thread_local! {
+        /// How often [`Name`]s were compared on this thread (each test runs on its own).
+        pub(super) static COMPARISONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     fn values(text: &str) -> Vec<(String, String, String)> {
         parse(text)
             .unwrap()
@@ -346,5 +406,34 @@ mod tests {
         let a = &merged[0];
         assert_eq!(a.0, "a");
         assert_eq!(a.1[0].1.iter().map(|e| &*e.value).collect::<Vec<_>>(), ["1", "3"]);
+    }
+
+    /// Merging must not compare each section or key with all those before it (a linear search
+    /// per entry, as it once did, made `oslo parse` quadratic): with hash maps, names are
+    /// compared only when their hashes look alike, a fraction of a comparison per entry.
+    #[test]
+    fn merging_compares_each_name_a_few_times() {
+        let n = 2_000;
+        let mut text = String::from("[DEFAULT]\n");
+        for i in 0..n {
+            text.push_str(&format!("key_{i} = {i}\n"));
+        }
+        for i in 0..n {
+            text.push_str(&format!("[s{i}]\nk = {i}\n"));
+        }
+        // Re-opened sections and repeated keys: each must be found again.
+        text.push_str("[DEFAULT]\nkey_7 = again\n[s5]\nk = again\n");
+        let f = parse(&text).unwrap();
+        COMPARISONS.with(|c| c.set(0));
+        let merged = f.sections_merged();
+        let comparisons = COMPARISONS.with(|c| c.get());
+        assert_eq!(merged.len(), n + 1);
+        assert_eq!(merged[0].1.len(), n);
+        assert_eq!(merged[0].1[7].1.iter().map(|e| &*e.value).collect::<Vec<_>>(), ["7", "again"]);
+        assert_eq!(merged[6].0, "s5");
+        assert_eq!(merged[6].1[0].1.len(), 2);
+        // A linear search makes about n * n / 2 = 2,000,000 comparisons here.
+        let entries = 2 * n + 2;
+        assert!(comparisons <= entries, "{comparisons} name comparisons for {entries} entries");
     }
 }

@@ -10,14 +10,20 @@
 //! - section names: not empty, no line breaks.
 
 use super::{ConfigFile, py_space};
+use crate::echo::echo;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
-    #[error("section name {name:?} cannot be written: {reason}")]
+    #[error("section name {} cannot be written: {reason}", echo(name).debug())]
     Section { name: String, reason: &'static str },
-    #[error("[{section}] key {key:?} cannot be written: {reason}")]
+    #[error("[{}] key {} cannot be written: {reason}", echo(section), echo(key).debug())]
     Key { section: String, key: String, reason: &'static str },
-    #[error("[{section}] {key}: value {value:?} cannot be written so that oslo reads it back: {reason}")]
+    #[error(
+        "[{}] {}: value {} cannot be written so that oslo reads it back: {reason}",
+        echo(section),
+        echo(key),
+        echo(value).debug()
+    )]
     Value { section: String, key: String, value: String, reason: &'static str },
 }
 

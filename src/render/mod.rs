@@ -57,7 +57,10 @@ pub enum RenderError {
         "node {node}: {file} rendered from {template} is not valid oslo.config: {error}; fix the template"
     )]
     Generated { node: String, file: String, template: String, error: oslo::ParseError },
-    #[error("node {node}, service {service}: {from} ({file}) would stop the service from starting: {error}")]
+    #[error(
+        "node {node}, service {service}: {from} ({file}) would stop the service from starting: {error}; {}",
+        error.hint()
+    )]
     UserConfig { node: String, service: String, from: String, file: String, error: oslo::ParseError },
     #[error(
         "node {node}, service {service}: {from} names a file {file:?} that {problem}; rename the key (for example {suggestion})"

@@ -169,7 +169,10 @@ pub(crate) fn unit_for(
     let err = |problem: String| UnitError { from: from.into(), volume: vol.name.clone(), problem };
     let where_ = mount.get("mountPath").and_then(Value::as_str).unwrap_or_default();
     if !where_.starts_with('/') || where_.split('/').any(|c| c == "..") {
-        return Err(err(format!("mountPath {where_:?} must be an absolute path without '..'")));
+        return Err(err(format!(
+            "mountPath {} must be an absolute path without '..'",
+            crate::echo::echo(where_).debug()
+        )));
     }
     let sub = mount.get("subPath").and_then(Value::as_str).filter(|s| !s.is_empty());
     let mount_ro = mount.get("readOnly").and_then(Value::as_bool).unwrap_or(false);

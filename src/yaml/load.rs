@@ -13,6 +13,7 @@ use granit_parser::{Event, Options, Parser, ScalarStyle, Span, StructureStyle};
 use super::node::{Data, Entry, Node};
 use super::resolve::{self, Scalar};
 use super::{ALIAS_NODES_FLOOR, ALIAS_NODES_PER_WRITTEN, DUPLICATE_POLICY, Error, MAX_DEPTH};
+use crate::echo::echo;
 
 const MERGE_TAG: &str = "tag:yaml.org,2002:merge";
 
@@ -140,7 +141,8 @@ impl<'a> MapFrame<'a> {
     fn insert(&mut self, key: Cow<'a, str>, pos: Pos, value: Node<'a>) -> Result<(), Error> {
         match self.index.find(&self.entries, &key) {
             Some(i) if self.explicit[i] => Err(pos.error(format!(
-                "key \"{key}\" appears twice in this mapping (first at line {}); {DUPLICATE_POLICY}",
+                "key \"{}\" appears twice in this mapping (first at line {}); {DUPLICATE_POLICY}",
+                echo(&key),
                 self.entries[i].line
             ))),
             Some(i) => {
@@ -261,12 +263,14 @@ impl<'a, 's> Builder<'a, 's> {
             match value.as_bytes().first() {
                 Some(b':') => {
                     return Err(pos.error(format!(
-                        "`{value}` inside [ ] or {{ }}: go-yaml (kubectl, the API server) does not read a plain scalar starting with `:` there; quote it"
+                        "`{}` inside [ ] or {{ }}: go-yaml (kubectl, the API server) does not read a plain scalar starting with `:` there; quote it",
+                        echo(&value)
                     )));
                 }
                 Some(b'?') => {
                     return Err(pos.error(format!(
-                        "`{value}` inside [ ] or {{ }}: go-yaml (kubectl, the API server) reads `?` there as a mapping key, not text; quote it"
+                        "`{}` inside [ ] or {{ }}: go-yaml (kubectl, the API server) reads `?` there as a mapping key, not text; quote it",
+                        echo(&value)
                     )));
                 }
                 _ => {}
@@ -375,7 +379,7 @@ impl<'a, 's> Builder<'a, 's> {
 
     fn alias(&mut self, id: usize, span: &Span) -> Result<(), Error> {
         let pos = self.pos(span);
-        let name = span.slice(self.text).unwrap_or("*");
+        let name = echo(span.slice(self.text).unwrap_or("*"));
         let in_key = self.in_key_position();
         let Some(Some(anchored)) = self.anchors.get(id) else {
             return Err(pos.error(format!("alias {name} names no anchor before it in this document")));
@@ -477,7 +481,8 @@ fn value_data<'a>(scalar: Scalar<'a>, pos: Pos, source: &str) -> Result<Data<'a>
         Scalar::Str(s) => Data::Str(s),
         Scalar::Float(f) => json_number(f).ok_or_else(|| {
             pos.error(format!(
-                "`{source}` is a float {}, which JSON and so the Kubernetes API cannot hold (kubectl fails on it too); quote it to keep the text",
+                "`{}` is a float {}, which JSON and so the Kubernetes API cannot hold (kubectl fails on it too); quote it to keep the text",
+                echo(source),
                 if f.is_nan() { "NaN" } else { "infinity" }
             ))
         })?,

@@ -178,7 +178,8 @@ pub(crate) fn tagged<'a>(tag: &str, s: Cow<'a, str>) -> Result<Scalar<'a>, Strin
         return match (got, want) {
             (Some(Scalar::Int(i)), "float") => Ok(Scalar::Float(i as f64)),
             _ => Err(format!(
-                "`{s}` cannot be read as !!{want} (it is a {got_name}); remove the tag or fix the value"
+                "`{}` cannot be read as !!{want} (it is a {got_name}); remove the tag or fix the value",
+                crate::echo::echo(&s)
             )),
         };
     }

@@ -1,0 +1,119 @@
+//! Input echoed in messages, cut to a readable length.
+//!
+//! An error that quotes the offending line or value helps only while it stays readable: a
+//! 10 MB line must not become a 10 MB message. Every message that echoes user input passes it
+//! through [`echo`], which keeps the first [`LIMIT`] characters (cut on a character boundary)
+//! and says how long the whole was. The line number or field path beside it points to the rest.
+//!
+//! This shortens; it does not hide. Values that may come from a Secret must still be redacted
+//! (or left out) by the caller before they are echoed.
+
+use std::fmt;
+
+/// The most characters of input a message quotes. Longer input keeps this many, then the
+/// marker.
+pub const LIMIT: usize = 100;
+
+/// `s` as a message may quote it: [`Echo::head`] is at most [`LIMIT`] characters of it.
+pub fn echo(s: &str) -> Echo<'_> {
+    // A char has at least one byte: input of LIMIT bytes or fewer needs no counting.
+    let head = if s.len() <= LIMIT {
+        s
+    } else {
+        match s.char_indices().nth(LIMIT) {
+            Some((i, _)) => &s[..i],
+            None => s,
+        }
+    };
+    Echo { head, total: s.len() }
+}
+
+/// Input cut for a message. `Display` writes the kept part and, when it was cut, the marker:
+/// `…` and the whole input's length, `… (10485760 bytes in all)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Echo<'a> {
+    head: &'a str,
+    total: usize,
+}
+
+impl<'a> Echo<'a> {
+    /// The part of the input that is kept: all of it, or its first [`LIMIT`] characters.
+    pub fn head(&self) -> &'a str {
+        self.head
+    }
+
+    pub fn is_cut(&self) -> bool {
+        self.head.len() < self.total
+    }
+
+    /// What follows the kept part: empty, or `… (N bytes in all)`.
+    pub fn marker(&self) -> String {
+        if self.is_cut() { format!("… ({} bytes in all)", self.total) } else { String::new() }
+    }
+
+    /// The kept part written by `quote` (Python's repr, Rust's `{:?}`), then the marker outside
+    /// the quotes, so that the quoted text is still valid in its own syntax.
+    pub fn quoted(&self, quote: impl FnOnce(&str) -> String) -> String {
+        quote(self.head) + &self.marker()
+    }
+
+    /// The kept part as Rust's `{:?}` quotes it, then the marker.
+    pub fn debug(&self) -> String {
+        self.quoted(|h| format!("{h:?}"))
+    }
+}
+
+impl fmt::Display for Echo<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.head)?;
+        if self.is_cut() {
+            write!(f, "… ({} bytes in all)", self.total)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_input_is_echoed_whole() {
+        assert_eq!(echo("").to_string(), "");
+        let s = "x".repeat(LIMIT);
+        assert_eq!(echo(&s).to_string(), s);
+        assert!(!echo(&s).is_cut());
+        // LIMIT characters of more than LIMIT bytes are not cut either.
+        let s = "é".repeat(LIMIT);
+        assert_eq!(echo(&s).to_string(), s);
+    }
+
+    #[test]
+    fn long_input_keeps_its_head_and_says_how_long_it_was() {
+        let s = "x".repeat(10 * 1024 * 1024);
+        let e = echo(&s);
+        assert!(e.is_cut());
+        assert_eq!(e.head().len(), LIMIT);
+        assert_eq!(e.to_string(), format!("{}… (10485760 bytes in all)", "x".repeat(LIMIT)));
+        assert_eq!(e.debug(), format!("\"{}\"… (10485760 bytes in all)", "x".repeat(LIMIT)));
+    }
+
+    #[test]
+    fn cuts_on_a_character_boundary() {
+        let s = format!("a{}", "€".repeat(200));
+        let e = echo(&s);
+        assert_eq!(e.head().chars().count(), LIMIT);
+        assert_eq!(e.head(), format!("a{}", "€".repeat(LIMIT - 1)));
+        assert!(e.to_string().ends_with(&format!("… ({} bytes in all)", s.len())));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_head_is_a_prefix_of_at_most_limit_chars(s in "[a-zé€\u{1F600}]{0,300}") {
+            let e = echo(&s);
+            proptest::prop_assert!(s.starts_with(e.head()));
+            proptest::prop_assert!(e.head().chars().count() <= LIMIT);
+            proptest::prop_assert_eq!(e.is_cut(), s.chars().count() > LIMIT);
+        }
+    }
+}
