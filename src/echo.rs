@@ -73,9 +73,35 @@ impl fmt::Display for Echo<'_> {
     }
 }
 
+/// A message that quotes input inside double quotes (serde's `invalid type: string "…",
+/// expected u16`), with the quoted part cut by [`echo`]: the words around it stay whole.
+pub fn cut_quoted(message: &str) -> String {
+    match (message.find('"'), message.rfind('"')) {
+        (Some(a), Some(b)) if b > a + LIMIT => {
+            let inner = &message[a + 1..b];
+            let e = echo(inner);
+            format!("{}\"{}\"{}{}", &message[..a], e.head(), e.marker(), &message[b + 1..])
+        }
+        _ => message.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_input_in_a_message_is_cut_and_the_words_around_it_kept() {
+        let long = "x".repeat(10_000);
+        let m = cut_quoted(&format!("invalid type: string \"{long}\", expected u16"));
+        assert!(m.starts_with("invalid type: string \"xxx") && m.ends_with(", expected u16"), "{m}");
+        assert!(m.len() < 200 && m.contains("10000 bytes"), "{m}");
+        assert_eq!(
+            cut_quoted("invalid type: string \"ab\", expected u16"),
+            "invalid type: string \"ab\", expected u16"
+        );
+        assert_eq!(cut_quoted("no quotes"), "no quotes");
+    }
 
     #[test]
     fn short_input_is_echoed_whole() {

@@ -132,3 +132,22 @@ fn manifest_errors_cut_a_huge_scalar() {
         }
     }
 }
+
+/// A value of the wrong type is quoted by the decoder's message: cut too, with the field and
+/// what was expected kept whole.
+#[test]
+fn wrong_types_cut_a_huge_value() {
+    let x = "x".repeat(HUGE);
+    let d = tempfile::tempdir().unwrap();
+    let text = format!(
+        "apiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNodeSet\nmetadata:\n  name: a\nspec:\n  nodes:\n    n0:\n      ansible:\n        ansiblePort: \"{x}\"\n"
+    );
+    let file = write(d.path(), "bad.yaml", &text);
+    for cmd in [vec!["validate"], vec!["inventory", "--list"]] {
+        let out = run(&[&["--source", d.path().to_str().unwrap()][..], &cmd[..]].concat(), &[]);
+        assert_short(&out, &out.stderr);
+        for needle in [file.as_str(), "ansiblePort", "bytes in all)", "expected"] {
+            assert!(out.stderr.contains(needle), "{cmd:?}: no {needle:?} in {}", out.stderr);
+        }
+    }
+}

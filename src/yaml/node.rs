@@ -353,7 +353,11 @@ pub fn decode<'de, T: de::Deserialize<'de>>(node: &Node<'de>) -> Result<T, Decod
     }
     serde_path_to_error::deserialize::<_, T>(node).map_err(|e| {
         let line = node.at_path(e.path()).map_or(node.line, |(_, l)| l);
-        DecodeFailure { path: e.path().to_string(), line, message: e.into_inner().0 }
+        DecodeFailure {
+            path: e.path().to_string(),
+            line,
+            message: crate::echo::cut_quoted(&e.into_inner().0),
+        }
     })
 }
 
