@@ -17,6 +17,7 @@ use crate::cell::{self, CellContext};
 use crate::inventory::Inventory;
 use crate::model::{HostGroup, Member, Model};
 use crate::oslo;
+use crate::redact::Redactor;
 use crate::services::{ConfigFiles, Service};
 use crate::snapshot::Snapshot;
 
@@ -199,13 +200,21 @@ pub fn merge(node: &str, svc: &Service, files: &[RenderedFile]) -> Result<Render
     let content = oslo::write::write(&oslo::merge::merge(&layers), &[&header])
         .map_err(|error| RenderError::Merge { node: node.into(), service: svc.name.into(), error })?;
     let secret = files.iter().any(|f| f.mode == 0o600);
+    // The merged file mixes layers: the values of the layers that came from a Secret are
+    // known exactly, so only those are masked, not the whole file.
+    let mut secrets: Vec<String> = files.iter().flat_map(|f| f.secrets.clone()).collect();
+    for l in layers.layers.iter().zip(files).filter(|(_, f)| f.from_secret).map(|(l, _)| l) {
+        for section in &l.config.sections {
+            secrets.extend(section.entries.iter().map(|e| e.value.to_string()));
+        }
+    }
     Ok(RenderedFile {
         name: cfg.merged_name.into(),
         content,
         mode: if secret { 0o600 } else { 0o644 },
         from: "merge of the layered files".into(),
-        secrets: files.iter().flat_map(|f| f.secrets.clone()).collect(),
-        from_secret: files.iter().any(|f| f.from_secret),
+        secrets,
+        from_secret: false,
     })
 }
 
@@ -380,32 +389,16 @@ fn user_files(
     Ok(out)
 }
 
-/// Masks secret values: the known ones exactly, URL passwords, and values of keys that name
-/// credentials in files that came from Secrets.
-pub fn redact(file: &RenderedFile) -> String {
-    let mut text = file.content.clone();
-    for s in &file.secrets {
-        text = text.replace(s.as_str(), "<redacted>");
-    }
-    if !file.from_secret {
-        return text;
-    }
-    let sensitive = |key: &str| {
-        let k = key.to_ascii_lowercase();
-        ["password", "secret", "transport_url", "connection", "token", "credential", "key"]
-            .iter()
-            .any(|w| k.contains(w))
-    };
-    text.lines()
-        .map(|line| match line.split_once('=') {
-            Some((k, _)) if !line.starts_with(['#', ';', '[', ' ', '\t']) && sensitive(k.trim()) => {
-                format!("{}= <redacted>", k)
-            }
-            _ => line.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
+/// The file as `render --redact` prints it: every value from a Secret masked (the whole file's
+/// values when it came from a Secret; the known secret values and every Secret's values
+/// elsewhere, as `redactor` knows them), and the password of every URL.
+pub fn redact(file: &RenderedFile, redactor: &Redactor) -> String {
+    redactor.redact_config(&file.content, file.from_secret, &file.secrets)
+}
+
+/// A redactor for everything `snap`'s Secrets hold.
+pub fn redactor(snap: &Snapshot) -> Redactor {
+    Redactor::new(snap.secret_values())
 }
 
 #[cfg(test)]
@@ -418,22 +411,118 @@ mod tests {
     }
 
     #[test]
-    fn redaction_masks_known_values_and_credential_keys() {
+    fn redaction_masks_known_values_and_whole_secret_files() {
         let f = RenderedFile {
             name: "f".into(),
-            content: "[DEFAULT]\ntransport_url=rabbit://u:pw@h\ndebug=true\n".into(),
+            content: "[DEFAULT]\ntransport_url=rabbit://u:pw@h\ndebug=true\n[k]\npassword = abc\n".into(),
             mode: 0o600,
             from: "t".into(),
-            secrets: vec!["rabbit://u:pw@h".into()],
+            secrets: vec!["rabbit://u:pw@h".into(), "abc".into()],
             from_secret: false,
         };
-        assert_eq!(redact(&f), "[DEFAULT]\ntransport_url=<redacted>\ndebug=true\n");
+        let r = Redactor::default();
+        assert_eq!(
+            redact(&f, &r),
+            "[DEFAULT]\ntransport_url=rabbit://u:********@h\ndebug=true\n[k]\npassword = ********\n"
+        );
         let s = RenderedFile {
             content: "[ovn]\novn_sb_connection = tcp:1.2.3.4:6642\nfoo = bar\n".into(),
             from_secret: true,
             secrets: vec![],
             ..f
         };
-        assert_eq!(redact(&s), "[ovn]\novn_sb_connection = <redacted>\nfoo = bar\n");
+        assert_eq!(redact(&s, &r), "[ovn]\novn_sb_connection = ********\nfoo = ********\n");
+    }
+
+    /// A deployment whose Secrets hold the credentials `c`, which also show up (copied by an
+    /// operator) inside URLs and plain values of ConfigMaps and CustomServiceConfig.
+    fn deployment(c: &[String]) -> Snapshot {
+        let docs = [
+            json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+                "metadata": {"name": "ns", "namespace": "openstack", "annotations": {"nova.openstack.org/cell": "nova-cell1"}},
+                "spec": {"services": ["neutron-metadata", "nova"], "nodeTemplate": {
+                    "ansibleSSHPrivateKeySecret": "ssh",
+                    "ansible": {"ansibleVarsFrom": [{"prefix": "edpm_", "secretRef": {"name": "vars"}}]}},
+                    "nodes": {"edpm-compute-0": {"hostName": "edpm-compute-0", "ansible": {"ansibleHost": "192.0.2.10",
+                    "ansibleVars": {"ctlplane_ip": "192.0.2.10", "canonical_hostname": "edpm-compute-0.example"}}}}}}),
+            json!({"apiVersion": "nova.openstack.org/v1beta1", "kind": "NovaCell", "metadata": {"name": "nova-cell1", "namespace": "openstack"},
+                "spec": {"cellName": "cell1", "secret": "nova-cell1", "keystoneAuthURL": "https://keystone.svc:5000"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-cell1", "namespace": "openstack"},
+                "stringData": {"ServicePassword": c[0], "transport_url": format!("rabbit://nova:{}@rabbit.svc:5672/?ssl=0", c[1])}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vars", "namespace": "openstack"},
+                "stringData": {"neutron_metadata_agent_ovs_ovsdb_connection": c[4]}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ssh", "namespace": "openstack"},
+                "stringData": {"ssh-privatekey": "k"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-migration-ssh-key", "namespace": "openstack"},
+                "stringData": {"ssh-privatekey": "k"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "neutron-ovn-metadata-agent-neutron-config", "namespace": "openstack"},
+                "stringData": {"10-neutron-metadata.conf": format!(
+                    "[DEFAULT]\n# shared with nova: {}\nmetadata_proxy_shared_secret = {}\n[database]\nconnection = mysql+pymysql://neutron:{}@db.svc/neutron\n",
+                    c[2], c[2], c[3])}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-metadata-neutron-config", "namespace": "openstack"},
+                "stringData": {"05-nova-metadata.conf": "[DEFAULT]\nnova_metadata_host = meta.svc\n"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nova-extra-config", "namespace": "openstack"},
+                "data": {"25-nova-extra.conf": format!(
+                    "[DEFAULT]\nmy_url = https://admin:{}@keystone.svc:5000/v3\nbackend = redis://:{}@redis.svc:6379\nopt = {}\nother = prefix-{}-suffix\n[x]\ndb = mysql+pymysql://nova:{}@db/nova\n",
+                    c[0], c[2], c[1], c[3], c[4])}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "neutron-metadata-extra-config", "namespace": "openstack"},
+                "data": {"50-metadata-custom.conf": format!(
+                    "[DEFAULT]\nproxy = http://u:{}@proxy.svc:3128\nx = {}\n", c[3], c[0])}}),
+        ];
+        Snapshot::from_documents(
+            docs.iter().map(|v| {
+                crate::snapshot::Located::from_value(
+                    crate::snapshot::resource::Origin::File { path: "t".into(), line: 1 },
+                    v,
+                )
+            }),
+            None,
+        )
+        .unwrap()
+    }
+
+    /// Every rendered file of both services, then their merge, as `render --redact` prints them.
+    fn redacted_output(snap: &Snapshot) -> (String, String) {
+        let model = crate::model::resolve(snap).unwrap();
+        let opts = crate::inventory::Options {
+            ssh_key_dir: "/runner/env/ssh_key".into(),
+            images: BTreeMap::new(),
+            image_origins: BTreeMap::new(),
+            provenance: false,
+        };
+        let inv = crate::inventory::build(&model, snap, &opts).unwrap();
+        let view = NodeView::new(&model, &inv, "edpm-compute-0").unwrap();
+        let templates = Templates::new(BTreeMap::new()).unwrap();
+        let r = redactor(snap);
+        let (mut plain, mut redacted) = (String::new(), String::new());
+        for svc in ["nova", "neutron-metadata"] {
+            let svc = crate::services::find_rendered(svc).unwrap();
+            let files = render(snap, &view, svc, &templates).unwrap();
+            let merged = merge("edpm-compute-0", svc, &files).unwrap();
+            for f in files.iter().chain([&merged]) {
+                plain.push_str(&f.content);
+                redacted.push_str(&redact(f, &r));
+            }
+        }
+        (plain, redacted)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn redacted_render_never_holds_a_secret_credential(
+            c in proptest::collection::vec("[A-Za-z0-9._~!$&+=-]{6,24}", 5)
+        ) {
+            let snap = deployment(&c);
+            let (plain, redacted) = redacted_output(&snap);
+            for (i, cred) in c.iter().enumerate() {
+                proptest::prop_assert!(plain.contains(cred.as_str()), "credential {} is rendered at all", i);
+                proptest::prop_assert!(!redacted.contains(cred.as_str()), "credential {} leaked:\n{}", i, redacted);
+            }
+            // What an operator debugs stays readable.
+            for visible in ["rabbit://nova:", "@rabbit.svc:5672/", "redis://:", "@redis.svc:6379", "@proxy.svc:3128", "@keystone.svc:5000/v3", "[DEFAULT]"] {
+                proptest::prop_assert!(redacted.contains(visible), "{} masked:\n{}", visible, redacted);
+            }
+        }
     }
 }

@@ -518,6 +518,14 @@ impl Snapshot {
         self.config_maps.iter().find(|o| o.id.name == name)
     }
 
+    /// Every value of every Secret in the snapshot, as text: what redaction must mask.
+    pub fn secret_values(&self) -> impl Iterator<Item = String> + '_ {
+        self.secrets
+            .iter()
+            .flat_map(|s| s.body.data.values())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
     pub fn secret(&self, name: &str) -> Option<&Object<SecretData>> {
         self.secrets.iter().find(|o| o.id.name == name)
     }
