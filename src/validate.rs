@@ -223,8 +223,37 @@ fn check_tls(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     }
 }
 
+/// Item paths of the Secret, ConfigMap and projected volumes that reach each group's EDPM job
+/// (its own extraMounts and the control plane's): what Kubernetes refuses is an error here
+/// too, instead of a pod that never starts or a file that never reaches the node.
+fn check_volume_items(snap: &Snapshot, m: &model::Model, r: &mut Report) {
+    for g in &m.groups {
+        let Ok(entries) = crate::mounts::entries(snap, crate::mounts::COMPUTE, Some(g)) else { continue };
+        for (place, vm) in entries {
+            let object = if place.object == g.id.short() {
+                g.id.clone()
+            } else {
+                match snap.openstack.iter().find(|o| o.id.short() == place.object) {
+                    Some(o) => o.id.clone(),
+                    None => continue,
+                }
+            };
+            for (j, vol) in vm.volumes.iter().enumerate() {
+                let field = format!("{}.volumes[{j}]", place.path);
+                for e in crate::staging::volume::item_path_problems(&vol.source, &field) {
+                    let crate::staging::volume::VolumeError::BadPath { field, path, problem } = e else {
+                        continue;
+                    };
+                    r.error(&object, field, format!("path {path:?} {problem}"));
+                }
+            }
+        }
+    }
+}
+
 fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     check_tls(snap, m, r);
+    check_volume_items(snap, m, r);
     let mut host_names: BTreeMap<String, Vec<(ObjRef, String)>> = BTreeMap::new();
     let mut addresses: BTreeMap<String, Vec<(ObjRef, String)>> = BTreeMap::new();
     for g in &m.groups {

@@ -151,6 +151,72 @@ fn ceph_sanity_and_escaping_items_fail_clearly() {
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
 }
 
+/// `items[].path` as Kubernetes places it: cleaned (`./x` lands at the top of the volume, so the
+/// keyring reaches the node), and refused, by `stage` and `validate` alike, only where the API
+/// server or the kubelet refuses it.
+#[test]
+fn item_paths_are_placed_and_refused_as_kubernetes_does() {
+    let keyring = "var/lib/openstack/config/ceph/ceph.client.openstack.keyring";
+    // (path, where the keyring lands under the Ceph directory, or what the error says)
+    let cases: &[(&str, Result<Option<&str>, &str>)] = &[
+        ("ceph.client.openstack.keyring", Ok(Some(keyring))),
+        ("./ceph.client.openstack.keyring", Ok(Some(keyring))),
+        (".//ceph.client.openstack.keyring", Ok(Some(keyring))),
+        ("ceph.client.openstack.keyring/", Ok(Some(keyring))),
+        // In a subdirectory of the volume: Kubernetes puts it there, and edpm-ansible copies
+        // only the top-level files.
+        ("a/./ceph.client.openstack.keyring", Ok(None)),
+        ("a//ceph.client.openstack.keyring", Ok(None)),
+        ("a/..ceph.client.openstack.keyring", Ok(None)),
+        ("..ceph.client.openstack.keyring", Err("starts with '..'")),
+        ("..", Err("has '..' as a path element")),
+        ("a/../ceph.client.openstack.keyring", Err("has '..' as a path element")),
+        ("/ceph.client.openstack.keyring", Err("is absolute")),
+        ("", Err("is empty")),
+        (".", Err("names the volume itself")),
+    ];
+    for (path, want) in cases {
+        let src = scratch();
+        let roles = src.path().join("dataplane/roles.yaml");
+        let text = std::fs::read_to_string(&roles).unwrap();
+        let items = format!(
+            "              secretName: ceph-conf-files\n              items:\n                - {{key: ceph.conf, path: ceph.conf}}\n                - {{key: ceph.client.openstack.keyring, path: {path:?}}}\n"
+        );
+        std::fs::write(&roles, text.replace("              secretName: ceph-conf-files\n", &items)).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let out = stage(src.path(), root.path());
+        let validate = run(&["--source", src.path().to_str().unwrap(), "validate"], &[]);
+        match want {
+            Ok(place) => {
+                assert_eq!(out.code, 0, "{path:?}: {}", out.stderr);
+                assert_eq!(root.path().join(keyring).exists(), place.is_some(), "{path:?}: {}", out.stdout);
+                assert!(!validate.stdout.contains("items[1].path"), "{path:?}: {}", validate.stdout);
+            }
+            Err(problem) => {
+                assert_eq!(out.code, 3, "{path:?}: {}", out.stderr);
+                for needle in [
+                    "OpenStackDataPlaneRole/edpm-compute",
+                    "spec.nodeTemplate.extraMounts[0] volume ceph.secret.items[1].path",
+                    problem,
+                    "Kubernetes",
+                ] {
+                    assert!(out.stderr.contains(needle), "{path:?}: {needle}: {}", out.stderr);
+                }
+                assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "{path:?}: nothing written");
+                assert_eq!(validate.code, 9, "{path:?}: {}", validate.stdout);
+                assert!(
+                    validate
+                        .stdout
+                        .contains("spec.nodeTemplate.extraMounts[0].volumes[0].secret.items[1].path")
+                        && validate.stdout.contains(problem),
+                    "{path:?}: {}",
+                    validate.stdout
+                );
+            }
+        }
+    }
+}
+
 /// Kill the stager with SIGKILL at many points while it replaces 2,000 files: every file is
 /// always the old or the new content, never a part, and the next run finishes the job and
 /// leaves no temporary file.

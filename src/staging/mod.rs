@@ -232,7 +232,8 @@ fn ceph_wants(snap: &Snapshot, group: &HostGroup, resolve: units::Resolver) -> R
                 .map_err(|error| StageError::Volume { object: r.from.object.clone(), error })?;
             for f in files.into_iter().flatten() {
                 let name = match (&target_name, sub) {
-                    (Some(n), Some(s)) if f.path == s => n.clone(),
+                    // The kubelet joins subPath onto the volume, which cleans it.
+                    (Some(n), Some(s)) if f.path == volume::clean(s) => n.clone(),
                     (Some(_), _) => continue,
                     // fileglob(src/*): top-level, non-dot files only.
                     (None, _) if f.path.contains('/') || f.path.starts_with('.') => continue,
