@@ -88,6 +88,11 @@ fn stages_with_modes_idempotently_and_owns_only_its_files() {
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
 }
 
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[test]
 fn plan_shows_hashes_never_contents() {
     let src = scratch();
@@ -113,8 +118,88 @@ fn plan_shows_hashes_never_contents() {
         "no secret contents in plans"
     );
     let steps: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
-    assert!(steps.iter().all(|s| s["action"] == "create" && s["sha256"].as_str().unwrap().len() == 64));
+    assert!(steps.iter().all(|s| s["action"] == "create" && s["size"].as_u64().is_some()));
+    // Secret-derived files show no digest (a password's SHA-256 is as good as the password);
+    // ConfigMap-derived ones keep theirs.
+    let secret: Vec<&Value> = steps.iter().filter(|s| s["secret"] == true).collect();
+    let plain: Vec<&Value> = steps.iter().filter(|s| s["secret"] == false).collect();
+    assert!(secret.len() >= 4 && plain.len() >= 4, "{steps:?}");
+    assert!(secret.iter().all(|s| s.get("sha256").is_none()), "{steps:?}");
+    assert!(plain.iter().all(|s| s["sha256"].as_str().unwrap().len() == 64), "{steps:?}");
+    for p in [
+        "var/lib/openstack/config/ceph/ceph.client.openstack.keyring",
+        "var/lib/openstack/configs/nova/01-nova.conf",
+        "var/lib/openstack/configs/nova/ssh-privatekey",
+    ] {
+        assert!(secret.iter().any(|s| s["path"] == p), "{p} is secret: {steps:?}");
+    }
+    assert!(plain.iter().any(|s| s["path"] == "var/lib/openstack/configs/ovn/ovsdb-config"), "{steps:?}");
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "plan writes nothing");
+    // No digest of a Secret file appears anywhere, whole or cut, in JSON or text.
+    let text = run(
+        &[
+            "--source",
+            src.path().to_str().unwrap(),
+            "mounts",
+            "plan",
+            "--node",
+            "edpm-compute-0",
+            "--root",
+            root.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let first = stage(src.path(), root.path());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    for s in &secret {
+        let path = s["path"].as_str().unwrap();
+        let digest = sha256_hex(&std::fs::read(root.path().join(path)).unwrap());
+        assert!(!out.stdout.contains(&digest[..12]) && !text.stdout.contains(&digest[..12]), "{path}");
+        let line = text.stdout.lines().find(|l| l.contains(&format!(" {path}  "))).unwrap();
+        assert!(line.starts_with("create") && line.contains("(secret)"), "{line}");
+    }
+    for s in &plain {
+        let line =
+            text.stdout.lines().find(|l| l.contains(&format!(" {}  ", s["path"].as_str().unwrap()))).unwrap();
+        assert!(line.contains(&s["sha256"].as_str().unwrap()[..12]), "text and json agree: {line}");
+    }
+    // After staging, a changed Secret is seen as an update, still without a digest.
+    let sec = src.path().join("controlplane/secrets.yaml");
+    let t = std::fs::read_to_string(&sec).unwrap();
+    std::fs::write(
+        &sec,
+        t.replace(
+            "QVFBRkFLRUtFWUZPUkVYQU1QTEVTT05MWTAwMDAwMDA9PQ==",
+            "QVFBRkFLRUtFWUZPUkVYQU1QTEVTT05MWTAwMDAwMDE9PQ==",
+        ),
+    )
+    .unwrap();
+    let again = run(
+        &[
+            "--source",
+            src.path().to_str().unwrap(),
+            "mounts",
+            "plan",
+            "--node",
+            "edpm-compute-0",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    let again: Vec<Value> = serde_json::from_str(&again.stdout).unwrap();
+    let key = again
+        .iter()
+        .find(|s| s["path"] == "var/lib/openstack/config/ceph/ceph.client.openstack.keyring")
+        .unwrap();
+    assert_eq!((key["action"].as_str(), key.get("sha256")), (Some("update"), None), "{key}");
+    assert!(
+        again.iter().filter(|s| s["path"] != key["path"]).all(|s| s["action"] == "unchanged"),
+        "{again:?}"
+    );
 }
 
 #[test]
