@@ -302,6 +302,107 @@ fn item_paths_are_placed_and_refused_as_kubernetes_does() {
     }
 }
 
+/// An oslo.config file a service reads that oslo cannot parse is refused by `stage` (nothing
+/// written, an earlier staging left as it was), `render` and `validate`, naming the Secret, the
+/// key and the line, never the value; for a service `render` knows (neutron-metadata) and one it
+/// only stages (telemetry).
+#[test]
+fn unreadable_service_configs_are_never_staged() {
+    const LEAK: &str = "LEAKME-s3cr3t";
+    let broken = [
+        // (line, lines after the one replaced, what oslo says)
+        (format!("    metadata_proxy_shared_secret {LEAK}"), 0, "No ':' or '=' found in assignment"),
+        (format!("    [x]\n      {LEAK} = continued"), 1, "Unexpected continuation line"),
+        (format!("    [DEFAULT\n    x = {LEAK}"), 0, "Invalid section (must end with ])"),
+        (format!("    []\n    x = {LEAK}"), 0, "Empty section name"),
+        (format!("    = {LEAK}"), 0, "Key cannot be empty"),
+        (format!("    {LEAK}"), 0, "No ':' or '=' found in assignment"),
+    ];
+    let good = "    metadata_proxy_shared_secret = fake-metadata-proxy-secret";
+    let telemetry = |body: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ceilometer-compute-config-data\n  namespace: openstack\nstringData:\n  ceilometer.conf: |\n    [DEFAULT]\n    debug = true\n{body}\n  polling.yaml: |\n    sources: []\n"
+        )
+    };
+    for (line_text, extra, problem) in &broken {
+        // The replaced line is the 5th of 05-nova-metadata.conf and the 3rd of ceilometer.conf.
+        for (service, line) in [("neutron-metadata", 5 + extra), ("telemetry", 3 + extra)] {
+            let src = scratch();
+            let roles = src.path().join("dataplane/roles.yaml");
+            let text = std::fs::read_to_string(&roles).unwrap();
+            std::fs::write(&roles, text.replacen("    - nova\n", "    - nova\n    - telemetry\n", 1))
+                .unwrap();
+            let tele = src.path().join("controlplane/telemetry.yaml");
+            std::fs::write(&tele, telemetry("    host = x")).unwrap();
+            let root = tempfile::tempdir().unwrap();
+            let first = stage(src.path(), root.path());
+            assert_eq!(first.code, 0, "{}", first.stderr);
+            assert!(root.path().join("var/lib/openstack/configs/telemetry/ceilometer.conf").exists());
+            let before = snapshot_tree(root.path());
+            let (object, key) = if service == "telemetry" {
+                std::fs::write(&tele, telemetry(line_text)).unwrap();
+                ("Secret/ceilometer-compute-config-data", "ceilometer.conf")
+            } else {
+                let sec = src.path().join("controlplane/secrets.yaml");
+                let t = std::fs::read_to_string(&sec).unwrap();
+                assert!(t.contains(good));
+                std::fs::write(&sec, t.replace(good, line_text)).unwrap();
+                ("Secret/nova-metadata-neutron-config", "05-nova-metadata.conf")
+            };
+            let out = stage(src.path(), root.path());
+            assert_eq!(out.code, 3, "{service} {line_text:?}: {}", out.stderr);
+            let want = format!("service {service}: {object} key {key}, line {line}: {problem}");
+            assert!(out.stderr.contains(&want), "{want}: {}", out.stderr);
+            assert!(out.stderr.contains("fix that line in the Secret"), "{}", out.stderr);
+            assert!(!out.stderr.contains("LEAKME") && !out.stdout.contains("LEAKME"), "{}", out.stderr);
+            assert_eq!(snapshot_tree(root.path()), before, "{service} {line_text:?}: nothing written");
+            let validate = run(&["--source", src.path().to_str().unwrap(), "validate"], &[]);
+            assert_eq!(validate.code, 9, "{}", validate.stdout);
+            let want = format!("{object} (");
+            assert!(
+                validate.stdout.contains(&want)
+                    && validate.stdout.contains(&format!("data.{key}: line {line}: {problem}")),
+                "{}",
+                validate.stdout
+            );
+            assert!(!validate.stdout.contains("LEAKME") && !validate.stderr.contains("LEAKME"));
+            if service == "neutron-metadata" {
+                let render = run(&["--source", src.path().to_str().unwrap(), "render", "--redact"], &[]);
+                assert_eq!(render.code, 3, "{}", render.stderr);
+                assert!(
+                    render.stderr.contains(&format!("{object} key {key}, line {line}")),
+                    "{}",
+                    render.stderr
+                );
+                assert!(!render.stderr.contains("LEAKME") && !render.stdout.contains("LEAKME"));
+            }
+        }
+    }
+}
+
+/// Every file below `root` with its content and mode.
+fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>, u32)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+                out.push((
+                    p.strip_prefix(root).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                    mode,
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Kill the stager with SIGKILL at many points while it replaces 2,000 files: every file is
 /// always the old or the new content, never a part, and the next run finishes the job and
 /// leaves no temporary file.

@@ -75,10 +75,70 @@ pub enum RenderError {
         "node {node}, service {service}: dataSources[{index}] names {kind} \"{name}\", which does not exist; create it or mark it optional: true"
     )]
     MissingDataSource { node: String, service: String, index: usize, kind: &'static str, name: String },
+    #[error("{0}")]
+    SourceConfig(#[from] SourceConfigError),
     #[error("node {node} does not run service {service} (its services: {services}); pick one of those")]
     NotDeployed { node: String, service: String, services: String },
     #[error("cannot merge the {service} files of node {node}: {error}")]
     Merge { node: String, service: String, error: oslo::write::WriteError },
+}
+
+/// A data-source file a service reads as oslo.config that oslo.config cannot parse: the service
+/// would fail to start on the node. Names the object, the key and the line, and never shows
+/// the content of a Secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("service {service}: {object} key {key}, {}", self.problem())]
+pub struct SourceConfigError {
+    pub service: String,
+    /// `Secret/name` or `ConfigMap/name`.
+    pub object: String,
+    pub kind: String,
+    pub key: String,
+    pub line: usize,
+    pub message: &'static str,
+    /// The offending line (ConfigMaps only), cut to a readable length.
+    pub shown: String,
+    /// A note that a Secret's content is not shown.
+    pub hidden: &'static str,
+}
+
+impl SourceConfigError {
+    /// What is wrong and what to do, without naming the object (for `validate`, which does).
+    pub fn problem(&self) -> String {
+        format!(
+            "line {}: {}{}; oslo.config cannot read it, so {} would not start on the node: fix that line in the {}{}",
+            self.line, self.message, self.shown, self.service, self.kind, self.hidden
+        )
+    }
+}
+
+/// Checks one data-source file that `service` reads as oslo.config, with the crate's port of
+/// oslo's parser (the one `render` checks its own files with).
+pub fn check_source_conf(
+    service: &str,
+    object: &crate::snapshot::resource::ObjRef,
+    key: &str,
+    content: &str,
+    secret: bool,
+) -> Result<(), SourceConfigError> {
+    let Err(e) = oslo::parse(content) else { return Ok(()) };
+    let shown = if secret || e.text.is_empty() {
+        String::new()
+    } else {
+        let cut: String = e.text.chars().take(80).collect();
+        let more = if cut.len() < e.text.len() { "…" } else { "" };
+        format!(": {}{more}", oslo::pyrepr::repr(&cut))
+    };
+    Err(SourceConfigError {
+        service: service.into(),
+        object: object.short(),
+        kind: object.kind.to_string(),
+        key: key.into(),
+        line: e.line,
+        message: e.message,
+        shown,
+        hidden: if secret { " (its content is not shown: it is a Secret)" } else { "" },
+    })
 }
 
 /// One node's view for rendering.
@@ -280,7 +340,7 @@ fn data_source_files(
                         cm.body.data.iter(),
                         String::clone,
                         false,
-                    ));
+                    )?);
                 }
                 None if r.optional == Some(true) => {}
                 None => return Err(missing("ConfigMap", &r.name)),
@@ -293,7 +353,7 @@ fn data_source_files(
             match snap.secret(&r.name) {
                 Some(s) => {
                     let text = |v: &Vec<u8>| String::from_utf8_lossy(v).into_owned();
-                    out.extend(source_files(svc, generated, &s.id, s.body.data.iter(), text, true));
+                    out.extend(source_files(svc, generated, &s.id, s.body.data.iter(), text, true)?);
                 }
                 None if r.optional == Some(true) => {}
                 None => return Err(missing("Secret", &r.name)),
@@ -305,6 +365,7 @@ fn data_source_files(
 
 /// The keys of one data source that this service copies and that no generated file replaces.
 /// Secret keys hold credentials: mode 0600.
+/// Each must parse as oslo.config: the service reads it.
 fn source_files<'k, V: 'k>(
     svc: &Service,
     generated: &BTreeMap<String, RenderedFile>,
@@ -312,15 +373,19 @@ fn source_files<'k, V: 'k>(
     keys: impl Iterator<Item = (&'k String, &'k V)>,
     text: impl Fn(&V) -> String,
     from_secret: bool,
-) -> Vec<RenderedFile> {
+) -> Result<Vec<RenderedFile>, RenderError> {
     keys.filter(|(k, _)| svc.matches(k) && !generated.contains_key(*k))
-        .map(|(k, v)| RenderedFile {
-            name: k.clone(),
-            content: text(v),
-            mode: if from_secret { 0o600 } else { 0o644 },
-            from: format!("{} key {k}", id.short()),
-            secrets: vec![],
-            from_secret,
+        .map(|(k, v)| {
+            let content = text(v);
+            check_source_conf(svc.name, id, k, &content, from_secret)?;
+            Ok(RenderedFile {
+                name: k.clone(),
+                content,
+                mode: if from_secret { 0o600 } else { 0o644 },
+                from: format!("{} key {k}", id.short()),
+                secrets: vec![],
+                from_secret,
+            })
         })
         .collect()
 }
@@ -524,5 +589,45 @@ mod tests {
                 proptest::prop_assert!(redacted.contains(visible), "{} masked:\n{}", visible, redacted);
             }
         }
+    }
+
+    /// Every way oslo.config refuses a file, from a Secret (content never shown) and from a
+    /// ConfigMap (the line shown, cut).
+    #[test]
+    fn source_configs_oslo_cannot_read_are_refused_by_line() {
+        use crate::snapshot::resource::{ObjRef, Origin};
+        let origin = || Origin::File { path: "t.yaml".into(), line: 3 };
+        let secret = ObjRef::new("Secret", "s", origin());
+        let cm = ObjRef::new("ConfigMap", "c", origin());
+        let cases = [
+            ("[DEFAULT]\nmetadata_proxy_shared_secret LEAKME-9\n", 2, oslo::parse::NO_ASSIGNMENT),
+            ("proxy_secret = LEAKME-9\n", 1, oslo::parse::NO_SECTION),
+            ("  LEAKME-9 = x\n[DEFAULT]\n", 1, oslo::parse::UNEXPECTED_CONTINUATION),
+            ("[DEFAULT\nx = LEAKME-9\n", 1, oslo::parse::NO_SECTION_END),
+            ("[]\nx = LEAKME-9\n", 1, oslo::parse::EMPTY_SECTION),
+            ("[DEFAULT]\na = 1\n= LEAKME-9\n", 3, oslo::parse::EMPTY_KEY),
+        ];
+        for (text, line, message) in cases {
+            let e = check_source_conf("neutron-metadata", &secret, "05-x.conf", text, true).unwrap_err();
+            let msg = e.to_string();
+            assert_eq!((e.line, e.message), (line, message), "{text:?}");
+            assert!(!msg.contains("LEAKME"), "{msg}");
+            assert!(
+                msg.starts_with(&format!(
+                    "service neutron-metadata: Secret/s key 05-x.conf, line {line}: {message}"
+                )) && msg.ends_with("fix that line in the Secret (its content is not shown: it is a Secret)"),
+                "{msg}"
+            );
+            let e = check_source_conf("neutron-metadata", &cm, "05-x.conf", text, false).unwrap_err();
+            assert_eq!(e.line, line);
+        }
+        let e =
+            check_source_conf("nova", &cm, "k.conf", "[DEFAULT]\nno equals sign here\n", false).unwrap_err();
+        assert!(e.to_string().contains(": 'no equals sign here';"), "{e}");
+        let long = format!("[DEFAULT]\n{}\n", "x".repeat(10_000));
+        let e = check_source_conf("nova", &cm, "k.conf", &long, false).unwrap_err().to_string();
+        assert!(e.len() < 400 && e.contains("…"), "{e}");
+        assert!(check_source_conf("nova", &secret, "k.conf", "[DEFAULT]\n# c\nx = 1\n  y\n", true).is_ok());
+        assert!(check_source_conf("nova", &secret, "k.conf", "", true).is_ok());
     }
 }

@@ -83,6 +83,8 @@ pub enum StageError {
     Ceph { node: String, problems: Vec<String> },
     #[error("{0}")]
     Unit(#[from] units::UnitError),
+    #[error("{0}")]
+    SourceConfig(#[from] render::SourceConfigError),
     #[error("{path} is wanted twice: from {first} and from {second}")]
     Clash { path: String, first: String, second: String },
 }
@@ -171,13 +173,21 @@ pub(crate) fn wants(
                 };
                 for (key, bytes) in data {
                     // Config files of rendered services come from render, which already chose
-                    // between generated, data-source and user files.
+                    // between generated, data-source and user files (and checked them).
                     if kind.is_some_and(|k| k.matches(&key)) {
                         continue;
                     }
                     let object = format!("{}/{}", if secret { "Secret" } else { "ConfigMap" }, r.name);
                     volume::check_relative("key", &key)
                         .map_err(|error| StageError::Volume { object: object.clone(), error })?;
+                    // An oslo.config file the service reads must parse, or the service fails
+                    // on the node: refused here, before anything is written.
+                    if let Some(service) = crate::services::find(svc)
+                        && service.reads_oslo_key(&key)
+                        && let Some(id) = snap.object_ref(secret, &r.name)
+                    {
+                        render::check_source_conf(svc, id, &key, &String::from_utf8_lossy(&bytes), secret)?;
+                    }
                     let from = format!("{object} key {key}");
                     add(
                         &mut out,
