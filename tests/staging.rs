@@ -88,6 +88,24 @@ fn stages_with_modes_idempotently_and_owns_only_its_files() {
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
 }
 
+/// `mounts plan` for edpm-compute-0, in JSON or text.
+fn plan(src: &Path, root: &Path, json: bool) -> crate::util::Output {
+    let mut a = vec![
+        "--source",
+        src.to_str().unwrap(),
+        "mounts",
+        "plan",
+        "--node",
+        "edpm-compute-0",
+        "--root",
+        root.to_str().unwrap(),
+    ];
+    if json {
+        a.extend(["--format", "json"]);
+    }
+    run(&a, &[])
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
@@ -97,21 +115,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 fn plan_shows_hashes_never_contents() {
     let src = scratch();
     let root = tempfile::tempdir().unwrap();
-    let out = run(
-        &[
-            "--source",
-            src.path().to_str().unwrap(),
-            "mounts",
-            "plan",
-            "--node",
-            "edpm-compute-0",
-            "--root",
-            root.path().to_str().unwrap(),
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let out = plan(src.path(), root.path(), true);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         !out.stdout.contains("fake-cell1-pass") && !out.stdout.contains("QVFB"),
@@ -136,19 +140,7 @@ fn plan_shows_hashes_never_contents() {
     assert!(plain.iter().any(|s| s["path"] == "var/lib/openstack/configs/ovn/ovsdb-config"), "{steps:?}");
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "plan writes nothing");
     // No digest of a Secret file appears anywhere, whole or cut, in JSON or text.
-    let text = run(
-        &[
-            "--source",
-            src.path().to_str().unwrap(),
-            "mounts",
-            "plan",
-            "--node",
-            "edpm-compute-0",
-            "--root",
-            root.path().to_str().unwrap(),
-        ],
-        &[],
-    );
+    let text = plan(src.path(), root.path(), false);
     assert_eq!(text.code, 0, "{}", text.stderr);
     let first = stage(src.path(), root.path());
     assert_eq!(first.code, 0, "{}", first.stderr);
@@ -175,21 +167,7 @@ fn plan_shows_hashes_never_contents() {
         ),
     )
     .unwrap();
-    let again = run(
-        &[
-            "--source",
-            src.path().to_str().unwrap(),
-            "mounts",
-            "plan",
-            "--node",
-            "edpm-compute-0",
-            "--root",
-            root.path().to_str().unwrap(),
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let again = plan(src.path(), root.path(), true);
     let again: Vec<Value> = serde_json::from_str(&again.stdout).unwrap();
     let key = again
         .iter()
