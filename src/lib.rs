@@ -20,6 +20,7 @@ pub(crate) mod model;
 pub(crate) mod mounts;
 pub mod oslo;
 pub(crate) mod readiness;
+pub mod redact;
 pub mod render;
 pub(crate) mod services;
 pub(crate) mod settings;

@@ -78,12 +78,21 @@ pub struct Service {
     pub deploy_on_all_nodesets: bool,
     /// The config files `render` produces, for the services it renders.
     pub config: Option<ConfigFiles>,
+    /// Its `*.conf` data-source keys are oslo.config files the service reads (besides the
+    /// services `render` knows, whose globs say which keys those are).
+    pub oslo_conf: bool,
 }
 
 impl Service {
     /// Whether `render` produces this service's config files.
     pub fn renders(&self) -> bool {
         self.config.is_some()
+    }
+
+    /// Whether the data-source key `key` is an oslo.config file this service reads: a key
+    /// `render` copies (its glob), or a `*.conf` key of a service that reads oslo.config.
+    pub fn reads_oslo_key(&self, key: &str) -> bool {
+        if self.renders() { self.matches(key) } else { self.oslo_conf && key.ends_with(".conf") }
     }
 
     /// A config file name the role would copy into the container.
@@ -109,11 +118,19 @@ const fn infra(name: &'static str) -> Service {
         default_sources: &[],
         deploy_on_all_nodesets: false,
         config: None,
+        oslo_conf: false,
     }
 }
 
 const fn openstack(name: &'static str, default_sources: &'static [DefaultSource]) -> Service {
-    Service { name, phase: Phase::Services, default_sources, deploy_on_all_nodesets: false, config: None }
+    Service {
+        name,
+        phase: Phase::Services,
+        default_sources,
+        deploy_on_all_nodesets: false,
+        config: None,
+        oslo_conf: false,
+    }
 }
 
 pub(crate) const CATALOGUE: &[Service] = &[
@@ -236,7 +253,8 @@ pub(crate) const CATALOGUE: &[Service] = &[
             ],
         )
     },
-    openstack("telemetry", &[secret("ceilometer-compute-config-data", false)]),
+    // ceilometer-compute reads its ceilometer.conf with oslo.config.
+    Service { oslo_conf: true, ..openstack("telemetry", &[secret("ceilometer-compute-config-data", false)]) },
     openstack("ceph-client", &[]),
     // Upstream's swift service has dataSources (swift-conf, swift-storage-config-data,
     // swift-ring-files); staging has never copied them, so they are not listed yet.

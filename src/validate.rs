@@ -228,8 +228,75 @@ fn check_tls(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     }
 }
 
+/// Item paths of the Secret, ConfigMap and projected volumes that reach each group's EDPM job
+/// (its own extraMounts and the control plane's): what Kubernetes refuses is an error here
+/// too, instead of a pod that never starts or a file that never reaches the node.
+fn check_volume_items(snap: &Snapshot, m: &model::Model, r: &mut Report) {
+    for g in &m.groups {
+        let Ok(entries) = crate::mounts::entries(snap, crate::mounts::COMPUTE, Some(g)) else { continue };
+        for (place, vm) in entries {
+            let object = if place.object == g.id.short() {
+                g.id.clone()
+            } else {
+                match snap.openstack.iter().find(|o| o.id.short() == place.object) {
+                    Some(o) => o.id.clone(),
+                    None => continue,
+                }
+            };
+            for (j, vol) in vm.volumes.iter().enumerate() {
+                let field = format!("{}.volumes[{j}]", place.path);
+                for e in crate::staging::volume::item_path_problems(&vol.source, &field) {
+                    let crate::staging::volume::VolumeError::BadPath { field, path, problem } = e else {
+                        continue;
+                    };
+                    r.error(&object, field, format!("path {path:?} {problem}"));
+                }
+            }
+        }
+    }
+}
+
+/// The oslo.config files each group's services read from their data sources (and, for the
+/// services `render` knows, the extra-config ConfigMap) must parse: `render` and `stage` refuse
+/// them, and the service would not start. Never shows a Secret's content.
+fn check_service_configs(snap: &Snapshot, m: &model::Model, r: &mut Report) {
+    for g in &m.groups {
+        for name in &g.services.value {
+            let Some(service) = crate::services::find(name) else { continue };
+            let mut sources: Vec<(bool, String)> = Vec::new();
+            for ds in snap.service_data_sources(name) {
+                sources.extend(ds.config_map_ref.as_ref().map(|c| (false, c.name.clone())));
+                sources.extend(
+                    ds.secret_ref
+                        .as_ref()
+                        .filter(|s| !service.replaces_secret(&s.name))
+                        .map(|s| (true, s.name.clone())),
+                );
+            }
+            if service.renders() {
+                sources.push((false, service.extra_config_map()));
+            }
+            for (secret, object) in sources {
+                let (Some(files), Some(id)) =
+                    (snap.object_files(secret, &object), snap.object_ref(secret, &object))
+                else {
+                    continue;
+                };
+                for (key, bytes) in files.iter().filter(|(k, _)| service.reads_oslo_key(k)) {
+                    let text = String::from_utf8_lossy(bytes);
+                    if let Err(e) = crate::render::check_source_conf(name, id, key, &text, secret) {
+                        r.error(id, format!("data.{key}"), e.problem());
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     check_tls(snap, m, r);
+    check_service_configs(snap, m, r);
+    check_volume_items(snap, m, r);
     let mut host_names: BTreeMap<String, Vec<(ObjRef, String)>> = BTreeMap::new();
     let mut addresses: BTreeMap<String, Vec<(ObjRef, String)>> = BTreeMap::new();
     for g in &m.groups {

@@ -243,6 +243,26 @@ fn explain_redacts_secret_values_unless_asked() {
     let out =
         run(&["--source", &src, "inventory", "explain", "n0", "registry_password", "--show-secrets"], &[]);
     assert!(out.stdout.contains("hunter2"));
+    // A Secret's value copied into another variable, and any URL's password, are masked too.
+    let ns = ns.replace(
+        "  nodes:\n",
+        "      ansibleVars:\n        mirror: https://mirror:hunter2@mirror.example:8443/repo\n        db: mysql://u:PlainPass9@db.example/x\n  nodes:\n",
+    );
+    let d2 = scratch(&[("ns.yaml", &ns)]);
+    let src2 = d2.path().to_str().unwrap().to_string();
+    for format in ["text", "json"] {
+        let out = run(&["--source", &src2, "inventory", "explain", "n0", "--format", format], &[]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(!out.stdout.contains("hunter2") && !out.stdout.contains("PlainPass9"), "{}", out.stdout);
+        assert!(
+            out.stdout.contains("https://mirror:********@mirror.example:8443/repo")
+                && out.stdout.contains("mysql://u:********@db.example/x"),
+            "{}",
+            out.stdout
+        );
+    }
+    let out = run(&["--source", &src2, "inventory", "explain", "n0", "db", "--show-secrets"], &[]);
+    assert!(out.stdout.contains("PlainPass9"), "{}", out.stdout);
     // Verbose logs never carry secret values either.
     let out = run(&["--source", &src, "-vv", "inventory", "--list"], &[]);
     assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);

@@ -250,7 +250,8 @@ fn render_and_stage_work_from_the_api_and_fetch_only_named_objects() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stdout.contains("transport_url=<redacted>") && out.stdout.contains("cpu_allocation_ratio = 2.0"),
+        out.stdout.contains("transport_url=rabbit://u:********@h:5672")
+            && out.stdout.contains("cpu_allocation_ratio = 2.0"),
         "{}",
         out.stdout
     );

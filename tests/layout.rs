@@ -22,6 +22,7 @@ const CORE: &[&str] = &[
     "inventory",
     "validate",
     "oslo",
+    "redact",
     "cell",
     "render",
     "derive",

@@ -391,3 +391,44 @@ fn apply_needs_a_cluster() {
     let out = run(&args(&["derive", "novaexternalcompute", "--apply"]), &[]);
     assert_eq!(out.code, 2);
 }
+
+/// `render --redact` masks every value that came from a Secret wherever it shows up (the cell
+/// Secret's password copied into a ConfigMap's URL, a data-source Secret's values), and the
+/// password of every URL, while the hosts stay readable.
+#[test]
+fn redact_masks_secret_values_and_url_passwords_everywhere() {
+    let secret_copy = "fake-cell1-pass";
+    let extra = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nova-extra-config\n  namespace: openstack\ndata:\n  25-nova-extra.conf: |\n    [DEFAULT]\n    cpu_allocation_ratio = 8.0\n    [database]\n    connection = mysql+pymysql://nova:NotFromASecret1@openstack-db.svc/nova_cell1\n    [cache]\n    backend_argument = url:redis://:RedisPass-77@redis.svc:6379\n    memcache_servers = https://admin:fake-cell1-pass@memcached.svc:11211\n    [x]\n    copied = fake-cell1-pass\n";
+    let d = scratch_with("");
+    let orig =
+        std::fs::read_to_string(crate::util::repo().join("examples/controlplane/configmaps.yaml")).unwrap();
+    let rest = orig.split_once("---\n").unwrap().1;
+    std::fs::write(d.path().join("controlplane/configmaps.yaml"), format!("{extra}---\n{rest}")).unwrap();
+    for merged in [false, true] {
+        let mut a = vec!["render", "--redact", "--node", "edpm-compute-0"];
+        if merged {
+            a.push("--merged");
+        }
+        let out = render_in(&d, &a);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        for leak in [
+            secret_copy,
+            "NotFromASecret1",
+            "RedisPass-77",
+            "fake-nova-password",
+            "fake-notif-pass",
+            "fake-metadata-proxy-secret",
+        ] {
+            assert!(!out.stdout.contains(leak), "{leak} (merged {merged}):\n{}", out.stdout);
+        }
+        for kept in [
+            "mysql+pymysql://nova:********@openstack-db.svc/nova_cell1",
+            "redis://:********@redis.svc:6379",
+            "https://admin:********@memcached.svc:11211",
+            "@rabbitmq-cell1.openstack.svc:5672/?ssl=0",
+            "copied = ********",
+        ] {
+            assert!(out.stdout.contains(kept), "{kept} (merged {merged}):\n{}", out.stdout);
+        }
+    }
+}

@@ -88,33 +88,96 @@ fn stages_with_modes_idempotently_and_owns_only_its_files() {
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
 }
 
+/// `mounts plan` for edpm-compute-0, in JSON or text.
+fn plan(src: &Path, root: &Path, json: bool) -> crate::util::Output {
+    let mut a = vec![
+        "--source",
+        src.to_str().unwrap(),
+        "mounts",
+        "plan",
+        "--node",
+        "edpm-compute-0",
+        "--root",
+        root.to_str().unwrap(),
+    ];
+    if json {
+        a.extend(["--format", "json"]);
+    }
+    run(&a, &[])
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[test]
 fn plan_shows_hashes_never_contents() {
     let src = scratch();
     let root = tempfile::tempdir().unwrap();
-    let out = run(
-        &[
-            "--source",
-            src.path().to_str().unwrap(),
-            "mounts",
-            "plan",
-            "--node",
-            "edpm-compute-0",
-            "--root",
-            root.path().to_str().unwrap(),
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let out = plan(src.path(), root.path(), true);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         !out.stdout.contains("fake-cell1-pass") && !out.stdout.contains("QVFB"),
         "no secret contents in plans"
     );
     let steps: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
-    assert!(steps.iter().all(|s| s["action"] == "create" && s["sha256"].as_str().unwrap().len() == 64));
+    assert!(steps.iter().all(|s| s["action"] == "create" && s["size"].as_u64().is_some()));
+    // Secret-derived files show no digest (a password's SHA-256 is as good as the password);
+    // ConfigMap-derived ones keep theirs.
+    let secret: Vec<&Value> = steps.iter().filter(|s| s["secret"] == true).collect();
+    let plain: Vec<&Value> = steps.iter().filter(|s| s["secret"] == false).collect();
+    assert!(secret.len() >= 4 && plain.len() >= 4, "{steps:?}");
+    assert!(secret.iter().all(|s| s.get("sha256").is_none()), "{steps:?}");
+    assert!(plain.iter().all(|s| s["sha256"].as_str().unwrap().len() == 64), "{steps:?}");
+    for p in [
+        "var/lib/openstack/config/ceph/ceph.client.openstack.keyring",
+        "var/lib/openstack/configs/nova/01-nova.conf",
+        "var/lib/openstack/configs/nova/ssh-privatekey",
+    ] {
+        assert!(secret.iter().any(|s| s["path"] == p), "{p} is secret: {steps:?}");
+    }
+    assert!(plain.iter().any(|s| s["path"] == "var/lib/openstack/configs/ovn/ovsdb-config"), "{steps:?}");
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "plan writes nothing");
+    // No digest of a Secret file appears anywhere, whole or cut, in JSON or text.
+    let text = plan(src.path(), root.path(), false);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let first = stage(src.path(), root.path());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    for s in &secret {
+        let path = s["path"].as_str().unwrap();
+        let digest = sha256_hex(&std::fs::read(root.path().join(path)).unwrap());
+        assert!(!out.stdout.contains(&digest[..12]) && !text.stdout.contains(&digest[..12]), "{path}");
+        let line = text.stdout.lines().find(|l| l.contains(&format!(" {path}  "))).unwrap();
+        assert!(line.starts_with("create") && line.contains("(secret)"), "{line}");
+    }
+    for s in &plain {
+        let line =
+            text.stdout.lines().find(|l| l.contains(&format!(" {}  ", s["path"].as_str().unwrap()))).unwrap();
+        assert!(line.contains(&s["sha256"].as_str().unwrap()[..12]), "text and json agree: {line}");
+    }
+    // After staging, a changed Secret is seen as an update, still without a digest.
+    let sec = src.path().join("controlplane/secrets.yaml");
+    let t = std::fs::read_to_string(&sec).unwrap();
+    std::fs::write(
+        &sec,
+        t.replace(
+            "QVFBRkFLRUtFWUZPUkVYQU1QTEVTT05MWTAwMDAwMDA9PQ==",
+            "QVFBRkFLRUtFWUZPUkVYQU1QTEVTT05MWTAwMDAwMDE9PQ==",
+        ),
+    )
+    .unwrap();
+    let again = plan(src.path(), root.path(), true);
+    let again: Vec<Value> = serde_json::from_str(&again.stdout).unwrap();
+    let key = again
+        .iter()
+        .find(|s| s["path"] == "var/lib/openstack/config/ceph/ceph.client.openstack.keyring")
+        .unwrap();
+    assert_eq!((key["action"].as_str(), key.get("sha256")), (Some("update"), None), "{key}");
+    assert!(
+        again.iter().filter(|s| s["path"] != key["path"]).all(|s| s["action"] == "unchanged"),
+        "{again:?}"
+    );
 }
 
 #[test]
@@ -149,6 +212,173 @@ fn ceph_sanity_and_escaping_items_fail_clearly() {
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out.stderr.contains("items[0].path") && out.stderr.contains("'..'"), "{}", out.stderr);
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+}
+
+/// `items[].path` as Kubernetes places it: cleaned (`./x` lands at the top of the volume, so the
+/// keyring reaches the node), and refused, by `stage` and `validate` alike, only where the API
+/// server or the kubelet refuses it.
+#[test]
+fn item_paths_are_placed_and_refused_as_kubernetes_does() {
+    let keyring = "var/lib/openstack/config/ceph/ceph.client.openstack.keyring";
+    // (path, where the keyring lands under the Ceph directory, or what the error says)
+    let cases: &[(&str, Result<Option<&str>, &str>)] = &[
+        ("ceph.client.openstack.keyring", Ok(Some(keyring))),
+        ("./ceph.client.openstack.keyring", Ok(Some(keyring))),
+        (".//ceph.client.openstack.keyring", Ok(Some(keyring))),
+        ("ceph.client.openstack.keyring/", Ok(Some(keyring))),
+        // In a subdirectory of the volume: Kubernetes puts it there, and edpm-ansible copies
+        // only the top-level files.
+        ("a/./ceph.client.openstack.keyring", Ok(None)),
+        ("a//ceph.client.openstack.keyring", Ok(None)),
+        ("a/..ceph.client.openstack.keyring", Ok(None)),
+        ("..ceph.client.openstack.keyring", Err("starts with '..'")),
+        ("..", Err("has '..' as a path element")),
+        ("a/../ceph.client.openstack.keyring", Err("has '..' as a path element")),
+        ("/ceph.client.openstack.keyring", Err("is absolute")),
+        ("", Err("is empty")),
+        (".", Err("names the volume itself")),
+    ];
+    for (path, want) in cases {
+        let src = scratch();
+        let roles = src.path().join("dataplane/roles.yaml");
+        let text = std::fs::read_to_string(&roles).unwrap();
+        let items = format!(
+            "              secretName: ceph-conf-files\n              items:\n                - {{key: ceph.conf, path: ceph.conf}}\n                - {{key: ceph.client.openstack.keyring, path: {path:?}}}\n"
+        );
+        std::fs::write(&roles, text.replace("              secretName: ceph-conf-files\n", &items)).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let out = stage(src.path(), root.path());
+        let validate = run(&["--source", src.path().to_str().unwrap(), "validate"], &[]);
+        match want {
+            Ok(place) => {
+                assert_eq!(out.code, 0, "{path:?}: {}", out.stderr);
+                assert_eq!(root.path().join(keyring).exists(), place.is_some(), "{path:?}: {}", out.stdout);
+                assert!(!validate.stdout.contains("items[1].path"), "{path:?}: {}", validate.stdout);
+            }
+            Err(problem) => {
+                assert_eq!(out.code, 3, "{path:?}: {}", out.stderr);
+                for needle in [
+                    "OpenStackDataPlaneRole/edpm-compute",
+                    "spec.nodeTemplate.extraMounts[0] volume ceph.secret.items[1].path",
+                    problem,
+                    "Kubernetes",
+                ] {
+                    assert!(out.stderr.contains(needle), "{path:?}: {needle}: {}", out.stderr);
+                }
+                assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "{path:?}: nothing written");
+                assert_eq!(validate.code, 9, "{path:?}: {}", validate.stdout);
+                assert!(
+                    validate
+                        .stdout
+                        .contains("spec.nodeTemplate.extraMounts[0].volumes[0].secret.items[1].path")
+                        && validate.stdout.contains(problem),
+                    "{path:?}: {}",
+                    validate.stdout
+                );
+            }
+        }
+    }
+}
+
+/// An oslo.config file a service reads that oslo cannot parse is refused by `stage` (nothing
+/// written, an earlier staging left as it was), `render` and `validate`, naming the Secret, the
+/// key and the line, never the value; for a service `render` knows (neutron-metadata) and one it
+/// only stages (telemetry).
+#[test]
+fn unreadable_service_configs_are_never_staged() {
+    const LEAK: &str = "LEAKME-s3cr3t";
+    let broken = [
+        // (line, lines after the one replaced, what oslo says)
+        (format!("    metadata_proxy_shared_secret {LEAK}"), 0, "No ':' or '=' found in assignment"),
+        (format!("    [x]\n      {LEAK} = continued"), 1, "Unexpected continuation line"),
+        (format!("    [DEFAULT\n    x = {LEAK}"), 0, "Invalid section (must end with ])"),
+        (format!("    []\n    x = {LEAK}"), 0, "Empty section name"),
+        (format!("    = {LEAK}"), 0, "Key cannot be empty"),
+        (format!("    {LEAK}"), 0, "No ':' or '=' found in assignment"),
+    ];
+    let good = "    metadata_proxy_shared_secret = fake-metadata-proxy-secret";
+    let telemetry = |body: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ceilometer-compute-config-data\n  namespace: openstack\nstringData:\n  ceilometer.conf: |\n    [DEFAULT]\n    debug = true\n{body}\n  polling.yaml: |\n    sources: []\n"
+        )
+    };
+    for (line_text, extra, problem) in &broken {
+        // The replaced line is the 5th of 05-nova-metadata.conf and the 3rd of ceilometer.conf.
+        for (service, line) in [("neutron-metadata", 5 + extra), ("telemetry", 3 + extra)] {
+            let src = scratch();
+            let roles = src.path().join("dataplane/roles.yaml");
+            let text = std::fs::read_to_string(&roles).unwrap();
+            std::fs::write(&roles, text.replacen("    - nova\n", "    - nova\n    - telemetry\n", 1))
+                .unwrap();
+            let tele = src.path().join("controlplane/telemetry.yaml");
+            std::fs::write(&tele, telemetry("    host = x")).unwrap();
+            let root = tempfile::tempdir().unwrap();
+            let first = stage(src.path(), root.path());
+            assert_eq!(first.code, 0, "{}", first.stderr);
+            assert!(root.path().join("var/lib/openstack/configs/telemetry/ceilometer.conf").exists());
+            let before = snapshot_tree(root.path());
+            let (object, key) = if service == "telemetry" {
+                std::fs::write(&tele, telemetry(line_text)).unwrap();
+                ("Secret/ceilometer-compute-config-data", "ceilometer.conf")
+            } else {
+                let sec = src.path().join("controlplane/secrets.yaml");
+                let t = std::fs::read_to_string(&sec).unwrap();
+                assert!(t.contains(good));
+                std::fs::write(&sec, t.replace(good, line_text)).unwrap();
+                ("Secret/nova-metadata-neutron-config", "05-nova-metadata.conf")
+            };
+            let out = stage(src.path(), root.path());
+            assert_eq!(out.code, 3, "{service} {line_text:?}: {}", out.stderr);
+            let want = format!("service {service}: {object} key {key}, line {line}: {problem}");
+            assert!(out.stderr.contains(&want), "{want}: {}", out.stderr);
+            assert!(out.stderr.contains("fix that line in the Secret"), "{}", out.stderr);
+            assert!(!out.stderr.contains("LEAKME") && !out.stdout.contains("LEAKME"), "{}", out.stderr);
+            assert_eq!(snapshot_tree(root.path()), before, "{service} {line_text:?}: nothing written");
+            let validate = run(&["--source", src.path().to_str().unwrap(), "validate"], &[]);
+            assert_eq!(validate.code, 9, "{}", validate.stdout);
+            let want = format!("{object} (");
+            assert!(
+                validate.stdout.contains(&want)
+                    && validate.stdout.contains(&format!("data.{key}: line {line}: {problem}")),
+                "{}",
+                validate.stdout
+            );
+            assert!(!validate.stdout.contains("LEAKME") && !validate.stderr.contains("LEAKME"));
+            if service == "neutron-metadata" {
+                let render = run(&["--source", src.path().to_str().unwrap(), "render", "--redact"], &[]);
+                assert_eq!(render.code, 3, "{}", render.stderr);
+                assert!(
+                    render.stderr.contains(&format!("{object} key {key}, line {line}")),
+                    "{}",
+                    render.stderr
+                );
+                assert!(!render.stderr.contains("LEAKME") && !render.stdout.contains("LEAKME"));
+            }
+        }
+    }
+}
+
+/// Every file below `root` with its content and mode.
+fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>, u32)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+                out.push((
+                    p.strip_prefix(root).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                    mode,
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Kill the stager with SIGKILL at many points while it replaces 2,000 files: every file is

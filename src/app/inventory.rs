@@ -64,12 +64,13 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
             }
         }
         Some(InventoryAction::Explain { host, var, format, show_secrets, .. }) => {
-            let inv = cx.inventory_traced()?;
+            let (inv, redactor) = cx.inventory_traced()?;
+            let redactor = (!show_secrets).then_some(&redactor);
             let e = inventory::explain::explain(&inv, &host, var.as_deref())
                 .map_err(|e| AppError::new(Exit::NotFound, e))?;
             let text = match format {
-                TextOrJson::Text => inventory::explain::to_text(&e, show_secrets),
-                TextOrJson::Json => json_text(&inventory::explain::to_json(&e, show_secrets), true)?,
+                TextOrJson::Text => inventory::explain::to_text(&e, redactor),
+                TextOrJson::Json => json_text(&inventory::explain::to_json(&e, redactor), true)?,
             };
             write_out(out, &text)?;
         }

@@ -10,6 +10,7 @@ use super::{AppError, Context};
 use crate::cli::{MountsAction, MountsArgs, TextOrJson};
 use crate::exit::Exit;
 use crate::mounts;
+use crate::staging;
 
 pub(super) fn run(cx: &Context, args: MountsArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     match args.action {
@@ -75,11 +76,19 @@ fn plan(
         TextOrJson::Text => steps
             .iter()
             .map(|st| {
+                // The same facts as the JSON: a digest only for files not from a Secret.
+                let digest = match &st.sha256 {
+                    Some(sha) => sha[..12].to_string(),
+                    None if st.action == staging::Action::Remove => "-".into(),
+                    None => "(secret)".into(),
+                };
+                let size = st.size.map_or_else(|| "-".to_string(), |n| n.to_string());
                 format!(
-                    "{:<9} {:04o} {} {}  ({})\n",
+                    "{:<9} {:04o} {:<12} {:>7} {}  ({})\n",
                     format!("{:?}", st.action).to_lowercase(),
                     st.mode,
-                    &st.sha256[..12],
+                    digest,
+                    size,
                     st.path,
                     st.from
                 )

@@ -129,13 +129,15 @@ impl<'s> Context<'s> {
     }
 
     /// The inventory with every variable's provenance, for `explain`.
-    pub(crate) fn inventory_traced(&self) -> Result<Inventory, AppError> {
+    /// With it, the redactor for every value the source's Secrets hold: `explain` masks them
+    /// wherever they show up, not only in the variables that came straight from a Secret.
+    pub(crate) fn inventory_traced(&self) -> Result<(Inventory, crate::redact::Redactor), AppError> {
         let snap = self.snapshot_read(true)?;
         let model = model::resolve(&snap)?;
         let opts = inventory::Options { provenance: true, ..self.inventory_options() };
         let inv = inventory::build_spread(&model, &snap, &opts, &spread)?;
         self.check_not_empty(inv.hosts.len(), &Found::of(&snap))?;
-        Ok(inv)
+        Ok((inv, crate::redact::Redactor::new(snap.secret_values())))
     }
 
     /// Snapshot, model and inventory: what render, derive, mounts and stage work from.

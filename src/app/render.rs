@@ -96,6 +96,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
         if one_node { base.join(svc) } else { base.join(node).join(svc) }
     };
     if args.redact {
+        let redactor = render::redactor(&snap);
         let mut text = String::new();
         for (node, svc, files) in &plan {
             for f in files {
@@ -103,7 +104,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
                     "### node {node} service {svc}: {} (mode {:04o}, from {})\n",
                     f.name, f.mode, f.from
                 ));
-                text.push_str(&render::redact(f));
+                text.push_str(&render::redact(f, &redactor));
                 text.push('\n');
             }
         }

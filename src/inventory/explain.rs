@@ -3,7 +3,7 @@
 //!
 //! Ansible's own order is followed: group variables (groups by name, as they are all direct
 //! children of `all`), then host variables. Values that came from a Secret are redacted unless
-//! the caller asks for them.
+//! the caller asks for them, and so are Secret values and URL passwords inside other values.
 
 use std::fmt::Write as _;
 
@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::inventory::{GroupSource, Inventory, Provenance, Scope};
 use crate::model::did_you_mean;
+use crate::redact::Redactor;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Explanation {
@@ -95,18 +96,21 @@ pub(crate) fn explain(inv: &Inventory, host: &str, var: Option<&str>) -> Result<
     Ok(Explanation { host: host.into(), groups, vars })
 }
 
-fn shown(v: &Value, p: &Provenance, show_secrets: bool) -> Value {
-    if p.secret && !show_secrets {
-        json!("<redacted: from a Secret; pass --show-secrets>")
-    } else {
-        v.clone()
+/// A value as explain shows it. With a redactor (no `--show-secrets`), a value from a Secret is
+/// replaced by a note, and every other value has the Secrets' values and URL passwords inside
+/// it masked (a Secret's password can be copied into a plain variable's URL).
+fn shown(v: &Value, p: &Provenance, redactor: Option<&Redactor>) -> Value {
+    match redactor {
+        Some(_) if p.secret => json!("<redacted: from a Secret; pass --show-secrets>"),
+        Some(r) => r.redact_json(v),
+        None => v.clone(),
     }
 }
 
-pub(crate) fn to_json(e: &Explanation, show_secrets: bool) -> Value {
+pub(crate) fn to_json(e: &Explanation, redactor: Option<&Redactor>) -> Value {
     let step = |(v, p): &(std::sync::Arc<Value>, Provenance)| {
         json!({
-            "value": shown(v, p, show_secrets),
+            "value": shown(v, p, redactor),
             "scope": match p.scope { Scope::Group => "group", Scope::Host => "host" },
             "object": p.object.short(),
             "origin": p.object.origin_of(&p.field).to_string(),
@@ -121,14 +125,14 @@ pub(crate) fn to_json(e: &Explanation, show_secrets: bool) -> Value {
         "groups": e.groups.iter().map(|(g, why)| json!({"name": g, "reason": why})).collect::<Vec<_>>(),
         "vars": e.vars.iter().map(|s| json!({
             "name": s.name,
-            "value": shown(&s.winner().0, &s.winner().1, show_secrets),
+            "value": shown(&s.winner().0, &s.winner().1, redactor),
             "from": step(s.winner()),
             "overrode": s.steps[..s.steps.len() - 1].iter().rev().map(step).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
 }
 
-pub(crate) fn to_text(e: &Explanation, show_secrets: bool) -> String {
+pub(crate) fn to_text(e: &Explanation, redactor: Option<&Redactor>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "host {}", e.host);
     for (g, why) in &e.groups {
@@ -136,10 +140,10 @@ pub(crate) fn to_text(e: &Explanation, show_secrets: bool) -> String {
     }
     for s in &e.vars {
         let (v, p) = s.winner();
-        let _ = writeln!(out, "{} = {}", s.name, compact(&shown(v, p, show_secrets)));
+        let _ = writeln!(out, "{} = {}", s.name, compact(&shown(v, p, redactor)));
         let _ = writeln!(out, "    set by   {p}");
         for (v, p) in s.steps[..s.steps.len() - 1].iter().rev() {
-            let _ = writeln!(out, "    overrode {} = {}", p, compact(&shown(v, p, show_secrets)));
+            let _ = writeln!(out, "    overrode {} = {}", p, compact(&shown(v, p, redactor)));
         }
     }
     out

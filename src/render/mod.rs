@@ -17,6 +17,7 @@ use crate::cell::{self, CellContext};
 use crate::inventory::Inventory;
 use crate::model::{HostGroup, Member, Model};
 use crate::oslo;
+use crate::redact::Redactor;
 use crate::services::{ConfigFiles, Service};
 use crate::snapshot::Snapshot;
 
@@ -77,10 +78,70 @@ pub enum RenderError {
         "node {node}, service {service}: dataSources[{index}] names {kind} \"{name}\", which does not exist; create it or mark it optional: true"
     )]
     MissingDataSource { node: String, service: String, index: usize, kind: &'static str, name: String },
+    #[error("{0}")]
+    SourceConfig(#[from] SourceConfigError),
     #[error("node {node} does not run service {service} (its services: {services}); pick one of those")]
     NotDeployed { node: String, service: String, services: String },
     #[error("cannot merge the {service} files of node {node}: {error}")]
     Merge { node: String, service: String, error: oslo::write::WriteError },
+}
+
+/// A data-source file a service reads as oslo.config that oslo.config cannot parse: the service
+/// would fail to start on the node. Names the object, the key and the line, and never shows
+/// the content of a Secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("service {service}: {object} key {key}, {}", self.problem())]
+pub struct SourceConfigError {
+    pub service: String,
+    /// `Secret/name` or `ConfigMap/name`.
+    pub object: String,
+    pub kind: String,
+    pub key: String,
+    pub line: usize,
+    pub message: &'static str,
+    /// The offending line (ConfigMaps only), cut to a readable length.
+    pub shown: String,
+    /// A note that a Secret's content is not shown.
+    pub hidden: &'static str,
+}
+
+impl SourceConfigError {
+    /// What is wrong and what to do, without naming the object (for `validate`, which does).
+    pub fn problem(&self) -> String {
+        format!(
+            "line {}: {}{}; oslo.config cannot read it, so {} would not start on the node: fix that line in the {}{}",
+            self.line, self.message, self.shown, self.service, self.kind, self.hidden
+        )
+    }
+}
+
+/// Checks one data-source file that `service` reads as oslo.config, with the crate's port of
+/// oslo's parser (the one `render` checks its own files with).
+pub fn check_source_conf(
+    service: &str,
+    object: &crate::snapshot::resource::ObjRef,
+    key: &str,
+    content: &str,
+    secret: bool,
+) -> Result<(), SourceConfigError> {
+    let Err(e) = oslo::parse(content) else { return Ok(()) };
+    let shown = if secret || e.text.is_empty() {
+        String::new()
+    } else {
+        let cut: String = e.text.chars().take(80).collect();
+        let more = if cut.len() < e.text.len() { "…" } else { "" };
+        format!(": {}{more}", oslo::pyrepr::repr(&cut))
+    };
+    Err(SourceConfigError {
+        service: service.into(),
+        object: object.short(),
+        kind: object.kind.to_string(),
+        key: key.into(),
+        line: e.line,
+        message: e.message,
+        shown,
+        hidden: if secret { " (its content is not shown: it is a Secret)" } else { "" },
+    })
 }
 
 /// One node's view for rendering.
@@ -202,13 +263,21 @@ pub fn merge(node: &str, svc: &Service, files: &[RenderedFile]) -> Result<Render
     let content = oslo::write::write(&oslo::merge::merge(&layers), &[&header])
         .map_err(|error| RenderError::Merge { node: node.into(), service: svc.name.into(), error })?;
     let secret = files.iter().any(|f| f.mode == 0o600);
+    // The merged file mixes layers: the values of the layers that came from a Secret are
+    // known exactly, so only those are masked, not the whole file.
+    let mut secrets: Vec<String> = files.iter().flat_map(|f| f.secrets.clone()).collect();
+    for l in layers.layers.iter().zip(files).filter(|(_, f)| f.from_secret).map(|(l, _)| l) {
+        for section in &l.config.sections {
+            secrets.extend(section.entries.iter().map(|e| e.value.to_string()));
+        }
+    }
     Ok(RenderedFile {
         name: cfg.merged_name.into(),
         content,
         mode: if secret { 0o600 } else { 0o644 },
         from: "merge of the layered files".into(),
-        secrets: files.iter().flat_map(|f| f.secrets.clone()).collect(),
-        from_secret: files.iter().any(|f| f.from_secret),
+        secrets,
+        from_secret: false,
     })
 }
 
@@ -274,7 +343,7 @@ fn data_source_files(
                         cm.body.data.iter(),
                         String::clone,
                         false,
-                    ));
+                    )?);
                 }
                 None if r.optional == Some(true) => {}
                 None => return Err(missing("ConfigMap", &r.name)),
@@ -287,7 +356,7 @@ fn data_source_files(
             match snap.secret(&r.name) {
                 Some(s) => {
                     let text = |v: &Vec<u8>| String::from_utf8_lossy(v).into_owned();
-                    out.extend(source_files(svc, generated, &s.id, s.body.data.iter(), text, true));
+                    out.extend(source_files(svc, generated, &s.id, s.body.data.iter(), text, true)?);
                 }
                 None if r.optional == Some(true) => {}
                 None => return Err(missing("Secret", &r.name)),
@@ -299,6 +368,7 @@ fn data_source_files(
 
 /// The keys of one data source that this service copies and that no generated file replaces.
 /// Secret keys hold credentials: mode 0600.
+/// Each must parse as oslo.config: the service reads it.
 fn source_files<'k, V: 'k>(
     svc: &Service,
     generated: &BTreeMap<String, RenderedFile>,
@@ -306,15 +376,19 @@ fn source_files<'k, V: 'k>(
     keys: impl Iterator<Item = (&'k String, &'k V)>,
     text: impl Fn(&V) -> String,
     from_secret: bool,
-) -> Vec<RenderedFile> {
+) -> Result<Vec<RenderedFile>, RenderError> {
     keys.filter(|(k, _)| svc.matches(k) && !generated.contains_key(*k))
-        .map(|(k, v)| RenderedFile {
-            name: k.clone(),
-            content: text(v),
-            mode: if from_secret { 0o600 } else { 0o644 },
-            from: format!("{} key {k}", id.short()),
-            secrets: vec![],
-            from_secret,
+        .map(|(k, v)| {
+            let content = text(v);
+            check_source_conf(svc.name, id, k, &content, from_secret)?;
+            Ok(RenderedFile {
+                name: k.clone(),
+                content,
+                mode: if from_secret { 0o600 } else { 0o644 },
+                from: format!("{} key {k}", id.short()),
+                secrets: vec![],
+                from_secret,
+            })
         })
         .collect()
 }
@@ -383,32 +457,16 @@ fn user_files(
     Ok(out)
 }
 
-/// Masks secret values: the known ones exactly, URL passwords, and values of keys that name
-/// credentials in files that came from Secrets.
-pub fn redact(file: &RenderedFile) -> String {
-    let mut text = file.content.clone();
-    for s in &file.secrets {
-        text = text.replace(s.as_str(), "<redacted>");
-    }
-    if !file.from_secret {
-        return text;
-    }
-    let sensitive = |key: &str| {
-        let k = key.to_ascii_lowercase();
-        ["password", "secret", "transport_url", "connection", "token", "credential", "key"]
-            .iter()
-            .any(|w| k.contains(w))
-    };
-    text.lines()
-        .map(|line| match line.split_once('=') {
-            Some((k, _)) if !line.starts_with(['#', ';', '[', ' ', '\t']) && sensitive(k.trim()) => {
-                format!("{}= <redacted>", k)
-            }
-            _ => line.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
+/// The file as `render --redact` prints it: every value from a Secret masked (the whole file's
+/// values when it came from a Secret; the known secret values and every Secret's values
+/// elsewhere, as `redactor` knows them), and the password of every URL.
+pub fn redact(file: &RenderedFile, redactor: &Redactor) -> String {
+    redactor.redact_config(&file.content, file.from_secret, &file.secrets)
+}
+
+/// A redactor for everything `snap`'s Secrets hold.
+pub fn redactor(snap: &Snapshot) -> Redactor {
+    Redactor::new(snap.secret_values())
 }
 
 #[cfg(test)]
@@ -421,22 +479,158 @@ mod tests {
     }
 
     #[test]
-    fn redaction_masks_known_values_and_credential_keys() {
+    fn redaction_masks_known_values_and_whole_secret_files() {
         let f = RenderedFile {
             name: "f".into(),
-            content: "[DEFAULT]\ntransport_url=rabbit://u:pw@h\ndebug=true\n".into(),
+            content: "[DEFAULT]\ntransport_url=rabbit://u:pw@h\ndebug=true\n[k]\npassword = abc\n".into(),
             mode: 0o600,
             from: "t".into(),
-            secrets: vec!["rabbit://u:pw@h".into()],
+            secrets: vec!["rabbit://u:pw@h".into(), "abc".into()],
             from_secret: false,
         };
-        assert_eq!(redact(&f), "[DEFAULT]\ntransport_url=<redacted>\ndebug=true\n");
+        let r = Redactor::default();
+        assert_eq!(
+            redact(&f, &r),
+            "[DEFAULT]\ntransport_url=rabbit://u:********@h\ndebug=true\n[k]\npassword = ********\n"
+        );
         let s = RenderedFile {
             content: "[ovn]\novn_sb_connection = tcp:1.2.3.4:6642\nfoo = bar\n".into(),
             from_secret: true,
             secrets: vec![],
             ..f
         };
-        assert_eq!(redact(&s), "[ovn]\novn_sb_connection = <redacted>\nfoo = bar\n");
+        assert_eq!(redact(&s, &r), "[ovn]\novn_sb_connection = ********\nfoo = ********\n");
+    }
+
+    /// A deployment whose Secrets hold the credentials `c`, which also show up (copied by an
+    /// operator) inside URLs and plain values of ConfigMaps and CustomServiceConfig.
+    fn deployment(c: &[String]) -> Snapshot {
+        let docs = [
+            json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+                "metadata": {"name": "ns", "namespace": "openstack", "annotations": {"nova.openstack.org/cell": "nova-cell1"}},
+                "spec": {"services": ["neutron-metadata", "nova"], "nodeTemplate": {
+                    "ansibleSSHPrivateKeySecret": "ssh",
+                    "ansible": {"ansibleVarsFrom": [{"prefix": "edpm_", "secretRef": {"name": "vars"}}]}},
+                    "nodes": {"edpm-compute-0": {"hostName": "edpm-compute-0", "ansible": {"ansibleHost": "192.0.2.10",
+                    "ansibleVars": {"ctlplane_ip": "192.0.2.10", "canonical_hostname": "edpm-compute-0.example"}}}}}}),
+            json!({"apiVersion": "nova.openstack.org/v1beta1", "kind": "NovaCell", "metadata": {"name": "nova-cell1", "namespace": "openstack"},
+                "spec": {"cellName": "cell1", "secret": "nova-cell1", "keystoneAuthURL": "https://keystone.svc:5000"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-cell1", "namespace": "openstack"},
+                "stringData": {"ServicePassword": c[0], "transport_url": format!("rabbit://nova:{}@rabbit.svc:5672/?ssl=0", c[1])}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vars", "namespace": "openstack"},
+                "stringData": {"neutron_metadata_agent_ovs_ovsdb_connection": c[4]}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ssh", "namespace": "openstack"},
+                "stringData": {"ssh-privatekey": "k"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-migration-ssh-key", "namespace": "openstack"},
+                "stringData": {"ssh-privatekey": "k"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "neutron-ovn-metadata-agent-neutron-config", "namespace": "openstack"},
+                "stringData": {"10-neutron-metadata.conf": format!(
+                    "[DEFAULT]\n# shared with nova: {}\nmetadata_proxy_shared_secret = {}\n[database]\nconnection = mysql+pymysql://neutron:{}@db.svc/neutron\n",
+                    c[2], c[2], c[3])}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-metadata-neutron-config", "namespace": "openstack"},
+                "stringData": {"05-nova-metadata.conf": "[DEFAULT]\nnova_metadata_host = meta.svc\n"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nova-extra-config", "namespace": "openstack"},
+                "data": {"25-nova-extra.conf": format!(
+                    "[DEFAULT]\nmy_url = https://admin:{}@keystone.svc:5000/v3\nbackend = redis://:{}@redis.svc:6379\nopt = {}\nother = prefix-{}-suffix\n[x]\ndb = mysql+pymysql://nova:{}@db/nova\n",
+                    c[0], c[2], c[1], c[3], c[4])}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "neutron-metadata-extra-config", "namespace": "openstack"},
+                "data": {"50-metadata-custom.conf": format!(
+                    "[DEFAULT]\nproxy = http://u:{}@proxy.svc:3128\nx = {}\n", c[3], c[0])}}),
+        ];
+        Snapshot::from_documents(
+            docs.iter().map(|v| {
+                crate::snapshot::Located::from_value(
+                    crate::snapshot::resource::Origin::File { path: "t".into(), line: 1 },
+                    v,
+                )
+            }),
+            None,
+        )
+        .unwrap()
+    }
+
+    /// Every rendered file of both services, then their merge, as `render --redact` prints them.
+    fn redacted_output(snap: &Snapshot) -> (String, String) {
+        let model = crate::model::resolve(snap).unwrap();
+        let opts = crate::inventory::Options {
+            ssh_key_dir: "/runner/env/ssh_key".into(),
+            images: BTreeMap::new(),
+            image_origins: BTreeMap::new(),
+            provenance: false,
+        };
+        let inv = crate::inventory::build(&model, snap, &opts).unwrap();
+        let view = NodeView::new(&model, &inv, "edpm-compute-0").unwrap();
+        let templates = Templates::new(BTreeMap::new()).unwrap();
+        let r = redactor(snap);
+        let (mut plain, mut redacted) = (String::new(), String::new());
+        for svc in ["nova", "neutron-metadata"] {
+            let svc = crate::services::find_rendered(svc).unwrap();
+            let files = render(snap, &view, svc, &templates).unwrap();
+            let merged = merge("edpm-compute-0", svc, &files).unwrap();
+            for f in files.iter().chain([&merged]) {
+                plain.push_str(&f.content);
+                redacted.push_str(&redact(f, &r));
+            }
+        }
+        (plain, redacted)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn redacted_render_never_holds_a_secret_credential(
+            c in proptest::collection::vec("[A-Za-z0-9._~!$&+=-]{6,24}", 5)
+        ) {
+            let snap = deployment(&c);
+            let (plain, redacted) = redacted_output(&snap);
+            for (i, cred) in c.iter().enumerate() {
+                proptest::prop_assert!(plain.contains(cred.as_str()), "credential {} is rendered at all", i);
+                proptest::prop_assert!(!redacted.contains(cred.as_str()), "credential {} leaked:\n{}", i, redacted);
+            }
+            // What an operator debugs stays readable.
+            for visible in ["rabbit://nova:", "@rabbit.svc:5672/", "redis://:", "@redis.svc:6379", "@proxy.svc:3128", "@keystone.svc:5000/v3", "[DEFAULT]"] {
+                proptest::prop_assert!(redacted.contains(visible), "{} masked:\n{}", visible, redacted);
+            }
+        }
+    }
+
+    /// Every way oslo.config refuses a file, from a Secret (content never shown) and from a
+    /// ConfigMap (the line shown, cut).
+    #[test]
+    fn source_configs_oslo_cannot_read_are_refused_by_line() {
+        use crate::snapshot::resource::{ObjRef, Origin};
+        let origin = || Origin::File { path: "t.yaml".into(), line: 3 };
+        let secret = ObjRef::new("Secret", "s", origin());
+        let cm = ObjRef::new("ConfigMap", "c", origin());
+        let cases = [
+            ("[DEFAULT]\nmetadata_proxy_shared_secret LEAKME-9\n", 2, oslo::parse::NO_ASSIGNMENT),
+            ("proxy_secret = LEAKME-9\n", 1, oslo::parse::NO_SECTION),
+            ("  LEAKME-9 = x\n[DEFAULT]\n", 1, oslo::parse::UNEXPECTED_CONTINUATION),
+            ("[DEFAULT\nx = LEAKME-9\n", 1, oslo::parse::NO_SECTION_END),
+            ("[]\nx = LEAKME-9\n", 1, oslo::parse::EMPTY_SECTION),
+            ("[DEFAULT]\na = 1\n= LEAKME-9\n", 3, oslo::parse::EMPTY_KEY),
+        ];
+        for (text, line, message) in cases {
+            let e = check_source_conf("neutron-metadata", &secret, "05-x.conf", text, true).unwrap_err();
+            let msg = e.to_string();
+            assert_eq!((e.line, e.message), (line, message), "{text:?}");
+            assert!(!msg.contains("LEAKME"), "{msg}");
+            assert!(
+                msg.starts_with(&format!(
+                    "service neutron-metadata: Secret/s key 05-x.conf, line {line}: {message}"
+                )) && msg.ends_with("fix that line in the Secret (its content is not shown: it is a Secret)"),
+                "{msg}"
+            );
+            let e = check_source_conf("neutron-metadata", &cm, "05-x.conf", text, false).unwrap_err();
+            assert_eq!(e.line, line);
+        }
+        let e =
+            check_source_conf("nova", &cm, "k.conf", "[DEFAULT]\nno equals sign here\n", false).unwrap_err();
+        assert!(e.to_string().contains(": 'no equals sign here';"), "{e}");
+        let long = format!("[DEFAULT]\n{}\n", "x".repeat(10_000));
+        let e = check_source_conf("nova", &cm, "k.conf", &long, false).unwrap_err().to_string();
+        assert!(e.len() < 400 && e.contains("…"), "{e}");
+        assert!(check_source_conf("nova", &secret, "k.conf", "[DEFAULT]\n# c\nx = 1\n  y\n", true).is_ok());
+        assert!(check_source_conf("nova", &secret, "k.conf", "", true).is_ok());
     }
 }

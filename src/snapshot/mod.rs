@@ -655,6 +655,19 @@ impl Snapshot {
         self.config_maps.iter().find(|o| o.id.name == name)
     }
 
+    /// The identity of a Secret (`secret`) or ConfigMap, for messages.
+    pub fn object_ref(&self, secret: bool, name: &str) -> Option<&resource::ObjRef> {
+        if secret { self.secret(name).map(|o| &o.id) } else { self.config_map(name).map(|o| &o.id) }
+    }
+
+    /// Every value of every Secret in the snapshot, as text: what redaction must mask.
+    pub fn secret_values(&self) -> impl Iterator<Item = String> + '_ {
+        self.secrets
+            .iter()
+            .flat_map(|s| s.body.data.values())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
     pub fn secret(&self, name: &str) -> Option<&Object<SecretData>> {
         self.secrets.iter().find(|o| o.id.name == name)
     }

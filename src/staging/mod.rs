@@ -47,7 +47,7 @@ pub(crate) struct Want {
     pub bytes: Vec<u8>,
     pub mode: u32,
     pub from: String,
-    #[expect(dead_code, reason = "mounts plan will hide the digest of Secret-derived files")]
+    /// The content came from a Secret: plans show no digest of it.
     pub secret: bool,
 }
 
@@ -83,6 +83,8 @@ pub enum StageError {
     Ceph { node: String, problems: Vec<String> },
     #[error("{0}")]
     Unit(#[from] units::UnitError),
+    #[error("{0}")]
+    SourceConfig(#[from] render::SourceConfigError),
     #[error("{path} is wanted twice: from {first} and from {second}")]
     Clash { path: String, first: String, second: String },
 }
@@ -171,13 +173,21 @@ pub(crate) fn wants(
                 };
                 for (key, bytes) in data {
                     // Config files of rendered services come from render, which already chose
-                    // between generated, data-source and user files.
+                    // between generated, data-source and user files (and checked them).
                     if kind.is_some_and(|k| k.matches(&key)) {
                         continue;
                     }
                     let object = format!("{}/{}", if secret { "Secret" } else { "ConfigMap" }, r.name);
                     volume::check_relative("key", &key)
                         .map_err(|error| StageError::Volume { object: object.clone(), error })?;
+                    // An oslo.config file the service reads must parse, or the service fails
+                    // on the node: refused here, before anything is written.
+                    if let Some(service) = crate::services::find(svc)
+                        && service.reads_oslo_key(&key)
+                        && let Some(id) = snap.object_ref(secret, &r.name)
+                    {
+                        render::check_source_conf(svc, id, &key, &String::from_utf8_lossy(&bytes), secret)?;
+                    }
                     let from = format!("{object} key {key}");
                     add(
                         &mut out,
@@ -232,7 +242,8 @@ fn ceph_wants(snap: &Snapshot, group: &HostGroup, resolve: units::Resolver) -> R
                 .map_err(|error| StageError::Volume { object: r.from.object.clone(), error })?;
             for f in files.into_iter().flatten() {
                 let name = match (&target_name, sub) {
-                    (Some(n), Some(s)) if f.path == s => n.clone(),
+                    // The kubelet joins subPath onto the volume, which cleans it.
+                    (Some(n), Some(s)) if f.path == volume::clean(s) => n.clone(),
                     (Some(_), _) => continue,
                     // fileglob(src/*): top-level, non-dot files only.
                     (None, _) if f.path.contains('/') || f.path.starts_with('.') => continue,
@@ -312,13 +323,24 @@ pub(crate) enum Action {
     Remove,
 }
 
-/// One step of a plan; never carries content, only its hash.
+/// One step of a plan; never carries content. A file's SHA-256 is shown only when the file did
+/// not come from a Secret: for a low-entropy password the plain digest is as good as the
+/// password (one offline guess per candidate). A Secret-derived file shows its size and the
+/// action, which already says whether it differs from what is on the node (compared there with
+/// the full digest, which never leaves the plan).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Step {
     pub path: String,
     pub action: Action,
     pub mode: u32,
-    pub sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Bytes to write (none for a removal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<usize>,
+    /// The content came from a Secret (or a file is removed, whose origin is no longer known):
+    /// no digest is shown.
+    pub secret: bool,
     pub from: String,
 }
 
@@ -338,7 +360,15 @@ pub(crate) fn plan(
             Some((s, m)) if *s == sha && *m == w.mode => Action::Unchanged,
             Some(_) => Action::Update,
         };
-        steps.push(Step { path: w.path.clone(), action, mode: w.mode, sha256: sha, from: w.from.clone() });
+        steps.push(Step {
+            path: w.path.clone(),
+            action,
+            mode: w.mode,
+            sha256: (!w.secret).then_some(sha),
+            size: Some(w.bytes.len()),
+            secret: w.secret,
+            from: w.from.clone(),
+        });
     }
     for (path, rec) in &manifest.files {
         if !wants.iter().any(|w| &w.path == path) && observed.contains_key(path) {
@@ -346,7 +376,9 @@ pub(crate) fn plan(
                 path: path.clone(),
                 action: Action::Remove,
                 mode: rec.mode,
-                sha256: rec.sha256.clone(),
+                sha256: None,
+                size: None,
+                secret: true,
                 from: "no longer wanted".into(),
             });
         }
@@ -378,6 +410,29 @@ mod tests {
             got,
             [("a", Action::Create), ("b", Action::Unchanged), ("c", Action::Update), ("old", Action::Remove)]
         );
+    }
+
+    /// A Secret-derived file's digest never leaves the plan, yet a change of it is still seen.
+    #[test]
+    fn plans_show_no_digest_of_secret_files_but_see_their_changes() {
+        let secret = |body: &str| Want { secret: true, ..want("s", body, 0o600) };
+        let mut observed = BTreeMap::new();
+        observed.insert("s".to_string(), (sha256_hex(b"hunter2"), 0o600));
+        observed.insert("p".to_string(), (sha256_hex(b"x"), 0o644));
+        let wants = [secret("hunter2"), want("p", "x", 0o644)];
+        let steps = plan(&wants, &Manifest::default(), &observed);
+        assert_eq!(
+            (steps[0].action, steps[0].sha256.as_deref(), steps[0].size),
+            (Action::Unchanged, None, Some(7))
+        );
+        assert_eq!(steps[1].sha256.as_deref(), Some(sha256_hex(b"x").as_str()));
+        let json = serde_json::to_string(&steps).unwrap();
+        assert!(
+            !json.contains(&sha256_hex(b"hunter2")) && !json.contains(&sha256_hex(b"hunter2")[..12]),
+            "{json}"
+        );
+        let changed = plan(&[secret("hunter3")], &Manifest::default(), &observed);
+        assert_eq!((changed[0].action, changed[0].sha256.as_deref()), (Action::Update, None));
     }
 
     #[test]

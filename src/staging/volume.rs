@@ -34,16 +34,19 @@ pub enum VolumeError {
     #[error("{field}: key \"{key}\" is not in {kind} \"{name}\"; add it or set optional: true")]
     MissingKey { field: String, kind: &'static str, name: String, key: String },
     #[error("{field}: path {} {problem}", crate::echo::echo(path).debug())]
-    BadPath { field: String, path: String, problem: &'static str },
+    BadPath { field: String, path: String, problem: String },
     #[error("{field}: {message}")]
     Invalid { field: String, message: String },
 }
 
 pub(crate) const DEFAULT_MODE: u32 = 0o644;
 
-/// A relative path inside a volume: no `..`, not absolute, no empty components.
+/// A relative path inside a volume: no `..`, not absolute, no empty components. For names
+/// that Kubernetes never cleans (data-source keys used as file names).
 pub(crate) fn check_relative(field: &str, path: &str) -> Result<(), VolumeError> {
-    let bad = |problem| Err(VolumeError::BadPath { field: field.into(), path: path.into(), problem });
+    let bad = |problem: &str| {
+        Err(VolumeError::BadPath { field: field.into(), path: path.into(), problem: problem.into() })
+    };
     if path.is_empty() {
         return bad("is empty");
     }
@@ -57,6 +60,81 @@ pub(crate) fn check_relative(field: &str, path: &str) -> Result<(), VolumeError>
         return bad("has an empty component");
     }
     Ok(())
+}
+
+/// The kubelet's limits on a projected path (`pkg/volume/util/atomic_writer.go`).
+const MAX_PATH_LENGTH: usize = 4096;
+const MAX_FILE_NAME_LENGTH: usize = 255;
+
+/// Where Kubernetes puts an item of a Secret, ConfigMap or projected volume: `items[].path`
+/// refused exactly when the API server (`validateKeyToPath`: required, not absolute, no `..`
+/// element, not starting with `..`) or the kubelet's atomic writer (length limits) refuses it,
+/// and otherwise cleaned as the atomic writer does (`filepath.Clean`), so `./x`, `a/./b`,
+/// `a//b` and `a/` land at `x`, `a/b`, `a/b` and `a`.
+pub(crate) fn item_path(field: &str, path: &str) -> Result<String, VolumeError> {
+    let bad = |problem: String| Err(VolumeError::BadPath { field: field.into(), path: path.into(), problem });
+    if path.is_empty() {
+        return bad("is empty, which Kubernetes refuses (Required value); set it to the file name the key should have in the volume".into());
+    }
+    if path.starts_with('/') {
+        return bad(format!(
+            "is absolute, which Kubernetes refuses (must be a relative path); write it relative to the volume, e.g. {:?}",
+            path.trim_start_matches('/')
+        ));
+    }
+    if path.split('/').any(|c| c == "..") {
+        return bad("has '..' as a path element, which Kubernetes refuses (must not contain '..'); name a file inside the volume".into());
+    }
+    if path.starts_with("..") {
+        return bad("starts with '..', which Kubernetes refuses (the kubelet keeps its own ..data links there); rename the file".into());
+    }
+    if path.len() > MAX_PATH_LENGTH || path.split('/').any(|c| c.len() > MAX_FILE_NAME_LENGTH) {
+        return bad(format!(
+            "is longer than Kubernetes' kubelet accepts ({MAX_PATH_LENGTH} bytes, {MAX_FILE_NAME_LENGTH} per name), so the pod would not start; shorten it"
+        ));
+    }
+    let clean = clean(path);
+    if clean == "." {
+        return bad("names the volume itself, where Kubernetes' kubelet cannot write a file (the pod would not start); name a file inside the volume".into());
+    }
+    Ok(clean)
+}
+
+/// Go's `path.Clean` for a relative path without `..` elements: empty and `.` elements
+/// dropped, no trailing slash; `.` when nothing is left.
+pub(crate) fn clean(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    if parts.is_empty() { ".".into() } else { parts.join("/") }
+}
+
+/// Every `items[].path` problem of a Secret, ConfigMap or projected volume, without reading
+/// the objects: what `validate` reports.
+pub(crate) fn item_path_problems(volume: &serde_json::Map<String, Value>, field: &str) -> Vec<VolumeError> {
+    let mut sources: Vec<(String, &Value)> = Vec::new();
+    for kind in ["secret", "configMap"] {
+        if let Some(s) = volume.get(kind) {
+            sources.push((format!("{field}.{kind}"), s));
+        }
+    }
+    if let Some(p) = volume.get("projected") {
+        for (i, src) in p.get("sources").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            for kind in ["secret", "configMap"] {
+                if let Some(s) = src.get(kind) {
+                    sources.push((format!("{field}.projected.sources[{i}].{kind}"), s));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (f, src) in sources {
+        for (i, item) in src.get("items").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let path = item.get("path").and_then(Value::as_str).unwrap_or_default();
+            if let Err(e) = item_path(&format!("{f}.items[{i}].path"), path) {
+                out.push(e);
+            }
+        }
+    }
+    out
 }
 
 fn mode_of(v: Option<&Value>, field: &str, default: u32) -> Result<u32, VolumeError> {
@@ -111,17 +189,13 @@ fn source_files(
             for (i, item) in items.iter().enumerate() {
                 let f = format!("{field}.items[{i}]");
                 let key = item.get("key").and_then(Value::as_str).unwrap_or_default();
-                let path = item.get("path").and_then(Value::as_str).unwrap_or(key);
-                check_relative(&format!("{f}.path"), path)?;
+                let path = item.get("path").and_then(Value::as_str).unwrap_or_default();
+                let path = item_path(&format!("{f}.path"), path)?;
                 let mode = mode_of(item.get("mode"), &format!("{f}.mode"), default_mode)?;
                 match data.iter().find(|(k, _)| k == key) {
-                    Some((_, v)) => out.push(VolumeFile {
-                        path: path.into(),
-                        bytes: v.clone(),
-                        mode,
-                        from: from(key),
-                        secret,
-                    }),
+                    Some((_, v)) => {
+                        out.push(VolumeFile { path, bytes: v.clone(), mode, from: from(key), secret })
+                    }
                     None if optional => {}
                     None => {
                         return Err(VolumeError::MissingKey {
@@ -217,9 +291,13 @@ mod tests {
         );
         let err = files(&s, &vol(json!({"configMap": {"name": "absent"}})), "v").unwrap_err().to_string();
         assert!(err.contains("v.configMap: ConfigMap \"absent\" does not exist"), "{err}");
-        let err = files(&s, &vol(json!({"secret": {"secretName": "s", "items": [{"key": "nope"}]}})), "v")
-            .unwrap_err()
-            .to_string();
+        let err = files(
+            &s,
+            &vol(json!({"secret": {"secretName": "s", "items": [{"key": "nope", "path": "nope"}]}})),
+            "v",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("v.secret.items[0]") && err.contains("nope"), "{err}");
         assert!(files(&s, &vol(json!({"nfs": {"server": "x", "path": "/"}})), "v").unwrap().is_none());
     }
@@ -232,9 +310,74 @@ mod tests {
             p.iter().map(|f| (f.path.as_str(), f.mode)).collect::<Vec<_>>(),
             [("a.keyring", 0o640), ("b.conf", 0o640), ("x", 0o640)]
         );
-        for bad in ["../x", "/etc/x", "a//b", "a/../../b"] {
+        for bad in ["../x", "/etc/x", "a/../../b"] {
             let v = vol(json!({"secret": {"secretName": "s", "items": [{"key": "b.conf", "path": bad}]}}));
             assert!(matches!(files(&s, &v, "v"), Err(VolumeError::BadPath { .. })), "{bad}");
+        }
+    }
+
+    /// Every class of item path, as the API server and the kubelet treat it.
+    #[test]
+    fn item_paths_as_kubernetes_places_them() {
+        let long = "x".repeat(256);
+        let too_long = vec!["d"; 2049].join("/");
+        let cases: &[(&str, Result<&str, &str>)] = &[
+            ("ceph.conf", Ok("ceph.conf")),
+            ("./ceph.client.openstack.keyring", Ok("ceph.client.openstack.keyring")),
+            ("././x", Ok("x")),
+            ("a/./b", Ok("a/b")),
+            ("a//b", Ok("a/b")),
+            ("a///b//", Ok("a/b")),
+            ("a/", Ok("a")),
+            ("a/.", Ok("a")),
+            (".hidden", Ok(".hidden")),
+            ("a/..x", Ok("a/..x")),
+            ("a/x..", Ok("a/x..")),
+            ("...", Err("starts with '..'")),
+            ("..x", Err("starts with '..'")),
+            ("..data", Err("starts with '..'")),
+            ("..", Err("has '..' as a path element")),
+            ("../x", Err("has '..' as a path element")),
+            ("a/../b", Err("has '..' as a path element")),
+            ("a/..", Err("has '..' as a path element")),
+            ("/abs", Err("is absolute")),
+            ("//abs", Err("is absolute")),
+            ("", Err("is empty")),
+            (".", Err("names the volume itself")),
+            ("./", Err("names the volume itself")),
+            ("a/./", Ok("a")),
+            (&long, Err("longer than Kubernetes' kubelet accepts")),
+            (&too_long, Err("longer than Kubernetes' kubelet accepts")),
+        ];
+        for (path, want) in cases {
+            let got = item_path("v.items[0].path", path);
+            match (want, &got) {
+                (Ok(w), Ok(g)) => assert_eq!(g, w, "{path:?}"),
+                (Err(w), Err(e)) => {
+                    let msg = e.to_string();
+                    assert!(msg.contains(w) && msg.starts_with("v.items[0].path: path "), "{path:?}: {msg}");
+                }
+                _ => panic!("{path:?}: want {want:?}, got {got:?}"),
+            }
+        }
+        // The same paths through a volume and through validate's check.
+        let s = snap();
+        for (path, want) in cases {
+            let v = vol(
+                json!({"projected": {"sources": [{"secret": {"name": "s", "items": [{"key": "a.keyring", "path": path}]}}]}}),
+            );
+            let problems = item_path_problems(&v, "vol");
+            match (want, files(&s, &v, "vol")) {
+                (Ok(w), Ok(Some(f))) => {
+                    assert_eq!(f[0].path, *w, "{path:?}");
+                    assert!(problems.is_empty(), "{path:?}");
+                }
+                (Err(_), Err(VolumeError::BadPath { field, .. })) => {
+                    assert_eq!(field, "vol.projected.sources[0].secret.items[0].path");
+                    assert_eq!(problems.len(), 1, "{path:?}");
+                }
+                (_, got) => panic!("{path:?}: want {want:?}, got {got:?}"),
+            }
         }
     }
 }
