@@ -432,3 +432,54 @@ fn redact_masks_secret_values_and_url_passwords_everywhere() {
         }
     }
 }
+
+/// A template that carries a value from any Secret (here a variable from an ansibleVarsFrom
+/// Secret, not the cell's) renders a 0600 file, and `--redact` masks the value.
+#[test]
+fn files_carrying_any_secrets_value_are_private() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let text = std::fs::read_to_string(crate::util::repo().join("examples/nodeset/nodesets.yaml")).unwrap();
+    let text = text.replacen(
+        "      ansibleVarsFrom:\n",
+        "      ansibleVarsFrom:\n        - secretRef:\n            name: rack-creds\n",
+        1,
+    );
+    let secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: rack-creds\n  namespace: openstack\nstringData:\n  rack_token: s3cr3t-rack-token\n";
+    std::fs::write(src.join("nodesets.yaml"), format!("{text}\n---\n{secret}")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir(t.path().join("neutron-metadata")).unwrap();
+    std::fs::write(
+        t.path().join("neutron-metadata/01-neutron-ovn-metadata-agent.conf.j2"),
+        "[DEFAULT]\ndebug = true\n[rack]\ntoken = {{ vars.rack_token }}\n",
+    )
+    .unwrap();
+    let out_dir = d.path().join("out");
+    let (s, t, o) = (src.to_str().unwrap(), t.path().to_str().unwrap(), out_dir.to_str().unwrap());
+    let cp = crate::util::repo().join("examples/controlplane");
+    let cp = cp.to_str().unwrap();
+    let base = [
+        "--source",
+        cp,
+        "--source",
+        s,
+        "render",
+        "--node",
+        "edpm-compute-3",
+        "--service",
+        "neutron-metadata",
+        "--templates",
+        t,
+    ];
+    let out = run(&[&base[..], &["--redact"]].concat(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("01-neutron-ovn-metadata-agent.conf (mode 0600"), "{}", out.stdout);
+    assert!(!out.stdout.contains("s3cr3t-rack-token"), "{}", out.stdout);
+    let out = run(&[&base[..], &["--out", o]].concat(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let file = out_dir.join("neutron-metadata/01-neutron-ovn-metadata-agent.conf");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("token = s3cr3t-rack-token"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+}

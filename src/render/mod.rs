@@ -198,7 +198,14 @@ pub fn render(
     if let Some(c) = &cell {
         context["cell"] = cell_json(c);
     }
-    let secrets = cell.as_ref().map(CellContext::secrets).unwrap_or_default();
+    // A template may carry any Secret's value, not only the cell's (a variable from an
+    // ansibleVarsFrom Secret): a file holding one is 0600 and shows no digest in `mounts plan`.
+    // Values shorter than the redaction minimum are too common to tell anything.
+    let mut secrets = cell.as_ref().map(CellContext::secrets).unwrap_or_default();
+    secrets
+        .extend(snap.secret_values().filter(|v| v.trim().chars().count() >= crate::redact::MIN_SECRET_LEN));
+    secrets.sort();
+    secrets.dedup();
     let mut files: BTreeMap<String, RenderedFile> = BTreeMap::new();
     for t in cfg.templates {
         let text = templates.render(t.template, &context).map_err(|message| RenderError::Template {
