@@ -64,17 +64,22 @@ pub(crate) fn load(
     if files.is_empty() {
         return Err(SourceError::NoManifests { path: path.display().to_string() });
     }
-    let mut texts = Vec::with_capacity(files.len());
-    for file in files {
-        let shown = file.display().to_string();
-        // The run's cap is checked on the sizes before anything is read.
-        let len = std::fs::metadata(&file).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
+    // The run's cap is checked on all the sizes before anything is read: reading file by file
+    // would hold 2 GiB before the file that passes the cap was reached. A file over the per-file
+    // cap (or no regular file) is refused by `read_bounded` below without being read.
+    for file in &files {
+        let len = std::fs::metadata(file).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
         if len <= fsutil::MAX_FILE_BYTES {
             budget.read += len;
             if budget.read > MAX_INPUT_BYTES {
-                return Err(SourceError::TooLarge { path: shown, read: budget.read, limit: MAX_INPUT_BYTES });
+                let path = file.display().to_string();
+                return Err(SourceError::TooLarge { path, read: budget.read, limit: MAX_INPUT_BYTES });
             }
         }
+    }
+    let mut texts = Vec::with_capacity(files.len());
+    for file in files {
+        let shown = file.display().to_string();
         // Only regular files, each within its own cap, checked on the open descriptor: a FIFO
         // named pipe.yaml would hang an inventory script (and Ansible with it), and a link to
         // /dev/zero would never end.
