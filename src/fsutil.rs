@@ -113,6 +113,47 @@ pub fn read_bounded(path: &Path, cap: u64, streams: bool) -> Result<String, Read
     String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(describe_encoding(e.as_bytes(), e.utf8_error())))
 }
 
+/// The bytes and permission bits of a file about to be compared with what would replace it;
+/// `Ok(None)` when nothing is there. Opened without following a final link and non-blocking,
+/// and checked on the descriptor: a link, FIFO, device or socket in its place is an error
+/// naming it (kind `AlreadyExists`, as from [`check_replaceable`]), never read, so a FIFO
+/// cannot hang `stage`, `render --check` or `mounts plan`, nor a device feed them without end.
+pub fn read_existing(path: &Path, cap: u64) -> std::io::Result<Option<(Vec<u8>, u32)>> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // ELOOP: the final component is a symbolic link.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return check_replaceable(path).map(|()| None),
+        // A socket cannot be opened at all ("No such device or address"): say what it is.
+        Err(e) => {
+            return match std::fs::symlink_metadata(path) {
+                Ok(m) if !m.file_type().is_file() => check_replaceable(path).map(|()| None),
+                _ => Err(e),
+            };
+        }
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("it exists and is {}, not a regular file", kind_of(&meta.file_type())),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(cap) as usize);
+    (&file).take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            ReadError::TooLarge(cap).to_string(),
+        ));
+    }
+    Ok(Some((bytes, meta.permissions().mode() & 0o7777)))
+}
+
 /// Says which encoding `bytes` seem to be in and where the first byte that is not UTF-8 is,
 /// by line and byte offset: enough to find it in an editor and to pick `iconv`'s arguments.
 pub fn describe_encoding(bytes: &[u8], e: std::str::Utf8Error) -> String {
@@ -319,6 +360,26 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn existing_files_are_read_only_when_regular() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, b"x").unwrap();
+        assert_eq!(read_existing(&f, 10).unwrap().map(|(b, _)| b), Some(b"x".to_vec()));
+        assert!(read_existing(&d.path().join("none"), 10).unwrap().is_none());
+        let fifo = d.path().join("p");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_existing(&fifo, 10).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        std::os::unix::fs::symlink("/dev/zero", d.path().join("z")).unwrap();
+        let e = read_existing(&d.path().join("z"), 10).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        std::fs::write(&f, b"0123456789ab").unwrap();
+        assert!(read_existing(&f, 10).is_err(), "past the cap");
     }
 
     #[test]

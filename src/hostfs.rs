@@ -11,7 +11,6 @@
 //! also removes the temporary files the killed run left.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -115,15 +114,11 @@ pub(crate) fn observe<'a>(
     let mut out = BTreeMap::new();
     for rel in paths {
         let path = safe_path(root, rel, false)?;
-        match std::fs::File::open(&path) {
-            Ok(mut f) => {
-                let mut bytes = Vec::new();
-                f.read_to_end(&mut bytes).map_err(io("read", &path))?;
-                let mode = f.metadata().map_err(io("inspect", &path))?.permissions().mode() & 0o7777;
-                out.insert(rel.to_string(), (sha256_hex(&bytes), mode));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io("read", &path)(e)),
+        // A FIFO or device in a staged file's place is refused, never read.
+        if let Some((bytes, mode)) =
+            crate::fsutil::read_existing(&path, crate::fsutil::MAX_FILE_BYTES).map_err(io("read", &path))?
+        {
+            out.insert(rel.to_string(), (sha256_hex(&bytes), mode));
         }
     }
     Ok(out)
@@ -131,10 +126,10 @@ pub(crate) fn observe<'a>(
 
 pub(crate) fn read_manifest(root: &Path) -> Result<Manifest, FsError> {
     let path = safe_path(root, MANIFEST, false)?;
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
+    match crate::fsutil::read_existing(&path, crate::fsutil::MAX_FILE_BYTES) {
+        Ok(Some((bytes, _))) => serde_json::from_slice(&bytes)
             .map_err(|e| FsError::Manifest { path: path.display().to_string(), message: e.to_string() }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Manifest::default()),
+        Ok(None) => Ok(Manifest::default()),
         Err(e) => Err(io("read", &path)(e)),
     }
 }

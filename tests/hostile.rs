@@ -619,3 +619,54 @@ fn errors_name_the_fix_in_our_words() {
     let out = run(&["--source", src.to_str().unwrap(), "inventory", "--list"], &[("EDPM_AGENT_CONFIG", "")]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));
 }
+
+/// A FIFO, a device or a link where a staged or rendered file was is refused or reported as
+/// different, never read: `stage`, `mounts plan`, `render --out` and `render --check` used to
+/// block on a FIFO there and read a device without end.
+#[test]
+fn files_replaced_by_fifos_or_devices_on_the_node_never_hang_the_tools() {
+    let d = tempfile::tempdir().unwrap();
+    crate::util::example_copy(d.path());
+    let src = d.path().to_str().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_str().unwrap();
+    let stage = ["--source", src, "stage", "--node", "edpm-compute-0", "--root", r];
+    let plan = ["--source", src, "mounts", "plan", "--node", "edpm-compute-0", "--root", r];
+    assert_eq!(run_bounded(&stage).code, 0);
+    let staged = root.path().join("var/lib/openstack/configs/nova/25-nova-extra.conf");
+    assert!(staged.is_file(), "the example stages {}", staged.display());
+    let out_dir = root.path().join("rendered");
+    let o = out_dir.to_str().unwrap();
+    let render = ["--source", src, "render", "--node", "edpm-compute-0", "--service", "nova", "--out", o];
+    assert_eq!(run_bounded(&render).code, 0);
+    let rendered = out_dir.join("nova/01-nova.conf");
+    assert!(rendered.is_file());
+    let check = [&render[..], &["--check"]].concat();
+
+    type Make = fn(&Path);
+    let makers: [(&str, Make); 3] = [
+        ("FIFO", |p: &Path| mkfifo(p)),
+        ("symbolic link", |p: &Path| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
+        ("socket", |p: &Path| std::mem::forget(socket(p))),
+    ];
+    for (what, make) in makers {
+        for path in [&staged, &rendered] {
+            std::fs::remove_file(path).unwrap();
+            make(path);
+        }
+        for args in [&stage[..], &plan[..], &render[..]] {
+            let out = run_bounded(args);
+            assert_ne!(out.code, 0, "{what} {args:?}");
+            assert!(out.stderr.contains(what), "{what} {args:?}: {}", out.stderr);
+        }
+        let out = run_bounded(&check);
+        assert_eq!(out.code, 10, "{what}: {}", out.stderr);
+        assert!(out.stdout.contains("differs:") && out.stdout.contains(what), "{what}: {}", out.stdout);
+        for path in [&staged, &rendered] {
+            std::fs::remove_file(path).unwrap();
+        }
+        // Put the files back for the next kind.
+        assert_eq!(run_bounded(&stage).code, 0);
+        assert_eq!(run_bounded(&render).code, 0);
+    }
+}

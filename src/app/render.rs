@@ -157,15 +157,17 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
 
 /// One line per difference between a rendered file and the one on disk; empty when equal.
 fn check_file(path: &Path, f: &RenderedFile) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    match std::fs::read(path) {
-        Err(_) => format!("missing: {}\n", path.display()),
-        Ok(bytes) if bytes != f.content.as_bytes() => format!("differs: {} (content)\n", path.display()),
-        Ok(_) => match std::fs::metadata(path).map(|m| m.permissions().mode() & 0o777) {
-            Ok(mode) if mode != f.mode => {
-                format!("differs: {} (mode {mode:04o}, want {:04o})\n", path.display(), f.mode)
-            }
-            _ => String::new(),
-        },
+    // A link, FIFO or device in the file's place differs (and `--out` refuses to replace it);
+    // it is never read.
+    match crate::fsutil::read_existing(path, crate::fsutil::MAX_FILE_BYTES) {
+        Ok(None) => format!("missing: {}\n", path.display()),
+        Err(e) => format!("differs: {} ({e})\n", path.display()),
+        Ok(Some((bytes, _))) if bytes != f.content.as_bytes() => {
+            format!("differs: {} (content)\n", path.display())
+        }
+        Ok(Some((_, mode))) if mode & 0o777 != f.mode => {
+            format!("differs: {} (mode {:04o}, want {:04o})\n", path.display(), mode & 0o777, f.mode)
+        }
+        Ok(Some(_)) => String::new(),
     }
 }

@@ -54,8 +54,14 @@ impl Host {
         Host { root, seen: Mutex::new(HashMap::new()), manifest: Mutex::new(None) }
     }
 
+    /// A small text file under the root: a regular file only (a FIFO would block the loop),
+    /// bounded.
     fn read(&self, rel: &str) -> std::io::Result<String> {
-        std::fs::read_to_string(self.root.join(rel))
+        use crate::fsutil::{ReadError, read_bounded};
+        read_bounded(&self.root.join(rel), 1 << 20, false).map_err(|e| match e {
+            ReadError::Io(e) => e,
+            other => std::io::Error::new(std::io::ErrorKind::InvalidData, other.to_string()),
+        })
     }
 
     fn hostname(&self) -> Result<String, String> {
@@ -131,14 +137,20 @@ impl Host {
         let stats: Vec<Option<std::fs::Metadata>> =
             crate::par::map(&entries, |(p, _)| std::fs::symlink_metadata(root.join(p)).ok());
         let todo: Vec<usize> = (0..entries.len())
+            // Only regular files are hashed: a FIFO in a staged file's place would block the
+            // read (it is drift, reported below from its stat).
             .filter(|&i| match (&stats[i], seen.get(entries[i].0)) {
+                (Some(m), _) if !m.is_file() => false,
                 (Some(m), Some((key, _))) => StatKey::of(m) != *key,
                 (Some(_), None) => true,
                 (None, _) => false,
             })
             .collect();
         let hashed = crate::par::map(&todo, |&i| {
-            std::fs::read(root.join(entries[i].0)).map(|b| crate::staging::sha256_hex(&b)).ok()
+            crate::fsutil::read_existing(&root.join(entries[i].0), crate::fsutil::MAX_FILE_BYTES)
+                .ok()
+                .flatten()
+                .map(|(b, _)| crate::staging::sha256_hex(&b))
         });
         for (&i, h) in todo.iter().zip(hashed) {
             if let (Some(m), Some(h)) = (&stats[i], h) {
