@@ -205,9 +205,27 @@ fn literals_of(value: &str, out: &mut BTreeSet<String>) {
 
 /// Where each URL's authority is: after `://`, up to the first `/`, `?`, `#`, whitespace,
 /// quote or angle bracket (RFC 3986; the quotes and brackets end a URL inside other text).
+/// A password may hold `/`, `?` or `#` unencoded (SQLAlchemy's URL pattern takes anything up
+/// to the last `@`): when the authority so far holds a `:` and an `@` follows before the URL
+/// ends, the authority runs past that last `@`. This may over-mask a URL with an `@` in its
+/// query, never under-mask a password.
 fn authority_end(tail: &str) -> usize {
-    tail.find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>') || c.is_whitespace())
-        .unwrap_or(tail.len())
+    let hard =
+        tail.find(|c: char| matches!(c, '"' | '\'' | '<' | '>') || c.is_whitespace()).unwrap_or(tail.len());
+    let span = &tail[..hard];
+    let plain = span.find(['/', '?', '#']).unwrap_or(span.len());
+    let from = match span.rfind('@') {
+        Some(at) if at > plain && span[..plain].contains(':') => at + 1,
+        _ => 0,
+    };
+    from + span[from..].find(['/', '?', '#']).unwrap_or(span.len() - from)
+}
+
+/// Whether a password-less URL user name looks like a token rather than an account name.
+fn looks_like_token(user: &str) -> bool {
+    !user.is_empty()
+        && !user.starts_with('%')
+        && (user.len() >= 12 || user.bytes().any(|b| b.is_ascii_digit()))
 }
 
 /// The password of every URL in `s`, including each host of a multi-host URL
@@ -244,11 +262,19 @@ fn mask_url_userinfo(s: &str) -> String {
             if n > 0 {
                 out.push(',');
             }
-            match part.rfind('@').and_then(|at| part[..at].find(':').map(|colon| (colon, at))) {
+            let at = part.rfind('@');
+            match at.and_then(|at| part[..at].find(':').map(|colon| (colon, at))) {
                 Some((colon, at)) if colon + 1 < at => {
                     out.push_str(&part[..=colon]);
                     out.push_str(MASK);
                     out.push_str(&part[at..]);
+                }
+                // Userinfo without a password is sometimes a token standing in for one
+                // (`redis://TOKEN@host`): masked whole when it looks like one (a digit, or 12
+                // characters and more), so that `qemu+ssh://nova@…` keeps its user name.
+                None if at.is_some_and(|at| looks_like_token(&part[..at])) => {
+                    out.push_str(MASK);
+                    out.push_str(&part[at.unwrap_or(0)..]);
                 }
                 _ => out.push_str(part),
             }
@@ -425,6 +451,14 @@ mod tests {
             ("p@ss in user:p@ss@host", "p@ss in user:p@ss@host"),
             ("http://u:p@ss@host/x", "http://u:********@host/x"),
             ("qemu+ssh://nova@%s/system", "qemu+ssh://nova@%s/system"),
+            ("mysql+pymysql://nova:Pa/ss#word9@db.svc/nova", "mysql+pymysql://nova:********@db.svc/nova"),
+            (
+                "mysql+pymysql://nova:a?b@db/nova?charset=utf8",
+                "mysql+pymysql://nova:********@db/nova?charset=utf8",
+            ),
+            ("redis://TokenOnlyUser123@redis.svc", "redis://********@redis.svc"),
+            ("https://ghp_abcdefghijklmnop@github.com/x", "https://********@github.com/x"),
+            ("ssh://root@host/path", "ssh://root@host/path"),
             ("http://host/a@b:c", "http://host/a@b:c"),
             ("http://user:@host", "http://user:@host"),
             ("two http://a:b@c and ftp://d:e@f", "two http://a:********@c and ftp://d:********@f"),

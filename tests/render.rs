@@ -483,3 +483,24 @@ fn files_carrying_any_secrets_value_are_private() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
 }
+
+/// A template whose output oslo cannot read is refused; the line quoted in the error never
+/// shows a Secret's value (here the cell's service password).
+#[test]
+fn a_broken_generated_line_never_shows_a_secret() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir(t.path().join("nova")).unwrap();
+    std::fs::write(
+        t.path().join("nova/01-nova.conf.j2"),
+        "[DEFAULT]\ndebug = true\npassword {{ cell.service_password }}\n",
+    )
+    .unwrap();
+    let dir = t.path().to_str().unwrap();
+    for extra in [&["--redact"][..], &["--out", dir][..]] {
+        let base = ["render", "--node", "edpm-compute-0", "--service", "nova", "--templates", dir];
+        let out = run(&args(&[&base[..], extra].concat()), &[]);
+        assert_eq!(out.code, 3, "{}", out.stderr);
+        assert!(out.stderr.contains("01-nova.conf") && out.stderr.contains("********"), "{}", out.stderr);
+        assert!(!out.stderr.contains("fake-nova-password"), "{}", out.stderr);
+    }
+}

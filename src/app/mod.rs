@@ -64,7 +64,9 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<St
         return status::crds(out).map(Into::into);
     }
     let settings = resolve_settings(&cli.source, env)?;
-    let cx = Context::new(&settings);
+    let mut cx = Context::new(&settings);
+    // As Ansible's inventory script: stderr stays empty on success, so warnings go to the log.
+    cx.script = matches!(&cli.command, Command::Inventory(a) if a.action.is_none());
     match cli.command {
         Command::Inventory(args) => inventory::run(&cx, args, out),
         Command::Validate(args) => validate::run(&cx, args, out),

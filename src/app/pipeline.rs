@@ -18,6 +18,9 @@ pub(crate) struct Context<'s> {
     cluster: OnceCell<k8s::Cluster>,
     /// Read the evidence readiness needs from the cluster too (the `status` commands).
     pub(crate) with_evidence: bool,
+    /// Running as Ansible's inventory script (`inventory --list`/`--host`): warnings go to the
+    /// log (`-v`), never to stderr, which must stay empty on success.
+    pub(crate) script: bool,
 }
 
 /// Snapshot, model and inventory, built once.
@@ -29,7 +32,7 @@ pub(crate) struct Pipeline {
 
 impl<'s> Context<'s> {
     pub(crate) fn new(settings: &'s Settings) -> Context<'s> {
-        Context { settings, cluster: OnceCell::new(), with_evidence: false }
+        Context { settings, cluster: OnceCell::new(), with_evidence: false, script: false }
     }
 
     /// The cluster connection, made on first use.
@@ -58,7 +61,11 @@ impl<'s> Context<'s> {
     fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
         let snap = self.snapshot_quiet(lines)?;
         for u in &snap.unknown_kinds {
-            eprintln!("edpm-agent: warning: {u}");
+            if self.script {
+                tracing::warn!("{u}");
+            } else {
+                eprintln!("edpm-agent: warning: {u}");
+            }
         }
         Ok(snap)
     }
@@ -69,8 +76,9 @@ impl<'s> Context<'s> {
         Ok(snap)
     }
 
-    /// Fails with [`Exit::Empty`] when `hosts` is zero and an empty inventory was not allowed,
-    /// naming what was searched and what was found there instead.
+    /// Fails with [`Exit::Empty`] when `hosts` (hosts plus NodeSets and Roles: a NodeSet without
+    /// nodes is a data-plane object upstream deploys, as its kuttl tests do) is zero and an empty
+    /// inventory was not allowed, naming what was searched and what was found there instead.
     pub(crate) fn check_not_empty(&self, hosts: usize, found: &Found) -> Result<(), AppError> {
         if hosts > 0 || self.settings.allow_empty {
             return Ok(());
@@ -124,7 +132,7 @@ impl<'s> Context<'s> {
         let found = Found::of(&snap);
         let model = model::take(&mut snap)?;
         let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
-        self.check_not_empty(inv.hosts.len(), &found)?;
+        self.check_not_empty(inv.hosts.len() + model.groups.len(), &found)?;
         Ok((snap, model, inv))
     }
 
@@ -136,7 +144,7 @@ impl<'s> Context<'s> {
         let model = model::resolve(&snap)?;
         let opts = inventory::Options { provenance: true, ..self.inventory_options() };
         let inv = inventory::build_spread(&model, &snap, &opts, &spread)?;
-        self.check_not_empty(inv.hosts.len(), &Found::of(&snap))?;
+        self.check_not_empty(inv.hosts.len() + model.groups.len(), &Found::of(&snap))?;
         Ok((inv, crate::redact::Redactor::new(snap.secret_values())))
     }
 

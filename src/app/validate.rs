@@ -29,7 +29,7 @@ pub(super) fn run(cx: &Context, args: ValidateArgs, out: &mut dyn Write) -> Resu
     write_out(out, &text)?;
     // Sources with no host must not pass as "0 errors" (nor be hidden behind other errors).
     if let Ok(model) = crate::model::resolve(&snap) {
-        cx.check_not_empty(model.members().count(), &found)?;
+        cx.check_not_empty(model.members().count() + model.groups.len(), &found)?;
     }
     Ok(if errors > 0 { Exit::ValidationFailed } else { Exit::Success })
 }

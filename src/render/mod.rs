@@ -214,11 +214,15 @@ pub fn render(
             message,
         })?;
         let content = normalize_sections(&text);
-        oslo::parse(&content).map_err(|error| RenderError::Generated {
-            node: node_name.clone(),
-            file: t.file.into(),
-            template: t.template.into(),
-            error,
+        oslo::parse(&content).map_err(|mut error| {
+            // The line quoted may hold a password the template put there.
+            error.text = crate::redact::Redactor::new(secrets.iter().cloned()).redact(&error.text);
+            RenderError::Generated {
+                node: node_name.clone(),
+                file: t.file.into(),
+                template: t.template.into(),
+                error,
+            }
         })?;
         let used: Vec<String> = secrets.iter().filter(|s| content.contains(s.as_str())).cloned().collect();
         let mode = if used.is_empty() { 0o644 } else { 0o600 };
@@ -432,13 +436,19 @@ fn user_files(
                 "sorts before the generated {generated_last}, so the defaults would override it"
             )));
         }
-        oslo::parse(&content).map_err(|error| RenderError::UserConfig {
-            node: node.member.key.clone(),
-            service: svc.name.into(),
-            from: from.clone(),
-            file: file.clone(),
-            error,
-        })?;
+        oslo::parse(&content)
+            .map_err(|mut error| {
+                // A user's config may carry a credential from a Secret: never quote it.
+                error.text = crate::redact::Redactor::new(snap.secret_values()).redact(&error.text);
+                error
+            })
+            .map_err(|error| RenderError::UserConfig {
+                node: node.member.key.clone(),
+                service: svc.name.into(),
+                from: from.clone(),
+                file: file.clone(),
+                error,
+            })?;
         Ok(RenderedFile { name: file, content, mode: 0o644, from, secrets: vec![], from_secret: false })
     };
     let extra = svc.extra_config_map();

@@ -179,7 +179,19 @@ const READ_GROUPS: &[(&str, &[&str])] = &[
             "OpenStackDataPlaneDeployment",
         ],
     ),
-    (NETWORK_GROUP, &["IPSet", "NetConfig", "DNSMasq", "DNSData", "Reservation", "BGPConfiguration"]),
+    (
+        NETWORK_GROUP,
+        &[
+            "IPSet",
+            "NetConfig",
+            "DNSMasq",
+            "DNSData",
+            "Reservation",
+            "BGPConfiguration",
+            "OpenStackNet",
+            "OpenStackIPSet",
+        ],
+    ),
     (BAREMETAL_GROUP, &["OpenStackBaremetalSet", "OpenStackProvisionServer"]),
     (AGENT_GROUP, &["EDPMNodeStatus", "EDPMNodeSetStatus"]),
 ];
@@ -399,7 +411,12 @@ impl Snapshot {
             return Err(not_object("apiVersion or kind is missing or not a string"));
         };
         let Some(known) = classify(api_version, kind) else {
-            match unknown_kind(api_version, kind) {
+            // An object another namespace holds is not read, so its kind is not our concern.
+            let elsewhere = match (namespace, node.get("metadata").and_then(|m| m.get("namespace"))) {
+                (Some(want), Some(have)) => have.as_str().is_some_and(|h| h != want),
+                _ => false,
+            };
+            match unknown_kind(api_version, kind).filter(|_| !elsewhere) {
                 None => self.ignored += 1,
                 Some(Some(suggestion)) => {
                     return Err(SnapshotError::KindTypo {

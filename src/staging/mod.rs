@@ -325,9 +325,9 @@ pub(crate) enum Action {
 
 /// One step of a plan; never carries content. A file's SHA-256 is shown only when the file did
 /// not come from a Secret: for a low-entropy password the plain digest is as good as the
-/// password (one offline guess per candidate). A Secret-derived file shows its size and the
-/// action, which already says whether it differs from what is on the node (compared there with
-/// the full digest, which never leaves the plan).
+/// password (one offline guess per candidate). Nor its size: a one-line password's size is
+/// its length. A Secret-derived file shows the action, which already says whether it differs
+/// from what is on the node (compared there with the full digest, which never leaves the plan).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Step {
     pub path: String,
@@ -335,7 +335,7 @@ pub(crate) struct Step {
     pub mode: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
-    /// Bytes to write (none for a removal).
+    /// Bytes to write (none for a removal or a Secret-derived file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<usize>,
     /// The content came from a Secret (or a file is removed, whose origin is no longer known):
@@ -365,7 +365,7 @@ pub(crate) fn plan(
             action,
             mode: w.mode,
             sha256: (!w.secret).then_some(sha),
-            size: Some(w.bytes.len()),
+            size: (!w.secret).then_some(w.bytes.len()),
             secret: w.secret,
             from: w.from.clone(),
         });
@@ -423,7 +423,7 @@ mod tests {
         let steps = plan(&wants, &Manifest::default(), &observed);
         assert_eq!(
             (steps[0].action, steps[0].sha256.as_deref(), steps[0].size),
-            (Action::Unchanged, None, Some(7))
+            (Action::Unchanged, None, None)
         );
         assert_eq!(steps[1].sha256.as_deref(), Some(sha256_hex(b"x").as_str()));
         let json = serde_json::to_string(&steps).unwrap();
