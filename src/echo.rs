@@ -86,9 +86,57 @@ pub fn cut_quoted(message: &str) -> String {
     }
 }
 
+/// A decoder's message about a value that must not be shown (a Secret's): in serde's
+/// `invalid type`/`invalid value` messages every quoted part (`` `…` `` or `"…"`) becomes
+/// `(not shown)`, and a base64 complaint, which names the offending
+/// character and its offset, becomes a plain "not valid base64".
+pub fn hide_quoted(message: &str) -> String {
+    if message.contains("Invalid symbol")
+        || message.contains("Invalid last symbol")
+        || message.contains("Invalid padding")
+        || message.contains("Invalid byte")
+        || message.contains("Invalid input length")
+    {
+        return "not valid base64 (the value is not shown: it is a Secret's); encode it with `base64 -w0`, or give it under stringData".to_string();
+    }
+    // Only serde's messages about a value quote it; field names (`missing field `x``) stay.
+    if !(message.starts_with("invalid type") || message.starts_with("invalid value")) {
+        return message.to_string();
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(['`', '"']) {
+        let q = rest.as_bytes()[i] as char;
+        match rest[i + 1..].find(q) {
+            Some(j) => {
+                out.push_str(&rest[..i]);
+                out.push_str("(not shown)");
+                rest = &rest[i + 1 + j + 1..];
+            }
+            None => break,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_values_leave_the_words_around_them() {
+        assert_eq!(
+            hide_quoted("invalid type: integer `12345678901234`, expected a string"),
+            "invalid type: integer (not shown), expected a string"
+        );
+        assert_eq!(
+            hide_quoted("invalid type: string \"hunter2\", expected u8"),
+            "invalid type: string (not shown), expected u8"
+        );
+        assert!(!hide_quoted("Invalid symbol 33, offset 16.").contains("33"));
+        assert_eq!(hide_quoted("missing field `data`"), "missing field `data`");
+    }
 
     #[test]
     fn quoted_input_in_a_message_is_cut_and_the_words_around_it_kept() {

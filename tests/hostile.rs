@@ -655,6 +655,19 @@ fn errors_name_the_fix_in_our_words() {
         check(spec, &out, 3);
         assert!(out.stderr.contains("spec.role"), "{spec}: {}", out.stderr);
     }
+    // A Secret's value that does not decode is named by field and line, never shown.
+    for (field, value) in
+        [("stringData", "12345678901234"), ("data", "abc!defghijk"), ("stringData", "[s3cr3t-in-a-list]")]
+    {
+        let text =
+            format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n{field}:\n  password: {value}\n");
+        let src = write_source(d.path(), &text);
+        let out = run(&["--source", src.to_str().unwrap(), "inventory", "--list"], &[]);
+        check(&text, &out, 3);
+        let shown = value.trim_matches(['[', ']']);
+        assert!(!out.stderr.contains(shown) && !out.stderr.contains("symbol"), "{text}: {}", out.stderr);
+        assert!(out.stderr.contains(&format!("{field}.password (line 6)")), "{text}: {}", out.stderr);
+    }
     // An empty EDPM_AGENT_CONFIG is unset: the inventory-script contract holds.
     let out = run(&["--source", src.to_str().unwrap(), "inventory", "--list"], &[("EDPM_AGENT_CONFIG", "")]);
     assert_eq!((out.code, out.stderr.as_str()), (0, ""));

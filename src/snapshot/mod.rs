@@ -531,8 +531,13 @@ impl Snapshot {
                 self.config_maps.push(Object { id, meta, body });
             }
             KnownKind::Secret => {
-                let s: k8s_openapi::api::core::v1::Secret =
-                    resource::decode_node("", &node).map_err(invalid)?;
+                // A Secret's values never reach a message, even when they do not decode.
+                let s: k8s_openapi::api::core::v1::Secret = resource::decode_node("", &node)
+                    .map_err(|mut e| {
+                        e.message = crate::echo::hide_quoted(&e.message);
+                        e
+                    })
+                    .map_err(invalid)?;
                 let mut data: BTreeMap<String, Vec<u8>> =
                     s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
                 // The API server merges stringData over data on write; do the same.

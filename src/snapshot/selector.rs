@@ -31,6 +31,9 @@ enum Op {
     NotIn,
     Exists,
     DoesNotExist,
+    /// `key>N`, `key<N`: the label must be present and an integer (as apimachinery's).
+    Gt,
+    Lt,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,6 +65,14 @@ impl Selector {
                 Op::NotIn => have.is_none_or(|v| !r.values.contains(v)),
                 Op::Exists => have.is_some(),
                 Op::DoesNotExist => have.is_none(),
+                Op::Gt | Op::Lt => {
+                    let (Some(have), Ok(want)) =
+                        (have.and_then(|v| v.parse::<i64>().ok()), r.values[0].parse::<i64>())
+                    else {
+                        return false;
+                    };
+                    if r.op == Op::Gt { have > want } else { have < want }
+                }
             }
         })
     }
@@ -115,7 +126,8 @@ fn requirement(part: &str) -> Result<Requirement, String> {
         return Ok(Requirement { key: key.into(), op: Op::DoesNotExist, values: Vec::new() });
     }
     // The operator is the first of `!=`, `==`, `=` in the text; then ` in `/` notin `.
-    let ops: [(&str, Op); 3] = [("!=", Op::NotIn), ("==", Op::In), ("=", Op::In)];
+    let ops: [(&str, Op); 5] =
+        [("!=", Op::NotIn), ("==", Op::In), ("=", Op::In), (">", Op::Gt), ("<", Op::Lt)];
     let first = ops
         .iter()
         .filter_map(|(s, op)| part.find(s).map(|i| (i, *s, *op)))
@@ -125,6 +137,9 @@ fn requirement(part: &str) -> Result<Requirement, String> {
         let value = part[i + s.len()..].trim();
         check_key(key)?;
         check_value(value)?;
+        if matches!(op, Op::Gt | Op::Lt) && value.parse::<i64>().is_err() {
+            return Err(format!("{part:?}: `>` and `<` compare with an integer"));
+        }
         return Ok(Requirement { key: key.into(), op, values: vec![value.into()] });
     }
     let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
@@ -142,10 +157,10 @@ fn requirement(part: &str) -> Result<Requirement, String> {
             return Err(format!("{part:?}: `in` and `notin` take a parenthesized list, e.g. (a,b)"));
         };
         check_key(key)?;
-        let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
-        if values.iter().all(String::is_empty) {
-            return Err(format!("{part:?}: the value list is empty"));
-        }
+        // As apimachinery: `()` and `(,)` are the set of the empty value.
+        let mut values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
+        values.sort();
+        values.dedup();
         for v in &values {
             check_value(v)?;
         }
@@ -215,7 +230,13 @@ mod tests {
 
     #[test]
     fn matches_every_operator_as_the_api_server_does() {
-        let l = labels(&[("app", "edpm"), ("env", "prod"), ("example.com/tier", "compute")]);
+        let l = labels(&[
+            ("app", "edpm"),
+            ("env", "prod"),
+            ("example.com/tier", "compute"),
+            ("count", "3"),
+            ("empty", ""),
+        ]);
         let cases = [
             ("", true),
             ("app=edpm", true),
@@ -239,6 +260,14 @@ mod tests {
             ("example.com/tier=compute", true),
             ("app=", false),
             ("missing=", false),
+            ("count>2", true),
+            ("count>3", false),
+            ("count<4", true),
+            ("app>1", false),
+            ("missing<9", false),
+            ("empty in ()", true),
+            ("app in ()", false),
+            ("app notin (,)", true),
         ];
         for (text, want) in cases {
             let s = Selector::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -254,7 +283,7 @@ mod tests {
             ",app",
             "=edpm",
             "app in prod",
-            "app in ()",
+            "count>x",
             "app in (a",
             "app)",
             "app in ((a))",
