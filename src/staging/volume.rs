@@ -189,6 +189,13 @@ fn source_files(
             for (i, item) in items.iter().enumerate() {
                 let f = format!("{field}.items[{i}]");
                 let key = item.get("key").and_then(Value::as_str).unwrap_or_default();
+                // Required by the API server (validateKeyToPath), optional or not.
+                if key.is_empty() {
+                    return Err(VolumeError::Invalid {
+                        field: format!("{f}.key"),
+                        message: format!("is required: name the {kind} key to place at this item's path"),
+                    });
+                }
                 let path = item.get("path").and_then(Value::as_str).unwrap_or_default();
                 let path = item_path(&format!("{f}.path"), path)?;
                 let mode = mode_of(item.get("mode"), &format!("{f}.mode"), default_mode)?;
@@ -268,6 +275,17 @@ mod tests {
 
     fn vol(v: serde_json::Value) -> serde_json::Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn an_item_without_a_key_is_refused_even_when_optional() {
+        let s = snap();
+        for optional in [false, true] {
+            let v =
+                vol(json!({"secret": {"secretName": "s", "optional": optional, "items": [{"path": "p"}]}}));
+            let e = files(&s, &v, "v").unwrap_err().to_string();
+            assert!(e.contains("items[0].key") && e.contains("required"), "{e}");
+        }
     }
 
     #[test]
