@@ -85,32 +85,50 @@ pub enum ReadError {
 /// non-blocking and checked on its descriptor, so a FIFO without a writer never hangs the
 /// reader and a file swapped between check and read is still the one checked.
 pub fn read_bounded(path: &Path, cap: u64, streams: bool) -> Result<String, ReadError> {
-    use std::os::unix::fs::FileTypeExt;
     // Checked before opening too: opening a socket fails with a baffling "No such device or
     // address", and opening some devices has side effects.
-    let t = std::fs::metadata(path)?.file_type();
-    if !(t.is_file() || (streams && (t.is_fifo() || t.is_char_device()))) {
-        return Err(ReadError::NotRegular(kind_of(&t)));
+    check_readable(&std::fs::metadata(path)?.file_type(), streams)?;
+    read_opened(path, cap, streams)
+}
+
+/// Whether a file of type `t` may be read: a regular file, or with `streams` a FIFO or
+/// character device.
+pub fn check_readable(t: &std::fs::FileType, streams: bool) -> Result<(), ReadError> {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() || (streams && (t.is_fifo() || t.is_char_device())) {
+        Ok(())
+    } else {
+        Err(ReadError::NotRegular(kind_of(t)))
     }
+}
+
+/// [`read_bounded`] for a caller that has already checked the path's type with
+/// [`check_readable`] (the directory source, which refuses every non-regular file before it
+/// reads any): opened non-blocking unless `streams`, checked again on the descriptor.
+pub fn read_opened(path: &Path, cap: u64, streams: bool) -> Result<String, ReadError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(if streams { 0 } else { libc::O_NONBLOCK })
         .open(path)?;
     let meta = file.metadata()?;
-    let t = meta.file_type();
     // Again on the descriptor: the path may have been swapped since.
-    if !(t.is_file() || (streams && (t.is_fifo() || t.is_char_device()))) {
-        return Err(ReadError::NotRegular(kind_of(&t)));
-    }
-    if meta.len() > cap {
+    check_readable(&meta.file_type(), streams)?;
+    let bytes = read_capped(&file, meta.len(), cap)?;
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(describe_encoding(e.as_bytes(), e.utf8_error())))
+}
+
+/// At most `cap` bytes of an open file whose size was `len` when checked: the size is checked
+/// first (nothing read past the cap), and the read stops one byte past it (a file may grow).
+fn read_capped(file: &std::fs::File, len: u64, cap: u64) -> Result<Vec<u8>, ReadError> {
+    if len > cap {
         return Err(ReadError::TooLarge(cap));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
-    (&file).take(cap + 1).read_to_end(&mut bytes)?;
+    let mut bytes = Vec::with_capacity(len as usize + 1);
+    file.take(cap + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(ReadError::TooLarge(cap));
     }
-    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(describe_encoding(e.as_bytes(), e.utf8_error())))
+    Ok(bytes)
 }
 
 /// The bytes and permission bits of a file about to be compared with what would replace it;
@@ -143,14 +161,10 @@ pub fn read_existing(path: &Path, cap: u64) -> std::io::Result<Option<(Vec<u8>, 
             format!("it exists and is {}, not a regular file", kind_of(&meta.file_type())),
         ));
     }
-    let mut bytes = Vec::with_capacity(meta.len().min(cap) as usize);
-    (&file).take(cap + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            ReadError::TooLarge(cap).to_string(),
-        ));
-    }
+    let bytes = read_capped(&file, meta.len(), cap).map_err(|e| match e {
+        ReadError::Io(e) => e,
+        other => std::io::Error::new(std::io::ErrorKind::InvalidData, other.to_string()),
+    })?;
     Ok(Some((bytes, meta.permissions().mode() & 0o7777)))
 }
 

@@ -15,14 +15,7 @@ const STATUS_PATH: &str = "/apis/agent.edpm.openstack.org/v1alpha1/namespaces/op
 /// A cluster holding the examples' NodeSet model and its deployment evidence.
 pub fn cluster() -> FakeApi {
     let api = FakeApi::start();
-    for (g, v, p) in [
-        ("dataplane.openstack.org", "v1beta1", "openstackdataplanenodesets"),
-        ("dataplane.openstack.org", "v1beta1", "openstackdataplanedeployments"),
-        ("agent.edpm.openstack.org", "v1alpha1", "edpmnodestatuses"),
-        ("agent.edpm.openstack.org", "v1alpha1", "edpmnodesetstatuses"),
-    ] {
-        api.add_crd(g, v, p);
-    }
+    api.add_readiness_crds();
     for file in ["examples/nodeset/nodesets.yaml", "examples/status/deployments.yaml"] {
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
         for (i, mut d) in serde_saphyr::from_multiple::<Value>(&text).unwrap().into_iter().enumerate() {

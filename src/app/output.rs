@@ -32,12 +32,13 @@ pub(crate) fn json_text(value: &impl serde::Serialize, pretty: bool) -> Result<S
 /// Replaces the file at `path` atomically with `bytes` and `mode`; on failure nothing was
 /// written. A path that exists and is not a regular file is refused (`fsutil::check_replaceable`).
 pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), AppError> {
+    write_atomic(path, bytes, mode, "; remove it, or name another path")
+}
+
+/// [`write_file`] with the fix an error names when the path is no regular file.
+fn write_atomic(path: &Path, bytes: &[u8], mode: u32, not_regular_fix: &str) -> Result<(), AppError> {
     crate::fsutil::write_atomic(path, bytes, mode).map_err(|e| {
-        let fix = if e.kind() == std::io::ErrorKind::AlreadyExists {
-            "; name a new or regular file, or `-` for standard output"
-        } else {
-            ""
-        };
+        let fix = if e.kind() == std::io::ErrorKind::AlreadyExists { not_regular_fix } else { "" };
         AppError::new(
             Exit::Failure,
             format!("cannot write {}: {e}{fix}; nothing was written", path.display()),
@@ -52,7 +53,7 @@ pub(crate) fn write_output(out: &mut dyn Write, path: &Path, text: &str, mode: u
     if is_stdout(path) {
         return write_out(out, text);
     }
-    write_file(path, text.as_bytes(), mode)
+    write_atomic(path, text.as_bytes(), mode, "; name a new or regular file, or `-` for standard output")
 }
 
 /// Whether an output path names standard output.

@@ -994,14 +994,7 @@ fn readiness_bench(args: &[String]) -> Result<(), String> {
     // status report against the fake API server.
     let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
     let api = fake_api::FakeApi::start();
-    for (g, v, p) in [
-        ("dataplane.openstack.org", "v1beta1", "openstackdataplanenodesets"),
-        ("dataplane.openstack.org", "v1beta1", "openstackdataplanedeployments"),
-        ("agent.edpm.openstack.org", "v1alpha1", "edpmnodestatuses"),
-        ("agent.edpm.openstack.org", "v1alpha1", "edpmnodesetstatuses"),
-    ] {
-        api.add_crd(g, v, p);
-    }
+    api.add_readiness_crds();
     let small = readiness_manifests(report_nodes, services);
     for d in serde_saphyr::from_multiple::<serde_json::Value>(&small).map_err(|e| e.to_string())? {
         api.put(d);

@@ -439,7 +439,7 @@ fn user_files(
         oslo::parse(&content)
             .map_err(|mut error| {
                 // A user's config may carry a credential from a Secret: never quote it.
-                error.text = crate::redact::Redactor::new(snap.secret_values()).redact(&error.text);
+                error.text = redactor(snap).redact(&error.text);
                 error
             })
             .map_err(|error| RenderError::UserConfig {

@@ -64,26 +64,33 @@ pub(crate) fn load(
     if files.is_empty() {
         return Err(SourceError::NoManifests { path: path.display().to_string() });
     }
-    // The run's cap is checked on all the sizes before anything is read: reading file by file
-    // would hold 2 GiB before the file that passes the cap was reached. A file over the per-file
-    // cap (or no regular file) is refused by `read_bounded` below without being read.
+    // Every file's type and the run's cap are checked before anything is read: reading file by
+    // file would hold 2 GiB before the file that passes the cap was reached, and a FIFO named
+    // pipe.yaml would hang an inventory script (and Ansible with it), a link to /dev/zero never
+    // end. A file over the per-file cap is refused by `read_opened` without being read.
     for file in &files {
-        let len = std::fs::metadata(file).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
-        if len <= fsutil::MAX_FILE_BYTES {
-            budget.read += len;
+        let shown = || file.display().to_string();
+        let meta =
+            std::fs::metadata(file).map_err(|source| SourceError::Unreadable { path: shown(), source })?;
+        if let Err(ReadError::NotRegular(what)) = fsutil::check_readable(&meta.file_type(), false) {
+            return Err(SourceError::NotRegular { path: shown(), what });
+        }
+        if meta.len() <= fsutil::MAX_FILE_BYTES {
+            budget.read += meta.len();
             if budget.read > MAX_INPUT_BYTES {
-                let path = file.display().to_string();
-                return Err(SourceError::TooLarge { path, read: budget.read, limit: MAX_INPUT_BYTES });
+                return Err(SourceError::TooLarge {
+                    path: shown(),
+                    read: budget.read,
+                    limit: MAX_INPUT_BYTES,
+                });
             }
         }
     }
     let mut texts = Vec::with_capacity(files.len());
     for file in files {
         let shown = file.display().to_string();
-        // Only regular files, each within its own cap, checked on the open descriptor: a FIFO
-        // named pipe.yaml would hang an inventory script (and Ansible with it), and a link to
-        // /dev/zero would never end.
-        let text = fsutil::read_bounded(&file, fsutil::MAX_FILE_BYTES, false).map_err(|e| match e {
+        // Checked again on the open descriptor, within the per-file cap.
+        let text = fsutil::read_opened(&file, fsutil::MAX_FILE_BYTES, false).map_err(|e| match e {
             ReadError::Io(source) => SourceError::Unreadable { path: shown.clone(), source },
             ReadError::NotRegular(what) => SourceError::NotRegular { path: shown.clone(), what },
             ReadError::TooLarge(limit) => SourceError::FileTooLarge { path: shown.clone(), limit },

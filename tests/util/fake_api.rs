@@ -88,6 +88,18 @@ impl FakeApi {
         FakeApi { addr, state, stop, dir: tempfile::tempdir().unwrap() }
     }
 
+    /// The CRDs `status` reads and writes: NodeSets, Deployments and edpm-agent's own.
+    pub fn add_readiness_crds(&self) {
+        for (g, v, p) in [
+            ("dataplane.openstack.org", "v1beta1", "openstackdataplanenodesets"),
+            ("dataplane.openstack.org", "v1beta1", "openstackdataplanedeployments"),
+            ("agent.edpm.openstack.org", "v1alpha1", "edpmnodestatuses"),
+            ("agent.edpm.openstack.org", "v1alpha1", "edpmnodesetstatuses"),
+        ] {
+            self.add_crd(g, v, p);
+        }
+    }
+
     pub fn add_crd(&self, group: &str, version: &str, plural: &str) {
         self.state.lock().unwrap().crds.insert((group.into(), version.into(), plural.into()));
     }
