@@ -1,46 +1,38 @@
 //! edpm-agent: Ansible inventories, oslo.config rendering and file staging for OpenStack
 //! External DataPlane Management (EDPM) nodes.
 //!
-//! Two layers (ARCHITECTURE.md):
-//! - the pure core: plain data in, plain data out; no I/O, no clock, no client;
-//! - the shell: reads files and talks to servers, then hands plain data to the core.
+//! Two layers (ARCHITECTURE.md), visible in the tree:
+//! - the pure core: every module whose path has no `shell` folder in it. Plain data in,
+//!   plain data out; no I/O, no clock, no client.
+//! - the shell: `src/shell/` (the command line, the sources, the Kubernetes module, files)
+//!   and the `shell/` folders of the two features that have a long-running side, `runner`
+//!   and `node`. It reads files and talks to servers, then hands plain data to the core.
 //!
-//! The core never imports the shell (checked by `tests/layout.rs`), and only `k8s` talks to
-//! the Kubernetes API server.
+//! The core never imports the shell (checked by `tests/layout.rs`), and only `shell::k8s`
+//! talks to the Kubernetes API server.
 
-// The pure core, in reading order.
-pub(crate) mod aee;
-pub(crate) mod agent;
-pub(crate) mod cell;
-pub(crate) mod condition;
-pub(crate) mod derive;
-pub mod echo;
-pub(crate) mod inventory;
-pub(crate) mod model;
-pub(crate) mod mounts;
-pub mod oslo;
-pub(crate) mod readiness;
-pub mod redact;
-pub mod render;
-pub(crate) mod services;
-pub(crate) mod settings;
-pub(crate) mod snapshot;
-pub(crate) mod staging;
-pub mod summary;
-pub(crate) mod validate;
+// The pure core, in reading order: reading manifests, the model, what lands on a host.
 pub mod yaml;
+pub mod excerpt;
+pub(crate) mod condition;
+pub(crate) mod services;
+pub(crate) mod snapshot;
+pub(crate) mod settings;
+pub(crate) mod model;
+pub(crate) mod inventory;
+pub(crate) mod validate;
+pub mod oslo;
+pub mod redact;
+pub(crate) mod nova_cell;
+pub mod render;
+pub(crate) mod derive;
+pub(crate) mod mounts;
+pub(crate) mod staging;
+pub(crate) mod readiness;
 
-// The shell.
-pub mod app;
-#[doc(hidden)]
-pub mod bench;
-pub mod cli;
-pub mod exit;
-pub mod fsutil;
-pub(crate) mod hostfs;
-pub(crate) mod k8s;
-pub(crate) mod nodeagent;
-pub(crate) mod openstack;
-pub(crate) mod par;
-pub(crate) mod process;
-pub(crate) mod source;
+// The two features with a long-running side: each one folder, its shell half in `shell/`.
+pub mod runner;
+pub(crate) mod node;
+
+// The shell shared by every command.
+pub mod shell;

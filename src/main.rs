@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use edpm_agent::{app, cli, exit::Exit};
+use edpm_agent::shell::{app, cli, exit::Exit};
 
 // Inventories and config files are many small allocations (provenance, keys, values): a third
 // of all instructions with glibc's malloc (BENCHMARKS.md).

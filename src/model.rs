@@ -118,7 +118,7 @@ impl Member {
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ModelError {
-    #[error("{node}: spec.role names Role \"{}\", which does not exist{hint}", crate::echo::echo(role))]
+    #[error("{node}: spec.role names Role \"{}\", which does not exist{hint}", crate::excerpt::echo(role))]
     MissingRole { node: ObjRef, role: String, hint: String },
     #[error("{node}: spec.role is empty; set it to the name of an OpenStackDataPlaneRole")]
     NoRole { node: ObjRef },

@@ -158,7 +158,7 @@ impl<'de> Deserialize<'de> for OneOrMany {
 pub(crate) enum SettingsError {
     #[error("config file {path}: {message}")]
     File { path: String, message: String },
-    #[error("environment variable {name}={}: {message}", crate::echo::echo(value).debug())]
+    #[error("environment variable {name}={}: {message}", crate::excerpt::echo(value).debug())]
     Env { name: String, value: String, message: String },
     #[error("{origin}: {error}")]
     Selector { origin: String, error: SelectorError },

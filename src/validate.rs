@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use crate::echo::echo;
+use crate::excerpt::echo;
 use crate::inventory::{
     self,
     build::{anchor_decode, decode_vars_from_value, parse_ansible_vars},

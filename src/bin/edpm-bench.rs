@@ -540,13 +540,13 @@ fn oslo_bench(args: &[String]) -> Result<(), String> {
         .collect();
     entries.sort();
     // What `oslo get --config-dir` does to read a node's files.
-    let read_node = |node_dir: &Path| -> Result<edpm_agent::fsutil::Texts, String> {
+    let read_node = |node_dir: &Path| -> Result<edpm_agent::shell::files::Texts, String> {
         let names: Vec<String> = std::fs::read_dir(node_dir)
             .map_err(|e| e.to_string())?
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .collect();
         let files = oslo::layer::config_dir_files(&names).into_iter().map(|n| node_dir.join(n));
-        edpm_agent::fsutil::Texts::read(files).map_err(|e| e.to_string())
+        edpm_agent::shell::files::Texts::read(files).map_err(|e| e.to_string())
     };
     // One node: list its directory, parse every *.conf, and look every option up both ways.
     let layer_node = |node_dir: &Path| -> Result<usize, String> {
@@ -978,7 +978,7 @@ fn readiness_bench(args: &[String]) -> Result<(), String> {
     let runs = flag(args, "--runs", 7)?;
     let report_nodes = flag(args, "--report-nodes", 1_000)?;
     let text = readiness_manifests(nodes, services);
-    let t = edpm_agent::bench::readiness(&text, runs)?;
+    let t = edpm_agent::shell::bench::readiness(&text, runs)?;
     let mut times = t.evaluate.clone();
     times.sort();
     println!(
@@ -1376,7 +1376,7 @@ fn node_bench(args: &[String]) -> Result<(), String> {
 
     // One full check, in process: the collector and the evaluation, as the loop runs them.
     let (cfg, text) = node_config(dir.path(), "check", &root, None, "")?;
-    let t = edpm_agent::bench::node_check(&cfg, &text, runs)?;
+    let t = edpm_agent::shell::bench::node_check(&cfg, &text, runs)?;
     if !t.ready || t.staged_files != files {
         return Err(format!(
             "the generated node is not ready ({} staged files): the check would not do all its work",

@@ -3,7 +3,7 @@
 
 use super::parse::{self, ParseError};
 use super::{normalize_group, py_space};
-use crate::echo::echo;
+use crate::excerpt::echo;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {

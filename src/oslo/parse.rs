@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry as Slot;
 
 use super::{py_strip, py_trim_end, py_trim_start};
-use crate::echo::echo;
+use crate::excerpt::echo;
 
 /// One assignment, with the line its key was on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +111,7 @@ impl PartialEq for Name<'_> {
 
 /// oslo's parse errors. `message` is oslo's text; `text` is the offending line as oslo
 /// reports it (right-stripped; empty for "Section must be started before assignment"), whole.
-/// `Display` is oslo's message with the line cut to a readable length ([`crate::echo`]).
+/// `Display` is oslo's message with the line cut to a readable length ([`crate::excerpt`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("at line {line}, {message}: {}", echo(text).quoted(super::pyrepr::repr))]
 pub struct ParseError {

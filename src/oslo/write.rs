@@ -10,7 +10,7 @@
 //! - section names: not empty, no line breaks.
 
 use super::{ConfigFile, py_space};
-use crate::echo::echo;
+use crate::excerpt::echo;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {

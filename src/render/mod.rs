@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 pub use templates::Templates;
 
-use crate::cell::{self, CellContext};
+use crate::nova_cell::{self, CellContext};
 use crate::inventory::Inventory;
 use crate::model::{HostGroup, Member, Model};
 use crate::oslo;
@@ -51,7 +51,7 @@ pub enum RenderError {
     #[error("edpm-agent does not render config files for service {service}")]
     NotRendered { service: String },
     #[error("{0}")]
-    Cell(#[from] cell::CellError),
+    Cell(#[from] nova_cell::CellError),
     #[error("node {node}: template {template}: {message}")]
     Template { node: String, template: String, message: String },
     #[error(
@@ -189,7 +189,7 @@ pub fn render(
             services: services.join(", "),
         });
     }
-    let cell = if cfg.needs_cell { Some(cell::resolve(snap, node.group, node.member)?) } else { None };
+    let cell = if cfg.needs_cell { Some(nova_cell::resolve(snap, node.group, node.member)?) } else { None };
     let mut context = json!({
         "node": {"name": node_name, "inventory_hostname": node.member.inventory_hostname(), "services": services},
         "vars": node.vars,

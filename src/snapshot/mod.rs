@@ -534,7 +534,7 @@ impl Snapshot {
                 // A Secret's values never reach a message, even when they do not decode.
                 let s: k8s_openapi::api::core::v1::Secret = resource::decode_node("", &node)
                     .map_err(|mut e| {
-                        e.message = crate::echo::hide_quoted(&e.message);
+                        e.message = crate::excerpt::hide_quoted(&e.message);
                         e
                     })
                     .map_err(invalid)?;

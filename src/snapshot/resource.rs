@@ -668,7 +668,7 @@ pub(crate) fn decode_owned<T: DeserializeOwned>(base: &str, value: Value) -> Res
     serde_path_to_error::deserialize(value).map_err(|e| DecodeError {
         path: join_path(base, &e.path().to_string()),
         line: None,
-        message: crate::echo::cut_quoted(&e.into_inner().to_string()),
+        message: crate::excerpt::cut_quoted(&e.into_inner().to_string()),
     })
 }
 

@@ -171,7 +171,7 @@ pub(crate) fn unit_for(
     if !where_.starts_with('/') || where_.split('/').any(|c| c == "..") {
         return Err(err(format!(
             "mountPath {} must be an absolute path without '..'",
-            crate::echo::echo(where_).debug()
+            crate::excerpt::echo(where_).debug()
         )));
     }
     let sub = mount.get("subPath").and_then(Value::as_str).filter(|s| !s.is_empty());

@@ -33,7 +33,7 @@ pub enum VolumeError {
     Missing { field: String, kind: &'static str, name: String },
     #[error("{field}: key \"{key}\" is not in {kind} \"{name}\"; add it or set optional: true")]
     MissingKey { field: String, kind: &'static str, name: String, key: String },
-    #[error("{field}: path {} {problem}", crate::echo::echo(path).debug())]
+    #[error("{field}: path {} {problem}", crate::excerpt::echo(path).debug())]
     BadPath { field: String, path: String, problem: String },
     #[error("{field}: {message}")]
     Invalid { field: String, message: String },

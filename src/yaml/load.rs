@@ -13,7 +13,7 @@ use granit_parser::{Event, Options, Parser, ScalarStyle, Span, StructureStyle};
 use super::node::{Data, Entry, Node};
 use super::resolve::{self, Scalar};
 use super::{ALIAS_NODES_FLOOR, ALIAS_NODES_PER_WRITTEN, DUPLICATE_POLICY, Error, MAX_DEPTH};
-use crate::echo::echo;
+use crate::excerpt::echo;
 
 const MERGE_TAG: &str = "tag:yaml.org,2002:merge";
 

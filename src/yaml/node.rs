@@ -356,7 +356,7 @@ pub fn decode<'de, T: de::Deserialize<'de>>(node: &Node<'de>) -> Result<T, Decod
         DecodeFailure {
             path: e.path().to_string(),
             line,
-            message: crate::echo::cut_quoted(&e.into_inner().0),
+            message: crate::excerpt::cut_quoted(&e.into_inner().0),
         }
     })
 }

@@ -179,7 +179,7 @@ pub(crate) fn tagged<'a>(tag: &str, s: Cow<'a, str>) -> Result<Scalar<'a>, Strin
             (Some(Scalar::Int(i)), "float") => Ok(Scalar::Float(i as f64)),
             _ => Err(format!(
                 "`{}` cannot be read as !!{want} (it is a {got_name}); remove the tag or fix the value",
-                crate::echo::echo(&s)
+                crate::excerpt::echo(&s)
             )),
         };
     }

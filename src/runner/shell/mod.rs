@@ -1,0 +1,3 @@
+//! The runner's shell: the one place that spawns and signals processes.
+
+pub(crate) mod supervise;

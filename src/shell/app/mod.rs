@@ -1,0 +1,114 @@
+//! The imperative shell: turns the parsed command line into settings, runs the shared
+//! pipeline (`pipeline`), and writes results (`output`). One file per command, named after
+//! it; module errors become exit codes in one place (`errors`). Output is produced whole
+//! before anything is written, so a failure never leaves partial output.
+
+mod derive;
+mod errors;
+mod inventory;
+mod mounts;
+mod node;
+mod oslo;
+mod output;
+mod pipeline;
+mod render;
+mod run;
+mod stage;
+mod status;
+mod validate;
+
+use std::io::Write;
+
+use crate::shell::cli::{Cli, Command, SourceArgs};
+use crate::shell::exit::{Exit, Status};
+use crate::settings::{self, CliValues, Settings};
+
+use pipeline::Context;
+
+/// An error that ends the run: a one-line message and the exit code for its class.
+#[derive(Debug)]
+pub struct AppError {
+    pub code: Exit,
+    pub message: String,
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl AppError {
+    pub(crate) fn new(code: Exit, message: impl std::fmt::Display) -> Self {
+        // Ansible shows the script's stderr as one message; keep it one line.
+        let message = message.to_string().replace('\n', " ");
+        AppError { code, message }
+    }
+}
+
+/// Runs one command. `env` is the process environment (injected so tests can pass their own).
+pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Status, AppError> {
+    // oslo commands read only the files they are given: no source settings needed.
+    if let Command::Oslo(args) = cli.command {
+        return oslo::run(args, out).map(Into::into);
+    }
+    // `run` resolves the source settings itself, only when it builds its own inventory.
+    if let Command::Run(args) = cli.command {
+        return run::run(&cli.source, args, env, out);
+    }
+    if let Command::Node(args) = cli.command {
+        return node::run(args, env, out).map(Into::into);
+    }
+    if let Command::Status(crate::shell::cli::StatusArgs { action: crate::shell::cli::StatusAction::Crds {} }) = cli.command
+    {
+        return status::crds(out).map(Into::into);
+    }
+    let settings = resolve_settings(&cli.source, env)?;
+    let mut cx = Context::new(&settings);
+    // As Ansible's inventory script: stderr stays empty on success, so warnings go to the log.
+    cx.script = matches!(&cli.command, Command::Inventory(a) if a.action.is_none());
+    match cli.command {
+        Command::Inventory(args) => inventory::run(&cx, args, out),
+        Command::Validate(args) => validate::run(&cx, args, out),
+        Command::Oslo(args) => oslo::run(args, out),
+        Command::Node(args) => node::run(args, env, out),
+        Command::Render(args) => render::run(&cx, args, out),
+        Command::Derive(args) => derive::run(&cx, args, out),
+        Command::Mounts(args) => mounts::run(&cx, args, out),
+        Command::Stage(args) => stage::run(&cx, args, out),
+        Command::Status(args) => status::run(settings.clone(), args, env, out),
+        Command::Run(args) => return run::run(&cli.source, args, env, out),
+    }
+    .map(Into::into)
+}
+
+pub(crate) fn resolve_settings(g: &SourceArgs, env: &[(String, String)]) -> Result<Settings, AppError> {
+    let lookup = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    // An empty EDPM_AGENT_CONFIG means unset, as for every other setting.
+    let config =
+        g.config.clone().or_else(|| lookup("EDPM_AGENT_CONFIG").filter(|v| !v.is_empty()).map(Into::into));
+    let file = match &config {
+        Some(path) => {
+            let text = output::read_text(path, "config file", Exit::InvalidInput)?;
+            Some((
+                path.clone(),
+                settings::parse_file(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))?,
+            ))
+        }
+        None => None,
+    };
+    let cli = CliValues {
+        sources: g.sources.clone(),
+        namespace: g.namespace.clone(),
+        selector: g.selector.clone(),
+        kubeconfig: g.kubeconfig.clone(),
+        context: g.context.clone(),
+        ssh_key_dir: g.ssh_key_dir.clone(),
+        allow_empty: g.allow_empty,
+    };
+    settings::resolve(cli, &lookup, env, file).map_err(|e| {
+        let code =
+            if matches!(e, settings::SettingsError::NoSource) { Exit::Usage } else { Exit::InvalidInput };
+        AppError::new(code, e)
+    })
+}

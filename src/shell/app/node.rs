@@ -1,0 +1,120 @@
+//! `node`: the node agent. `--once` collects and checks once and prints the result; otherwise
+//! it runs the loop (`nodeagent::run`) until SIGTERM or SIGINT, reporting through the API with
+//! the kubeconfig its config file names.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::AppError;
+use super::output::{json_text, write_out};
+use crate::node::{self, AgentConfig};
+use crate::shell::cli::{NodeArgs, TextOrJson};
+use crate::condition::Conditions;
+use crate::shell::exit::Exit;
+use crate::node::shell::collect::{Collect, Host};
+use crate::node::shell::notify;
+use crate::node::shell::agent_loop::{self, Clock, Intervals, SystemClock};
+
+pub(crate) const DEFAULT_CONFIG: &str = "/etc/edpm-agent/node.yaml";
+
+fn lookup(env: &[(String, String)], k: &str) -> Option<String> {
+    env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty())
+}
+
+fn load(path: &Path) -> Result<AgentConfig, AppError> {
+    let text =
+        super::output::read_text(path, "node agent config", Exit::InvalidInput).map_err(|e| AppError {
+            message: format!("{}; the edpm_agent_node role writes it, or pass --config FILE", e.message),
+            ..e
+        })?;
+    node::config::parse(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))
+}
+
+pub(super) fn run(args: NodeArgs, env: &[(String, String)], out: &mut dyn Write) -> Result<Exit, AppError> {
+    let config_path = args
+        .config
+        .clone()
+        .or_else(|| lookup(env, "EDPM_AGENT_NODE_CONFIG").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+    // One check needs no API: a missing default config means "check / with no expectations".
+    let config = match (args.once, args.config.is_some() || config_path.exists()) {
+        (true, false) => None,
+        _ => Some(load(&config_path)?),
+    };
+    let root =
+        args.root.clone().or_else(|| config.as_ref().map(|c| c.root.clone())).unwrap_or_else(|| "/".into());
+    let expect = config.as_ref().map(|c| c.expect.clone()).unwrap_or_default();
+    let host = Host::new(root.clone());
+    if args.once {
+        let facts = host.collect();
+        let conds = Conditions::carry_times(
+            node::evaluate(&facts, &expect),
+            &Conditions::default(),
+            SystemClock.now(),
+        );
+        let text = match args.format {
+            TextOrJson::Json => json_text(
+                &json!({
+                    "node": config.as_ref().map(|c| c.node.clone()),
+                    "object": config.as_ref().map(|c| c.object.clone()),
+                    "root": root.display().to_string(),
+                    "ready": conds.iter().all(|c| c.is_true()),
+                    "conditions": conds,
+                }),
+                true,
+            )?,
+            TextOrJson::Text => conds
+                .iter()
+                .map(|c| format!("{}: {} {} — {}\n", c.type_, c.status_word(), c.reason, c.message))
+                .collect(),
+        };
+        write_out(out, &text)?;
+        return Ok(Exit::Success);
+    }
+    let Some(config) = config else {
+        return Err(AppError::new(Exit::Usage, "the node agent needs --config"));
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::new(Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(async {
+        let settings = crate::shell::k8s::Settings {
+            namespace: Some(config.namespace.clone()),
+            kubeconfig: config.kubeconfig.clone(),
+            context: None,
+            timeout: config.request_timeout,
+            attempts: 2,
+        };
+        let client = crate::shell::k8s::Client::connect(&settings).await?;
+        let api = crate::shell::k8s::agent::NodeObjects { client, object: config.object.clone(), holder: config.node.clone() };
+        let iv = Intervals {
+            check: config.check_interval,
+            lease: config.lease_interval,
+            lease_duration: config.lease_duration,
+            heartbeat: config.heartbeat,
+            watchdog: notify::watchdog_interval(),
+        };
+        let shutdown = async {
+            use tokio::signal::unix::{SignalKind, signal};
+            match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        tracing::info!(object = %config.object, namespace = %config.namespace, root = %config.root.display(), "node agent starting");
+        let collector: Arc<dyn Collect> = Arc::new(host);
+        Ok::<_, crate::shell::k8s::Error>(
+            agent_loop::run(&config.expect, &iv, collector, &api, &SystemClock, &notify::Systemd, shutdown).await,
+        )
+    })?;
+    Ok(Exit::Success)
+}

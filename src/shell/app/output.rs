@@ -1,0 +1,73 @@
+//! The one way commands produce output: text to the `out` writer, JSON (a serialization
+//! failure is an error, never an empty document), and files replaced atomically (never a
+//! link, FIFO or device: those are refused, and `-` or `/dev/stdout` is the output stream).
+//! And the one way they read a file the user named: bounded, and saying why not.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::AppError;
+use crate::shell::exit::Exit;
+
+/// Writes `text` and flushes. A reader that went away (`edpm-agent … | head`) ends the run
+/// quietly with success.
+pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return AppError { code: Exit::Success, message: String::new() };
+        }
+        AppError::new(Exit::Failure, format!("cannot write output: {e}"))
+    })
+}
+
+/// `value` as JSON text with a final newline, indented or compact.
+pub(crate) fn json_text(value: &impl serde::Serialize, pretty: bool) -> Result<String, AppError> {
+    let text = if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) };
+    let mut text =
+        text.map_err(|e| AppError::new(Exit::Failure, format!("cannot encode JSON output: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Replaces the file at `path` atomically with `bytes` and `mode`; on failure nothing was
+/// written. A path that exists and is not a regular file is refused (`fsutil::check_replaceable`).
+pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), AppError> {
+    write_atomic(path, bytes, mode, "; remove it, or name another path")
+}
+
+/// [`write_file`] with the fix an error names when the path is no regular file.
+fn write_atomic(path: &Path, bytes: &[u8], mode: u32, not_regular_fix: &str) -> Result<(), AppError> {
+    crate::shell::files::write_atomic(path, bytes, mode).map_err(|e| {
+        let fix = if e.kind() == std::io::ErrorKind::AlreadyExists { not_regular_fix } else { "" };
+        AppError::new(
+            Exit::Failure,
+            format!("cannot write {}: {e}{fix}; nothing was written", path.display()),
+        )
+    })
+}
+
+/// A command's `-o`/`--output FILE`: the file replaced atomically ([`write_file`]), or, for
+/// `-` and `/dev/stdout`, the output stream `out`: a rename over those would replace the
+/// device or the link and never reach the reader.
+pub(crate) fn write_output(out: &mut dyn Write, path: &Path, text: &str, mode: u32) -> Result<(), AppError> {
+    if is_stdout(path) {
+        return write_out(out, text);
+    }
+    write_atomic(path, text.as_bytes(), mode, "; name a new or regular file, or `-` for standard output")
+}
+
+/// Whether an output path names standard output.
+pub(crate) fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-") || path == Path::new("/dev/stdout")
+}
+
+/// Reads a text file the user named (a settings file, a config file, a template): at most
+/// `fsutil::MAX_FILE_BYTES`, UTF-8, and a FIFO such as `<(…)` is read as a stream. `what`
+/// says what the file is for; `code` is the exit code for an unreadable one.
+pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, AppError> {
+    use crate::shell::files::{MAX_FILE_BYTES, ReadError, read_bounded};
+    read_bounded(path, MAX_FILE_BYTES, true).map_err(|e| {
+        let code = if matches!(e, ReadError::Io(_)) { code } else { Exit::InvalidInput };
+        AppError::new(code, format!("cannot read {what} {}: {e}", path.display()))
+    })
+}

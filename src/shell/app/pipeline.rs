@@ -1,0 +1,222 @@
+//! The shared pipeline every command that reads the data plane runs: sources → snapshot →
+//! model → inventory, each stage built once. The cluster connection, when a source or a
+//! writer needs it, is made once per run and shared.
+
+use std::cell::OnceCell;
+
+use super::AppError;
+use crate::shell::exit::Exit;
+use crate::inventory::{self, Inventory};
+use crate::shell::k8s;
+use crate::model::{self, Model};
+use crate::settings::{Settings, SourceSpec};
+use crate::snapshot::Snapshot;
+
+/// A run's settings and its (lazily made) cluster connection.
+pub(crate) struct Context<'s> {
+    pub(crate) settings: &'s Settings,
+    cluster: OnceCell<k8s::Cluster>,
+    /// Read the evidence readiness needs from the cluster too (the `status` commands).
+    pub(crate) with_evidence: bool,
+    /// Running as Ansible's inventory script (`inventory --list`/`--host`): warnings go to the
+    /// log (`-v`), never to stderr, which must stay empty on success.
+    pub(crate) script: bool,
+}
+
+/// Snapshot, model and inventory, built once.
+pub(crate) struct Pipeline {
+    pub(crate) snap: Snapshot,
+    pub(crate) model: Model,
+    pub(crate) inv: Inventory,
+}
+
+impl<'s> Context<'s> {
+    pub(crate) fn new(settings: &'s Settings) -> Context<'s> {
+        Context { settings, cluster: OnceCell::new(), with_evidence: false, script: false }
+    }
+
+    /// The cluster connection, made on first use.
+    pub(crate) fn cluster(&self) -> Result<&k8s::Cluster, k8s::Error> {
+        if let Some(c) = self.cluster.get() {
+            return Ok(c);
+        }
+        let s = self.settings;
+        let made = k8s::Cluster::connect(&k8s::Settings {
+            namespace: s.namespace.clone(),
+            kubeconfig: s.kubeconfig.clone(),
+            context: s.context.clone(),
+            timeout: s.kube_timeout,
+            attempts: 4,
+        })?;
+        Ok(self.cluster.get_or_init(|| made))
+    }
+
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, AppError> {
+        self.snapshot_read(false)
+    }
+
+    /// The snapshot; `lines` keeps where each field was written, for `explain`. Documents of
+    /// unknown kinds in the groups we read are warned about on stderr (`validate` lists them
+    /// instead, through [`Context::snapshot_quiet`]).
+    fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
+        let snap = self.snapshot_quiet(lines)?;
+        for u in &snap.unknown_kinds {
+            if self.script {
+                tracing::warn!("{u}");
+            } else {
+                eprintln!("edpm-agent: warning: {u}");
+            }
+        }
+        Ok(snap)
+    }
+
+    pub(crate) fn snapshot_quiet(&self, lines: bool) -> Result<Snapshot, AppError> {
+        let snap = crate::shell::source::load(self.settings, self.with_evidence, &|| self.cluster(), lines)?;
+        tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
+        Ok(snap)
+    }
+
+    /// Fails with [`Exit::Empty`] when `hosts` (hosts plus NodeSets and Roles: a NodeSet without
+    /// nodes is a data-plane object upstream deploys, as its kuttl tests do) is zero and an empty
+    /// inventory was not allowed, naming what was searched and what was found there instead.
+    pub(crate) fn check_not_empty(&self, hosts: usize, found: &Found) -> Result<(), AppError> {
+        if hosts > 0 || self.settings.allow_empty {
+            return Ok(());
+        }
+        Err(AppError::new(
+            Exit::Empty,
+            format!(
+                "no hosts: {} hold no data-plane node ({found}); check --source, --namespace and --selector, or pass --allow-empty (EDPM_AGENT_ALLOW_EMPTY=1) if an empty inventory is what you want",
+                self.searched()
+            ),
+        ))
+    }
+
+    /// The sources in words: directories, and the cluster's namespace, with the filters.
+    pub(crate) fn searched(&self) -> String {
+        let s = self.settings;
+        let mut parts: Vec<String> = s
+            .sources
+            .iter()
+            .map(|src| match src {
+                SourceSpec::Dir(p) => match &s.namespace {
+                    Some(ns) => format!("directory {} (namespace {ns} only)", p.display()),
+                    None => format!("directory {}", p.display()),
+                },
+                SourceSpec::Kube => match self.cluster.get() {
+                    Some(c) => format!("the cluster's namespace {}", c.client().namespace()),
+                    None => "the cluster".to_string(),
+                },
+            })
+            .collect();
+        if let Some(sel) = &s.selector {
+            parts.push(format!("keeping only what the selector {:?} matches", sel.as_str()));
+        }
+        format!("the sources searched ({})", parts.join(", "))
+    }
+
+    pub(crate) fn inventory_options(&self) -> inventory::Options {
+        inventory::Options {
+            ssh_key_dir: self.settings.ssh_key_dir.clone(),
+            images: self.settings.images.clone(),
+            image_origins: self.settings.image_origins.clone(),
+            provenance: false,
+        }
+    }
+
+    /// The inventory's values only: what Ansible and export need. The model takes the
+    /// snapshot's Roles, Nodes and NodeSets instead of copying them (nothing here reads them
+    /// again), so a 10,000-host run holds one copy of each node (BENCHMARKS.md).
+    pub(crate) fn inventory(&self) -> Result<(Snapshot, Model, Inventory), AppError> {
+        let mut snap = self.snapshot()?;
+        let found = Found::of(&snap);
+        let model = model::take(&mut snap)?;
+        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
+        self.check_not_empty(inv.hosts.len() + model.groups.len(), &found)?;
+        Ok((snap, model, inv))
+    }
+
+    /// The inventory with every variable's provenance, for `explain`.
+    /// With it, the redactor for every value the source's Secrets hold: `explain` masks them
+    /// wherever they show up, not only in the variables that came straight from a Secret.
+    pub(crate) fn inventory_traced(&self) -> Result<(Inventory, crate::redact::Redactor), AppError> {
+        let snap = self.snapshot_read(true)?;
+        let model = model::resolve(&snap)?;
+        let opts = inventory::Options { provenance: true, ..self.inventory_options() };
+        let inv = inventory::build_spread(&model, &snap, &opts, &spread)?;
+        self.check_not_empty(inv.hosts.len() + model.groups.len(), &Found::of(&snap))?;
+        Ok((inv, crate::redact::Redactor::new(snap.secret_values())))
+    }
+
+    /// Snapshot, model and inventory: what render, derive, mounts and stage work from.
+    pub(crate) fn pipeline(&self) -> Result<Pipeline, AppError> {
+        let snap = self.snapshot()?;
+        let model = model::resolve(&snap)?;
+        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
+        // No empty check: mounts and derive work from the control plane alone, and render
+        // and stage name the host they did not find.
+        Ok(Pipeline { snap, model, inv })
+    }
+}
+
+/// What a snapshot held instead of hosts, for the empty-inventory error.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Found {
+    nodesets: usize,
+    nodes: usize,
+    roles: usize,
+    other: usize,
+    deselected: usize,
+    unknown: usize,
+    not_manifests: usize,
+}
+
+impl Found {
+    pub(crate) fn of(snap: &Snapshot) -> Found {
+        Found {
+            nodesets: snap.nodesets.len(),
+            nodes: snap.nodes.len(),
+            roles: snap.roles.len(),
+            other: snap.ignored
+                + snap.config_maps.len()
+                + snap.secrets.len()
+                + snap.services.len()
+                + snap.openstack.len()
+                + snap.ipsets.len()
+                + snap.netconfigs.len()
+                + snap.dnsmasqs.len(),
+            deselected: snap.deselected,
+            unknown: snap.unknown_kinds.len(),
+            not_manifests: snap.not_manifests.len(),
+        }
+    }
+}
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "found {} NodeSet(s), {} Node(s) and {} Role(s) without hosts, {} object(s) of other kinds",
+            self.nodesets, self.nodes, self.roles, self.other
+        )?;
+        if self.deselected > 0 {
+            write!(f, ", {} data-plane object(s) the selector left out", self.deselected)?;
+        }
+        if self.unknown > 0 {
+            write!(f, ", {} object(s) of unknown kinds (warned about above)", self.unknown)?;
+        }
+        if self.not_manifests > 0 {
+            write!(f, ", {} file(s) holding no Kubernetes object", self.not_manifests)?;
+        }
+        Ok(())
+    }
+}
+
+/// Each group's variables on every core (`inventory::build_spread`).
+fn spread(
+    n: usize,
+    work: &(dyn Fn(usize) -> inventory::build::GroupVars + Sync),
+) -> Vec<inventory::build::GroupVars> {
+    let groups: Vec<usize> = (0..n).collect();
+    crate::shell::parallel::map(&groups, |i| work(*i))
+}

@@ -1,0 +1,363 @@
+//! `status show|explain|report|wait|crds`: readiness per node and NodeSet, computed by the pure
+//! `readiness` from the snapshot (with the cluster's evidence kinds), shown, explained, written
+//! to the cluster or to a directory, or waited for.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::output::{json_text, write_file, write_out};
+use super::{AppError, Context};
+use crate::shell::cli::{StatusAction, StatusArgs, TableOrJson};
+use crate::condition::{READY, Severity, Status, Time};
+use crate::shell::exit::Exit;
+use crate::readiness::show::Filter;
+use crate::readiness::{self, Options, PhaseMap, Readiness};
+use crate::settings::{Settings, SourceSpec};
+
+pub(super) fn run(
+    mut settings: Settings,
+    args: StatusArgs,
+    env: &[(String, String)],
+    out: &mut dyn Write,
+) -> Result<Exit, AppError> {
+    let now = now(env)?;
+    let status_dir = match &args.action {
+        StatusAction::Show { status_dir, .. }
+        | StatusAction::Explain { status_dir, .. }
+        | StatusAction::Report { status_dir, .. }
+        | StatusAction::Wait { status_dir, .. } => status_dir.clone(),
+        StatusAction::Crds {} => None,
+    };
+    // What report wrote last time is read back: transition times carry over from it.
+    if let Some(dir) = &status_dir
+        && dir.is_dir()
+        && has_manifests(dir)
+    {
+        settings.sources.push(SourceSpec::Dir(dir.clone()));
+    }
+    let mut cx = Context::new(&settings);
+    cx.with_evidence = true;
+    match args.action {
+        StatusAction::Show { nodes, nodesets, format, .. } => {
+            let r = compute(&cx, false, now)?;
+            let f = Filter { nodes, nodesets };
+            check_selection(&r, &f)?;
+            let text = match format {
+                TableOrJson::Json => json_text(&readiness::show::to_json(&r, &f), true)?,
+                TableOrJson::Table => {
+                    let colour = std::io::stdout().is_terminal()
+                        && lookup(env, "NO_COLOR").is_none_or(|v| v.is_empty());
+                    let width = lookup(env, "COLUMNS")
+                        .and_then(|c| c.parse().ok())
+                        .filter(|w| *w >= 60)
+                        .unwrap_or(80);
+                    readiness::show::table(&r, &f, width, colour)
+                }
+            };
+            write_out(out, &text)?;
+            Ok(Exit::Success)
+        }
+        StatusAction::Explain { node, .. } => {
+            let r = compute(&cx, true, now)?;
+            // A NodeSet or Role name explains its rollup.
+            if let Some(set) = r.nodesets.iter().find(|s| s.name == node)
+                && !r.nodes.iter().any(|n| n.node == node)
+            {
+                write_out(out, &readiness::show::explain_nodeset(set))?;
+                return Ok(Exit::Success);
+            }
+            let f = Filter { nodes: vec![node.clone()], nodesets: vec![] };
+            check_selection(&r, &f)?;
+            let text: String = r
+                .nodes
+                .iter()
+                .filter(|n| [&n.node, &n.host, &n.host_name].contains(&&node))
+                .map(readiness::show::explain)
+                .collect();
+            write_out(out, &text)?;
+            Ok(Exit::Success)
+        }
+        StatusAction::Report { status_dir, timeout, .. } => {
+            report(&cx, status_dir.as_deref(), &timeout, now, out)
+        }
+        StatusAction::Wait { phase, nodes, nodesets, timeout, interval, .. } => {
+            wait(&cx, &phase, Filter { nodes, nodesets }, &timeout, &interval, env, out)
+        }
+        StatusAction::Crds {} => crds(out),
+    }
+}
+
+fn lookup(env: &[(String, String)], k: &str) -> Option<String> {
+    env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+}
+
+/// The clock: `EDPM_AGENT_NOW` (RFC 3339) when set, for reproducible output; else the system's.
+fn now(env: &[(String, String)]) -> Result<Time, AppError> {
+    match lookup(env, "EDPM_AGENT_NOW").filter(|v| !v.is_empty()) {
+        Some(v) => Time::parse(&v).ok_or_else(|| {
+            AppError::new(
+                Exit::Usage,
+                format!("EDPM_AGENT_NOW={v:?} is not an RFC 3339 time such as 2024-05-06T07:08:09Z"),
+            )
+        }),
+        None => {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or_default();
+            Ok(Time::from_unix(secs))
+        }
+    }
+}
+
+fn has_manifests(dir: &Path) -> bool {
+    crate::shell::source::dir::manifest_files(dir).is_ok_and(|f| !f.is_empty())
+}
+
+/// The snapshot's evidence (the status objects already there, for `report`) and the readiness.
+fn compute_with(
+    cx: &Context,
+    evidence: bool,
+    now: Time,
+) -> Result<(crate::snapshot::evidence::Evidence, Readiness), AppError> {
+    let mut snap = cx.snapshot()?;
+    let model = crate::model::resolve(&snap)?;
+    // Readiness of nothing would be vacuously Ready (and `wait` would return at once). A
+    // NodeSet without nodes still has conditions to show.
+    cx.check_not_empty(model.members().count() + model.groups.len(), &super::pipeline::Found::of(&snap))?;
+    let phases = PhaseMap { overrides: cx.settings.service_phases.clone() };
+    let r = readiness::evaluate(&snap, &model, &phases, Options { evidence }, now);
+    Ok((std::mem::take(&mut snap.evidence), r))
+}
+
+fn compute(cx: &Context, evidence: bool, now: Time) -> Result<Readiness, AppError> {
+    compute_with(cx, evidence, now).map(|(_, r)| r)
+}
+
+/// A node or NodeSet asked for by name must exist: a typo must not look like "nothing to do".
+fn check_selection(r: &Readiness, f: &Filter) -> Result<(), AppError> {
+    for n in &f.nodes {
+        if !r.nodes.iter().any(|x| [&x.node, &x.host, &x.host_name].contains(&n)) {
+            let hint = crate::model::did_you_mean(n, r.nodes.iter().map(|x| x.node.as_str()));
+            return Err(AppError::new(
+                Exit::NotFound,
+                format!("node \"{n}\" is not in the data plane{hint}"),
+            ));
+        }
+    }
+    for s in &f.nodesets {
+        if !r.nodesets.iter().any(|x| &x.name == s) {
+            let hint = crate::model::did_you_mean(s, r.nodesets.iter().map(|x| x.name.as_str()));
+            return Err(AppError::new(
+                Exit::NotFound,
+                format!("NodeSet or Role \"{s}\" is not in the data plane{hint}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `30`, `30s`, `5m`, `1h`.
+fn duration(flag: &str, text: &str) -> Result<Duration, AppError> {
+    let t = text.trim();
+    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: u64 = num.parse().map_err(|_| {
+        AppError::new(
+            Exit::Usage,
+            format!("{flag} {text:?}: give seconds, or a number with s, m or h (90s, 10m, 1h)"),
+        )
+    })?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(AppError::new(Exit::Usage, format!("{flag} {text:?}: the unit must be s, m or h"))),
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+fn report(
+    cx: &Context,
+    status_dir: Option<&Path>,
+    timeout: &str,
+    now: Time,
+    out: &mut dyn Write,
+) -> Result<Exit, AppError> {
+    let deadline = duration("--timeout", timeout)?;
+    let to_cluster = cx.settings.sources.contains(&SourceSpec::Kube);
+    if !to_cluster && status_dir.is_none() {
+        return Err(AppError::new(
+            Exit::Usage,
+            "status report needs --source kube (to write to the cluster) or --status-dir DIR (to write files)",
+        ));
+    }
+    let (existing, r) = compute_with(cx, false, now)?;
+    if to_cluster {
+        let cluster = cx.cluster()?;
+        let ns = cluster.client().namespace().to_string();
+        let writes = readiness::report::plan(&r, &existing, &ns)
+            .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode a status object: {e}")))?;
+        let outcome = cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, deadline))?;
+        // Each node agent's Lease, created once: the agent may only patch it.
+        let missing: Vec<(String, String, String)> = r
+            .nodes
+            .iter()
+            .filter(|n| !existing.leases.iter().any(|l| l.id.name == n.object))
+            .map(|n| (n.object.clone(), n.node.clone(), n.nodeset.clone()))
+            .collect();
+        let leases = if missing.is_empty() {
+            0
+        } else {
+            cluster.block_on(crate::shell::k8s::status::ensure_leases(cluster.client(), missing, deadline))?
+        };
+        let lease_note =
+            if leases > 0 { format!(", {leases} node agent Lease(s) created") } else { String::new() };
+        let text = format!(
+            "{} created, {} updated, {} unchanged ({} write requests){lease_note}\n",
+            outcome.created.len(),
+            outcome.updated.len(),
+            outcome.unchanged,
+            outcome.requests
+        );
+        write_out(out, &text)?;
+        return Ok(Exit::Success);
+    }
+    let Some(dir) = status_dir else { return Err(AppError::new(Exit::Usage, "--status-dir is needed")) };
+    fs_err::create_dir_all(dir)
+        .map_err(|e| AppError::new(Exit::Failure, format!("{e}; nothing was written")))?;
+    let ns = cx.settings.namespace.clone().unwrap_or_else(|| "openstack".into());
+    let writes = readiness::report::plan(&r, &existing, &ns)
+        .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode a status object: {e}")))?;
+    let (mut written, mut unchanged) = (0, 0);
+    for w in &writes {
+        let path: PathBuf = dir.join(format!("{}-{}.yaml", w.kind.to_lowercase(), w.name));
+        let text = serde_saphyr::to_string(&w.object)
+            .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode {} {}: {e}", w.kind, w.name)))?;
+        // Files are compared whole: an unchanged object keeps its file (and mtime).
+        if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+            unchanged += 1;
+            continue;
+        }
+        write_file(&path, text.as_bytes(), 0o644)?;
+        written += 1;
+    }
+    write_out(out, &format!("{written} written, {unchanged} unchanged in {}\n", dir.display()))?;
+    Ok(Exit::Success)
+}
+
+/// The condition a phase names, for a node and for a NodeSet.
+fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
+    Ok(match phase {
+        "-1" | "baremetal" => (readiness::BAREMETAL, readiness::NODESET_BAREMETAL),
+        "0" | "infrastructure" => (readiness::INFRASTRUCTURE, readiness::NODESET_INFRASTRUCTURE),
+        "1" | "services" => (readiness::SERVICES, readiness::NODESET_SERVICES),
+        "ready" => (READY, READY),
+        _ => {
+            return Err(AppError::new(
+                Exit::Usage,
+                format!(
+                    "--phase {phase:?}: give -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready"
+                ),
+            ));
+        }
+    })
+}
+
+/// Polls until every selected node (or NodeSet) has the phase True: exit 0; a selected node
+/// `Stalled` (a terminal failure no running Deployment will retry): exit 12; time out: 11.
+fn wait(
+    cx: &Context,
+    phase: &str,
+    f: Filter,
+    timeout: &str,
+    interval: &str,
+    env: &[(String, String)],
+    out: &mut dyn Write,
+) -> Result<Exit, AppError> {
+    let (node_ty, set_ty) = phase_types(phase)?;
+    let timeout = duration("--timeout", timeout)?;
+    let interval = duration("--interval", interval)?.max(Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    let mut checked = false;
+    loop {
+        let r = compute(cx, false, now(env)?)?;
+        if !checked {
+            check_selection(&r, &f)?;
+            checked = true;
+        }
+        let all = f.nodes.is_empty() && f.nodesets.is_empty();
+        let nodes: Vec<_> = r
+            .nodes
+            .iter()
+            .filter(|n| all || [&n.node, &n.host, &n.host_name].iter().any(|x| f.nodes.contains(x)))
+            .collect();
+        let sets: Vec<_> = r.nodesets.iter().filter(|s| f.nodesets.contains(&s.name)).collect();
+        let waiting_nodes: Vec<String> = nodes
+            .iter()
+            .filter(|n| !n.conditions.get(node_ty).is_some_and(|c| c.is_true()))
+            .map(|n| n.node.clone())
+            .collect();
+        let waiting_sets: Vec<String> = sets
+            .iter()
+            .filter(|s| !s.conditions.get(set_ty).is_some_and(|c| c.is_true()))
+            .map(|s| s.name.clone())
+            .collect();
+        if waiting_nodes.is_empty() && waiting_sets.is_empty() {
+            write_out(out, &format!("{} node(s), {} NodeSet(s): {node_ty} True\n", nodes.len(), sets.len()))?;
+            return Ok(Exit::Success);
+        }
+        // Terminal: a waited-for node (or a node of a waited-for NodeSet) is Stalled.
+        let stalled = r.nodes.iter().filter(|n| {
+            (nodes.iter().any(|x| x.object == n.object) || f.nodesets.contains(&n.nodeset))
+                && n.conditions.get(readiness::STALLED).is_some_and(|c| c.status == Status::True)
+        });
+        let failures: Vec<String> = stalled
+            .map(|n| {
+                format!(
+                    "{} ({})",
+                    n.node,
+                    n.conditions.get(readiness::STALLED).map(|c| c.message.as_str()).unwrap_or("")
+                )
+            })
+            .collect();
+        if !failures.is_empty() {
+            return Err(AppError::new(
+                Exit::Terminal,
+                format!("terminal failure, not waiting any longer: {}", failures.join("; ")),
+            ));
+        }
+        if started.elapsed() >= timeout {
+            let mut what: Vec<String> = waiting_nodes;
+            what.extend(waiting_sets.iter().map(|s| format!("NodeSet {s}")));
+            let worst = nodes
+                .iter()
+                .filter_map(|n| n.conditions.get(node_ty))
+                .filter(|c| c.status != Status::True)
+                .find(|c| c.severity == Severity::Error)
+                .map(|c| format!("; e.g. {}", c.message))
+                .unwrap_or_default();
+            return Err(AppError::new(
+                Exit::Timeout,
+                format!("timed out after {timeout:?}: {node_ty} is not True for {}{worst}", what.join(", ")),
+            ));
+        }
+        tracing::info!(nodes = waiting_nodes.len(), nodesets = waiting_sets.len(), "waiting");
+        std::thread::sleep(
+            interval.min(timeout.saturating_sub(started.elapsed())).max(Duration::from_millis(10)),
+        );
+    }
+}
+
+pub(super) fn crds(out: &mut dyn Write) -> Result<Exit, AppError> {
+    let mut text = String::new();
+    for crd in readiness::api::crds() {
+        text.push_str("---\n");
+        text.push_str(&serde_saphyr::to_string(&crd).map_err(|e| AppError::new(Exit::Failure, e))?);
+    }
+    write_out(out, &text)?;
+    Ok(Exit::Success)
+}

@@ -1,0 +1,16 @@
+//! The imperative shell shared by every command: the command line (`cli`, `app`), the
+//! sources (`source`, and `k8s`, the one module that talks to the API server), files
+//! (`files`, `node_root`), OpenStack's APIs (`openstack`) and spreading work over cores
+//! (`parallel`).
+
+pub mod app;
+#[doc(hidden)]
+pub mod bench;
+pub mod cli;
+pub mod exit;
+pub mod files;
+pub(crate) mod k8s;
+pub(crate) mod node_root;
+pub(crate) mod openstack;
+pub(crate) mod parallel;
+pub(crate) mod source;
