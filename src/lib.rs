@@ -12,27 +12,27 @@
 //! talks to the Kubernetes API server.
 
 // The pure core, in reading order: reading manifests, the model, what lands on a host.
-pub mod yaml;
-pub mod excerpt;
 pub(crate) mod condition;
-pub(crate) mod services;
-pub(crate) mod snapshot;
-pub(crate) mod settings;
-pub(crate) mod model;
-pub(crate) mod inventory;
-pub(crate) mod validate;
-pub mod oslo;
-pub mod redact;
-pub(crate) mod nova_cell;
-pub mod render;
 pub(crate) mod derive;
+pub mod excerpt;
+pub(crate) mod inventory;
+pub(crate) mod model;
 pub(crate) mod mounts;
-pub(crate) mod staging;
+pub(crate) mod nova_cell;
+pub mod oslo;
 pub(crate) mod readiness;
+pub mod redact;
+pub mod render;
+pub(crate) mod services;
+pub(crate) mod settings;
+pub(crate) mod snapshot;
+pub(crate) mod staging;
+pub(crate) mod validate;
+pub mod yaml;
 
 // The two features with a long-running side: each one folder, its shell half in `shell/`.
-pub mod runner;
 pub(crate) mod node;
+pub mod runner;
 
 // The shell shared by every command.
 pub mod shell;

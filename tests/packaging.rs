@@ -242,9 +242,9 @@ fn the_rbac_grants_what_the_kubernetes_source_reads_and_no_more() {
             }
         }
     }
-    // Every kind the Kubernetes source lists for an inventory (src/k8s/read.rs, not the
+    // Every kind the Kubernetes source lists for an inventory (src/shell/k8s/read.rs, not the
     // readiness evidence, which only `status` lists) needs list; ConfigMaps and Secrets only get.
-    let source = std::fs::read_to_string(repo().join("src/k8s/read.rs")).unwrap();
+    let source = std::fs::read_to_string(repo().join("src/shell/k8s/read.rs")).unwrap();
     let mut listed = Vec::new();
     let (mut group, mut plural) = (String::new(), String::new());
     for line in source.lines().map(str::trim) {
@@ -259,7 +259,7 @@ fn the_rbac_grants_what_the_kubernetes_source_reads_and_no_more() {
         }
     }
     let evidence = source.matches("evidence: true,").count();
-    assert!(evidence >= 5, "the evidence kinds are still told apart in src/k8s/read.rs");
+    assert!(evidence >= 5, "the evidence kinds are still told apart in src/shell/k8s/read.rs");
     for (g, p) in [("batch", "jobs"), ("coordination.k8s.io", "leases")] {
         assert!(
             !granted.iter().any(|(gg, pp, _)| gg == g && pp == p),

@@ -255,8 +255,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::node::facts::{ContainerState, DeployedService, DeployedServices, UnitState};
     use crate::condition::Status;
+    use crate::node::facts::{ContainerState, DeployedService, DeployedServices, UnitState};
 
     fn healthy() -> Facts {
         let unit = |a: &str| UnitState {

@@ -13,9 +13,9 @@ use serde_json::{Map, Value, json};
 
 pub use templates::Templates;
 
-use crate::nova_cell::{self, CellContext};
 use crate::inventory::Inventory;
 use crate::model::{HostGroup, Member, Model};
+use crate::nova_cell::{self, CellContext};
 use crate::oslo;
 use crate::redact::Redactor;
 use crate::services::{ConfigFiles, Service};

@@ -3,5 +3,5 @@
 //! pure; `shell` supervises the child process.
 
 pub(crate) mod job;
-pub mod summary;
 pub(crate) mod shell;
+pub mod summary;

@@ -116,7 +116,8 @@ pub(crate) fn observe<'a>(
         let path = safe_path(root, rel, false)?;
         // A FIFO or device in a staged file's place is refused, never read.
         if let Some((bytes, mode)) =
-            crate::shell::files::read_existing(&path, crate::shell::files::MAX_FILE_BYTES).map_err(io("read", &path))?
+            crate::shell::files::read_existing(&path, crate::shell::files::MAX_FILE_BYTES)
+                .map_err(io("read", &path))?
         {
             out.insert(rel.to_string(), (sha256_hex(&bytes), mode));
         }

@@ -23,8 +23,8 @@ use tokio::time::Instant;
 
 use super::collect::Collect;
 use super::notify::Notify;
-use crate::node::{self, Expect};
 use crate::condition::{Conditions, Time};
+use crate::node::{self, Expect};
 use crate::shell::k8s::agent::AgentApi;
 
 /// Wall-clock time for condition and Lease times (the loop's own timing is tokio's).
@@ -213,8 +213,8 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     use super::*;
-    use crate::node::facts::Facts;
     use crate::condition::Condition;
+    use crate::node::facts::Facts;
     use crate::shell::k8s::Error;
 
     struct FixedFacts(Mutex<Facts>);

@@ -6,6 +6,6 @@
 //! Shell: it reads files under a root, runs `systemctl show` and `podman ps`, talks to
 //! systemd's notify socket, and runs the loop.
 
+pub(crate) mod agent_loop;
 pub(crate) mod collect;
 pub(crate) mod notify;
-pub(crate) mod agent_loop;

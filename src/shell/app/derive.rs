@@ -5,9 +5,9 @@ use std::io::Write;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
+use crate::settings::SourceSpec;
 use crate::shell::cli::{DeriveArgs, DeriveWhat, ExportFormat};
 use crate::shell::exit::Exit;
-use crate::settings::SourceSpec;
 
 pub(super) fn run(cx: &Context, args: DeriveArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let DeriveWhat::Novaexternalcompute { format, apply, .. } = args.what;

@@ -1,14 +1,14 @@
 //! The one place where module errors become exit codes (README, "Exit codes").
 
 use super::AppError;
-use crate::shell::exit::Exit;
-use crate::shell::node_root::FsError;
 use crate::inventory::{self, InventoryError};
-use crate::shell::k8s;
 use crate::model::ModelError;
 use crate::render::RenderError;
-use crate::snapshot::SnapshotError;
+use crate::shell::exit::Exit;
+use crate::shell::k8s;
+use crate::shell::node_root::FsError;
 use crate::shell::source::SourceError;
+use crate::snapshot::SnapshotError;
 use crate::staging::StageError;
 
 impl From<SnapshotError> for AppError {

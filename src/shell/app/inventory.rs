@@ -4,9 +4,9 @@ use std::io::Write;
 
 use super::output::{json_text, write_out, write_output};
 use super::{AppError, Context};
+use crate::inventory;
 use crate::shell::cli::{ExportFormat, InventoryAction, InventoryArgs, TextOrJson};
 use crate::shell::exit::Exit;
-use crate::inventory;
 
 pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     match args.action {
@@ -21,7 +21,9 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
                 // Host variables are most of the document: serialized on every core.
                 inventory::export::list_json_pieces(&inv, |hosts| {
                     let runs: Vec<_> = hosts.chunks(hosts.len().div_ceil(16).max(64)).collect();
-                    crate::shell::parallel::map(&runs, |run| inventory::export::hostvars_json(run)).into_iter().collect()
+                    crate::shell::parallel::map(&runs, |run| inventory::export::hostvars_json(run))
+                        .into_iter()
+                        .collect()
                 })
             };
             let pieces = encoded

@@ -19,9 +19,9 @@ mod validate;
 
 use std::io::Write;
 
+use crate::settings::{self, CliValues, Settings};
 use crate::shell::cli::{Cli, Command, SourceArgs};
 use crate::shell::exit::{Exit, Status};
-use crate::settings::{self, CliValues, Settings};
 
 use pipeline::Context;
 
@@ -59,7 +59,9 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<St
     if let Command::Node(args) = cli.command {
         return node::run(args, env, out).map(Into::into);
     }
-    if let Command::Status(crate::shell::cli::StatusArgs { action: crate::shell::cli::StatusAction::Crds {} }) = cli.command
+    if let Command::Status(crate::shell::cli::StatusArgs {
+        action: crate::shell::cli::StatusAction::Crds {},
+    }) = cli.command
     {
         return status::crds(out).map(Into::into);
     }

@@ -10,13 +10,13 @@ use serde_json::json;
 
 use super::AppError;
 use super::output::{json_text, write_out};
-use crate::node::{self, AgentConfig};
-use crate::shell::cli::{NodeArgs, TextOrJson};
 use crate::condition::Conditions;
-use crate::shell::exit::Exit;
+use crate::node::shell::agent_loop::{self, Clock, Intervals, SystemClock};
 use crate::node::shell::collect::{Collect, Host};
 use crate::node::shell::notify;
-use crate::node::shell::agent_loop::{self, Clock, Intervals, SystemClock};
+use crate::node::{self, AgentConfig};
+use crate::shell::cli::{NodeArgs, TextOrJson};
+use crate::shell::exit::Exit;
 
 pub(crate) const DEFAULT_CONFIG: &str = "/etc/edpm-agent/node.yaml";
 

@@ -11,13 +11,13 @@ use serde_json::{Value, json};
 
 use super::AppError;
 use super::output::{write_out, write_output};
-use crate::shell::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
 use crate::excerpt::echo;
-use crate::shell::exit::Exit;
-use crate::shell::files::Texts;
 use crate::oslo::layer::{Layer, Layers};
 use crate::oslo::lint::{self, Severity};
 use crate::oslo::{self, ConfigFile, pyrepr};
+use crate::shell::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
+use crate::shell::exit::Exit;
+use crate::shell::files::Texts;
 
 pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let json = args.format == TextOrJson::Json;

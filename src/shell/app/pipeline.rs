@@ -5,11 +5,11 @@
 use std::cell::OnceCell;
 
 use super::AppError;
-use crate::shell::exit::Exit;
 use crate::inventory::{self, Inventory};
-use crate::shell::k8s;
 use crate::model::{self, Model};
 use crate::settings::{Settings, SourceSpec};
+use crate::shell::exit::Exit;
+use crate::shell::k8s;
 use crate::snapshot::Snapshot;
 
 /// A run's settings and its (lazily made) cluster connection.

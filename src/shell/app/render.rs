@@ -7,10 +7,10 @@ use std::path::Path;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{RenderArgs, TextOrJson};
-use crate::shell::exit::Exit;
 use crate::render::{self, NodeView, RenderError, RenderedFile, Templates};
 use crate::services::{self, Service};
+use crate::shell::cli::{RenderArgs, TextOrJson};
+use crate::shell::exit::Exit;
 
 pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> {
     let mut overrides = BTreeMap::new();

@@ -14,12 +14,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{AppError, Context};
 use crate::runner::job::{self, DirState, JobEnv, Playbook, RunnerCommand};
-use crate::shell::cli::{Executor, InventorySource, RunArgs, SourceArgs};
-use crate::shell::exit::{Exit, Status};
 use crate::runner::shell::supervise::{self, Ending, Limits, Spec, Stop};
 use crate::runner::summary::{
     self, Fold, Redactor, RetryPlan, RetryScope, RunFacts, RunStatus, RunSummary, SUMMARY_FILE, Timeout,
 };
+use crate::shell::cli::{Executor, InventorySource, RunArgs, SourceArgs};
+use crate::shell::exit::{Exit, Status};
 
 /// The callback plugin that writes job_events when ansible-playbook runs the play.
 const EVENTS_PLUGIN: &str = include_str!("../../../packaging/ansible/callback_plugins/edpm_agent_events.py");
@@ -224,8 +224,11 @@ pub(super) fn run(
     let (status, rc, timeout, reason) = ending(&outcome, runner_status, &prepared.limits);
     if !prepared.ansible_runner {
         // The files ansible-runner would have written, so both ways leave the same artifacts.
-        let _ =
-            crate::shell::files::write_atomic(&layout.artifact_dir.join("rc"), rc.to_string().as_bytes(), 0o600);
+        let _ = crate::shell::files::write_atomic(
+            &layout.artifact_dir.join("rc"),
+            rc.to_string().as_bytes(),
+            0o600,
+        );
         let _ = crate::shell::files::write_atomic(
             &layout.artifact_dir.join("status"),
             status.as_str().as_bytes(),
@@ -821,7 +824,8 @@ fn read_job_events(artifact_dir: &Path) -> Fold {
         fold.set_notes(summary::parse_notes(&text));
     }
     let dir = artifact_dir.join("job_events");
-    let (Ok(entries), Ok(files)) = (std::fs::read_dir(&dir), crate::shell::files::DirFiles::open(&dir)) else {
+    let (Ok(entries), Ok(files)) = (std::fs::read_dir(&dir), crate::shell::files::DirFiles::open(&dir))
+    else {
         return fold;
     };
     let mut names: Vec<(u64, std::ffi::OsString)> = entries

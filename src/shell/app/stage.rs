@@ -6,10 +6,10 @@ use std::path::Path;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
+use crate::render::NodeView;
 use crate::shell::cli::StageArgs;
 use crate::shell::exit::Exit;
 use crate::shell::node_root;
-use crate::render::NodeView;
 use crate::staging::{self, Step, Want};
 
 pub(super) fn compute(

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use super::output::{json_text, write_file, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{StatusAction, StatusArgs, TableOrJson};
 use crate::condition::{READY, Severity, Status, Time};
-use crate::shell::exit::Exit;
 use crate::readiness::show::Filter;
 use crate::readiness::{self, Options, PhaseMap, Readiness};
 use crate::settings::{Settings, SourceSpec};
+use crate::shell::cli::{StatusAction, StatusArgs, TableOrJson};
+use crate::shell::exit::Exit;
 
 pub(super) fn run(
     mut settings: Settings,
@@ -201,7 +201,8 @@ fn report(
         let ns = cluster.client().namespace().to_string();
         let writes = readiness::report::plan(&r, &existing, &ns)
             .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode a status object: {e}")))?;
-        let outcome = cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, deadline))?;
+        let outcome =
+            cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, deadline))?;
         // Each node agent's Lease, created once: the agent may only patch it.
         let missing: Vec<(String, String, String)> = r
             .nodes

@@ -4,8 +4,8 @@
 
 pub(crate) mod dir;
 
-use crate::shell::k8s;
 use crate::settings::{Settings, SourceSpec};
+use crate::shell::k8s;
 use crate::snapshot::{Snapshot, SnapshotError};
 
 #[derive(Debug, thiserror::Error)]
