@@ -8,8 +8,6 @@
 //! `service_ca_certs`), so that this module sits below the snapshot. Services not in the
 //! catalogue (custom ones) have no defaults, render nothing and belong to phase 1.
 
-use crate::snapshot::resource::{DataSource, LocalRef};
-
 /// A readiness phase a service belongs to. Phase -1 (bare metal) has no services.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Phase {
@@ -310,19 +308,11 @@ pub(crate) fn find_rendered(name: &str) -> Option<&'static Service> {
     find(name).filter(|s| s.renders())
 }
 
-/// Upstream's default dataSources of a catalogued service (none for others), as the CR field.
-pub(crate) fn default_data_sources(name: &str) -> Vec<DataSource> {
-    let defaults = find(name).map_or(&[][..], |s| s.default_sources);
-    defaults
-        .iter()
-        .map(|d| {
-            let r = Some(LocalRef { name: d.name.to_string(), optional: Some(d.optional) });
-            match d.kind {
-                SourceKind::Secret => DataSource { secret_ref: r, ..Default::default() },
-                SourceKind::ConfigMap => DataSource { config_map_ref: r, ..Default::default() },
-            }
-        })
-        .collect()
+/// Upstream's default dataSources of a catalogued service (none for others). `snapshot`
+/// turns them into the CR field's shape: the catalogue sits below `snapshot` and names no
+/// resource type, so the module graph has no cycle.
+pub(crate) fn default_sources(name: &str) -> &'static [DefaultSource] {
+    find(name).map_or(&[][..], |s| s.default_sources)
 }
 
 /// Shell-style matching with `*` only, as the roles' `find` patterns use.

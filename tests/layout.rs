@@ -335,3 +335,84 @@ fn only_the_supervisor_and_the_node_agents_collector_spawn_processes() {
         }
     }
 }
+
+/// The module a file belongs to, for the dependency graph: its first folder or file under
+/// `src/` (`snapshot/refs.rs` → `snapshot`), or `shell::<next>` under `src/shell/`.
+fn graph_module(rel: &Path) -> String {
+    let parts: Vec<&str> =
+        rel.components().map(|c| c.as_os_str().to_str().unwrap().trim_end_matches(".rs")).collect();
+    match parts.as_slice() {
+        ["shell", next, ..] => format!("shell::{next}"),
+        [first, ..] => first.to_string(),
+        [] => unreachable!(),
+    }
+}
+
+/// The modules a file's code names through `crate::`, at `graph_module`'s granularity.
+fn named_modules(code: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        if i > 0 && (code.as_bytes()[i - 1].is_ascii_alphanumeric() || code.as_bytes()[i - 1] == b'_') {
+            continue;
+        }
+        let rest = &code[i + "crate::".len()..];
+        let word =
+            |s: &str| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
+        let first = word(rest);
+        if first == "shell" {
+            let next = word(rest.strip_prefix("shell::").unwrap_or(""));
+            if !next.is_empty() {
+                out.insert(format!("shell::{next}"));
+            }
+        } else if !first.is_empty() {
+            out.insert(first);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in sources()
+        .iter()
+        .filter(|s| s.layer != Layer::Root && !s.rel.starts_with("bin") && s.rel != Path::new("main.rs"))
+    {
+        let m = graph_module(&s.rel);
+        let deps = graph.entry(m.clone()).or_default();
+        deps.extend(named_modules(&s.code).into_iter().filter(|d| *d != m));
+    }
+    // Depth-first search; a back edge is a cycle, reported with its path.
+    fn visit(
+        m: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        state.insert(m.to_string(), 1);
+        path.push(m.to_string());
+        for d in graph.get(m).into_iter().flatten() {
+            match state.get(d.as_str()) {
+                Some(1) => {
+                    let from = path.iter().position(|p| p == d).unwrap();
+                    cycles.push(format!("{} → {d}", path[from..].join(" → ")));
+                }
+                Some(_) => {}
+                None => visit(d, graph, state, path, cycles),
+            }
+        }
+        path.pop();
+        state.insert(m.to_string(), 2);
+    }
+    let mut state = BTreeMap::new();
+    let mut cycles = Vec::new();
+    for m in graph.keys() {
+        if !state.contains_key(m.as_str()) {
+            visit(m, &graph, &mut state, &mut Vec::new(), &mut cycles);
+        }
+    }
+    assert!(cycles.is_empty(), "module cycles:\n{}", cycles.join("\n"));
+    assert!(graph["snapshot"].contains("services") && !graph["services"].contains("snapshot"));
+}

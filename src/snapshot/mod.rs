@@ -19,9 +19,10 @@ use self::evidence::Evidence;
 use self::manifest::Document;
 use self::resource::{
     AGENT_GROUP, BAREMETAL_GROUP, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, DataPlaneSpec, DataSource,
-    DecodeError, DnsMasqStatus, FieldLines, IpSetStatus, Meta, NETWORK_GROUP, NOVA_GROUP, NetConfigSpec,
-    NodeSetSpec, NodeSpec, ObjRef, Object, Origin, RoleSpec, ServiceSpec,
+    DecodeError, DnsMasqStatus, FieldLines, IpSetStatus, LocalRef, Meta, NETWORK_GROUP, NOVA_GROUP,
+    NetConfigSpec, NodeSetSpec, NodeSpec, ObjRef, Object, Origin, RoleSpec, ServiceSpec,
 };
+use crate::services::SourceKind;
 use crate::yaml::{Data, Node};
 
 /// ConfigMap contents: text keys and binary keys.
@@ -712,7 +713,16 @@ impl Snapshot {
     pub fn service_data_sources(&self, name: &str) -> Vec<DataSource> {
         match self.services.iter().find(|s| s.id.name == name) {
             Some(svc) => svc.body.data_sources.clone(),
-            None => crate::services::default_data_sources(name),
+            None => crate::services::default_sources(name)
+                .iter()
+                .map(|d| {
+                    let r = Some(LocalRef { name: d.name.to_string(), optional: Some(d.optional) });
+                    match d.kind {
+                        SourceKind::Secret => DataSource { secret_ref: r, ..Default::default() },
+                        SourceKind::ConfigMap => DataSource { config_map_ref: r, ..Default::default() },
+                    }
+                })
+                .collect(),
         }
     }
 
