@@ -27,6 +27,7 @@ pub(crate) mod services;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
 pub(crate) mod staging;
+pub(crate) mod suggest;
 pub(crate) mod validate;
 pub mod yaml;
 

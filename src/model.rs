@@ -204,27 +204,7 @@ fn build(
     Ok(Model { groups })
 }
 
-/// Suggests the closest name, for typos in references.
-pub(crate) fn did_you_mean<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> String {
-    let best = names.map(|n| (edit_distance(wanted, n), n)).filter(|(d, _)| *d <= 3).min();
-    match best {
-        Some((_, n)) => format!("; did you mean \"{n}\"?"),
-        None => String::new(),
-    }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
+pub(crate) use crate::suggest::did_you_mean;
 
 /// Roles and Nodes that an OpenStackDataPlane declares inline. A standalone object of the same
 /// name wins: it is what the operator's fan-out left on the API server.

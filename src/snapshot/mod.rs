@@ -206,29 +206,8 @@ fn unknown_kind(api_version: &str, kind: &str) -> Option<Option<&'static str>> {
     if kinds.contains(&kind) {
         return None;
     }
-    let close = kinds
-        .iter()
-        .map(|k| (edit_distance(&k.to_ascii_lowercase(), &kind.to_ascii_lowercase()), *k))
-        .min()
-        .filter(|(d, _)| *d <= 2)
-        .map(|(_, k)| k);
+    let close = crate::suggest::closest(kind, kinds.iter().copied(), crate::suggest::KINDS);
     Some(close)
-}
-
-/// Levenshtein distance, for telling a typo from another kind.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// The identity and origin of a document about to be decoded.
