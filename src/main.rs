@@ -18,14 +18,13 @@ fn main() -> ExitCode {
             return if e.use_stderr() { Exit::Usage.into() } else { Exit::Success.into() };
         }
     };
+    // The one read of the process environment; everything after looks variables up in `env`.
+    let env = app::Env::new(
+        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+    );
     // The node agent is a service: it always logs, to the journal under systemd.
-    match &cli.command {
-        cli::Command::Node(n) if !n.once => init_service_logging(cli.verbose),
-        _ => init_logging(cli.verbose),
-    }
-    let env: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    let service = matches!(&cli.command, cli::Command::Node(n) if !n.once);
+    init_logging(&env, cli.verbose, service);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match app::run(cli, &env, &mut out) {
@@ -39,37 +38,23 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr and only when asked for (`-v` or `EDPM_AGENT_LOG`): Ansible shows any
-/// stderr of an inventory script as an error.
-fn init_logging(verbose: u8) {
-    let filter = match (verbose, std::env::var("EDPM_AGENT_LOG")) {
-        (0, Err(_)) => return,
-        (_, Ok(f)) if !f.is_empty() => f,
-        (1, _) | (0, _) => "edpm_agent=info".to_string(),
-        _ => "edpm_agent=debug,kube=debug".to_string(),
-    };
-    // Colour only for a person at a terminal, and never when NO_COLOR is set (no-color.org).
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(colour)
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .init();
-}
-
-/// The node agent's logs: info by default; to the journal when systemd says stderr is the
-/// journal (`JOURNAL_STREAM`), else plain stderr. Condition messages name paths and units,
-/// never file contents or credentials.
-fn init_service_logging(verbose: u8) {
+/// The one logging set-up. Commands log to stderr only when asked (`-v` or `EDPM_AGENT_LOG`):
+/// Ansible shows any stderr of an inventory script as an error. The node agent (`service`)
+/// logs at info by default, to the journal when systemd says stderr is the journal
+/// (`JOURNAL_STREAM`). Condition messages name paths and units, never file contents or
+/// credentials.
+fn init_logging(env: &app::Env, verbose: u8, service: bool) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = match (verbose, std::env::var("EDPM_AGENT_LOG")) {
-        (_, Ok(f)) if !f.is_empty() => f,
-        (0, _) => "edpm_agent=info".to_string(),
-        _ => "edpm_agent=debug,kube=debug".to_string(),
+    let filter = match (env.get("EDPM_AGENT_LOG"), verbose, service) {
+        (Some(f), _, _) => f.to_string(),
+        (None, 0, false) => return,
+        (None, 0, true) | (None, 1, _) => "edpm_agent=info".to_string(),
+        (None, _, _) => "edpm_agent=debug,kube=debug".to_string(),
     };
     let filter = tracing_subscriber::EnvFilter::new(filter);
-    if std::env::var_os("JOURNAL_STREAM").is_some()
+    if service
+        && env.get("JOURNAL_STREAM").is_some()
         && let Ok(journal) = tracing_journald::layer()
     {
         tracing_subscriber::registry()
@@ -78,6 +63,7 @@ fn init_service_logging(verbose: u8) {
             .init();
         return;
     }
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    // Colour only for a person at a terminal, and never when NO_COLOR is set (no-color.org).
+    let colour = std::io::stderr().is_terminal() && env.get("NO_COLOR").is_none();
     tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colour).with_env_filter(filter).init();
 }

@@ -193,12 +193,41 @@ pub(crate) fn parse_file(path: &Path, text: &str) -> Result<FileValues, Settings
     Ok(values)
 }
 
-/// Resolves the settings. `env` looks a variable up; `env_vars` lists all of them (for the
-/// image prefix); `file` is the parsed config file and its path.
+/// The process environment, read once by `main` and passed in (tests pass their own). One
+/// rule for every variable edpm-agent reads: an empty value is unset.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    vars: Vec<(String, String)>,
+}
+
+impl Env {
+    pub fn new(vars: impl IntoIterator<Item = (String, String)>) -> Env {
+        Env { vars: vars.into_iter().collect() }
+    }
+
+    /// A variable's value; `None` when it is unset or empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        // The first definition wins, as getenv(3) reads a duplicated name on glibc.
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+    }
+
+    /// `get` as an owned value, for the readers that keep it.
+    pub fn string(&self, name: &str) -> Option<String> {
+        self.get(name).map(str::to_string)
+    }
+
+    /// Every variable, for the readers of a prefix (`EDPM_AGENT_IMAGE_*`) and for a child
+    /// process's environment.
+    pub fn vars(&self) -> &[(String, String)] {
+        &self.vars
+    }
+}
+
+/// Resolves the settings from the command line, the environment and `file`, the parsed
+/// config file and its path.
 pub(crate) fn resolve(
     cli: CliValues,
-    env: &dyn Fn(&str) -> Option<String>,
-    env_vars: &[(String, String)],
+    env: &Env,
     file: Option<(PathBuf, FileValues)>,
 ) -> Result<Settings, SettingsError> {
     let (file_path, file) = match file {
@@ -206,7 +235,7 @@ pub(crate) fn resolve(
         None => (None, FileValues::default()),
     };
     let file_base = file_path.as_deref().and_then(Path::parent);
-    let non_empty = |name: &str| env(name).filter(|v| !v.is_empty());
+    let non_empty = |name: &str| env.string(name);
 
     let sources = if !cli.sources.is_empty() {
         cli.sources.iter().map(|s| SourceSpec::parse(s, None)).collect()
@@ -238,7 +267,7 @@ pub(crate) fn resolve(
             (k.clone(), Origin::File { path, line: file.image_lines.get(k).copied().unwrap_or(0) })
         })
         .collect();
-    for (k, v) in env_vars {
+    for (k, v) in env.vars() {
         if let Some(var) = k.strip_prefix(IMAGE_ENV_PREFIX)
             && !var.is_empty()
             && !v.is_empty()
@@ -304,9 +333,8 @@ pub(crate) fn resolve(
 mod tests {
     use super::*;
 
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        move |k| m.get(k).cloned()
+    fn env_of(pairs: &[(&str, &str)]) -> Env {
+        Env::new(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
     }
 
     #[test]
@@ -317,37 +345,38 @@ mod tests {
         )
         .unwrap();
         let env = env_of(&[("EDPM_AGENT_NAMESPACE", "fromenv")]);
-        let s = resolve(CliValues::default(), &env, &[], Some(("/etc/edpm/agent.yaml".into(), file.clone())))
+        let s = resolve(CliValues::default(), &env, Some(("/etc/edpm/agent.yaml".into(), file.clone())))
             .unwrap();
         assert_eq!(s.sources, [SourceSpec::Dir("/etc/edpm/manifests".into()), SourceSpec::Kube]);
         assert_eq!(s.namespace.as_deref(), Some("fromenv"));
         assert_eq!(s.ssh_key_dir, "/f");
         let cli =
             CliValues { sources: vec!["d".into()], namespace: Some("fromcli".into()), ..Default::default() };
-        let s = resolve(cli, &env, &[], Some(("/x/a.yaml".into(), file))).unwrap();
+        let s = resolve(cli, &env, Some(("/x/a.yaml".into(), file))).unwrap();
         assert_eq!((s.sources, s.namespace.as_deref()), (vec![SourceSpec::Dir("d".into())], Some("fromcli")));
     }
 
     #[test]
     fn env_source_is_a_path_list() {
         let env = env_of(&[("EDPM_AGENT_SOURCE", "a:b::kube")]);
-        let s = resolve(CliValues::default(), &env, &[], None).unwrap();
+        let s = resolve(CliValues::default(), &env, None).unwrap();
         assert_eq!(s.sources, [SourceSpec::Dir("a".into()), SourceSpec::Dir("b".into()), SourceSpec::Kube]);
         assert_eq!(s.ssh_key_dir, DEFAULT_SSH_KEY_DIR);
     }
 
     #[test]
     fn no_source_is_an_error_that_says_how_to_fix_it() {
-        let err = resolve(CliValues::default(), &env_of(&[]), &[], None).unwrap_err().to_string();
+        let err = resolve(CliValues::default(), &env_of(&[]), None).unwrap_err().to_string();
         assert!(err.contains("EDPM_AGENT_SOURCE") && err.contains("--source"), "{err}");
     }
 
     #[test]
     fn images_from_env_prefix() {
-        let env = env_of(&[("EDPM_AGENT_SOURCE", "d")]);
-        let vars =
-            vec![("EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE".to_string(), "quay.io/x/nova:1".to_string())];
-        let s = resolve(CliValues::default(), &env, &vars, None).unwrap();
+        let env = env_of(&[
+            ("EDPM_AGENT_SOURCE", "d"),
+            ("EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE", "quay.io/x/nova:1"),
+        ]);
+        let s = resolve(CliValues::default(), &env, None).unwrap();
         assert_eq!(s.images["edpm_nova_compute_image"], "quay.io/x/nova:1");
         assert_eq!(
             s.image_origins["edpm_nova_compute_image"].to_string(),
@@ -359,9 +388,8 @@ mod tests {
     fn image_origins_name_their_line() {
         let path = Path::new("/etc/edpm/agent.yaml");
         let file = parse_file(path, "source: d\nimages:\n  # nova\n  edpm_nova_compute_image: quay.io/n:1\n  edpm_ovn_controller_agent_image: quay.io/o:1\n").unwrap();
-        let vars =
-            vec![("EDPM_AGENT_IMAGE_EDPM_OVN_CONTROLLER_AGENT_IMAGE".to_string(), "quay.io/o:2".to_string())];
-        let s = resolve(CliValues::default(), &env_of(&[]), &vars, Some((path.into(), file))).unwrap();
+        let env = env_of(&[("EDPM_AGENT_IMAGE_EDPM_OVN_CONTROLLER_AGENT_IMAGE", "quay.io/o:2")]);
+        let s = resolve(CliValues::default(), &env, Some((path.into(), file))).unwrap();
         assert_eq!(s.image_origins["edpm_nova_compute_image"].to_string(), "/etc/edpm/agent.yaml:4");
         assert!(
             s.image_origins["edpm_ovn_controller_agent_image"]
@@ -388,7 +416,7 @@ mod tests {
             "source: d\nservice_phases:\n  my-firewall: 0\n  ceph-client: infrastructure\n  custom: services\n",
         )
         .unwrap();
-        let s = resolve(CliValues::default(), &env_of(&[]), &[], Some(("c.yaml".into(), f))).unwrap();
+        let s = resolve(CliValues::default(), &env_of(&[]), Some(("c.yaml".into(), f))).unwrap();
         assert_eq!(s.service_phases["my-firewall"], Phase::Infrastructure);
         assert_eq!(s.service_phases["ceph-client"], Phase::Infrastructure);
         assert_eq!(s.service_phases["custom"], Phase::Services);
@@ -405,7 +433,7 @@ mod tests {
     #[test]
     fn bad_timeout_names_the_variable() {
         let env = env_of(&[("EDPM_AGENT_SOURCE", "d"), ("EDPM_AGENT_KUBE_TIMEOUT", "soon")]);
-        let err = resolve(CliValues::default(), &env, &[], None).unwrap_err().to_string();
+        let err = resolve(CliValues::default(), &env, None).unwrap_err().to_string();
         assert!(err.contains("EDPM_AGENT_KUBE_TIMEOUT"), "{err}");
     }
 }

@@ -23,6 +23,7 @@ use crate::settings::{self, CliValues, Settings};
 use crate::shell::cli::{Cli, Command, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 
+pub use crate::settings::Env;
 use pipeline::Context;
 
 /// An error that ends the run: a one-line message and the exit code for its class.
@@ -47,7 +48,7 @@ impl AppError {
 }
 
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
-pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<Status, AppError> {
+pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError> {
     // oslo commands read only the files they are given: no source settings needed.
     if let Command::Oslo(args) = cli.command {
         return oslo::run(args, out).map(Into::into);
@@ -84,11 +85,8 @@ pub fn run(cli: Cli, env: &[(String, String)], out: &mut dyn Write) -> Result<St
     .map(Into::into)
 }
 
-pub(crate) fn resolve_settings(g: &SourceArgs, env: &[(String, String)]) -> Result<Settings, AppError> {
-    let lookup = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    // An empty EDPM_AGENT_CONFIG means unset, as for every other setting.
-    let config =
-        g.config.clone().or_else(|| lookup("EDPM_AGENT_CONFIG").filter(|v| !v.is_empty()).map(Into::into));
+pub(crate) fn resolve_settings(g: &SourceArgs, env: &Env) -> Result<Settings, AppError> {
+    let config = g.config.clone().or_else(|| env.get("EDPM_AGENT_CONFIG").map(Into::into));
     let file = match &config {
         Some(path) => {
             let text = output::read_text(path, "config file", Exit::InvalidInput)?;
@@ -108,7 +106,7 @@ pub(crate) fn resolve_settings(g: &SourceArgs, env: &[(String, String)]) -> Resu
         ssh_key_dir: g.ssh_key_dir.clone(),
         allow_empty: g.allow_empty,
     };
-    settings::resolve(cli, &lookup, env, file).map_err(|e| {
+    settings::resolve(cli, env, file).map_err(|e| {
         let code =
             if matches!(e, settings::SettingsError::NoSource) { Exit::Usage } else { Exit::InvalidInput };
         AppError::new(code, e)

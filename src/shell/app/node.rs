@@ -16,13 +16,10 @@ use crate::node::shell::collect::{Collect, Host};
 use crate::node::shell::notify;
 use crate::node::{self, AgentConfig};
 use crate::shell::cli::{NodeArgs, TextOrJson};
+use crate::settings::Env;
 use crate::shell::exit::Exit;
 
 pub(crate) const DEFAULT_CONFIG: &str = "/etc/edpm-agent/node.yaml";
-
-fn lookup(env: &[(String, String)], k: &str) -> Option<String> {
-    env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty())
-}
 
 fn load(path: &Path) -> Result<AgentConfig, AppError> {
     let text =
@@ -33,11 +30,11 @@ fn load(path: &Path) -> Result<AgentConfig, AppError> {
     node::config::parse(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))
 }
 
-pub(super) fn run(args: NodeArgs, env: &[(String, String)], out: &mut dyn Write) -> Result<Exit, AppError> {
+pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit, AppError> {
     let config_path = args
         .config
         .clone()
-        .or_else(|| lookup(env, "EDPM_AGENT_NODE_CONFIG").map(PathBuf::from))
+        .or_else(|| env.get("EDPM_AGENT_NODE_CONFIG").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     // One check needs no API: a missing default config means "check / with no expectations".
     let config = match (args.once, args.config.is_some() || config_path.exists()) {

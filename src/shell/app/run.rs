@@ -19,6 +19,7 @@ use crate::runner::summary::{
     self, Fold, Redactor, RetryPlan, RetryScope, RunFacts, RunStatus, RunSummary, SUMMARY_FILE, Timeout,
 };
 use crate::shell::cli::{Executor, InventorySource, RunArgs, SourceArgs};
+use crate::settings::Env;
 use crate::shell::exit::{Exit, Status};
 
 /// The callback plugin that writes job_events when ansible-playbook runs the play.
@@ -127,14 +128,14 @@ struct Attempt {
 pub(super) fn run(
     source: &SourceArgs,
     args: RunArgs,
-    env: &[(String, String)],
+    env: &Env,
     out: &mut dyn Write,
 ) -> Result<Status, AppError> {
     // Before anything can start a thread (the Kubernetes client): signals are taken in the
     // supervision loop, never by default action.
     supervise::block_signals()
         .map_err(|e| AppError::new(Exit::Failure, format!("cannot block signals for supervision: {e}")))?;
-    let lookup = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
+    let lookup = |k: &str| env.string(k);
     let termination_log = lookup("EDPM_AEE_TERMINATION_LOG")
         .map(PathBuf::from)
         .or_else(|| Path::new(TERMINATION_LOG).exists().then(|| PathBuf::from(TERMINATION_LOG)));
@@ -442,7 +443,7 @@ fn invalid(e: job::JobError) -> AppError {
 fn prepare(
     args: &Options,
     source: &SourceArgs,
-    env: &[(String, String)],
+    env: &Env,
     lookup: &dyn Fn(&str) -> Option<String>,
     cmd: &mut RunnerCommand,
     layout: &Layout,
@@ -522,7 +523,7 @@ struct InventoryChoice {
 fn choose_inventory(
     args: &Options,
     source: &SourceArgs,
-    env: &[(String, String)],
+    env: &Env,
     cmd: &RunnerCommand,
     job: &JobEnv,
     written: &dyn Fn(&Path) -> bool,

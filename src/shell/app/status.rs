@@ -11,14 +11,14 @@ use super::{AppError, Context};
 use crate::condition::{READY, Severity, Status, Time};
 use crate::readiness::show::Filter;
 use crate::readiness::{self, Options, PhaseMap, Readiness};
-use crate::settings::{Settings, SourceSpec};
+use crate::settings::{Env, Settings, SourceSpec};
 use crate::shell::cli::{StatusAction, StatusArgs, TableOrJson};
 use crate::shell::exit::Exit;
 
 pub(super) fn run(
     mut settings: Settings,
     args: StatusArgs,
-    env: &[(String, String)],
+    env: &Env,
     out: &mut dyn Write,
 ) -> Result<Exit, AppError> {
     let now = now(env)?;
@@ -47,8 +47,8 @@ pub(super) fn run(
                 TableOrJson::Json => json_text(&readiness::show::to_json(&r, &f), true)?,
                 TableOrJson::Table => {
                     let colour = std::io::stdout().is_terminal()
-                        && lookup(env, "NO_COLOR").is_none_or(|v| v.is_empty());
-                    let width = lookup(env, "COLUMNS")
+                        && env.get("NO_COLOR").is_none();
+                    let width = env.get("COLUMNS")
                         .and_then(|c| c.parse().ok())
                         .filter(|w| *w >= 60)
                         .unwrap_or(80);
@@ -88,14 +88,11 @@ pub(super) fn run(
     }
 }
 
-fn lookup(env: &[(String, String)], k: &str) -> Option<String> {
-    env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
-}
 
 /// The clock: `EDPM_AGENT_NOW` (RFC 3339) when set, for reproducible output; else the system's.
-fn now(env: &[(String, String)]) -> Result<Time, AppError> {
-    match lookup(env, "EDPM_AGENT_NOW").filter(|v| !v.is_empty()) {
-        Some(v) => Time::parse(&v).ok_or_else(|| {
+fn now(env: &Env) -> Result<Time, AppError> {
+    match env.get("EDPM_AGENT_NOW") {
+        Some(v) => Time::parse(v).ok_or_else(|| {
             AppError::new(
                 Exit::Usage,
                 format!("EDPM_AGENT_NOW={v:?} is not an RFC 3339 time such as 2024-05-06T07:08:09Z"),
@@ -276,7 +273,7 @@ fn wait(
     f: Filter,
     timeout: &str,
     interval: &str,
-    env: &[(String, String)],
+    env: &Env,
     out: &mut dyn Write,
 ) -> Result<Exit, AppError> {
     let (node_ty, set_ty) = phase_types(phase)?;
