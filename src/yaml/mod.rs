@@ -106,6 +106,15 @@ pub fn json_document_streaming<'a>(
 }
 
 /// Every document of a YAML stream, in order, on this thread.
+/// The one set-up for YAML that Ansible and ansible-runner read (extra vars, env files,
+/// inline playbooks, and the files our roles write on a node): serde-saphyr with PyYAML's
+/// rule for repeated keys, the last one wins. Errors in our words (`saphyr_message`).
+/// Manifests are not read here: `documents`/`section` read them as the API server does.
+pub fn ansible<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let options = serde_saphyr::options! { duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins };
+    serde_saphyr::from_str_with_options::<T>(text, options).map_err(|e| saphyr_message(&e))
+}
+
 /// A `serde_saphyr` error (the reader for what Ansible reads with PyYAML's last-key-wins
 /// rules: the runner's env files) in our words: its line, and the limit or problem with the
 /// fix, never the library's type names (`budget breached: Depth { depth: 65 }`).

@@ -192,11 +192,9 @@ impl Host {
     fn deployed(&self) -> Option<Result<DeployedServices, String>> {
         match self.read(DEPLOYED_SERVICES) {
             Ok(t) => Some(
-                serde_saphyr::from_str::<Option<DeployedServices>>(&t)
+                crate::yaml::ansible::<Option<DeployedServices>>(&t)
                     .map(Option::unwrap_or_default)
-                    .map_err(|e| {
-                        format!("{DEPLOYED_SERVICES}: {}", e.to_string().lines().next().unwrap_or(""))
-                    }),
+                    .map_err(|e| format!("{DEPLOYED_SERVICES}: {e}")),
             ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(Err(format!("{DEPLOYED_SERVICES}: {e}"))),
