@@ -345,8 +345,8 @@ mod tests {
         )
         .unwrap();
         let env = env_of(&[("EDPM_AGENT_NAMESPACE", "fromenv")]);
-        let s = resolve(CliValues::default(), &env, Some(("/etc/edpm/agent.yaml".into(), file.clone())))
-            .unwrap();
+        let s =
+            resolve(CliValues::default(), &env, Some(("/etc/edpm/agent.yaml".into(), file.clone()))).unwrap();
         assert_eq!(s.sources, [SourceSpec::Dir("/etc/edpm/manifests".into()), SourceSpec::Kube]);
         assert_eq!(s.namespace.as_deref(), Some("fromenv"));
         assert_eq!(s.ssh_key_dir, "/f");

@@ -13,14 +13,11 @@ pub(super) fn run(cx: &Context, args: DeriveArgs, out: &mut dyn Write) -> Result
     let DeriveWhat::Novaexternalcompute { format, apply, .. } = args.what;
     let s = cx.settings;
     let super::pipeline::Pipeline { snap, model, .. } = cx.pipeline()?;
-    let objects = crate::derive::novaexternalcomputes(&snap, &model, &s.images)
-        .map_err(|e| AppError::new(Exit::Conflict, e))?;
+    let objects =
+        crate::derive::novaexternalcomputes(&snap, &model, &s.images).map_err(AppError::conflict)?;
     if apply {
         if !s.sources.contains(&SourceSpec::Kube) {
-            return Err(AppError::new(
-                Exit::Usage,
-                "--apply needs --source kube: there is no cluster to apply to",
-            ));
+            return Err(AppError::usage("--apply needs --source kube: there is no cluster to apply to"));
         }
         let cluster = cx.cluster()?;
         let results =
@@ -34,7 +31,7 @@ pub(super) fn run(cx: &Context, args: DeriveArgs, out: &mut dyn Write) -> Result
             let mut t = String::new();
             for o in &objects {
                 t.push_str("---\n");
-                t.push_str(&serde_saphyr::to_string(o).map_err(|e| AppError::new(Exit::Failure, e))?);
+                t.push_str(&serde_saphyr::to_string(o).map_err(AppError::failure)?);
             }
             t
         }

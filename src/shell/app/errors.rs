@@ -1,15 +1,110 @@
-//! The one place where module errors become exit codes (README, "Exit codes").
+//! The one place where errors become exit codes (README, "Exit codes"): `AppError` is built
+//! only here, by a constructor named after its exit code's class or from a module error by
+//! the `From` impls below.
 
-use super::AppError;
+use std::path::Path;
+
 use crate::inventory::{self, InventoryError};
 use crate::model::ModelError;
 use crate::render::RenderError;
+use crate::settings::SettingsError;
 use crate::shell::exit::Exit;
+use crate::shell::files::ReadError;
 use crate::shell::k8s;
 use crate::shell::node_root::FsError;
 use crate::shell::source::SourceError;
 use crate::snapshot::SnapshotError;
 use crate::staging::StageError;
+
+/// An error that ends the run: a one-line message and the exit code for its class.
+#[derive(Debug)]
+pub struct AppError {
+    pub code: Exit,
+    pub message: String,
+}
+
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl AppError {
+    pub(crate) fn new(code: Exit, message: impl std::fmt::Display) -> Self {
+        // Ansible shows the script's stderr as one message; keep it one line.
+        let message = message.to_string().replace('\n', " ");
+        AppError { code, message }
+    }
+
+    /// Exit 1: something failed that is not the input's fault (an encoding, a write).
+    pub(crate) fn failure(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::Failure, message)
+    }
+
+    /// Exit 2: the command line asks for something that cannot be done as asked.
+    pub(crate) fn usage(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::Usage, message)
+    }
+
+    /// Exit 3: the input is malformed.
+    pub(crate) fn invalid_input(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::InvalidInput, message)
+    }
+
+    /// Exit 5: the input contradicts itself.
+    pub(crate) fn conflict(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::Conflict, message)
+    }
+
+    /// Exit 6: a source or a file the command needs cannot be read.
+    pub(crate) fn source_unreadable(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::SourceUnreadable, message)
+    }
+
+    /// Exit 8: a host, node, NodeSet or variable the command names is not there.
+    pub(crate) fn not_found(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::NotFound, message)
+    }
+
+    /// Exit 11: `status wait` ran out of time.
+    pub(crate) fn timeout(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::Timeout, message)
+    }
+
+    /// Exit 12: `status wait` saw a condition that will not become true by waiting.
+    pub(crate) fn terminal(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::Terminal, message)
+    }
+
+    /// Exit 13: the sources hold no data-plane object.
+    pub(crate) fn empty(message: impl std::fmt::Display) -> Self {
+        Self::new(Exit::Empty, message)
+    }
+
+    /// Standard output went away (`| head`): nothing more to say, and not a failure.
+    pub(crate) fn output_closed() -> Self {
+        AppError { code: Exit::Success, message: String::new() }
+    }
+
+    /// The same error, with what to do about it added.
+    pub(crate) fn with_hint(self, hint: &str) -> Self {
+        AppError { message: format!("{}; {hint}", self.message), ..self }
+    }
+
+    /// A file the user named could not be read: `code` when it could not be opened or read,
+    /// invalid input when it is not a regular file, too large or not UTF-8.
+    pub(crate) fn unreadable(what: &str, path: &Path, e: ReadError, code: Exit) -> Self {
+        let code = if matches!(e, ReadError::Io(_)) { code } else { Exit::InvalidInput };
+        Self::new(code, format!("cannot read {what} {}: {e}", path.display()))
+    }
+}
+
+impl From<SettingsError> for AppError {
+    fn from(e: SettingsError) -> Self {
+        let code = if matches!(e, SettingsError::NoSource) { Exit::Usage } else { Exit::InvalidInput };
+        AppError::new(code, e)
+    }
+}
 
 impl From<SnapshotError> for AppError {
     fn from(e: SnapshotError) -> Self {

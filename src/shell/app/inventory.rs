@@ -26,8 +26,8 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
                         .collect()
                 })
             };
-            let pieces = encoded
-                .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode the inventory: {e}")))?;
+            let pieces =
+                encoded.map_err(|e| AppError::failure(format!("cannot encode the inventory: {e}")))?;
             for piece in &pieces {
                 write_out(out, piece)?;
             }
@@ -37,18 +37,14 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
         }
         None => {
             let Some(host) = args.host else {
-                return Err(AppError::new(
-                    Exit::Usage,
+                return Err(AppError::usage(
                     "inventory needs --list, --host HOST, or a subcommand (export, explain)",
                 ));
             };
             let (_, _, inv) = cx.inventory()?;
             let Some(v) = inventory::export::host_json(&inv, &host) else {
                 let hint = crate::model::did_you_mean(&host, inv.hosts.keys().map(String::as_str));
-                return Err(AppError::new(
-                    Exit::NotFound,
-                    format!("host \"{host}\" is not in the inventory{hint}"),
-                ));
+                return Err(AppError::not_found(format!("host \"{host}\" is not in the inventory{hint}")));
             };
             write_out(out, &json_text(&v, args.pretty)?)?;
         }
@@ -56,7 +52,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
             let (_, _, inv) = cx.inventory()?;
             let text = match format {
                 ExportFormat::Yaml => inventory::export::yaml(&inv)
-                    .map_err(|e| AppError::new(Exit::Failure, format!("cannot write YAML: {e}")))?,
+                    .map_err(|e| AppError::failure(format!("cannot write YAML: {e}")))?,
                 ExportFormat::Ini => inventory::export::ini(&inv),
                 ExportFormat::Json => inventory::export::static_json(&inv),
             };
@@ -68,8 +64,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
         Some(InventoryAction::Explain { host, var, format, show_secrets, .. }) => {
             let (inv, redactor) = cx.inventory_traced()?;
             let redactor = (!show_secrets).then_some(&redactor);
-            let e = inventory::explain::explain(&inv, &host, var.as_deref())
-                .map_err(|e| AppError::new(Exit::NotFound, e))?;
+            let e = inventory::explain::explain(&inv, &host, var.as_deref()).map_err(AppError::not_found)?;
             let text = match format {
                 TextOrJson::Text => inventory::explain::to_text(&e, redactor),
                 TextOrJson::Json => json_text(&inventory::explain::to_json(&e, redactor), true)?,

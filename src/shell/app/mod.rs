@@ -24,28 +24,8 @@ use crate::shell::cli::{Cli, Command, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 
 pub use crate::settings::Env;
+pub use errors::AppError;
 use pipeline::Context;
-
-/// An error that ends the run: a one-line message and the exit code for its class.
-#[derive(Debug)]
-pub struct AppError {
-    pub code: Exit,
-    pub message: String,
-}
-
-impl std::fmt::Display for AppError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl AppError {
-    pub(crate) fn new(code: Exit, message: impl std::fmt::Display) -> Self {
-        // Ansible shows the script's stderr as one message; keep it one line.
-        let message = message.to_string().replace('\n', " ");
-        AppError { code, message }
-    }
-}
 
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
 pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError> {
@@ -90,10 +70,7 @@ pub(crate) fn resolve_settings(g: &SourceArgs, env: &Env) -> Result<Settings, Ap
     let file = match &config {
         Some(path) => {
             let text = output::read_text(path, "config file", Exit::InvalidInput)?;
-            Some((
-                path.clone(),
-                settings::parse_file(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))?,
-            ))
+            Some((path.clone(), settings::parse_file(path, &text).map_err(AppError::invalid_input)?))
         }
         None => None,
     };
@@ -106,9 +83,5 @@ pub(crate) fn resolve_settings(g: &SourceArgs, env: &Env) -> Result<Settings, Ap
         ssh_key_dir: g.ssh_key_dir.clone(),
         allow_empty: g.allow_empty,
     };
-    settings::resolve(cli, env, file).map_err(|e| {
-        let code =
-            if matches!(e, settings::SettingsError::NoSource) { Exit::Usage } else { Exit::InvalidInput };
-        AppError::new(code, e)
-    })
+    Ok(settings::resolve(cli, env, file)?)
 }

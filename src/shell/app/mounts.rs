@@ -31,17 +31,18 @@ fn propagate(
     let service = identity.first().map(String::as_str).unwrap_or_default();
     let group = match node {
         Some(n) if service == mounts::COMPUTE => {
-            let (g, _) = p.model.find_member(n).ok_or_else(|| {
-                AppError::new(Exit::NotFound, format!("node \"{n}\" is not in the data plane"))
-            })?;
+            let (g, _) = p
+                .model
+                .find_member(n)
+                .ok_or_else(|| AppError::not_found(format!("node \"{n}\" is not in the data plane")))?;
             Some(g)
         }
         Some(_) => {
-            return Err(AppError::new(Exit::Usage, "--node applies only to --as Compute (the EDPM job)"));
+            return Err(AppError::usage("--node applies only to --as Compute (the EDPM job)"));
         }
         None => None,
     };
-    let lists = mounts::entries(&p.snap, service, group).map_err(|e| AppError::new(Exit::InvalidInput, e))?;
+    let lists = mounts::entries(&p.snap, service, group).map_err(AppError::invalid_input)?;
     let svc: Vec<&str> = identity.iter().map(String::as_str).collect();
     let collected = mounts::collect(&lists, &svc);
     let mut volumes = Vec::new();

@@ -15,19 +15,16 @@ use crate::node::shell::agent_loop::{self, Clock, Intervals, SystemClock};
 use crate::node::shell::collect::{Collect, Host};
 use crate::node::shell::notify;
 use crate::node::{self, AgentConfig};
-use crate::shell::cli::{NodeArgs, TextOrJson};
 use crate::settings::Env;
+use crate::shell::cli::{NodeArgs, TextOrJson};
 use crate::shell::exit::Exit;
 
 pub(crate) const DEFAULT_CONFIG: &str = "/etc/edpm-agent/node.yaml";
 
 fn load(path: &Path) -> Result<AgentConfig, AppError> {
-    let text =
-        super::output::read_text(path, "node agent config", Exit::InvalidInput).map_err(|e| AppError {
-            message: format!("{}; the edpm_agent_node role writes it, or pass --config FILE", e.message),
-            ..e
-        })?;
-    node::config::parse(path, &text).map_err(|e| AppError::new(Exit::InvalidInput, e))
+    let text = super::output::read_text(path, "node agent config", Exit::InvalidInput)
+        .map_err(|e| e.with_hint("the edpm_agent_node role writes it, or pass --config FILE"))?;
+    node::config::parse(path, &text).map_err(AppError::invalid_input)
 }
 
 pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit, AppError> {
@@ -72,12 +69,12 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
         return Ok(Exit::Success);
     }
     let Some(config) = config else {
-        return Err(AppError::new(Exit::Usage, "the node agent needs --config"));
+        return Err(AppError::usage("the node agent needs --config"));
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| AppError::new(Exit::Failure, format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
     rt.block_on(async {
         let settings = crate::shell::k8s::Settings {
             namespace: Some(config.namespace.clone()),

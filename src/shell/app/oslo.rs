@@ -46,10 +46,10 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
                 layers.get(&group, &key).into_iter().collect()
             };
             if found.is_empty() {
-                return Err(AppError::new(
-                    Exit::Failure,
-                    format!("[{group}] {key} is not set in any of the {} file(s)", layers.layers.len()),
-                ));
+                return Err(AppError::failure(format!(
+                    "[{group}] {key} is not set in any of the {} file(s)",
+                    layers.layers.len()
+                )));
             }
             let doc = if json {
                 let entry = |f: &oslo::layer::Found| json!({"value": f.value, "file": f.file, "line": f.line, "section": f.section});
@@ -106,8 +106,8 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
             };
             let names: Vec<String> = layers.layers.iter().map(|l| l.file.clone()).collect();
             let header = format!("Merged by edpm-agent from, in order:\n{}", names.join("\n"));
-            let text = oslo::write::write(&oslo::merge::merge(&layers), &[&header])
-                .map_err(|e| AppError::new(Exit::Failure, e))?;
+            let text =
+                oslo::write::write(&oslo::merge::merge(&layers), &[&header]).map_err(AppError::failure)?;
             match output {
                 // Config files carry credentials (transport_url, passwords).
                 Some(path) => write_output(out, &path, &text, 0o600)?,
@@ -145,16 +145,13 @@ fn parse_failure(
         )?;
         return Ok(Exit::Failure);
     }
-    Err(AppError::new(
-        Exit::Failure,
-        format!(
-            "Failed to parse {shown}: at {shown}:{}, {}: {}; {}",
-            e.line,
-            e.message,
-            echo(&e.text).quoted(pyrepr::repr),
-            e.hint()
-        ),
-    ))
+    Err(AppError::failure(format!(
+        "Failed to parse {shown}: at {shown}:{}, {}: {}; {}",
+        e.line,
+        e.message,
+        echo(&e.text).quoted(pyrepr::repr),
+        e.hint()
+    )))
 }
 
 /// Reads the layers' files in command-line order; missing files are reported together, as
@@ -167,10 +164,7 @@ fn read_layers(args: &LayersArgs) -> Result<(Texts, Option<std::io::Error>), App
             LayerArg::File(p) => files.push(p.clone()),
             LayerArg::Dir(d) => {
                 let entries = std::fs::read_dir(d).map_err(|_| {
-                    AppError::new(
-                        Exit::Failure,
-                        format!("Failed to read config file directory: {}", d.display()),
-                    )
+                    AppError::failure(format!("Failed to read config file directory: {}", d.display()))
                 })?;
                 let names: Vec<String> =
                     entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
@@ -181,10 +175,7 @@ fn read_layers(args: &LayersArgs) -> Result<(Texts, Option<std::io::Error>), App
     let missing: Vec<String> =
         files.iter().filter(|p| !p.is_file()).map(|p| p.display().to_string()).collect();
     if !missing.is_empty() {
-        return Err(AppError::new(
-            Exit::Failure,
-            format!("Failed to find some config files: {}", missing.join(",")),
-        ));
+        return Err(AppError::failure(format!("Failed to find some config files: {}", missing.join(","))));
     }
     Ok(Texts::read_until_error(files))
 }
@@ -205,7 +196,7 @@ fn load<'t>(
         }
     }
     if let Some(e) = unreadable {
-        return Err(AppError::new(Exit::Failure, e));
+        return Err(AppError::failure(e));
     }
     Ok(Ok(Layers::new(layers)))
 }

@@ -14,17 +14,16 @@ use crate::shell::exit::Exit;
 pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return AppError { code: Exit::Success, message: String::new() };
+            return AppError::output_closed();
         }
-        AppError::new(Exit::Failure, format!("cannot write output: {e}"))
+        AppError::failure(format!("cannot write output: {e}"))
     })
 }
 
 /// `value` as JSON text with a final newline, indented or compact.
 pub(crate) fn json_text(value: &impl serde::Serialize, pretty: bool) -> Result<String, AppError> {
     let text = if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) };
-    let mut text =
-        text.map_err(|e| AppError::new(Exit::Failure, format!("cannot encode JSON output: {e}")))?;
+    let mut text = text.map_err(|e| AppError::failure(format!("cannot encode JSON output: {e}")))?;
     text.push('\n');
     Ok(text)
 }
@@ -39,10 +38,7 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), App
 fn write_atomic(path: &Path, bytes: &[u8], mode: u32, not_regular_fix: &str) -> Result<(), AppError> {
     crate::shell::files::write_atomic(path, bytes, mode).map_err(|e| {
         let fix = if e.kind() == std::io::ErrorKind::AlreadyExists { not_regular_fix } else { "" };
-        AppError::new(
-            Exit::Failure,
-            format!("cannot write {}: {e}{fix}; nothing was written", path.display()),
-        )
+        AppError::failure(format!("cannot write {}: {e}{fix}; nothing was written", path.display()))
     })
 }
 
@@ -65,9 +61,6 @@ pub(crate) fn is_stdout(path: &Path) -> bool {
 /// `fsutil::MAX_FILE_BYTES`, UTF-8, and a FIFO such as `<(…)` is read as a stream. `what`
 /// says what the file is for; `code` is the exit code for an unreadable one.
 pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, AppError> {
-    use crate::shell::files::{MAX_FILE_BYTES, ReadError, read_bounded};
-    read_bounded(path, MAX_FILE_BYTES, true).map_err(|e| {
-        let code = if matches!(e, ReadError::Io(_)) { code } else { Exit::InvalidInput };
-        AppError::new(code, format!("cannot read {what} {}: {e}", path.display()))
-    })
+    use crate::shell::files::{MAX_FILE_BYTES, read_bounded};
+    read_bounded(path, MAX_FILE_BYTES, true).map_err(|e| AppError::unreadable(what, path, e, code))
 }

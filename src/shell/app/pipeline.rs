@@ -8,7 +8,6 @@ use super::AppError;
 use crate::inventory::{self, Inventory};
 use crate::model::{self, Model};
 use crate::settings::{Settings, SourceSpec};
-use crate::shell::exit::Exit;
 use crate::shell::k8s;
 use crate::snapshot::Snapshot;
 
@@ -83,13 +82,10 @@ impl<'s> Context<'s> {
         if hosts > 0 || self.settings.allow_empty {
             return Ok(());
         }
-        Err(AppError::new(
-            Exit::Empty,
-            format!(
-                "no hosts: {} hold no data-plane node ({found}); check --source, --namespace and --selector, or pass --allow-empty (EDPM_AGENT_ALLOW_EMPTY=1) if an empty inventory is what you want",
-                self.searched()
-            ),
-        ))
+        Err(AppError::empty(format!(
+            "no hosts: {} hold no data-plane node ({found}); check --source, --namespace and --selector, or pass --allow-empty (EDPM_AGENT_ALLOW_EMPTY=1) if an empty inventory is what you want",
+            self.searched()
+        )))
     }
 
     /// The sources in words: directories, and the cluster's namespace, with the filters.

@@ -16,10 +16,10 @@ pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> 
     let mut overrides = BTreeMap::new();
     if let Some(dir) = dir {
         if !dir.is_dir() {
-            return Err(AppError::new(
-                Exit::SourceUnreadable,
-                format!("--templates {}: not a directory", dir.display()),
-            ));
+            return Err(AppError::source_unreadable(format!(
+                "--templates {}: not a directory",
+                dir.display()
+            )));
         }
         for (name, _) in render::templates::EMBEDDED {
             let p = dir.join(name);
@@ -29,7 +29,7 @@ pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> 
             }
         }
     }
-    Templates::new(overrides).map_err(|e| AppError::new(Exit::InvalidInput, e))
+    Templates::new(overrides).map_err(AppError::invalid_input)
 }
 
 /// A node's rendered files for one service: (node, service, files).
@@ -47,13 +47,10 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
         for n in &args.nodes {
             let view = NodeView::new(&model, &inv, n).ok_or_else(|| {
                 let names = model.members().map(|(_, m)| m.key.as_str()).collect::<Vec<_>>();
-                AppError::new(
-                    Exit::NotFound,
-                    format!(
-                        "node \"{n}\" is not in the data plane{}",
-                        crate::model::did_you_mean(n, names.into_iter())
-                    ),
-                )
+                AppError::not_found(format!(
+                    "node \"{n}\" is not in the data plane{}",
+                    crate::model::did_you_mean(n, names.into_iter())
+                ))
             })?;
             nodes.push(view);
         }
@@ -61,10 +58,10 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
     for s in &args.services {
         if services::find_rendered(s).is_none() {
             let known: Vec<&str> = services::rendered().map(|k| k.name).collect();
-            return Err(AppError::new(
-                Exit::Usage,
-                format!("unknown service \"{s}\"; edpm-agent renders {}", known.join(", ")),
-            ));
+            return Err(AppError::usage(format!(
+                "unknown service \"{s}\"; edpm-agent renders {}",
+                known.join(", ")
+            )));
         }
     }
     // Everything is rendered before anything is written: one bad node writes nothing. Nodes
@@ -134,7 +131,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
     for (node, svc, files) in &plan {
         let dir = dir_of(&base, node, svc);
         fs_err::create_dir_all(&dir)
-            .map_err(|e| AppError::new(Exit::Failure, format!("{e}; nothing more was written")))?;
+            .map_err(|e| AppError::failure(format!("{e}; nothing more was written")))?;
         for f in files {
             let path = dir.join(&f.name);
             // An unchanged file is left alone, so re-runs report no change and keep mtimes.
@@ -143,7 +140,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
                 continue;
             }
             crate::shell::files::write_atomic(&path, f.content.as_bytes(), f.mode)
-                .map_err(|e| AppError::new(Exit::Failure, format!("cannot write {}: {e}", path.display())))?;
+                .map_err(|e| AppError::failure(format!("cannot write {}: {e}", path.display())))?;
             text.push_str(&format!("{} ({:04o}, from {})\n", path.display(), f.mode, f.from));
             changed.push(path.display().to_string());
         }

@@ -18,8 +18,8 @@ use crate::runner::shell::supervise::{self, Ending, Limits, Spec, Stop};
 use crate::runner::summary::{
     self, Fold, Redactor, RetryPlan, RetryScope, RunFacts, RunStatus, RunSummary, SUMMARY_FILE, Timeout,
 };
-use crate::shell::cli::{Executor, InventorySource, RunArgs, SourceArgs};
 use crate::settings::Env;
+use crate::shell::cli::{Executor, InventorySource, RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 
 /// The callback plugin that writes job_events when ansible-playbook runs the play.

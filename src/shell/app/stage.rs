@@ -46,28 +46,19 @@ pub(super) fn run(cx: &Context, args: StageArgs, out: &mut dyn Write) -> Result<
     match std::fs::metadata(&args.root) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
-            return Err(AppError::new(
-                Exit::SourceUnreadable,
-                format!(
-                    "--root {}: not a directory; pass the directory to stage under (/ on the node)",
-                    args.root.display()
-                ),
-            ));
+            return Err(AppError::source_unreadable(format!(
+                "--root {}: not a directory; pass the directory to stage under (/ on the node)",
+                args.root.display()
+            )));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(AppError::new(
-                Exit::SourceUnreadable,
-                format!(
-                    "--root {}: does not exist; create it first, or pass / on the node",
-                    args.root.display()
-                ),
-            ));
+            return Err(AppError::source_unreadable(format!(
+                "--root {}: does not exist; create it first, or pass / on the node",
+                args.root.display()
+            )));
         }
         Err(e) => {
-            return Err(AppError::new(
-                Exit::SourceUnreadable,
-                format!("--root {}: {e}", args.root.display()),
-            ));
+            return Err(AppError::source_unreadable(format!("--root {}: {e}", args.root.display())));
         }
     }
     let (wants, steps) = compute(cx, &args.node, &args.root, args.templates.as_deref())?;

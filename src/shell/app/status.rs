@@ -46,12 +46,9 @@ pub(super) fn run(
             let text = match format {
                 TableOrJson::Json => json_text(&readiness::show::to_json(&r, &f), true)?,
                 TableOrJson::Table => {
-                    let colour = std::io::stdout().is_terminal()
-                        && env.get("NO_COLOR").is_none();
-                    let width = env.get("COLUMNS")
-                        .and_then(|c| c.parse().ok())
-                        .filter(|w| *w >= 60)
-                        .unwrap_or(80);
+                    let colour = std::io::stdout().is_terminal() && env.get("NO_COLOR").is_none();
+                    let width =
+                        env.get("COLUMNS").and_then(|c| c.parse().ok()).filter(|w| *w >= 60).unwrap_or(80);
                     readiness::show::table(&r, &f, width, colour)
                 }
             };
@@ -88,15 +85,13 @@ pub(super) fn run(
     }
 }
 
-
 /// The clock: `EDPM_AGENT_NOW` (RFC 3339) when set, for reproducible output; else the system's.
 fn now(env: &Env) -> Result<Time, AppError> {
     match env.get("EDPM_AGENT_NOW") {
         Some(v) => Time::parse(v).ok_or_else(|| {
-            AppError::new(
-                Exit::Usage,
-                format!("EDPM_AGENT_NOW={v:?} is not an RFC 3339 time such as 2024-05-06T07:08:09Z"),
-            )
+            AppError::usage(format!(
+                "EDPM_AGENT_NOW={v:?} is not an RFC 3339 time such as 2024-05-06T07:08:09Z"
+            ))
         }),
         None => {
             let secs = std::time::SystemTime::now()
@@ -137,19 +132,15 @@ fn check_selection(r: &Readiness, f: &Filter) -> Result<(), AppError> {
     for n in &f.nodes {
         if !r.nodes.iter().any(|x| [&x.node, &x.host, &x.host_name].contains(&n)) {
             let hint = crate::model::did_you_mean(n, r.nodes.iter().map(|x| x.node.as_str()));
-            return Err(AppError::new(
-                Exit::NotFound,
-                format!("node \"{n}\" is not in the data plane{hint}"),
-            ));
+            return Err(AppError::not_found(format!("node \"{n}\" is not in the data plane{hint}")));
         }
     }
     for s in &f.nodesets {
         if !r.nodesets.iter().any(|x| &x.name == s) {
             let hint = crate::model::did_you_mean(s, r.nodesets.iter().map(|x| x.name.as_str()));
-            return Err(AppError::new(
-                Exit::NotFound,
-                format!("NodeSet or Role \"{s}\" is not in the data plane{hint}"),
-            ));
+            return Err(AppError::not_found(format!(
+                "NodeSet or Role \"{s}\" is not in the data plane{hint}"
+            )));
         }
     }
     Ok(())
@@ -163,16 +154,13 @@ fn duration(flag: &str, text: &str) -> Result<Duration, AppError> {
         None => (t, "s"),
     };
     let n: u64 = num.parse().map_err(|_| {
-        AppError::new(
-            Exit::Usage,
-            format!("{flag} {text:?}: give seconds, or a number with s, m or h (90s, 10m, 1h)"),
-        )
+        AppError::usage(format!("{flag} {text:?}: give seconds, or a number with s, m or h (90s, 10m, 1h)"))
     })?;
     let secs = match unit {
         "s" => n,
         "m" => n * 60,
         "h" => n * 3600,
-        _ => return Err(AppError::new(Exit::Usage, format!("{flag} {text:?}: the unit must be s, m or h"))),
+        _ => return Err(AppError::usage(format!("{flag} {text:?}: the unit must be s, m or h"))),
     };
     Ok(Duration::from_secs(secs))
 }
@@ -187,8 +175,7 @@ fn report(
     let deadline = duration("--timeout", timeout)?;
     let to_cluster = cx.settings.sources.contains(&SourceSpec::Kube);
     if !to_cluster && status_dir.is_none() {
-        return Err(AppError::new(
-            Exit::Usage,
+        return Err(AppError::usage(
             "status report needs --source kube (to write to the cluster) or --status-dir DIR (to write files)",
         ));
     }
@@ -197,7 +184,7 @@ fn report(
         let cluster = cx.cluster()?;
         let ns = cluster.client().namespace().to_string();
         let writes = readiness::report::plan(&r, &existing, &ns)
-            .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode a status object: {e}")))?;
+            .map_err(|e| AppError::failure(format!("cannot encode a status object: {e}")))?;
         let outcome =
             cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, deadline))?;
         // Each node agent's Lease, created once: the agent may only patch it.
@@ -224,17 +211,16 @@ fn report(
         write_out(out, &text)?;
         return Ok(Exit::Success);
     }
-    let Some(dir) = status_dir else { return Err(AppError::new(Exit::Usage, "--status-dir is needed")) };
-    fs_err::create_dir_all(dir)
-        .map_err(|e| AppError::new(Exit::Failure, format!("{e}; nothing was written")))?;
+    let Some(dir) = status_dir else { return Err(AppError::usage("--status-dir is needed")) };
+    fs_err::create_dir_all(dir).map_err(|e| AppError::failure(format!("{e}; nothing was written")))?;
     let ns = cx.settings.namespace.clone().unwrap_or_else(|| "openstack".into());
     let writes = readiness::report::plan(&r, &existing, &ns)
-        .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode a status object: {e}")))?;
+        .map_err(|e| AppError::failure(format!("cannot encode a status object: {e}")))?;
     let (mut written, mut unchanged) = (0, 0);
     for w in &writes {
         let path: PathBuf = dir.join(format!("{}-{}.yaml", w.kind.to_lowercase(), w.name));
         let text = serde_saphyr::to_string(&w.object)
-            .map_err(|e| AppError::new(Exit::Failure, format!("cannot encode {} {}: {e}", w.kind, w.name)))?;
+            .map_err(|e| AppError::failure(format!("cannot encode {} {}: {e}", w.kind, w.name)))?;
         // Files are compared whole: an unchanged object keeps its file (and mtime).
         if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
             unchanged += 1;
@@ -255,12 +241,9 @@ fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
         "1" | "services" => (readiness::SERVICES, readiness::NODESET_SERVICES),
         "ready" => (READY, READY),
         _ => {
-            return Err(AppError::new(
-                Exit::Usage,
-                format!(
-                    "--phase {phase:?}: give -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready"
-                ),
-            ));
+            return Err(AppError::usage(format!(
+                "--phase {phase:?}: give -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready"
+            )));
         }
     })
 }
@@ -323,10 +306,10 @@ fn wait(
             })
             .collect();
         if !failures.is_empty() {
-            return Err(AppError::new(
-                Exit::Terminal,
-                format!("terminal failure, not waiting any longer: {}", failures.join("; ")),
-            ));
+            return Err(AppError::terminal(format!(
+                "terminal failure, not waiting any longer: {}",
+                failures.join("; ")
+            )));
         }
         if started.elapsed() >= timeout {
             let mut what: Vec<String> = waiting_nodes;
@@ -338,10 +321,10 @@ fn wait(
                 .find(|c| c.severity == Severity::Error)
                 .map(|c| format!("; e.g. {}", c.message))
                 .unwrap_or_default();
-            return Err(AppError::new(
-                Exit::Timeout,
-                format!("timed out after {timeout:?}: {node_ty} is not True for {}{worst}", what.join(", ")),
-            ));
+            return Err(AppError::timeout(format!(
+                "timed out after {timeout:?}: {node_ty} is not True for {}{worst}",
+                what.join(", ")
+            )));
         }
         tracing::info!(nodes = waiting_nodes.len(), nodesets = waiting_sets.len(), "waiting");
         std::thread::sleep(
@@ -354,7 +337,7 @@ pub(super) fn crds(out: &mut dyn Write) -> Result<Exit, AppError> {
     let mut text = String::new();
     for crd in readiness::api::crds() {
         text.push_str("---\n");
-        text.push_str(&serde_saphyr::to_string(&crd).map_err(|e| AppError::new(Exit::Failure, e))?);
+        text.push_str(&serde_saphyr::to_string(&crd).map_err(AppError::failure)?);
     }
     write_out(out, &text)?;
     Ok(Exit::Success)
