@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         }
     };
     // The one read of the process environment; everything after looks variables up in `env`.
+    #[allow(clippy::disallowed_methods, reason = "main reads the environment once, for everyone")]
     let env = app::Env::new(
         std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
     );
@@ -32,7 +33,10 @@ fn main() -> ExitCode {
         Err(e) if e.code == Exit::Success => Exit::Success.into(),
         Err(e) => {
             let _ = out.flush();
-            eprintln!("edpm-agent: error: {e}");
+            #[allow(clippy::disallowed_macros, reason = "the one line an error prints")]
+            {
+                eprintln!("edpm-agent: error: {e}");
+            }
             e.code.into()
         }
     }

@@ -111,6 +111,7 @@ pub enum ErrorKind {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write and read their fixtures directly")]
 mod tests {
     use super::*;
     use crate::snapshot::{self, Snapshot};

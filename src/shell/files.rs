@@ -5,6 +5,10 @@
 //! filesystem), written, given its mode, fsynced, renamed over the target, and the directory
 //! is fsynced so the rename survives a crash. A reader sees the old file or the new one,
 //! never a part.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the one module that reads inputs bounded and replaces files atomically"
+)]
 
 use std::io::{Read, Write};
 use std::ops::Range;

@@ -64,3 +64,10 @@ pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, A
     use crate::shell::files::{MAX_FILE_BYTES, read_bounded};
     read_bounded(path, MAX_FILE_BYTES, true).map_err(|e| AppError::unreadable(what, path, e, code))
 }
+
+/// A warning for the person at the terminal, on stderr. Never in inventory-script mode, where
+/// stderr must stay empty on success (callers log instead).
+#[allow(clippy::disallowed_macros, reason = "the one place warnings reach stderr")]
+pub(crate) fn warn(message: &str) {
+    eprintln!("edpm-agent: warning: {message}");
+}

@@ -63,7 +63,7 @@ impl<'s> Context<'s> {
             if self.script {
                 tracing::warn!("{u}");
             } else {
-                eprintln!("edpm-agent: warning: {u}");
+                super::output::warn(&u.to_string());
             }
         }
         Ok(snap)

@@ -222,7 +222,8 @@ fn report(
         let text = serde_saphyr::to_string(&w.object)
             .map_err(|e| AppError::failure(format!("cannot encode {} {}: {e}", w.kind, w.name)))?;
         // Files are compared whole: an unchanged object keeps its file (and mtime).
-        if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+        let old = crate::shell::files::read_existing(&path, crate::shell::files::MAX_FILE_BYTES);
+        if old.ok().flatten().is_some_and(|(old, _)| old == text.as_bytes()) {
             unchanged += 1;
             continue;
         }

@@ -236,6 +236,7 @@ pub(crate) fn manifest_files(root: &Path) -> Result<Vec<PathBuf>, SourceError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write and read their fixtures directly")]
 mod tests {
     use super::*;
 
