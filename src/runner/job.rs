@@ -13,6 +13,7 @@
 //! Pure: values in, values out; the shell (`app::run`) reads the runner directory and writes
 //! the files.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -745,6 +746,16 @@ fn role_vars(text: &str) -> serde_json::Map<String, serde_json::Value> {
         m.insert(k.to_string(), value);
     }
     m
+}
+
+/// Which limit a timed-out run hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timeout {
+    /// `RUNNER_JOB_TIMEOUT`: the whole run took too long.
+    Job,
+    /// `RUNNER_IDLE_TIMEOUT`: the play printed nothing for too long.
+    Idle,
 }
 
 #[cfg(test)]

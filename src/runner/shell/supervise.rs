@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::runner::summary::Timeout;
+use crate::runner::job::Timeout;
 
 /// The child to run.
 #[derive(Debug, Clone, Default)]

@@ -13,11 +13,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{AppError, Context};
+use crate::redact::{Redactor, secret_values};
+use crate::runner::events::{event_file_counter, parse_event, parse_notes};
+use crate::runner::fold::{Fold, RunFacts};
+use crate::runner::job::Timeout;
 use crate::runner::job::{self, DirState, JobEnv, Playbook, RunnerCommand};
+use crate::runner::retry::{RetryPlan, RetryScope, retry_plan};
 use crate::runner::shell::supervise::{self, Ending, Limits, Spec, Stop};
-use crate::runner::summary::{
-    self, Fold, Redactor, RetryPlan, RetryScope, RunFacts, RunStatus, RunSummary, SUMMARY_FILE, Timeout,
-};
+use crate::runner::summary::{RunStatus, RunSummary, SUMMARY_FILE};
 use crate::settings::Env;
 use crate::shell::cli::{Executor, InventorySource, RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
@@ -165,7 +168,7 @@ pub(super) fn run(
         Ok(Some(n)) => n + 1,
         _ => 1,
     };
-    let plan = args.retry_failed.then(|| summary::retry_plan(previous.as_ref()));
+    let plan = args.retry_failed.then(|| retry_plan(previous.as_ref()));
     let limit = match &plan {
         Some(RetryPlan { scope: RetryScope::Hosts(h), .. }) => Some(h.clone()),
         _ => None,
@@ -534,7 +537,7 @@ fn choose_inventory(
     if let Some(text) = &job.extra_vars
         && let Ok(v) = serde_saphyr::from_str::<serde_json::Value>(text)
     {
-        summary::secret_values(&v, &mut secrets);
+        secret_values(&v, &mut secrets);
     }
     if args.inventory_source == InventorySource::Mounted {
         let named_by_cmdline = job
@@ -822,7 +825,7 @@ fn archive_previous(artifact_dir: &Path, previous_attempt: Option<u32>) -> std::
 fn read_job_events(artifact_dir: &Path) -> Fold {
     let mut fold = Fold::new();
     if let Ok(text) = std::fs::read_to_string(artifact_dir.join(NOTES_FILE)) {
-        fold.set_notes(summary::parse_notes(&text));
+        fold.set_notes(parse_notes(&text));
     }
     let dir = artifact_dir.join("job_events");
     let (Ok(entries), Ok(files)) = (std::fs::read_dir(&dir), crate::shell::files::DirFiles::open(&dir))
@@ -832,7 +835,7 @@ fn read_job_events(artifact_dir: &Path) -> Fold {
     let mut names: Vec<(u64, std::ffi::OsString)> = entries
         .filter_map(|e| {
             let name = e.ok()?.file_name();
-            Some((summary::event_file_counter(name.to_str()?)?, name))
+            Some((event_file_counter(name.to_str()?)?, name))
         })
         .collect();
     names.sort_unstable_by_key(|(n, _)| *n);
@@ -846,12 +849,9 @@ fn read_job_events(artifact_dir: &Path) -> Fold {
             chunk
                 .iter()
                 .map(|(_, name)| {
-                    let quick =
-                        files.read(name, &mut buf, false).ok().and_then(|b| summary::parse_event(b).ok());
+                    let quick = files.read(name, &mut buf, false).ok().and_then(|b| parse_event(b).ok());
                     // A short read that was not the end of the file: read it whole.
-                    quick.or_else(|| {
-                        files.read(name, &mut buf, true).ok().and_then(|b| summary::parse_event(b).ok())
-                    })
+                    quick.or_else(|| files.read(name, &mut buf, true).ok().and_then(|b| parse_event(b).ok()))
                 })
                 .collect::<Vec<_>>()
         },
@@ -890,7 +890,7 @@ fn mounted_inventory_secrets(path: &Path) -> Vec<String> {
         let Ok(text) = std::fs::read_to_string(&f) else { continue };
         let options = serde_saphyr::options! { duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins };
         if let Ok(v) = serde_saphyr::from_str_with_options::<serde_json::Value>(&text, options) {
-            summary::secret_values(&v, &mut out);
+            secret_values(&v, &mut out);
         }
     }
     out

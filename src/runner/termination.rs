@@ -1,0 +1,118 @@
+//! Upstream's summary for `/dev/termination-log`, which openstack-operator parses (and keeps
+//! in the NodeSet's `deploymentExecutionSummaries`, which readiness reads back through this
+//! same type), kept within Kubernetes' 4096-byte limit.
+//!
+//! Invariant: the message never exceeds [`TERMINATION_MESSAGE_LIMIT`] bytes: host lists are
+//! shortened (and `truncated` set), counts never are.
+
+use serde::{Deserialize, Serialize};
+
+use super::summary::{RunStatus, RunSummary};
+
+/// Kubernetes keeps at most this many bytes of a container's termination message.
+pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
+
+/// Upstream's summary for the termination log, as edpm-ansible's `write_runner_summary.py`
+/// writes it, plus `rc`, `status` and `truncated`. Field order is the sorted key order, so the
+/// compact serialization is the compact JSON with sorted keys upstream writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminationMessage {
+    #[serde(rename = "failedHostList")]
+    pub failed_host_list: Vec<String>,
+    #[serde(rename = "failedHosts")]
+    pub failed_hosts: u64,
+    /// (failed ∪ unreachable) × 100 / total, rounded half up.
+    #[serde(rename = "failurePercent")]
+    pub failure_percent: u64,
+    pub rc: i32,
+    pub status: RunStatus,
+    #[serde(rename = "totalHosts")]
+    pub total_hosts: u64,
+    /// A host list was shortened to stay within [`TERMINATION_MESSAGE_LIMIT`].
+    pub truncated: bool,
+    #[serde(rename = "unreachableHostList")]
+    pub unreachable_host_list: Vec<String>,
+    #[serde(rename = "unreachableHosts")]
+    pub unreachable_hosts: u64,
+}
+
+impl Default for TerminationMessage {
+    fn default() -> Self {
+        TerminationMessage {
+            failed_host_list: Vec::new(),
+            failed_hosts: 0,
+            failure_percent: 0,
+            rc: 0,
+            status: RunStatus::Invalid,
+            total_hosts: 0,
+            truncated: false,
+            unreachable_host_list: Vec::new(),
+            unreachable_hosts: 0,
+        }
+    }
+}
+
+impl TerminationMessage {
+    /// The message for `summary`: counts over every host, lists shortened (from the end, the
+    /// longer list first) until the compact JSON fits in [`TERMINATION_MESSAGE_LIMIT`] bytes.
+    pub fn from_summary(summary: &RunSummary) -> TerminationMessage {
+        let failed: Vec<String> =
+            summary.hosts.iter().filter(|(_, h)| h.failures > 0).map(|(n, _)| n.clone()).collect();
+        let unreachable: Vec<String> =
+            summary.hosts.iter().filter(|(_, h)| h.dark > 0).map(|(n, _)| n.clone()).collect();
+        let impacted = summary.hosts.values().filter(|h| h.failures > 0 || h.dark > 0).count() as u64;
+        let total = summary.hosts.len() as u64;
+        let percent = (impacted * 100 + total / 2).checked_div(total).unwrap_or(0);
+        let mut m = TerminationMessage {
+            failed_hosts: failed.len() as u64,
+            unreachable_hosts: unreachable.len() as u64,
+            failed_host_list: failed,
+            unreachable_host_list: unreachable,
+            failure_percent: percent,
+            rc: summary.rc,
+            status: summary.status,
+            total_hosts: total,
+            truncated: false,
+        };
+        m.fit();
+        m
+    }
+
+    /// Compact JSON, keys sorted; never longer than [`TERMINATION_MESSAGE_LIMIT`] bytes when
+    /// built by [`TerminationMessage::from_summary`].
+    pub fn to_json(&self) -> String {
+        // Plain strings, integers and booleans: serialization cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    fn fit(&mut self) {
+        if self.to_json().len() <= TERMINATION_MESSAGE_LIMIT {
+            return;
+        }
+        self.truncated = true;
+        // Measure once, then drop names (each costs its JSON text plus a comma) from the end of
+        // the longer list until the message fits.
+        let mut len = self.to_json().len();
+        let cost = |name: &str| serde_json::to_string(name).map_or(name.len() + 2, |s| s.len()) + 1;
+        while len > TERMINATION_MESSAGE_LIMIT {
+            let list = if self.failed_host_list.len() >= self.unreachable_host_list.len() {
+                &mut self.failed_host_list
+            } else {
+                &mut self.unreachable_host_list
+            };
+            match list.pop() {
+                // The last element has no comma after it, but the one before it then loses its
+                // own; counting one comma per name is exact except for the list's first name.
+                Some(name) => len -= cost(&name).min(len),
+                None => break,
+            }
+        }
+        // The estimate can be off by the one comma of a list that became empty; settle it by
+        // measuring.
+        while self.to_json().len() > TERMINATION_MESSAGE_LIMIT {
+            if self.failed_host_list.pop().is_none() && self.unreachable_host_list.pop().is_none() {
+                break;
+            }
+        }
+    }
+}

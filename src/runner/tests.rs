@@ -1,0 +1,470 @@
+//! The runner's pure half: events, the fold, the summary, the termination message, the retry.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use std::collections::BTreeMap;
+
+use super::events::*;
+use super::fold::*;
+use super::retry::*;
+use super::summary::*;
+use super::termination::*;
+use super::text::*;
+use crate::redact::Redactor;
+
+fn ev(v: serde_json::Value) -> Event {
+    parse_event(v.to_string().as_bytes()).unwrap()
+}
+
+fn task(uuid: &str, name: &str) -> serde_json::Value {
+    json!({"event": "playbook_on_task_start", "event_data": {"task": name, "task_uuid": uuid, "play": "p"}})
+}
+
+fn on(kind: &str, host: &str, uuid: &str, name: &str, res: serde_json::Value) -> serde_json::Value {
+    json!({"event": kind, "event_data": {"host": host, "task": name, "task_uuid": uuid, "play": "p",
+           "resolved_action": "ansible.builtin.command", "task_path": "/p/site.yml:4", "res": res}})
+}
+
+fn facts(status: RunStatus, rc: i32) -> RunFacts {
+    RunFacts { ident: "job".into(), status, rc, timeout: None, reason: None, attempt: 1, limit: None }
+}
+
+fn stats(v: serde_json::Value) -> serde_json::Value {
+    json!({"event": "playbook_on_stats", "event_data": v})
+}
+
+fn fold(events: Vec<serde_json::Value>) -> Fold {
+    let mut f = Fold::new();
+    for e in events {
+        f.push(ev(e));
+    }
+    f
+}
+
+/// An any_errors_fatal play: b fails at task 2, so a and c stop with it; d had finished
+/// in an earlier play and is not interrupted.
+fn fatal_play() -> Vec<serde_json::Value> {
+    vec![
+        json!({"event": "playbook_on_play_start", "event_data": {"play": "first", "play_index": 0, "play_count": 2}}),
+        task("t0", "d only"),
+        on("runner_on_start", "d", "t0", "d only", json!(null)),
+        on("runner_on_ok", "d", "t0", "d only", json!({"changed": true})),
+        json!({"event": "playbook_on_play_start", "event_data": {"play": "p", "play_uuid": "p2"}}),
+        task("t1", "ping"),
+        on("runner_on_start", "a", "t1", "ping", json!(null)),
+        on("runner_on_start", "b", "t1", "ping", json!(null)),
+        on("runner_on_start", "c", "t1", "ping", json!(null)),
+        on("runner_on_ok", "a", "t1", "ping", json!({})),
+        on("runner_on_ok", "b", "t1", "ping", json!({})),
+        on("runner_on_ok", "c", "t1", "ping", json!({})),
+        task("t2", "fail on b"),
+        on("runner_on_start", "a", "t2", "fail on b", json!(null)),
+        on("runner_on_start", "b", "t2", "fail on b", json!(null)),
+        on("runner_on_start", "c", "t2", "fail on b", json!(null)),
+        on("runner_on_skipped", "a", "t2", "fail on b", json!({})),
+        on(
+            "runner_on_failed",
+            "b",
+            "t2",
+            "fail on b",
+            json!({"msg": "non-zero return code", "rc": 1, "stderr": "warning\nno such file: /etc/x\n", "changed": true}),
+        ),
+        on("runner_on_skipped", "c", "t2", "fail on b", json!({})),
+        stats(json!({"processed": {"a": 1, "b": 1, "c": 1, "d": 1}, "ok": {"a": 1, "b": 1, "c": 1, "d": 1},
+                     "failures": {"b": 1}, "skipped": {"a": 1, "c": 1}, "changed": {"d": 1, "b": 0}, "dark": {}})),
+    ]
+}
+
+/// `fatal_play` folded with the plugin's note that "p" is the playbook's last play.
+fn fatal_summary() -> RunSummary {
+    let mut f = Fold::new();
+    f.set_notes(parse_notes(r#"{"kind": "play", "play_uuid": "p2", "play_index": 1, "play_count": 2}"#));
+    fatal_play().into_iter().for_each(|e| f.push(ev(e)));
+    f.finish(facts(RunStatus::Failed, 2), &Redactor::default())
+}
+
+#[test]
+fn any_errors_fatal_interrupts_the_hosts_still_in_the_play() {
+    let s = fatal_summary();
+    assert!(!s.stopped_early);
+    assert!(s.complete);
+    assert_eq!(s.hosts_with(HostStatus::Failed), ["b"]);
+    assert_eq!(s.hosts_with(HostStatus::Interrupted), ["a", "c"]);
+    assert_eq!(s.hosts_with(HostStatus::Ok), ["d"]);
+    let b = &s.hosts["b"];
+    assert_eq!((b.ok, b.failures, b.changed), (1, 1, 0));
+    let t = b.failed_task.as_ref().unwrap();
+    assert_eq!(t.task, "fail on b");
+    assert_eq!(t.play.as_deref(), Some("p"));
+    assert_eq!(t.path.as_deref(), Some("/p/site.yml:4"));
+    assert_eq!(t.message, "non-zero return code (rc 1): no such file: /etc/x");
+    assert_eq!(
+        s.termination_message.to_json(),
+        r#"{"failedHostList":["b"],"failedHosts":1,"failurePercent":25,"rc":2,"status":"failed","totalHosts":4,"truncated":false,"unreachableHostList":[],"unreachableHosts":0}"#
+    );
+}
+
+#[test]
+fn a_play_that_goes_on_after_a_failure_interrupts_nobody() {
+    let mut events = fatal_play();
+    let stats_event = events.pop().unwrap();
+    events.push(task("t3", "after"));
+    for h in ["a", "c"] {
+        events.push(on("runner_on_start", h, "t3", "after", json!(null)));
+        events.push(on("runner_on_ok", h, "t3", "after", json!({})));
+    }
+    events.push(stats_event);
+    let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.hosts_with(HostStatus::Interrupted).is_empty());
+}
+
+#[test]
+fn a_playbook_that_ends_before_its_last_play_stopped_early() {
+    // Without the plugin's note, the stop in play "p" may have skipped later plays.
+    let s = fold(fatal_play()).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.stopped_early);
+    assert_eq!(retry_plan(Some(&s)).scope, RetryScope::Everything);
+    assert!(
+        retry_plan(Some(&s)).note.contains("stopped before its last play"),
+        "{}",
+        retry_plan(Some(&s)).note
+    );
+    // With it: "p" is the last play, nothing was skipped.
+    assert!(!fatal_summary().stopped_early);
+}
+
+#[test]
+fn limited_hosts_no_event_mentions_were_not_reached() {
+    let mut f = facts(RunStatus::Failed, 4);
+    f.limit = Some(vec!["a".into(), "u".into(), "x".into()]);
+    let events = vec![
+        json!({"event": "playbook_on_play_start", "event_data": {"play": "first", "play_index": 0, "play_count": 2}}),
+        task("t1", "ping"),
+        on("runner_on_unreachable", "u", "t1", "ping", json!({"msg": "refused"})),
+        stats(json!({"processed": {"u": 1}, "dark": {"u": 1}})),
+    ];
+    let s = fold(events).finish(f, &Redactor::default());
+    assert_eq!(s.hosts_with(HostStatus::Interrupted), ["a", "x"]);
+    assert_eq!(s.hosts_with(HostStatus::Unreachable), ["u"]);
+    assert!(s.stopped_early);
+    let plan = retry_plan(Some(&s));
+    assert_eq!(plan.scope, RetryScope::Hosts(vec!["a".into(), "u".into(), "x".into()]));
+}
+
+#[test]
+fn a_later_play_without_hosts_does_not_undo_the_stop() {
+    // What ansible-core 2.19 sends after any_errors_fatal stops a play that another play
+    // follows: the next play starts with no host left to run.
+    let mut events = fatal_play();
+    let stats_event = events.pop().unwrap();
+    events.push(json!({"event": "playbook_on_play_start", "event_data": {"play": "second"}}));
+    events.push(stats_event);
+    let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert_eq!(s.hosts_with(HostStatus::Interrupted), ["a", "c"]);
+}
+
+#[test]
+fn the_plugin_saying_not_fatal_interrupts_nobody() {
+    let mut events = fatal_play();
+    events[17]["event_data"]["any_errors_fatal"] = json!(false);
+    let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.hosts_with(HostStatus::Interrupted).is_empty());
+}
+
+#[test]
+fn fatality_from_the_plugin_fills_events_that_lack_it() {
+    let lines = concat!(
+        "{\"kind\": \"failure\", \"host\": \"b\", \"task_uuid\": \"t2\", \"any_errors_fatal\": false}\n",
+        "not json\n",
+        "{\"kind\": \"play\", \"play_uuid\": \"p2\", \"play_index\": 1, \"play_count\": 2}\n",
+    );
+    let notes = parse_notes(lines);
+    assert_eq!((notes.fatality.len(), notes.plays.get("p2")), (1, Some(&(1, 2))));
+    let mut f = Fold::new();
+    f.set_notes(notes);
+    for e in fatal_play() {
+        f.push(ev(e));
+    }
+    assert!(f.play_position.is_some(), "the play's place came from the notes");
+    let s = f.finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.hosts_with(HostStatus::Interrupted).is_empty());
+}
+
+#[test]
+fn zero_counts_never_make_a_host_failed() {
+    let s = fold(vec![stats(json!({"processed": {"a": 1, "b": 1}, "ok": {"a": 2, "b": 2},
+                                      "failures": {"a": 0}, "dark": {"b": 0}}))])
+    .finish(facts(RunStatus::Successful, 0), &Redactor::default());
+    assert_eq!(s.hosts_with(HostStatus::Ok), ["a", "b"]);
+    let m = &s.termination_message;
+    assert_eq!((m.failed_hosts, m.unreachable_hosts, m.total_hosts, m.failure_percent), (0, 0, 2, 0));
+}
+
+#[test]
+fn a_run_cut_short_counts_events_and_interrupts_every_host_still_running() {
+    let mut events = fatal_play();
+    events.truncate(17); // up to c's start of task 2, b's failure not yet seen
+    let s = fold(events).finish(facts(RunStatus::Canceled, 254), &Redactor::default());
+    assert!(!s.complete);
+    assert_eq!(s.hosts_with(HostStatus::Interrupted), ["a", "b", "c", "d"]);
+    assert_eq!((s.hosts["a"].ok, s.hosts["a"].skipped, s.hosts["d"].changed), (1, 1, 1));
+    assert_eq!(s.termination_message.status, RunStatus::Canceled);
+    assert_eq!(s.termination_message.total_hosts, 4);
+}
+
+#[test]
+fn rescued_and_ignored_failures_are_not_the_failed_task() {
+    let events = vec![
+        task("t1", "rescued"),
+        on("runner_on_start", "a", "t1", "rescued", json!(null)),
+        on("runner_on_failed", "a", "t1", "rescued", json!({"msg": "first"})),
+        task("t2", "rescue task"),
+        on("runner_on_ok", "a", "t2", "rescue task", json!({})),
+        task("t3", "ignored"),
+        json!({"event": "runner_on_failed", "event_data": {"host": "a", "task": "ignored", "task_uuid": "t3",
+               "ignore_errors": true, "res": {"msg": "ignored", "changed": true}}}),
+        task("t4", "real"),
+        on("runner_on_failed", "a", "t4", "real", json!({"msg": "the real one"})),
+        stats(json!({"processed": {"a": 1}, "ok": {"a": 2}, "failures": {"a": 1}, "rescued": {"a": 1},
+                     "ignored": {"a": 1}, "changed": {"a": 1}})),
+    ];
+    let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    let a = &s.hosts["a"];
+    assert_eq!((a.rescued, a.ignored, a.failures), (1, 1, 1));
+    assert_eq!(a.failed_task.as_ref().unwrap().task, "real");
+    assert_eq!(a.failed_task.as_ref().unwrap().message, "the real one");
+}
+
+#[test]
+fn unreachable_hosts_report_where_and_why() {
+    let events = vec![
+        task("t1", "ping"),
+        on("runner_on_start", "d", "t1", "ping", json!(null)),
+        on(
+            "runner_on_unreachable",
+            "d",
+            "t1",
+            "ping",
+            json!({"unreachable": true, "msg": "Failed to connect to the host via ssh: ssh: connect to host 127.0.0.2 port 1: Connection refused"}),
+        ),
+        stats(json!({"processed": {"d": 1}, "dark": {"d": 1}})),
+    ];
+    let s = fold(events).finish(facts(RunStatus::Failed, 4), &Redactor::default());
+    let d = &s.hosts["d"];
+    assert_eq!(d.status, HostStatus::Unreachable);
+    let t = d.failed_task.as_ref().unwrap();
+    assert!(t.unreachable && t.message.starts_with("Failed to connect"), "{t:?}");
+    assert_eq!(s.termination_message.unreachable_host_list, ["d"]);
+    assert_eq!(s.termination_message.failure_percent, 100);
+}
+
+#[test]
+fn no_log_results_are_never_read() {
+    let events = vec![
+        on(
+            "runner_on_failed",
+            "a",
+            "t1",
+            "secret",
+            json!({"censored": "the output has been hidden", "_ansible_no_log": true, "msg": "pw=hunter22"}),
+        ),
+        on(
+            "runner_on_failed",
+            "b",
+            "t1",
+            "loop",
+            json!({"msg": "One or more items failed", "results": [
+                {"failed": false, "item": 1},
+                {"failed": true, "_ansible_no_log": true, "msg": "pw=hunter22"}]}),
+        ),
+    ];
+    let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    for h in ["a", "b"] {
+        let m = &s.hosts[h].failed_task.as_ref().unwrap().message;
+        assert!(m.contains("no_log") && !m.contains("hunter22"), "{m}");
+    }
+}
+
+#[test]
+fn loop_failures_name_the_item() {
+    let s = fold(vec![on(
+        "runner_on_failed",
+        "a",
+        "t1",
+        "loop",
+        json!({"msg": "One or more items failed", "results": [
+            {"failed": false, "item": "x"}, {"failed": true, "item": "nova", "msg": "no package nova"}]}),
+    )])
+    .finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert_eq!(s.hosts["a"].failed_task.as_ref().unwrap().message, "item nova: no package nova");
+}
+
+#[test]
+fn messages_are_redacted_then_cut() {
+    let long = format!(
+        "rabbit://nova:S3cr3tPw@rabbitmq.openstack.svc:5672/?ssl=1 password=hunter22 \"token\": \"abc\" cell-secret-value {}",
+        "x".repeat(400)
+    );
+    let s = fold(vec![on("runner_on_failed", "a", "t1", "t", json!({"msg": long}))])
+        .finish(facts(RunStatus::Failed, 2), &Redactor::new(["cell-secret-value".to_string()]));
+    let m = &s.hosts["a"].failed_task.as_ref().unwrap().message;
+    assert_eq!(m.chars().count(), MESSAGE_LIMIT);
+    assert!(m.ends_with('…'));
+    for leak in ["S3cr3tPw", "hunter22", "abc", "cell-secret-value"] {
+        assert!(!m.contains(leak), "{leak} in {m}");
+    }
+    assert!(m.starts_with("rabbit://nova:********@rabbitmq.openstack.svc:5672/"), "{m}");
+}
+
+#[test]
+fn event_files_are_named_counter_uuid() {
+    assert_eq!(event_file_counter("12-02fc0000-0001-bd3f.json"), Some(12));
+    assert_eq!(event_file_counter("02fc0000-partial.json"), None);
+    assert_eq!(event_file_counter("3-abc.json.tmp"), None);
+    assert_eq!(event_file_counter("x-abc.json"), None);
+}
+
+#[test]
+fn odd_event_data_is_read_leniently() {
+    let e = ev(
+        json!({"event": "runner_on_failed", "counter": 3, "event_data": {"host": "a", "ignore_errors": null,
+        "res": {"msg": {"nested": ["list"]}, "rc": "2", "stderr": 5, "changed": "yes"}}}),
+    );
+    assert_eq!(e.counter, 3);
+    assert!(e.changed);
+    assert_eq!(e.failure.unwrap().text, "{\"nested\":[\"list\"]} (rc 2): 5");
+    assert!(parse_event(b"{\"no\": \"event\"}").is_err());
+    let s = ev(stats(json!({"processed": {"a": 1}, "failures": {"a": "2", "b": 1.0, "c": null}})));
+    let st = s.stats.unwrap();
+    assert_eq!((st.failures["a"], st.failures["b"], st.failures["c"]), (2, 1, 0));
+}
+
+#[test]
+fn termination_message_keys_are_sorted() {
+    let text = TerminationMessage::default().to_json();
+    let v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&String> = v.keys().collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    // serde_json's Map keeps keys sorted; compare with the text's own order instead.
+    let order: Vec<usize> = keys.iter().map(|k| text.find(&format!("\"{k}\":")).unwrap()).collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert_eq!(keys, sorted);
+}
+
+fn summary_with(failed: &[String], unreachable: &[String], ok: usize) -> RunSummary {
+    let mut hosts = BTreeMap::new();
+    for h in failed {
+        hosts.insert(h.clone(), HostResult { failures: 1, status: HostStatus::Failed, ..Default::default() });
+    }
+    for h in unreachable {
+        hosts
+            .insert(h.clone(), HostResult { dark: 1, status: HostStatus::Unreachable, ..Default::default() });
+    }
+    for i in 0..ok {
+        hosts.insert(format!("ok-{i}"), HostResult::default());
+    }
+    let mut s = RunSummary::invalid("job", 2, "x", 1, None);
+    s.status = RunStatus::Failed;
+    s.hosts = hosts;
+    s
+}
+
+proptest! {
+    // Generating hundreds of long names is slow in a debug build: fewer, still large, cases.
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn termination_message_fits_and_keeps_counts(
+        failed in proptest::collection::btree_set("[a-z0-9.\\-é\"\\\\]{1,64}", 0..200),
+        unreachable in proptest::collection::btree_set("u[a-z0-9.\\-]{1,64}", 0..200),
+        ok in 0usize..50,
+    ) {
+        let failed: Vec<String> = failed.into_iter().map(|h| format!("f{h}")).collect();
+        let unreachable: Vec<String> = unreachable.into_iter().collect();
+        let s = summary_with(&failed, &unreachable, ok);
+        let m = TerminationMessage::from_summary(&s);
+        let text = m.to_json();
+        prop_assert!(text.len() <= TERMINATION_MESSAGE_LIMIT);
+        prop_assert_eq!(m.failed_hosts as usize, failed.len());
+        prop_assert_eq!(m.unreachable_hosts as usize, unreachable.len());
+        prop_assert_eq!(m.total_hosts as usize, failed.len() + unreachable.len() + ok);
+        prop_assert!(failed.starts_with(&m.failed_host_list));
+        prop_assert!(unreachable.starts_with(&m.unreachable_host_list));
+        let full = m.failed_host_list.len() == failed.len() && m.unreachable_host_list.len() == unreachable.len();
+        prop_assert_eq!(m.truncated, !full);
+        let back: TerminationMessage = serde_json::from_str(&text).unwrap();
+        prop_assert_eq!(back, m);
+    }
+
+    #[test]
+    fn redacted_messages_never_hold_the_secret(secret in "[A-Za-z0-9+/]{6,40}", pad in "[ a-z:=]{0,300}") {
+        let r = Redactor::new([secret.clone()]);
+        let text = format!("{pad}{secret}{pad}");
+        let m = cut(&one_line(&r.redact(&text)), MESSAGE_LIMIT);
+        prop_assert!(!m.contains(&secret));
+        prop_assert!(m.chars().count() <= MESSAGE_LIMIT);
+    }
+}
+
+#[test]
+fn retry_picks_failed_unreachable_and_interrupted_hosts() {
+    let mut s = fatal_summary();
+    s.hosts.insert("e".into(), HostResult { dark: 1, status: HostStatus::Unreachable, ..Default::default() });
+    let plan = retry_plan(Some(&s));
+    assert_eq!(plan.scope, RetryScope::Hosts(vec!["a".into(), "b".into(), "c".into(), "e".into()]));
+    assert!(
+        plan.note.contains("attempt 1 ended failed") && plan.note.contains("a, b, c, e"),
+        "{}",
+        plan.note
+    );
+    assert!(
+        plan.note.contains("failed (1), unreachable (1) or interrupted (2) host(s) of 5"),
+        "{}",
+        plan.note
+    );
+
+    assert_eq!(retry_plan(None).scope, RetryScope::Everything);
+
+    let mut cut_short = s.clone();
+    cut_short.complete = false;
+    cut_short.limit = Some(vec!["a".into(), "b".into()]);
+    let plan = retry_plan(Some(&cut_short));
+    assert_eq!(plan.scope, RetryScope::Hosts(vec!["a".into(), "b".into()]));
+    cut_short.limit = None;
+    assert_eq!(retry_plan(Some(&cut_short)).scope, RetryScope::Everything);
+
+    let invalid = RunSummary::invalid("job", 3, "bad", 2, None);
+    assert_eq!(retry_plan(Some(&invalid)).scope, RetryScope::Everything);
+
+    let mut odd = s.clone();
+    odd.hosts.insert(
+        "web[1]".into(),
+        HostResult { failures: 1, status: HostStatus::Failed, ..Default::default() },
+    );
+    let plan = retry_plan(Some(&odd));
+    assert_eq!(plan.scope, RetryScope::Everything);
+    assert!(plan.note.contains("web[1]"), "{}", plan.note);
+}
+
+#[test]
+fn summaries_read_back_and_tolerate_unknown_fields() {
+    let s = fold(fatal_play()).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    let text = serde_json::to_string_pretty(&s).unwrap();
+    let back: RunSummary = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, s);
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["somethingNew"] = json!(1);
+    v["hosts"]["a"]["newCounter"] = json!(2);
+    assert!(serde_json::from_value::<RunSummary>(v).is_ok());
+}
+
+#[test]
+fn cut_and_one_line() {
+    assert_eq!(one_line("a\n  b\t c "), "a b c");
+    assert_eq!(cut("abc", 3), "abc");
+    assert_eq!(cut("abcd", 3), "ab…");
+    assert_eq!(cut("ééééé", 4), "ééé…");
+    assert_eq!(strip_ansi("\u{1b}[0;31mred\u{1b}[0m"), "red");
+}
