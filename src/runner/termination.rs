@@ -15,9 +15,14 @@ pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 /// Upstream's summary for the termination log, as edpm-ansible's `write_runner_summary.py`
 /// writes it, plus `rc`, `status` and `truncated`. Field order is the sorted key order, so the
 /// compact serialization is the compact JSON with sorted keys upstream writes.
+///
+/// Read back (from the operator's copy in a NodeSet's or Deployment's status), fields the
+/// operator does not keep (`rc`, `status`, `truncated`) take their defaults and a `null` list
+/// is empty, as the API server serves them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TerminationMessage {
-    #[serde(rename = "failedHostList")]
+    #[serde(rename = "failedHostList", deserialize_with = "nullable")]
     pub failed_host_list: Vec<String>,
     #[serde(rename = "failedHosts")]
     pub failed_hosts: u64,
@@ -30,7 +35,7 @@ pub struct TerminationMessage {
     pub total_hosts: u64,
     /// A host list was shortened to stay within [`TERMINATION_MESSAGE_LIMIT`].
     pub truncated: bool,
-    #[serde(rename = "unreachableHostList")]
+    #[serde(rename = "unreachableHostList", deserialize_with = "nullable")]
     pub unreachable_host_list: Vec<String>,
     #[serde(rename = "unreachableHosts")]
     pub unreachable_hosts: u64,
@@ -115,4 +120,13 @@ impl TerminationMessage {
             }
         }
     }
+}
+
+/// `null` reads as empty, as the API server serves an unset list.
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }

@@ -12,23 +12,10 @@ use serde::Deserialize;
 use super::resource::{Meta, ObjRef};
 use crate::condition::{Conditions, Time};
 
-/// upstream `AnsibleExecutionSummary`: what the runner reported of one Job.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecutionSummary {
-    #[serde(default)]
-    pub total_hosts: i64,
-    #[serde(default)]
-    pub failed_hosts: i64,
-    #[serde(default)]
-    pub unreachable_hosts: i64,
-    #[serde(default)]
-    pub failure_percent: i64,
-    #[serde(default, deserialize_with = "nullable")]
-    pub failed_host_list: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub unreachable_host_list: Vec<String>,
-}
+/// upstream `AnsibleExecutionSummary`: what the runner reported of one Job, as the operator
+/// copies it from the termination message into the NodeSet's and Deployment's status. One
+/// definition: the runner writes this type, readiness reads it back.
+pub(crate) use crate::runner::termination::TerminationMessage as ExecutionSummary;
 
 /// `OpenStackDataPlaneNodeSet.status`, the fields readiness reads.
 #[derive(Debug, Clone, Default, Deserialize)]
