@@ -14,6 +14,7 @@
 // The pure core, in reading order: reading manifests, the model, what lands on a host.
 pub(crate) mod condition;
 pub(crate) mod derive;
+pub(crate) mod environment;
 pub mod excerpt;
 pub(crate) mod inventory;
 pub(crate) mod model;

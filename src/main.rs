@@ -30,14 +30,14 @@ fn main() -> ExitCode {
     let mut out = stdout.lock();
     match app::run(cli, &env, &mut out) {
         Ok(code) => code.into(),
-        Err(e) if e.code == Exit::Success => Exit::Success.into(),
+        Err(e) if e.code() == Exit::Success => Exit::Success.into(),
         Err(e) => {
             let _ = out.flush();
             #[allow(clippy::disallowed_macros, reason = "the one line an error prints")]
             {
                 eprintln!("edpm-agent: error: {e}");
             }
-            e.code.into()
+            e.code().into()
         }
     }
 }

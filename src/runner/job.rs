@@ -402,11 +402,12 @@ pub(crate) struct FileWrite {
     pub mode: u32,
 }
 
-/// YAML as Ansible reads it: PyYAML keeps the last of repeated keys.
-fn read_yaml(text: &str) -> Result<serde_json::Value, String> {
-    let options = serde_saphyr::options! { duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins };
-    serde_saphyr::from_str_with_options::<serde_json::Value>(text, options)
-        .map_err(|e| crate::yaml::saphyr_message(&e))
+/// What the entrypoint writes, and the secret values it learned on the way (secret-named
+/// extra vars), for redaction.
+#[derive(Debug, Default)]
+pub(crate) struct JobFiles {
+    pub writes: Vec<FileWrite>,
+    pub secrets: Vec<String>,
 }
 
 /// What upstream's entrypoint writes, from the Job's environment, checked first so that bad
@@ -424,13 +425,14 @@ pub(crate) fn prepare(
     env: &JobEnv,
     settings: Option<&str>,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<FileWrite>, JobError> {
+) -> Result<JobFiles, JobError> {
     let dir = Path::new(&cmd.private_data_dir);
     let mut writes = Vec::new();
+    let mut secrets = Vec::new();
     if let Some(text) = &env.playbook
         && cmd.get("--playbook") == Some("playbook.yaml")
     {
-        let contents = upstream_file(
+        let (contents, _) = upstream_file(
             "RUNNER_PLAYBOOK",
             text,
             Some(("an inline playbook must be a YAML list of plays", Value::is_array)),
@@ -447,11 +449,14 @@ pub(crate) fn prepare(
             "extra vars must be a YAML mapping of variable names to values",
             Value::is_object as fn(&Value) -> bool,
         );
-        let contents = upstream_file("RUNNER_EXTRA_VARS", text, Some(want))?;
+        // One reading for the check and for redaction, with Ansible's rule for a repeated key
+        // (the last wins): what passes the check is exactly what is searched for secrets.
+        let (contents, value) = upstream_file("RUNNER_EXTRA_VARS", text, Some(want))?;
+        crate::redact::secret_values(&value, &mut secrets);
         writes.push(FileWrite { path: dir.join("env/extravars"), contents, mode: 0o600 });
     }
     if let Some(text) = &env.inventory {
-        let contents = upstream_file("RUNNER_INVENTORY", text, None)?;
+        let (contents, _) = upstream_file("RUNNER_INVENTORY", text, None)?;
         writes.push(FileWrite { path: dir.join("inventory/inventory.yaml"), contents, mode: 0o600 });
     }
     if let Some(text) = settings
@@ -466,7 +471,7 @@ pub(crate) fn prepare(
             mode: 0o644,
         });
     }
-    Ok(writes)
+    Ok(JobFiles { writes, secrets })
 }
 
 /// The kind of YAML document Ansible needs in a file: what to say otherwise, and the check.
@@ -474,16 +479,16 @@ type Want<'a> = (&'a str, fn(&Value) -> bool);
 
 /// A file as upstream's entrypoint writes it (`---`, then the value), checked to read as YAML
 /// and, when `want` says so, as the kind of document Ansible needs there.
-fn upstream_file(input: &'static str, text: &str, want: Option<Want>) -> Result<String, JobError> {
+fn upstream_file(input: &'static str, text: &str, want: Option<Want>) -> Result<(String, Value), JobError> {
     let contents = format!("---\n{text}\n");
-    let value =
-        read_yaml(&contents).map_err(|message| JobError::Malformed { input: input.into(), message })?;
+    let value = crate::yaml::ansible::<Value>(&contents)
+        .map_err(|message| JobError::Malformed { input: input.into(), message })?;
     match want {
         Some((what, ok)) if !ok(&value) => Err(JobError::Malformed {
             input: input.into(),
             message: format!("{what}, found {}", kind_of(&value)),
         }),
-        _ => Ok(contents),
+        _ => Ok((contents, value)),
     }
 }
 
@@ -669,7 +674,7 @@ pub(crate) fn playbook_command(
     }
     let mut env: Vec<(String, String)> = Vec::new();
     if let Some(text) = &state.envvars {
-        let vars = read_yaml(text)
+        let vars = crate::yaml::ansible::<Value>(text)
             .map_err(|message| JobError::Malformed { input: "env/envvars".into(), message })?;
         if let serde_json::Value::Object(m) = vars {
             for (k, v) in m {
@@ -683,7 +688,7 @@ pub(crate) fn playbook_command(
     }
     env.push(("ANSIBLE_RETRY_FILES_ENABLED".into(), "False".into()));
     let settings = match &state.settings {
-        Some(text) => read_yaml(text)
+        Some(text) => crate::yaml::ansible::<Value>(text)
             .map_err(|message| JobError::Malformed { input: "env/settings".into(), message })?,
         None => serde_json::Value::Null,
     };
@@ -856,7 +861,8 @@ mod tests {
         };
         let settings =
             "idle_timeout: ${RUNNER_IDLE_TIMEOUT}\njob_timeout: $RUNNER_JOB_TIMEOUT\nx: $$ ${1} ${UNSET}\n";
-        let writes = prepare(&cmd, &env, Some(settings), &env_of(&[("RUNNER_JOB_TIMEOUT", "60")])).unwrap();
+        let writes =
+            prepare(&cmd, &env, Some(settings), &env_of(&[("RUNNER_JOB_TIMEOUT", "60")])).unwrap().writes;
         let got: Vec<(String, &str, u32)> =
             writes.iter().map(|w| (w.path.display().to_string(), w.contents.as_str(), w.mode)).collect();
         assert_eq!(
@@ -875,7 +881,7 @@ mod tests {
         // A playbook run by name: upstream writes the name into playbook.yaml; nothing is written here.
         let by_name = RunnerCommand::parse(&argv("ansible-runner run /runner -p osp.edpm.x -i j")).unwrap();
         let env = JobEnv { playbook: Some("\nosp.edpm.x\n\n".into()), ..Default::default() };
-        assert!(prepare(&by_name, &env, None, &env_of(&[])).unwrap().is_empty());
+        assert!(prepare(&by_name, &env, None, &env_of(&[])).unwrap().writes.is_empty());
     }
 
     #[test]

@@ -12,6 +12,8 @@
 pub mod events;
 pub mod fold;
 pub mod job;
+pub(crate) mod outcome;
+pub mod policy;
 pub mod retry;
 pub(crate) mod shell;
 pub mod summary;

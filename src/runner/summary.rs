@@ -231,3 +231,36 @@ impl RunSummary {
         s
     }
 }
+
+/// The result for the job's log: a line of counts, then one line per host that failed or was
+/// unreachable, with the task and the message. `written` says where the summary went.
+pub(crate) fn describe(s: &RunSummary, written: &str) -> String {
+    use HostStatus as H;
+    let mut line = format!("edpm-agent: {} (rc {}): {} host(s)", s.status.as_str(), s.rc, s.hosts.len());
+    for (label, st) in
+        [("failed", H::Failed), ("unreachable", H::Unreachable), ("interrupted", H::Interrupted)]
+    {
+        let hosts = s.hosts_with(st);
+        if !hosts.is_empty() {
+            let more = hosts.len().saturating_sub(10);
+            let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+            line.push_str(&format!(
+                ", {label} {} ({}{tail})",
+                hosts.len(),
+                hosts[..hosts.len().min(10)].join(", ")
+            ));
+        }
+    }
+    if let Some(r) = &s.reason {
+        line.push_str(&format!("; {r}"));
+    }
+    line.push_str(written);
+    for (host, h) in &s.hosts {
+        if let Some(t) = &h.failed_task {
+            let what = if t.unreachable { "unreachable at" } else { "failed at" };
+            line.push_str(&format!("\nedpm-agent: {host}: {what} task {:?}: {}", t.task, t.message));
+        }
+    }
+    line.push('\n');
+    line
+}

@@ -4,6 +4,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+pub use crate::runner::policy::{Executor, InventorySource};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Ansible inventories, oslo.config rendering and file staging for OpenStack EDPM nodes.
@@ -206,20 +207,6 @@ pub struct RunArgs {
     /// For --inventory-source kube or sources.
     #[command(flatten)]
     pub source: SourceArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InventorySource {
-    Mounted,
-    Kube,
-    Sources,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Executor {
-    Auto,
-    AnsibleRunner,
-    AnsiblePlaybook,
 }
 
 #[derive(Debug, Args)]

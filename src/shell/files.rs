@@ -106,6 +106,15 @@ pub fn check_readable(t: &std::fs::FileType, streams: bool) -> Result<(), ReadEr
     }
 }
 
+/// Whether `path` is a regular file (after following links) that can be opened for reading,
+/// without reading it: opened non-blocking and checked on the descriptor, so a FIFO in its
+/// place is named, never waited on.
+pub fn check_regular_readable(path: &Path) -> Result<(), ReadError> {
+    check_readable(&std::fs::metadata(path)?.file_type(), false)?;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    check_readable(&file.metadata()?.file_type(), false)
+}
+
 /// [`read_bounded`] for a caller that has already checked the path's type with
 /// [`check_readable`] (the directory source, which refuses every non-regular file before it
 /// reads any): opened non-blocking unless `streams`, checked again on the descriptor.

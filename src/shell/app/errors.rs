@@ -7,6 +7,8 @@ use std::path::Path;
 use crate::inventory::{self, InventoryError};
 use crate::model::ModelError;
 use crate::render::RenderError;
+use crate::runner::job::JobError;
+use crate::runner::policy::RunError;
 use crate::settings::SettingsError;
 use crate::shell::exit::Exit;
 use crate::shell::files::ReadError;
@@ -19,8 +21,8 @@ use crate::staging::StageError;
 /// An error that ends the run: a one-line message and the exit code for its class.
 #[derive(Debug)]
 pub struct AppError {
-    pub code: Exit,
-    pub message: String,
+    code: Exit,
+    message: String,
 }
 
 impl std::fmt::Display for AppError {
@@ -30,7 +32,17 @@ impl std::fmt::Display for AppError {
 }
 
 impl AppError {
-    pub(crate) fn new(code: Exit, message: impl std::fmt::Display) -> Self {
+    /// The exit code of the error's class.
+    pub fn code(&self) -> Exit {
+        self.code
+    }
+
+    /// The one-line message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn new(code: Exit, message: impl std::fmt::Display) -> Self {
         // Ansible shows the script's stderr as one message; keep it one line.
         let message = message.to_string().replace('\n', " ");
         AppError { code, message }
@@ -96,6 +108,32 @@ impl AppError {
     pub(crate) fn unreadable(what: &str, path: &Path, e: ReadError, code: Exit) -> Self {
         let code = if matches!(e, ReadError::Io(_)) { code } else { Exit::InvalidInput };
         Self::new(code, format!("cannot read {what} {}: {e}", path.display()))
+    }
+}
+
+impl From<RunError> for AppError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Usage(m) => AppError::usage(m),
+            RunError::Unreadable(m) => AppError::source_unreadable(m),
+            RunError::Failure(m) => AppError::failure(m),
+            RunError::Job(j) => j.into(),
+        }
+    }
+}
+
+impl From<JobError> for AppError {
+    fn from(e: JobError) -> Self {
+        use JobError as J;
+        let code = match e {
+            J::NotRunner { .. }
+            | J::BadOption { .. }
+            | J::NoDirectory
+            | J::NoPlaybook
+            | J::DirMismatch { .. } => Exit::Usage,
+            J::Env { .. } | J::Malformed { .. } | J::NoFallback { .. } => Exit::InvalidInput,
+        };
+        AppError::new(code, e)
     }
 }
 

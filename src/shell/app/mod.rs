@@ -23,7 +23,7 @@ use crate::settings::{self, CliValues, Settings};
 use crate::shell::cli::{Cli, Command, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 
-pub use crate::settings::Env;
+pub use crate::environment::Env;
 pub use errors::AppError;
 use pipeline::Context;
 

@@ -11,11 +11,11 @@ use serde_json::json;
 use super::AppError;
 use super::output::{json_text, write_out};
 use crate::condition::Conditions;
+use crate::environment::Env;
 use crate::node::shell::agent_loop::{self, Clock, Intervals, SystemClock};
 use crate::node::shell::collect::{Collect, Host};
 use crate::node::shell::notify;
 use crate::node::{self, AgentConfig};
-use crate::settings::Env;
 use crate::shell::cli::{NodeArgs, TextOrJson};
 use crate::shell::exit::Exit;
 

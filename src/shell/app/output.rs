@@ -71,3 +71,10 @@ pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, A
 pub(crate) fn warn(message: &str) {
     eprintln!("edpm-agent: warning: {message}");
 }
+
+/// Our stdout for the play's output pump (a thread): a duplicate descriptor, so that the
+/// caller's locked handle and the pump never wait on each other.
+pub(crate) fn stdout_for_pump() -> std::io::Result<Box<dyn Write + Send>> {
+    use std::os::fd::AsFd;
+    Ok(Box::new(std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?)))
+}

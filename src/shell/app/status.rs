@@ -9,9 +9,10 @@ use std::time::Duration;
 use super::output::{json_text, write_file, write_out};
 use super::{AppError, Context};
 use crate::condition::{READY, Severity, Status, Time};
+use crate::environment::Env;
 use crate::readiness::show::Filter;
 use crate::readiness::{self, Options, PhaseMap, Readiness};
-use crate::settings::{Env, Settings, SourceSpec};
+use crate::settings::{Settings, SourceSpec};
 use crate::shell::cli::{StatusAction, StatusArgs, TableOrJson};
 use crate::shell::exit::Exit;
 
