@@ -759,3 +759,73 @@ fn the_offline_example_runs_on_the_bundled_deployment() {
         out.stdout
     );
 }
+
+/// Makes a FIFO at `path` (replacing a file there).
+fn fifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+/// `edpm-agent run` that cannot hang the suite: `timeout` ends it after 60 s (exit 124).
+fn run_bounded(job: &Job, flags: &[&str], playbook: &str, ident: &str, env: &[(&str, &str)]) -> Output {
+    let dir = job.dir().display().to_string();
+    let bin = bin().display().to_string();
+    let mut args = vec!["60", bin.as_str(), "run"];
+    args.extend_from_slice(flags);
+    args.extend(["--", "ansible-runner", "run", &dir, "-p", playbook, "-i", ident]);
+    let base = job.env();
+    let mut all: Vec<(&str, &str)> = base.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    all.extend_from_slice(env);
+    run_program(Path::new("timeout"), &args, &all)
+}
+
+#[test]
+fn a_fifo_among_the_runner_directorys_files_is_named_never_waited_on() {
+    // env/settings (read by every run) and env/envvars (read for ansible-playbook).
+    for (file, flags) in [("env/settings", &[][..]), ("env/envvars", &["--executor", "ansible-playbook"][..])]
+    {
+        let job = Job::new(&["local-0"], &[]);
+        job.write("project/site.yml", "- hosts: all\n  gather_facts: false\n  tasks: []\n");
+        fifo(&job.dir().join(file));
+        let out = run_bounded(&job, flags, "site.yml", "fifo-env", &[]);
+        assert_eq!(out.code, 6, "{file}: {}\n{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(file) && out.stderr.contains("FIFO"), "{file}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_fifo_in_a_mounted_inventory_is_named_never_waited_on() {
+    // Checked before the play: the FIFO is named.
+    let job = Job::new(&["local-0"], &[]);
+    job.write("project/site.yml", "- hosts: all\n  gather_facts: false\n  tasks: []\n");
+    fifo(&job.dir().join("inventory/extra"));
+    let out = run_bounded(&job, &[], "site.yml", "fifo-inv", &[]);
+    assert_eq!(out.code, 6, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("inventory/extra") && out.stderr.contains("FIFO"), "{}", out.stderr);
+}
+
+#[test]
+fn extra_vars_with_a_repeated_key_are_checked_and_redacted_as_ansible_reads_them() {
+    // Ansible (PyYAML) keeps the last of repeated keys; the check and the redaction must read
+    // them the same way, or a password that passes the check escapes the redaction.
+    let job = Job::new(&["local-0"], &[]);
+    job.write(
+        "project/site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.fail:\n        msg: \"cannot log in with {{ db_password }}\"\n",
+    );
+    let extra = "\ndb_password: Sup3rS3cretFirst\ndb_password: Sup3rS3cretLast\n\n";
+    let out = run_bounded(&job, &[], "site.yml", "dup-vars", &[("RUNNER_EXTRA_VARS", extra)]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("dup-vars");
+    let message = s["hosts"]["local-0"]["failedTask"]["message"].as_str().unwrap().to_string();
+    assert_eq!(message, "cannot log in with ********");
+    let (termination, _) = job.termination();
+    // Our own lines in the job's log (Ansible's output, streamed as it comes, is Ansible's:
+    // it quotes the repeated key's line in its own warning).
+    let ours: String = out.stdout.lines().filter(|l| l.starts_with("edpm-agent:")).collect();
+    for text in [s.to_string(), termination.to_string(), ours] {
+        assert!(!text.contains("Sup3rS3cret"), "{text}");
+    }
+}

@@ -6,8 +6,13 @@ pub mod fake_openstack;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The binary under test; `EDPM_AGENT_TEST_BIN` names another build (to show that a test
+/// fails on an older one).
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_edpm-agent"))
+    match std::env::var_os("EDPM_AGENT_TEST_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_edpm-agent")),
+    }
 }
 
 pub fn repo() -> PathBuf {
