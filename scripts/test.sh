@@ -16,5 +16,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 export EDPM_AGENT_TEST_VENV="$PWD/.venv"
 cargo fmt --all -- --check
-cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --locked

@@ -1,6 +1,6 @@
 //! Test helpers.
 
-pub mod fake_api;
+pub use edpm_testkit::fake_api;
 pub mod fake_openstack;
 
 use std::path::{Path, PathBuf};

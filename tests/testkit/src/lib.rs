@@ -1,0 +1,11 @@
+//! Test harnesses shared by edpm-agent's integration tests (`tests/`) and its benchmarks
+//! (`edpm-bench`): one implementation of the fake Kubernetes API server, so the benchmark
+//! measures against exactly the semantics the tests enforce.
+
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_macros,
+    reason = "a test harness: it writes its kubeconfig and prints nothing the product relies on"
+)]
+
+pub mod fake_api;
