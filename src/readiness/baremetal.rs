@@ -1,0 +1,106 @@
+//! Phase -1 per node: pre-provisioned, the OpenStackBaremetalSet's host state, or upstream's
+//! own provisioning condition.
+
+use super::*;
+
+impl<'a> GroupContext<'a> {
+    /// Phase -1 for one node.
+    pub(super) fn baremetal(&self, m: &Member) -> (Condition, Vec<String>) {
+        if self.group.members.is_empty() {
+            // The NodeSet's own view (no nodes): nothing to provision.
+            return (
+                Condition::true_(BAREMETAL, "no nodes to provision"),
+                vec!["the NodeSet has no nodes".into()],
+            );
+        }
+        if self.group.pre_provisioned {
+            return (
+                Condition::true_(
+                    BAREMETAL,
+                    "pre-provisioned: the operating system was installed before edpm-agent saw it",
+                ),
+                vec![format!("{} spec.preProvisioned is true", self.group.id.short())],
+            );
+        }
+        if let Some(bms) = self.bms {
+            let host = bms
+                .status
+                .baremetal_hosts
+                .get(&m.host_name.value)
+                .or_else(|| bms.status.baremetal_hosts.get(&m.key));
+            let ev = |state: &str| {
+                vec![format!(
+                    "{} status.baremetalHosts[{}].provisioningState {state:?}",
+                    bms.id.short(),
+                    m.host_name.value
+                )]
+            };
+            return match host {
+                Some(h) => {
+                    let state = h.provisioning_state.as_deref().unwrap_or("");
+                    let bmh = h.bmh_ref.as_deref().unwrap_or("unassigned");
+                    let c = match state {
+                        "provisioned" | "externally provisioned" => {
+                            Condition::true_(BAREMETAL, format!("BareMetalHost {bmh} is {state}"))
+                        }
+                        "deprovisioning" | "deleting" | "powering off before delete" => Condition::false_(
+                            BAREMETAL,
+                            "Deprovisioning",
+                            Severity::Warning,
+                            format!("BareMetalHost {bmh} is {state}"),
+                        ),
+                        "" => Condition::false_(
+                            BAREMETAL,
+                            "Provisioning",
+                            Severity::Info,
+                            format!("BareMetalHost {bmh} has no provisioning state yet"),
+                        ),
+                        _ => Condition::false_(
+                            BAREMETAL,
+                            "Provisioning",
+                            Severity::Info,
+                            format!("BareMetalHost {bmh} is {state}"),
+                        ),
+                    };
+                    (c, ev(state))
+                }
+                None => (
+                    Condition::false_(
+                        BAREMETAL,
+                        "Provisioning",
+                        Severity::Info,
+                        format!(
+                            "OpenStackBaremetalSet {} has no host for {} yet",
+                            bms.id.name, m.host_name.value
+                        ),
+                    ),
+                    ev(""),
+                ),
+            };
+        }
+        let upstream = match self.group.kind {
+            GroupKind::NodeSet => self.status.and_then(|s| s.conditions.get(NODESET_BAREMETAL)),
+            GroupKind::Role => self.legacy.and_then(|s| s.conditions.get("RoleBaremetalProvisionReady")),
+        };
+        match upstream {
+            Some(c) => (
+                c.as_type(BAREMETAL),
+                vec![format!(
+                    "{} status.conditions {} {} ({})",
+                    self.group.id.short(),
+                    c.type_,
+                    c.status_word(),
+                    c.message
+                )],
+            ),
+            None => (
+                Condition::unknown(
+                    BAREMETAL,
+                    "NotObserved",
+                    "no OpenStackBaremetalSet and no provisioning condition on the NodeSet: read them with --source kube",
+                ),
+                vec!["no OpenStackBaremetalSet of the same name in the snapshot".into()],
+            ),
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Per node: the phases from its services' states, kstatus's Reconciling and Stalled, the node
+//! agent's conditions (Unknown once its Lease expired), and `Ready` over all of them.
+
+use super::*;
+
+impl<'a> GroupContext<'a> {
+    pub(super) fn node(
+        &self,
+        m: &Member,
+        reports: &HashMap<&str, &Conditions>,
+        leases: &HashMap<&str, &crate::snapshot::evidence::Lease>,
+        now: Time,
+    ) -> NodeView {
+        let host = m.inventory_hostname();
+        let mut names: Vec<&str> =
+            vec![host, m.key.as_str(), m.host_name.value.as_str(), self.group.name.as_str(), "all"];
+        if let Some(c) = m.cell(self.group) {
+            names.push(c.name.as_str());
+        }
+        let object = names::node_object(&self.group.name, &m.key);
+        let mut evidence: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut fresh: Vec<Condition> = Vec::with_capacity(self.svcs.len() + 8);
+        let mut blocking = BTreeMap::new();
+
+        // Phase -1.
+        let (bm, bm_ev) = self.baremetal(m);
+        self.keep(&mut evidence, BAREMETAL, bm_ev);
+        if !bm.is_true() {
+            blocking.insert(BAREMETAL, bm.reason.clone());
+        }
+        fresh.push(bm);
+
+        // Phases 0 and 1, from each service's state.
+        let services = self.services(&names);
+        let mut states: Vec<(&str, Phase, ServiceState)> = Vec::with_capacity(services.len());
+        for &k in &services {
+            let st = self.service_state(m, &names, k);
+            let info = &self.svcs[k];
+            states.push((info.name, info.phase, st));
+        }
+        for (ty, phase, label) in [
+            (INFRASTRUCTURE, Phase::Infrastructure, "infrastructure"),
+            (SERVICES, Phase::Services, "OpenStack"),
+        ] {
+            let members: Vec<&(&str, Phase, ServiceState)> =
+                states.iter().filter(|(_, p, _)| *p == phase).collect();
+            let (c, block) = phase_condition(ty, label, &members, self.drift.as_deref());
+            if let Some(b) = block {
+                blocking.insert(ty, b);
+            }
+            if self.opts.evidence {
+                let mut lines = Vec::new();
+                for (s, _, st) in &members {
+                    lines.push(format!(
+                        "{s}: {} {} ({})",
+                        st.cond.status_word(),
+                        st.cond.reason,
+                        st.cond.message
+                    ));
+                    lines.extend(st.evidence.iter().map(|e| format!("  {e}")));
+                }
+                if let Some(d) = &self.drift {
+                    lines.push(d.clone());
+                }
+                evidence.insert(ty.to_string(), lines);
+            }
+            fresh.push(c);
+        }
+        let running = states.iter().find_map(|(_, _, st)| st.running.clone());
+        let stalled = states
+            .iter()
+            .find(|(_, _, st)| st.terminal)
+            .map(|(s, _, st)| (*s, st.cond.reason.clone(), st.cond.message.clone()));
+        for (_, _, st) in states {
+            fresh.push(st.cond);
+        }
+
+        // kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal
+        // failure no running Deployment will retry.
+        fresh.push(match &running {
+            Some(what) => {
+                Condition { reason: "Deploying".into(), ..Condition::true_(RECONCILING, what.clone()) }
+            }
+            None => Condition::false_(
+                RECONCILING,
+                "Idle",
+                Severity::Info,
+                "no Deployment is running on this node",
+            ),
+        });
+        fresh.push(match (stalled, &running) {
+            (Some((s, reason, message)), None) => {
+                Condition { reason, ..Condition::true_(STALLED, format!("{s}: {message}")) }
+            }
+            _ => {
+                Condition::false_(STALLED, "Progressing", Severity::Info, "no terminal failure on this node")
+            }
+        });
+
+        // The node agent's conditions, as it last reported them; Unknown once its Lease expired.
+        let previous = reports.get(object.as_str()).copied();
+        let mut agent: Vec<Condition> = previous
+            .map(|p| p.iter().filter(|c| is_agent_condition(&c.type_)).cloned().collect())
+            .unwrap_or_default();
+        if let Some(lease) = leases.get(object.as_str())
+            && let Some(expires) = lease.expires()
+            && expires < now
+        {
+            let renewed = lease.spec.renew_time.clone().unwrap_or_default();
+            for c in &mut agent {
+                *c = Condition {
+                    last_transition_time: c.last_transition_time,
+                    ..Condition::unknown(
+                        &c.type_,
+                        "AgentHeartbeatExpired",
+                        format!(
+                            "the node agent's Lease {} expired at {expires} (last renewed {renewed})",
+                            lease.id.name
+                        ),
+                    )
+                };
+            }
+            self.keep(
+                &mut evidence,
+                NODE_AGENT,
+                vec![format!("Lease {}: renewed {renewed}, expired {expires}", lease.id.name)],
+            );
+        }
+
+        // Times carry over from the last report; the agent's conditions are its own.
+        let empty = Conditions::default();
+        let mut conds = Conditions::carry_times(fresh, previous.unwrap_or(&empty), now);
+        for c in agent {
+            conds.0.push(c);
+        }
+        conds.0.sort_by(order);
+        let mut sub: Vec<&Condition> = conds
+            .iter()
+            .filter(|c| {
+                matches!(c.type_.as_str(), BAREMETAL | INFRASTRUCTURE | SERVICES)
+                    || is_agent_condition(&c.type_)
+            })
+            .collect();
+        sub.sort_by(|a, b| a.type_.cmp(&b.type_));
+        let ready = if sub.iter().all(|c| c.is_true()) {
+            Condition::true_(READY, "node ready: bare metal, infrastructure and OpenStack services")
+        } else {
+            mirror(sub.into_iter(), READY)
+                .unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"))
+        };
+        // Ready keeps its time while it says the same.
+        let ready = match previous.and_then(|p| p.get(READY)) {
+            Some(p) if !ready.differs_from(p) => {
+                Condition { last_transition_time: p.last_transition_time, ..ready }
+            }
+            _ => ready,
+        };
+        conds.set(ready, now);
+        NodeView {
+            object,
+            node: m.key.clone(),
+            host: host.to_string(),
+            host_name: m.host_name.value.clone(),
+            nodeset: self.group.name.clone(),
+            kind: owner_kind(self.group),
+            owner: self.owner_of(m),
+            namespace: self.group_namespace(),
+            conditions: conds,
+            evidence,
+            blocking,
+        }
+    }
+
+    pub(super) fn keep(&self, evidence: &mut BTreeMap<String, Vec<String>>, ty: &str, lines: Vec<String>) {
+        if self.opts.evidence {
+            evidence.entry(ty.to_string()).or_default().extend(lines);
+        }
+    }
+}
+
+/// A phase of one node from its services' states: True when all are; else the worst one
+/// (lib-common priority) with a count in front. Drift turns a True phase into ConfigDrift.
+pub(super) fn phase_condition(
+    ty: &str,
+    label: &str,
+    members: &[&(&str, Phase, ServiceState)],
+    drift: Option<&str>,
+) -> (Condition, Option<String>) {
+    let total = members.len();
+    let done = members.iter().filter(|(_, _, s)| s.cond.is_true()).count();
+    if done == total {
+        if let Some(d) = drift
+            && total > 0
+        {
+            return (
+                Condition::false_(ty, "ConfigDrift", Severity::Warning, d.to_string()),
+                Some("ConfigDrift".into()),
+            );
+        }
+        let msg = if total == 0 {
+            format!("no {label} services")
+        } else {
+            format!("{done}/{total} {label} services deployed")
+        };
+        return (Condition::true_(ty, msg), None);
+    }
+    let worst = mirror(members.iter().map(|(_, _, s)| &s.cond), ty).expect("not all True, so not empty");
+    let service = members
+        .iter()
+        .find(|(_, _, s)| s.cond.type_ == worst_source(members, &worst))
+        .map(|(n, _, _)| *n)
+        .unwrap_or("");
+    let message = format!("{done}/{total} {label} services deployed; {service}: {}", worst.message);
+    let block = format!("{service}: {}", worst.reason);
+    (Condition { message, ..worst }, Some(block))
+}
+
+/// The service condition a mirror picked (same status, reason, severity, message and time).
+pub(super) fn worst_source(members: &[&(&str, Phase, ServiceState)], worst: &Condition) -> String {
+    members
+        .iter()
+        .rev()
+        .map(|(_, _, s)| &s.cond)
+        .find(|c| {
+            c.status == worst.status
+                && c.reason == worst.reason
+                && c.severity == worst.severity
+                && c.message == worst.message
+                && c.last_transition_time == worst.last_transition_time
+        })
+        .map(|c| c.type_.clone())
+        .unwrap_or_default()
+}
+
+pub(super) fn order(a: &Condition, b: &Condition) -> std::cmp::Ordering {
+    match (a.type_ == READY, b.type_ == READY) {
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.type_.cmp(&b.type_),
+    }
+}

@@ -1,0 +1,211 @@
+//! Per NodeSet: upstream's own DeploymentReady and service conditions, and the phase rollups
+//! that count nodes and name the blocking ones.
+
+use super::*;
+
+impl<'a> GroupContext<'a> {
+    /// The NodeSet's (or Role's) own conditions.
+    pub(super) fn rollup(
+        &self,
+        nodes: &[NodeView],
+        reports: &HashMap<&str, &Conditions>,
+        now: Time,
+    ) -> NodeSetView {
+        let mut evidence: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut fresh = Vec::new();
+        let (deployment_ready, dr_ev) = self.deployment_ready();
+        self.keep(&mut evidence, DEPLOYMENT_READY, dr_ev);
+        fresh.push(deployment_ready);
+        // upstream's service conditions: those of the newest run with status.
+        if let Some(run) = self.runs.iter().rev().find(|r| r.conds.is_some()) {
+            for c in run.conds.into_iter().flat_map(|c| c.iter()).filter(|c| c.type_.starts_with("Service")) {
+                fresh.push(c.clone());
+            }
+        }
+        // With no nodes, the phases are the NodeSet's own: a node that every run covers.
+        let virtual_node;
+        let counted: Vec<&NodeView> = if nodes.is_empty() {
+            virtual_node = self.virtual_node(now);
+            vec![&virtual_node]
+        } else {
+            nodes.iter().collect()
+        };
+        let mut counts = NodeCounts { total: nodes.len() as u32, ..Default::default() };
+        for (node_ty, ty) in [
+            (BAREMETAL, NODESET_BAREMETAL),
+            (INFRASTRUCTURE, NODESET_INFRASTRUCTURE),
+            (SERVICES, NODESET_SERVICES),
+        ] {
+            let ready =
+                nodes.iter().filter(|n| n.conditions.get(node_ty).is_some_and(Condition::is_true)).count()
+                    as u32;
+            match node_ty {
+                BAREMETAL => counts.baremetal_ready = ready,
+                INFRASTRUCTURE => counts.infrastructure_ready = ready,
+                _ => counts.services_ready = ready,
+            }
+            fresh.push(rollup_condition(ty, node_ty, &counted, nodes.len()));
+        }
+        counts.ready =
+            nodes.iter().filter(|n| n.conditions.get(READY).is_some_and(Condition::is_true)).count() as u32;
+        counts.summary = format!("{}/{}", counts.ready, counts.total);
+        if self.opts.evidence {
+            evidence.insert(
+                NODESET_SERVICES.to_string(),
+                nodes
+                    .iter()
+                    .filter_map(|n| n.blocking.get(SERVICES).map(|b| format!("{}: {b}", n.node)))
+                    .collect(),
+            );
+            evidence.insert(
+                NODESET_INFRASTRUCTURE.to_string(),
+                nodes
+                    .iter()
+                    .filter_map(|n| n.blocking.get(INFRASTRUCTURE).map(|b| format!("{}: {b}", n.node)))
+                    .collect(),
+            );
+        }
+        let object = names::nodeset_object(&self.group.name);
+        let empty = Conditions::default();
+        let previous = reports.get(object.as_str()).copied().unwrap_or(&empty);
+        let mut conds = Conditions::carry_times(fresh, previous, now);
+        let sub: Vec<&Condition> = conds
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.type_.as_str(),
+                    DEPLOYMENT_READY | NODESET_BAREMETAL | NODESET_INFRASTRUCTURE | NODESET_SERVICES
+                )
+            })
+            .collect();
+        let ready = if sub.iter().all(|c| c.is_true()) {
+            Condition::true_(READY, "NodeSet Ready")
+        } else {
+            let m = mirror(sub.into_iter(), READY)
+                .unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"));
+            // "7/10 nodes ready; blocking: …" from a rollup; the count in front of anything else.
+            if m.message.starts_with(&format!("{}/", counts.ready)) || nodes.is_empty() {
+                m
+            } else {
+                Condition { message: format!("{} nodes ready; {}", counts.summary, m.message), ..m }
+            }
+        };
+        let ready = match previous.get(READY) {
+            Some(p) if !ready.differs_from(p) => {
+                Condition { last_transition_time: p.last_transition_time, ..ready }
+            }
+            _ => ready,
+        };
+        conds.set(ready, now);
+        NodeSetView {
+            object,
+            name: self.group.name.clone(),
+            kind: owner_kind(self.group),
+            owner: self.group_owner(),
+            namespace: self.group_namespace(),
+            conditions: conds,
+            counts,
+            evidence,
+        }
+    }
+
+    pub(super) fn virtual_node(&self, now: Time) -> NodeView {
+        let m = Member {
+            key: self.group.name.clone(),
+            id: self.group.id.clone(),
+            host_name: crate::model::Field {
+                value: self.group.name.clone(),
+                path: String::new().into(),
+                defaulted: true,
+            },
+            section: Default::default(),
+            own_cell: None,
+        };
+        self.node(&m, &HashMap::new(), &HashMap::new(), now)
+    }
+
+    /// upstream's NodeSet `DeploymentReady` from the newest run with status.
+    pub(super) fn deployment_ready(&self) -> (Condition, Vec<String>) {
+        let latest = self.runs.iter().rev().find(|r| r.conds.is_some());
+        let Some(run) = latest else {
+            if let Some(c) = self.status.and_then(|s| s.conditions.get(DEPLOYMENT_READY)) {
+                return (
+                    c.clone(),
+                    vec![format!(
+                        "NodeSet {} status.conditions DeploymentReady, as upstream reports it",
+                        self.group.name
+                    )],
+                );
+            }
+            return (
+                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, WAITING_FOR_DEPLOYMENT),
+                vec!["no OpenStackDataPlaneDeployment names this NodeSet".into()],
+            );
+        };
+        let line = format!("newest Deployment with status: {}", run.name);
+        let c = match run.state() {
+            RunState::Done if self.drift.is_some() => {
+                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, WAITING_FOR_DEPLOYMENT)
+            }
+            RunState::Done => Condition::true_(DEPLOYMENT_READY, DEPLOYMENT_COMPLETED),
+            RunState::Running => {
+                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, DEPLOYMENT_IN_PROGRESS)
+            }
+            RunState::Failed { .. } => Condition::false_(
+                DEPLOYMENT_READY,
+                "Error",
+                Severity::Error,
+                run.nodeset_condition().map(|c| c.message.clone()).unwrap_or_default(),
+            ),
+            RunState::NotStarted => {
+                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, WAITING_FOR_DEPLOYMENT)
+            }
+        };
+        let mut lines = vec![line];
+        lines.extend(self.drift.clone());
+        (c, lines)
+    }
+}
+
+/// A NodeSet phase from its nodes' phase conditions, in upstream's reason vocabulary (`Error`,
+/// `Requested`, with our `ConfigDrift`), counting nodes and naming the ones that block.
+pub(super) fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], total: usize) -> Condition {
+    let conds: Vec<(&NodeView, &Condition)> =
+        nodes.iter().filter_map(|n| n.conditions.get(node_ty).map(|c| (*n, c))).collect();
+    let ready = conds.iter().filter(|(_, c)| c.is_true()).count();
+    if conds.iter().all(|(_, c)| c.is_true()) {
+        let msg = if total == 0 {
+            "no nodes; the NodeSet's own deployment is complete".to_string()
+        } else {
+            format!("{ready}/{total} nodes ready")
+        };
+        return Condition::true_(ty, msg);
+    }
+    let worst = mirror(conds.iter().map(|(_, c)| *c), ty).expect("not all True, so not empty");
+    let blocking: Vec<String> = conds
+        .iter()
+        .filter(|(_, c)| !c.is_true())
+        .map(|(n, c)| match n.blocking.get(node_ty) {
+            Some(b) => format!("{} ({b})", n.node),
+            None => format!("{} ({})", n.node, c.reason),
+        })
+        .collect();
+    let shown: Vec<&String> = blocking.iter().take(5).collect();
+    let more = if blocking.len() > 5 { format!(", and {} more", blocking.len() - 5) } else { String::new() };
+    let message = if total == 0 {
+        format!("no nodes; {}", worst.message)
+    } else {
+        format!(
+            "{ready}/{total} nodes ready; blocking: {}{more}",
+            shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let reason = match (worst.status, worst.severity) {
+        (Status::False, Severity::Error) => "Error".to_string(),
+        (Status::False, Severity::Warning) if worst.reason == "ConfigDrift" => "ConfigDrift".into(),
+        (Status::False, Severity::Warning) => "Error".into(),
+        (Status::False, _) => "Requested".into(),
+        _ => worst.reason.clone(),
+    };
+    Condition { type_: ty.to_string(), reason, message, ..worst }
+}

@@ -1,0 +1,305 @@
+//! Per node and service: the newest Deployment that ran the service on the node decides; a
+//! failed Job fails only the hosts its summary names; without any run, the NodeSet's own
+//! DeploymentReady or the seeds' Role/Node status.
+
+use super::*;
+
+impl<'a> GroupContext<'a> {
+    /// One service's state on one node: the newest run that ran it there decides.
+    pub(super) fn service_state(&self, m: &Member, names: &[&str], k: usize) -> ServiceState {
+        let info = &self.svcs[k];
+        let (service, ty, global, in_group) = (info.name, info.ty.as_str(), info.global, info.in_group);
+        let ns = self.group.name.as_str();
+        let keep = self.opts.evidence;
+        let mut evidence = Vec::new();
+        let mut newest_covering = true;
+        for (idx, run) in self.runs.iter().enumerate().rev() {
+            if self.states[idx] == RunState::NotStarted {
+                if keep && run.runs(service) && run.covers(names) {
+                    evidence.push(format!("Deployment {}: not started yet (no status)", run.name));
+                }
+                continue;
+            }
+            if !run.covers(names) {
+                if keep {
+                    evidence.push(format!(
+                        "Deployment {}: ansibleLimit {:?} leaves this node out",
+                        run.name,
+                        run.limit_text.unwrap_or("")
+                    ));
+                }
+                continue;
+            }
+            let was_newest = std::mem::replace(&mut newest_covering, false);
+            let Some(outcome) = &self.outcomes[idx][k] else { continue };
+            // A service only a servicesOverride ran counts while that Deployment is the node's newest.
+            if !in_group && !was_newest {
+                break;
+            }
+            let source = || {
+                if run.from_nodeset_copy {
+                    format!("NodeSet {ns} status.deploymentStatuses[{}]", run.name)
+                } else {
+                    format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
+                }
+            };
+            match *outcome {
+                Outcome::Done(c) => {
+                    if keep {
+                        evidence.push(format!("{}: {ty} True ({})", source(), c.message));
+                    }
+                    // The run's condition is of this very type: shared as it is.
+                    return ServiceState { cond: c.clone(), running: None, terminal: false, evidence };
+                }
+                Outcome::Pending(c) => {
+                    if keep {
+                        match c {
+                            Some(c) => evidence.push(format!(
+                                "{}: {ty} {} {} ({})",
+                                source(),
+                                c.status_word(),
+                                c.reason,
+                                c.message
+                            )),
+                            None => evidence.push(format!(
+                                "{}: no {ty} yet: an earlier service is still running",
+                                source()
+                            )),
+                        }
+                        evidence.extend(self.job_line(service, run.name));
+                    }
+                    let message = format!("Deployment not yet ready for {service} service");
+                    let mut cond = Condition::false_(ty, "Requested", Severity::Info, message);
+                    if let Some(c) = c {
+                        cond.last_transition_time = c.last_transition_time;
+                    }
+                    return ServiceState {
+                        cond,
+                        running: Some(format!("Deployment {} is running {service}", run.name)),
+                        terminal: false,
+                        evidence,
+                    };
+                }
+                Outcome::Failed(c) => {
+                    if keep {
+                        evidence.push(format!(
+                            "{}: {ty} False {} {:?} ({})",
+                            source(),
+                            c.reason,
+                            c.severity,
+                            c.message
+                        ));
+                        evidence.extend(self.job_line(service, run.name));
+                    }
+                    return self.failed(m, service, ty, run, c, global, evidence);
+                }
+                Outcome::NotReached => {
+                    if keep {
+                        evidence.push(format!(
+                            "Deployment {} stopped before {service} ({})",
+                            run.name,
+                            run.nodeset_condition()
+                                .map(|c| c.message.as_str())
+                                .unwrap_or("no NodeSetDeploymentReady")
+                        ));
+                    }
+                }
+            }
+        }
+        self.fallback(m, service, ty, evidence)
+    }
+
+    /// A failed service: only the hosts its Job's summary names fail; without a summary the
+    /// whole Job failed and upstream's message is all there is.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn failed(
+        &self,
+        m: &Member,
+        service: &str,
+        ty: &str,
+        run: &Run,
+        c: &Condition,
+        global: bool,
+        mut evidence: Vec<String>,
+    ) -> ServiceState {
+        let terminal = c.reason == "BackoffLimitExceeded";
+        let host = m.inventory_hostname();
+        let named =
+            |list: &[String]| list.iter().any(|h| h == host || h == &m.key || h == &m.host_name.value);
+        if terminal && let Some((job, s)) = deploy::summary(run, service, &self.group.name, global) {
+            if self.opts.evidence {
+                evidence.push(format!(
+                    "Job {job} summary: {} of {} host(s) failed {:?}, {} unreachable {:?}",
+                    s.failed_hosts,
+                    s.total_hosts,
+                    s.failed_host_list,
+                    s.unreachable_hosts,
+                    s.unreachable_host_list
+                ));
+            }
+            let (reason, severity, message, term) = if named(&s.failed_host_list) {
+                (
+                    "HostFailed",
+                    Severity::Error,
+                    format!("{service} failed on this host in job {job} (Deployment {})", run.name),
+                    true,
+                )
+            } else if named(&s.unreachable_host_list) {
+                (
+                    "HostUnreachable",
+                    Severity::Error,
+                    format!("this host was unreachable in job {job} (Deployment {}, {service})", run.name),
+                    true,
+                )
+            } else if s.total_hosts > 0 {
+                let others: Vec<&String> =
+                    s.failed_host_list.iter().chain(&s.unreachable_host_list).take(5).collect();
+                (
+                    "OtherHostsFailed",
+                    Severity::Warning,
+                    format!(
+                        "job {job} ({service}) failed on {}; this host was not reported failed, but the play stopped before {service} completed here",
+                        others.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                    false,
+                )
+            } else {
+                ("BackoffLimitExceeded", Severity::Error, c.message.clone(), true)
+            };
+            let mut cond = Condition::false_(ty, reason, severity, message);
+            cond.last_transition_time = c.last_transition_time;
+            return ServiceState { cond, running: None, terminal: term, evidence };
+        }
+        let mut cond = c.as_type(ty);
+        cond.severity = Severity::Error;
+        ServiceState { cond, running: None, terminal, evidence }
+    }
+
+    /// No run with status decided the service: the NodeSet's own DeploymentReady when no run
+    /// carries any status, else the seeds' Role/Node status, else not deployed.
+    pub(super) fn fallback(
+        &self,
+        m: &Member,
+        service: &str,
+        ty: &str,
+        mut evidence: Vec<String>,
+    ) -> ServiceState {
+        let ns = self.group.name.as_str();
+        if !self.any_run_status
+            && let Some(c) = self.status.and_then(|s| s.conditions.get(DEPLOYMENT_READY))
+        {
+            evidence.push(format!(
+                "NodeSet {ns} status.conditions DeploymentReady {} {} ({}); no Deployment status was read",
+                c.status_word(),
+                c.reason,
+                c.message
+            ));
+            let (cond, running, terminal) = if c.is_true() {
+                (Condition::true_(ty, format!("Deployment ready for {service} service")), None, false)
+            } else if c.message == DEPLOYMENT_IN_PROGRESS {
+                (
+                    Condition::false_(
+                        ty,
+                        "Requested",
+                        Severity::Info,
+                        format!("Deployment not yet ready for {service} service"),
+                    ),
+                    Some(format!("NodeSet {ns} reports a Deployment in progress")),
+                    false,
+                )
+            } else if c.is_error() {
+                (Condition::false_(ty, "Error", Severity::Error, c.message.clone()), None, false)
+            } else {
+                (not_deployed(ty, service), None, false)
+            };
+            return ServiceState {
+                cond: Condition { last_transition_time: c.last_transition_time, ..cond },
+                running,
+                terminal,
+                evidence,
+            };
+        }
+        if let Some(c) = self.legacy_condition(m, service) {
+            evidence.push(format!("{}: {} {} ({})", c.0, c.1.type_, c.1.status_word(), c.1.message));
+            let cond = match c.1.status {
+                Status::True => Condition::true_(ty, format!("Deployment ready for {service} service")),
+                Status::False if c.1.severity == Severity::Error || c.1.is_error() => {
+                    Condition::false_(ty, "Error", Severity::Error, c.1.message.clone())
+                }
+                _ => Condition::false_(
+                    ty,
+                    "Requested",
+                    Severity::Info,
+                    format!("Deployment not yet ready for {service} service"),
+                ),
+            };
+            return ServiceState { cond, running: None, terminal: false, evidence };
+        }
+        evidence.push(format!("no OpenStackDataPlaneDeployment has run {service} on this node"));
+        ServiceState { cond: not_deployed(ty, service), running: None, terminal: false, evidence }
+    }
+
+    /// The seeds' model: the Node's, else the Role's status for a service (`"<svc> service
+    /// ready"`, dataplane-operator 605f1a16), else its DeploymentReady.
+    pub(super) fn legacy_condition(&self, m: &Member, service: &str) -> Option<(String, Condition)> {
+        if self.group.kind != GroupKind::Role {
+            return None;
+        }
+        let per_service = format!("{service} service ready");
+        let node = self.snap.evidence.nodes.get(&m.key);
+        for (what, st) in
+            [(format!("OpenStackDataPlaneNode/{}", m.key), node), (self.group.id.short(), self.legacy)]
+        {
+            let Some(st) = st else { continue };
+            if let Some(c) = st.conditions.get(&per_service).or_else(|| st.conditions.get(DEPLOYMENT_READY)) {
+                return Some((format!("{what} status.conditions"), c.clone()));
+            }
+            if st.deployed {
+                return Some((
+                    format!("{what} status.deployed"),
+                    Condition::true_(DEPLOYMENT_READY, "deployed"),
+                ));
+            }
+        }
+        None
+    }
+
+    /// What the Job of a service says: running, attempts, backoff.
+    pub(super) fn job_line(&self, service: &str, deployment: &str) -> Vec<String> {
+        match self.jobs.get(&(service, deployment, self.group.name.as_str())) {
+            Some(j) => {
+                let limit = j.spec.backoff_limit.unwrap_or(6);
+                let failed = j
+                    .condition("Failed")
+                    .map(|c| format!(", failed: {}", c.reason.as_deref().unwrap_or("")))
+                    .unwrap_or_default();
+                vec![format!(
+                    "Job {}: {} active, {} succeeded, {} failed of {} attempt(s){failed}",
+                    j.id.name,
+                    j.status.active,
+                    j.status.succeeded,
+                    j.status.failed,
+                    limit + 1
+                )]
+            }
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A service's state on one node.
+pub(super) struct ServiceState {
+    pub(super) cond: Condition,
+    pub(super) running: Option<String>,
+    pub(super) terminal: bool,
+    pub(super) evidence: Vec<String>,
+}
+
+pub(super) fn not_deployed(ty: &str, service: &str) -> Condition {
+    Condition::false_(
+        ty,
+        "NotDeployed",
+        Severity::Info,
+        format!("no OpenStackDataPlaneDeployment has deployed {service} on this node yet"),
+    )
+}
