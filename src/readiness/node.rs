@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// What one node's evaluation gathers before its conditions are put together.
+#[derive(Default)]
+struct Gathered<'a> {
+    fresh: Vec<Condition>,
+    evidence: BTreeMap<String, Vec<String>>,
+    blocking: BTreeMap<&'static str, String>,
+    /// What a running Deployment is doing on the node.
+    running: Option<String>,
+    /// The first terminal failure: service, reason, message.
+    stalled: Option<(&'a str, String, String)>,
+}
+
 impl<'a> GroupContext<'a> {
     pub(super) fn node(
         &self,
@@ -12,32 +24,62 @@ impl<'a> GroupContext<'a> {
         now: Time,
     ) -> NodeView {
         let host = m.inventory_hostname();
-        let mut names: Vec<&str> =
-            vec![host, m.key.as_str(), m.host_name.value.as_str(), self.group.name.as_str(), "all"];
+        let object = names::node_object(&self.group.name, &m.key);
+        let mut g = Gathered { fresh: Vec::with_capacity(self.svcs.len() + 8), ..Default::default() };
+        self.phase_baremetal(m, &mut g);
+        self.phases(m, &mut g);
+        g.fresh.extend(kstatus(g.running.as_deref(), g.stalled.take()));
+        let previous = reports.get(object.as_str()).copied();
+        let agent =
+            self.agent_conditions(previous, leases.get(object.as_str()).copied(), now, &mut g.evidence);
+        NodeView {
+            object,
+            node: m.key.clone(),
+            host: host.to_string(),
+            host_name: m.host_name.value.clone(),
+            nodeset: self.group.name.clone(),
+            kind: owner_kind(self.group),
+            owner: self.owner_of(m),
+            namespace: self.group_namespace(),
+            conditions: node_conditions(g.fresh, agent, previous, now),
+            evidence: g.evidence,
+            blocking: g.blocking,
+        }
+    }
+
+    /// The names a Deployment's `ansibleLimit` may use for this node.
+    fn limit_names<'m>(&'m self, m: &'m Member) -> Vec<&'m str> {
+        let mut names: Vec<&str> = vec![
+            m.inventory_hostname(),
+            m.key.as_str(),
+            m.host_name.value.as_str(),
+            self.group.name.as_str(),
+            "all",
+        ];
         if let Some(c) = m.cell(self.group) {
             names.push(c.name.as_str());
         }
-        let object = names::node_object(&self.group.name, &m.key);
-        let mut evidence: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut fresh: Vec<Condition> = Vec::with_capacity(self.svcs.len() + 8);
-        let mut blocking = BTreeMap::new();
+        names
+    }
 
-        // Phase -1.
+    /// Phase -1.
+    fn phase_baremetal(&self, m: &Member, g: &mut Gathered) {
         let (bm, bm_ev) = self.baremetal(m);
-        self.keep(&mut evidence, BAREMETAL, bm_ev);
+        self.keep(&mut g.evidence, BAREMETAL, bm_ev);
         if !bm.is_true() {
-            blocking.insert(BAREMETAL, bm.reason.clone());
+            g.blocking.insert(BAREMETAL, bm.reason.clone());
         }
-        fresh.push(bm);
+        g.fresh.push(bm);
+    }
 
-        // Phases 0 and 1, from each service's state.
-        let services = self.services(&names);
-        let mut states: Vec<(&str, Phase, ServiceState)> = Vec::with_capacity(services.len());
-        for &k in &services {
-            let st = self.service_state(m, &names, k);
-            let info = &self.svcs[k];
-            states.push((info.name, info.phase, st));
-        }
+    /// Phases 0 and 1, from each service's state; the services' own conditions after them.
+    fn phases(&self, m: &Member, g: &mut Gathered<'a>) {
+        let names = self.limit_names(m);
+        let states: Vec<(&'a str, Phase, ServiceState)> = self
+            .services(&names)
+            .into_iter()
+            .map(|k| (self.svcs[k].name, self.svcs[k].phase, self.service_state(m, &names, k)))
+            .collect();
         for (ty, phase, label) in [
             (INFRASTRUCTURE, Phase::Infrastructure, "infrastructure"),
             (SERVICES, Phase::Services, "OpenStack"),
@@ -46,63 +88,46 @@ impl<'a> GroupContext<'a> {
                 states.iter().filter(|(_, p, _)| *p == phase).collect();
             let (c, block) = phase_condition(ty, label, &members, self.drift.as_deref());
             if let Some(b) = block {
-                blocking.insert(ty, b);
+                g.blocking.insert(ty, b);
             }
             if self.opts.evidence {
-                let mut lines = Vec::new();
-                for (s, _, st) in &members {
-                    lines.push(format!(
-                        "{s}: {} {} ({})",
-                        st.cond.status_word(),
-                        st.cond.reason,
-                        st.cond.message
-                    ));
-                    lines.extend(st.evidence.iter().map(|e| format!("  {e}")));
-                }
-                if let Some(d) = &self.drift {
-                    lines.push(d.clone());
-                }
-                evidence.insert(ty.to_string(), lines);
+                g.evidence.insert(ty.to_string(), self.phase_evidence(&members));
             }
-            fresh.push(c);
+            g.fresh.push(c);
         }
-        let running = states.iter().find_map(|(_, _, st)| st.running.clone());
-        let stalled = states
+        g.running = states.iter().find_map(|(_, _, st)| st.running.clone());
+        g.stalled = states
             .iter()
             .find(|(_, _, st)| st.terminal)
             .map(|(s, _, st)| (*s, st.cond.reason.clone(), st.cond.message.clone()));
-        for (_, _, st) in states {
-            fresh.push(st.cond);
+        g.fresh.extend(states.into_iter().map(|(_, _, st)| st.cond));
+    }
+
+    /// A phase's evidence: each service's state and what it was read from, then drift.
+    fn phase_evidence(&self, members: &[&(&str, Phase, ServiceState)]) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (s, _, st) in members {
+            lines.push(format!("{s}: {} {} ({})", st.cond.status_word(), st.cond.reason, st.cond.message));
+            lines.extend(st.evidence.iter().map(|e| format!("  {e}")));
         }
+        if let Some(d) = &self.drift {
+            lines.push(d.clone());
+        }
+        lines
+    }
 
-        // kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal
-        // failure no running Deployment will retry.
-        fresh.push(match &running {
-            Some(what) => {
-                Condition { reason: "Deploying".into(), ..Condition::true_(RECONCILING, what.clone()) }
-            }
-            None => Condition::false_(
-                RECONCILING,
-                "Idle",
-                Severity::Info,
-                "no Deployment is running on this node",
-            ),
-        });
-        fresh.push(match (stalled, &running) {
-            (Some((s, reason, message)), None) => {
-                Condition { reason, ..Condition::true_(STALLED, format!("{s}: {message}")) }
-            }
-            _ => {
-                Condition::false_(STALLED, "Progressing", Severity::Info, "no terminal failure on this node")
-            }
-        });
-
-        // The node agent's conditions, as it last reported them; Unknown once its Lease expired.
-        let previous = reports.get(object.as_str()).copied();
+    /// The node agent's conditions, as it last reported them; Unknown once its Lease expired.
+    fn agent_conditions(
+        &self,
+        previous: Option<&Conditions>,
+        lease: Option<&crate::snapshot::evidence::Lease>,
+        now: Time,
+        evidence: &mut BTreeMap<String, Vec<String>>,
+    ) -> Vec<Condition> {
         let mut agent: Vec<Condition> = previous
             .map(|p| p.iter().filter(|c| is_agent_condition(&c.type_)).cloned().collect())
             .unwrap_or_default();
-        if let Some(lease) = leases.get(object.as_str())
+        if let Some(lease) = lease
             && let Some(expires) = lease.expires()
             && expires < now
         {
@@ -121,54 +146,12 @@ impl<'a> GroupContext<'a> {
                 };
             }
             self.keep(
-                &mut evidence,
+                evidence,
                 NODE_AGENT,
                 vec![format!("Lease {}: renewed {renewed}, expired {expires}", lease.id.name)],
             );
         }
-
-        // Times carry over from the last report; the agent's conditions are its own.
-        let empty = Conditions::default();
-        let mut conds = Conditions::carry_times(fresh, previous.unwrap_or(&empty), now);
-        for c in agent {
-            conds.0.push(c);
-        }
-        conds.0.sort_by(order);
-        let mut sub: Vec<&Condition> = conds
-            .iter()
-            .filter(|c| {
-                matches!(c.type_.as_str(), BAREMETAL | INFRASTRUCTURE | SERVICES)
-                    || is_agent_condition(&c.type_)
-            })
-            .collect();
-        sub.sort_by(|a, b| a.type_.cmp(&b.type_));
-        let ready = if sub.iter().all(|c| c.is_true()) {
-            Condition::true_(READY, "node ready: bare metal, infrastructure and OpenStack services")
-        } else {
-            mirror(sub.into_iter(), READY)
-                .unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"))
-        };
-        // Ready keeps its time while it says the same.
-        let ready = match previous.and_then(|p| p.get(READY)) {
-            Some(p) if !ready.differs_from(p) => {
-                Condition { last_transition_time: p.last_transition_time, ..ready }
-            }
-            _ => ready,
-        };
-        conds.set(ready, now);
-        NodeView {
-            object,
-            node: m.key.clone(),
-            host: host.to_string(),
-            host_name: m.host_name.value.clone(),
-            nodeset: self.group.name.clone(),
-            kind: owner_kind(self.group),
-            owner: self.owner_of(m),
-            namespace: self.group_namespace(),
-            conditions: conds,
-            evidence,
-            blocking,
-        }
+        agent
     }
 
     pub(super) fn keep(&self, evidence: &mut BTreeMap<String, Vec<String>>, ty: &str, lines: Vec<String>) {
@@ -238,4 +221,59 @@ pub(super) fn order(a: &Condition, b: &Condition) -> std::cmp::Ordering {
         (false, true) => std::cmp::Ordering::Greater,
         _ => a.type_.cmp(&b.type_),
     }
+}
+
+/// kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal failure
+/// no running Deployment will retry.
+fn kstatus(running: Option<&str>, stalled: Option<(&str, String, String)>) -> [Condition; 2] {
+    let reconciling = match running {
+        Some(what) => {
+            Condition { reason: "Deploying".into(), ..Condition::true_(RECONCILING, what.to_string()) }
+        }
+        None => {
+            Condition::false_(RECONCILING, "Idle", Severity::Info, "no Deployment is running on this node")
+        }
+    };
+    let stalled = match (stalled, running) {
+        (Some((s, reason, message)), None) => {
+            Condition { reason, ..Condition::true_(STALLED, format!("{s}: {message}")) }
+        }
+        _ => Condition::false_(STALLED, "Progressing", Severity::Info, "no terminal failure on this node"),
+    };
+    [reconciling, stalled]
+}
+
+/// The node's conditions: times carried over from the last report, the agent's own as it
+/// reported them, and `Ready` over the phases and the agent's (keeping its time while it
+/// says the same).
+fn node_conditions(
+    fresh: Vec<Condition>,
+    agent: Vec<Condition>,
+    previous: Option<&Conditions>,
+    now: Time,
+) -> Conditions {
+    let empty = Conditions::default();
+    let mut conds = Conditions::carry_times(fresh, previous.unwrap_or(&empty), now);
+    conds.0.extend(agent);
+    conds.0.sort_by(order);
+    let mut sub: Vec<&Condition> = conds
+        .iter()
+        .filter(|c| {
+            matches!(c.type_.as_str(), BAREMETAL | INFRASTRUCTURE | SERVICES) || is_agent_condition(&c.type_)
+        })
+        .collect();
+    sub.sort_by(|a, b| a.type_.cmp(&b.type_));
+    let ready = if sub.iter().all(|c| c.is_true()) {
+        Condition::true_(READY, "node ready: bare metal, infrastructure and OpenStack services")
+    } else {
+        mirror(sub.into_iter(), READY).unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"))
+    };
+    let ready = match previous.and_then(|p| p.get(READY)) {
+        Some(p) if !ready.differs_from(p) => {
+            Condition { last_transition_time: p.last_transition_time, ..ready }
+        }
+        _ => ready,
+    };
+    conds.set(ready, now);
+    conds
 }
