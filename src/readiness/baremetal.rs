@@ -2,9 +2,10 @@
 //! own provisioning condition.
 
 use super::*;
+use crate::snapshot::evidence::BaremetalSet;
 
 impl<'a> GroupContext<'a> {
-    /// Phase -1 for one node.
+    /// Phase -1 for one node, and the evidence it was read from.
     pub(super) fn baremetal(&self, m: &Member) -> (Condition, Vec<String>) {
         if self.group.members.is_empty() {
             // The NodeSet's own view (no nodes): nothing to provision.
@@ -22,62 +23,14 @@ impl<'a> GroupContext<'a> {
                 vec![format!("{} spec.preProvisioned is true", self.group.id.short())],
             );
         }
-        if let Some(bms) = self.bms {
-            let host = bms
-                .status
-                .baremetal_hosts
-                .get(&m.host_name.value)
-                .or_else(|| bms.status.baremetal_hosts.get(&m.key));
-            let ev = |state: &str| {
-                vec![format!(
-                    "{} status.baremetalHosts[{}].provisioningState {state:?}",
-                    bms.id.short(),
-                    m.host_name.value
-                )]
-            };
-            return match host {
-                Some(h) => {
-                    let state = h.provisioning_state.as_deref().unwrap_or("");
-                    let bmh = h.bmh_ref.as_deref().unwrap_or("unassigned");
-                    let c = match state {
-                        "provisioned" | "externally provisioned" => {
-                            Condition::true_(BAREMETAL, format!("BareMetalHost {bmh} is {state}"))
-                        }
-                        "deprovisioning" | "deleting" | "powering off before delete" => Condition::false_(
-                            BAREMETAL,
-                            "Deprovisioning",
-                            Severity::Warning,
-                            format!("BareMetalHost {bmh} is {state}"),
-                        ),
-                        "" => Condition::false_(
-                            BAREMETAL,
-                            "Provisioning",
-                            Severity::Info,
-                            format!("BareMetalHost {bmh} has no provisioning state yet"),
-                        ),
-                        _ => Condition::false_(
-                            BAREMETAL,
-                            "Provisioning",
-                            Severity::Info,
-                            format!("BareMetalHost {bmh} is {state}"),
-                        ),
-                    };
-                    (c, ev(state))
-                }
-                None => (
-                    Condition::false_(
-                        BAREMETAL,
-                        "Provisioning",
-                        Severity::Info,
-                        format!(
-                            "OpenStackBaremetalSet {} has no host for {} yet",
-                            bms.id.name, m.host_name.value
-                        ),
-                    ),
-                    ev(""),
-                ),
-            };
+        match self.bms {
+            Some(bms) => from_baremetal_set(bms, m),
+            None => self.from_upstream(),
         }
+    }
+
+    /// Without an OpenStackBaremetalSet: the NodeSet's (or Role's) own provisioning condition.
+    fn from_upstream(&self) -> (Condition, Vec<String>) {
         let upstream = match self.group.kind {
             GroupKind::NodeSet => self.status.and_then(|s| s.conditions.get(NODESET_BAREMETAL)),
             GroupKind::Role => self.legacy.and_then(|s| s.conditions.get("RoleBaremetalProvisionReady")),
@@ -102,5 +55,61 @@ impl<'a> GroupContext<'a> {
                 vec!["no OpenStackBaremetalSet of the same name in the snapshot".into()],
             ),
         }
+    }
+}
+
+/// The node's host in its OpenStackBaremetalSet (by host name, else by node name).
+fn from_baremetal_set(bms: &BaremetalSet, m: &Member) -> (Condition, Vec<String>) {
+    let host =
+        bms.status.baremetal_hosts.get(&m.host_name.value).or_else(|| bms.status.baremetal_hosts.get(&m.key));
+    let ev = |state: &str| {
+        vec![format!(
+            "{} status.baremetalHosts[{}].provisioningState {state:?}",
+            bms.id.short(),
+            m.host_name.value
+        )]
+    };
+    match host {
+        Some(h) => {
+            let state = h.provisioning_state.as_deref().unwrap_or("");
+            let bmh = h.bmh_ref.as_deref().unwrap_or("unassigned");
+            (provisioning(state, bmh), ev(state))
+        }
+        None => (
+            Condition::false_(
+                BAREMETAL,
+                "Provisioning",
+                Severity::Info,
+                format!("OpenStackBaremetalSet {} has no host for {} yet", bms.id.name, m.host_name.value),
+            ),
+            ev(""),
+        ),
+    }
+}
+
+/// Phase -1 from a BareMetalHost's provisioning state (metal3's words).
+fn provisioning(state: &str, bmh: &str) -> Condition {
+    match state {
+        "provisioned" | "externally provisioned" => {
+            Condition::true_(BAREMETAL, format!("BareMetalHost {bmh} is {state}"))
+        }
+        "deprovisioning" | "deleting" | "powering off before delete" => Condition::false_(
+            BAREMETAL,
+            "Deprovisioning",
+            Severity::Warning,
+            format!("BareMetalHost {bmh} is {state}"),
+        ),
+        "" => Condition::false_(
+            BAREMETAL,
+            "Provisioning",
+            Severity::Info,
+            format!("BareMetalHost {bmh} has no provisioning state yet"),
+        ),
+        _ => Condition::false_(
+            BAREMETAL,
+            "Provisioning",
+            Severity::Info,
+            format!("BareMetalHost {bmh} is {state}"),
+        ),
     }
 }

@@ -8,24 +8,22 @@ impl<'a> GroupContext<'a> {
     /// One service's state on one node: the newest run that ran it there decides.
     pub(super) fn service_state(&self, m: &Member, names: &[&str], k: usize) -> ServiceState {
         let info = &self.svcs[k];
-        let (service, ty, global, in_group) = (info.name, info.ty.as_str(), info.global, info.in_group);
-        let ns = self.group.name.as_str();
         let keep = self.opts.evidence;
         let mut evidence = Vec::new();
         let mut newest_covering = true;
         for (idx, run) in self.runs.iter().enumerate().rev() {
             if self.states[idx] == RunState::NotStarted {
-                if keep && run.runs(service) && run.covers(names) {
+                if keep && run.runs(info.name) && run.covers(names) {
                     evidence.push(format!("Deployment {}: not started yet (no status)", run.name));
                 }
                 continue;
             }
             if !run.covers(names) {
                 if keep {
+                    let limit = run.limit_text.unwrap_or("");
                     evidence.push(format!(
-                        "Deployment {}: ansibleLimit {:?} leaves this node out",
-                        run.name,
-                        run.limit_text.unwrap_or("")
+                        "Deployment {}: ansibleLimit {limit:?} leaves this node out",
+                        run.name
                     ));
                 }
                 continue;
@@ -33,80 +31,73 @@ impl<'a> GroupContext<'a> {
             let was_newest = std::mem::replace(&mut newest_covering, false);
             let Some(outcome) = &self.outcomes[idx][k] else { continue };
             // A service only a servicesOverride ran counts while that Deployment is the node's newest.
-            if !in_group && !was_newest {
+            if !info.in_group && !was_newest {
                 break;
             }
-            let source = || {
-                if run.from_nodeset_copy {
-                    format!("NodeSet {ns} status.deploymentStatuses[{}]", run.name)
-                } else {
-                    format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
-                }
-            };
-            match *outcome {
-                Outcome::Done(c) => {
-                    if keep {
-                        evidence.push(format!("{}: {ty} True ({})", source(), c.message));
-                    }
-                    // The run's condition is of this very type: shared as it is.
-                    return ServiceState { cond: c.clone(), running: None, terminal: false, evidence };
-                }
-                Outcome::Pending(c) => {
-                    if keep {
-                        match c {
-                            Some(c) => evidence.push(format!(
-                                "{}: {ty} {} {} ({})",
-                                source(),
-                                c.status_word(),
-                                c.reason,
-                                c.message
-                            )),
-                            None => evidence.push(format!(
-                                "{}: no {ty} yet: an earlier service is still running",
-                                source()
-                            )),
-                        }
-                        evidence.extend(self.job_line(service, run.name));
-                    }
-                    let message = format!("Deployment not yet ready for {service} service");
-                    let mut cond = Condition::false_(ty, "Requested", Severity::Info, message);
-                    if let Some(c) = c {
-                        cond.last_transition_time = c.last_transition_time;
-                    }
-                    return ServiceState {
-                        cond,
-                        running: Some(format!("Deployment {} is running {service}", run.name)),
-                        terminal: false,
-                        evidence,
-                    };
-                }
-                Outcome::Failed(c) => {
-                    if keep {
-                        evidence.push(format!(
-                            "{}: {ty} False {} {:?} ({})",
-                            source(),
-                            c.reason,
-                            c.severity,
-                            c.message
-                        ));
-                        evidence.extend(self.job_line(service, run.name));
-                    }
-                    return self.failed(m, service, ty, run, c, global, evidence);
-                }
-                Outcome::NotReached => {
-                    if keep {
-                        evidence.push(format!(
-                            "Deployment {} stopped before {service} ({})",
-                            run.name,
-                            run.nodeset_condition()
-                                .map(|c| c.message.as_str())
-                                .unwrap_or("no NodeSetDeploymentReady")
-                        ));
-                    }
-                }
+            if let Some(state) = self.decided(m, info, run, outcome, &mut evidence) {
+                return state;
             }
         }
-        self.fallback(m, service, ty, evidence)
+        self.fallback(m, info.name, &info.ty, evidence)
+    }
+
+    /// What one run says of the service on the node; `None` when the run stopped before it.
+    fn decided(
+        &self,
+        m: &Member,
+        info: &SvcInfo,
+        run: &Run,
+        outcome: &Outcome,
+        evidence: &mut Vec<String>,
+    ) -> Option<ServiceState> {
+        let (service, ty, ns) = (info.name, info.ty.as_str(), self.group.name.as_str());
+        let keep = self.opts.evidence;
+        let source = || {
+            if run.from_nodeset_copy {
+                format!("NodeSet {ns} status.deploymentStatuses[{}]", run.name)
+            } else {
+                format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
+            }
+        };
+        match *outcome {
+            Outcome::Done(c) => {
+                if keep {
+                    evidence.push(format!("{}: {ty} True ({})", source(), c.message));
+                }
+                // The run's condition is of this very type: shared as it is.
+                let evidence = std::mem::take(evidence);
+                Some(ServiceState { cond: c.clone(), running: None, terminal: false, evidence })
+            }
+            Outcome::Pending(c) => {
+                if keep {
+                    evidence.push(match c {
+                        Some(c) => {
+                            format!("{}: {ty} {} {} ({})", source(), c.status_word(), c.reason, c.message)
+                        }
+                        None => format!("{}: no {ty} yet: an earlier service is still running", source()),
+                    });
+                    evidence.extend(self.job_line(service, run.name));
+                }
+                Some(pending(ty, service, run, c, std::mem::take(evidence)))
+            }
+            Outcome::Failed(c) => {
+                if keep {
+                    let line =
+                        format!("{}: {ty} False {} {:?} ({})", source(), c.reason, c.severity, c.message);
+                    evidence.push(line);
+                    evidence.extend(self.job_line(service, run.name));
+                }
+                Some(self.failed(m, service, ty, run, c, info.global, std::mem::take(evidence)))
+            }
+            Outcome::NotReached => {
+                if keep {
+                    let why = run.nodeset_condition().map(|c| c.message.as_str());
+                    let why = why.unwrap_or("no NodeSetDeploymentReady");
+                    evidence.push(format!("Deployment {} stopped before {service} ({why})", run.name));
+                }
+                None
+            }
+        }
     }
 
     /// A failed service: only the hosts its Job's summary names fail; without a summary the
@@ -302,4 +293,15 @@ pub(super) fn not_deployed(ty: &str, service: &str) -> Condition {
         Severity::Info,
         format!("no OpenStackDataPlaneDeployment has deployed {service} on this node yet"),
     )
+}
+
+/// A service a running Deployment has not finished on the node.
+fn pending(ty: &str, service: &str, run: &Run, c: Option<&Condition>, evidence: Vec<String>) -> ServiceState {
+    let message = format!("Deployment not yet ready for {service} service");
+    let mut cond = Condition::false_(ty, "Requested", Severity::Info, message);
+    if let Some(c) = c {
+        cond.last_transition_time = c.last_transition_time;
+    }
+    let running = Some(format!("Deployment {} is running {service}", run.name));
+    ServiceState { cond, running, terminal: false, evidence }
 }
