@@ -18,9 +18,13 @@ impl<'a> GroupContext<'a> {
         fresh.push(deployment_ready);
         // upstream's service conditions: those of the newest run with status.
         if let Some(run) = self.runs.iter().rev().find(|r| r.conds.is_some()) {
-            for c in run.conds.into_iter().flat_map(|c| c.iter()).filter(|c| c.type_.starts_with("Service")) {
-                fresh.push(c.clone());
-            }
+            fresh.extend(
+                run.conds
+                    .into_iter()
+                    .flat_map(|c| c.iter())
+                    .filter(|c| c.type_.starts_with("Service"))
+                    .cloned(),
+            );
         }
         // With no nodes, the phases are the NodeSet's own: a node that every run covers.
         let virtual_node;
@@ -30,80 +34,32 @@ impl<'a> GroupContext<'a> {
         } else {
             nodes.iter().collect()
         };
-        let mut counts = NodeCounts { total: nodes.len() as u32, ..Default::default() };
+        let counts = counts(nodes);
         for (node_ty, ty) in [
             (BAREMETAL, NODESET_BAREMETAL),
             (INFRASTRUCTURE, NODESET_INFRASTRUCTURE),
             (SERVICES, NODESET_SERVICES),
         ] {
-            let ready =
-                nodes.iter().filter(|n| n.conditions.get(node_ty).is_some_and(Condition::is_true)).count()
-                    as u32;
-            match node_ty {
-                BAREMETAL => counts.baremetal_ready = ready,
-                INFRASTRUCTURE => counts.infrastructure_ready = ready,
-                _ => counts.services_ready = ready,
-            }
             fresh.push(rollup_condition(ty, node_ty, &counted, nodes.len()));
         }
-        counts.ready =
-            nodes.iter().filter(|n| n.conditions.get(READY).is_some_and(Condition::is_true)).count() as u32;
-        counts.summary = format!("{}/{}", counts.ready, counts.total);
         if self.opts.evidence {
-            evidence.insert(
-                NODESET_SERVICES.to_string(),
-                nodes
-                    .iter()
-                    .filter_map(|n| n.blocking.get(SERVICES).map(|b| format!("{}: {b}", n.node)))
-                    .collect(),
-            );
-            evidence.insert(
-                NODESET_INFRASTRUCTURE.to_string(),
-                nodes
-                    .iter()
-                    .filter_map(|n| n.blocking.get(INFRASTRUCTURE).map(|b| format!("{}: {b}", n.node)))
-                    .collect(),
-            );
+            for (node_ty, ty) in [(SERVICES, NODESET_SERVICES), (INFRASTRUCTURE, NODESET_INFRASTRUCTURE)] {
+                let blocking =
+                    nodes.iter().filter_map(|n| n.blocking.get(node_ty).map(|b| format!("{}: {b}", n.node)));
+                evidence.insert(ty.to_string(), blocking.collect());
+            }
         }
         let object = names::nodeset_object(&self.group.name);
         let empty = Conditions::default();
         let previous = reports.get(object.as_str()).copied().unwrap_or(&empty);
-        let mut conds = Conditions::carry_times(fresh, previous, now);
-        let sub: Vec<&Condition> = conds
-            .iter()
-            .filter(|c| {
-                matches!(
-                    c.type_.as_str(),
-                    DEPLOYMENT_READY | NODESET_BAREMETAL | NODESET_INFRASTRUCTURE | NODESET_SERVICES
-                )
-            })
-            .collect();
-        let ready = if sub.iter().all(|c| c.is_true()) {
-            Condition::true_(READY, "NodeSet Ready")
-        } else {
-            let m = mirror(sub.into_iter(), READY)
-                .unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"));
-            // "7/10 nodes ready; blocking: …" from a rollup; the count in front of anything else.
-            if m.message.starts_with(&format!("{}/", counts.ready)) || nodes.is_empty() {
-                m
-            } else {
-                Condition { message: format!("{} nodes ready; {}", counts.summary, m.message), ..m }
-            }
-        };
-        let ready = match previous.get(READY) {
-            Some(p) if !ready.differs_from(p) => {
-                Condition { last_transition_time: p.last_transition_time, ..ready }
-            }
-            _ => ready,
-        };
-        conds.set(ready, now);
+        let conditions = nodeset_conditions(fresh, previous, &counts, nodes.is_empty(), now);
         NodeSetView {
             object,
             name: self.group.name.clone(),
             kind: owner_kind(self.group),
             owner: self.group_owner(),
             namespace: self.group_namespace(),
-            conditions: conds,
+            conditions,
             counts,
             evidence,
         }
@@ -208,4 +164,63 @@ pub(super) fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], tot
         _ => worst.reason.clone(),
     };
     Condition { type_: ty.to_string(), reason, message, ..worst }
+}
+
+/// How many of the nodes are ready, per phase and in all.
+fn counts(nodes: &[NodeView]) -> NodeCounts {
+    let ready = |ty: &str| {
+        nodes.iter().filter(|n| n.conditions.get(ty).is_some_and(Condition::is_true)).count() as u32
+    };
+    let mut counts = NodeCounts {
+        total: nodes.len() as u32,
+        baremetal_ready: ready(BAREMETAL),
+        infrastructure_ready: ready(INFRASTRUCTURE),
+        services_ready: ready(SERVICES),
+        ready: ready(READY),
+        ..Default::default()
+    };
+    counts.summary = format!("{}/{}", counts.ready, counts.total);
+    counts
+}
+
+/// The NodeSet's conditions: times carried over from the last report, and `Ready` over
+/// DeploymentReady and the phase rollups, the node count in front (keeping its time while it
+/// says the same).
+fn nodeset_conditions(
+    fresh: Vec<Condition>,
+    previous: &Conditions,
+    counts: &NodeCounts,
+    no_nodes: bool,
+    now: Time,
+) -> Conditions {
+    let mut conds = Conditions::carry_times(fresh, previous, now);
+    let sub: Vec<&Condition> = conds
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.type_.as_str(),
+                DEPLOYMENT_READY | NODESET_BAREMETAL | NODESET_INFRASTRUCTURE | NODESET_SERVICES
+            )
+        })
+        .collect();
+    let ready = if sub.iter().all(|c| c.is_true()) {
+        Condition::true_(READY, "NodeSet Ready")
+    } else {
+        let m = mirror(sub.into_iter(), READY)
+            .unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"));
+        // "7/10 nodes ready; blocking: …" from a rollup; the count in front of anything else.
+        if m.message.starts_with(&format!("{}/", counts.ready)) || no_nodes {
+            m
+        } else {
+            Condition { message: format!("{} nodes ready; {}", counts.summary, m.message), ..m }
+        }
+    };
+    let ready = match previous.get(READY) {
+        Some(p) if !ready.differs_from(p) => {
+            Condition { last_transition_time: p.last_transition_time, ..ready }
+        }
+        _ => ready,
+    };
+    conds.set(ready, now);
+    conds
 }
