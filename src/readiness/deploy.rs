@@ -157,43 +157,12 @@ pub(crate) fn runs<'a>(
     status: Option<&'a NodeSetStatus>,
     services: &'a [String],
 ) -> Vec<Run<'a>> {
-    let mut out: Vec<Run<'a>> = Vec::new();
-    for d in evidence.deployments.iter().filter(|d| d.spec.node_sets.iter().any(|n| n == nodeset)) {
-        let own = d.status.node_set_conditions.get(nodeset);
-        let copy = status.and_then(|s| s.deployment_statuses.get(&d.id.name));
-        let (conds, from_copy) = match (own, copy) {
-            (Some(c), _) if !c.0.is_empty() => (Some(c), false),
-            (_, Some(c)) if !c.0.is_empty() => (Some(c), true),
-            _ => (None, false),
-        };
-        let mut summaries: BTreeMap<&str, &ExecutionSummary> = BTreeMap::new();
-        if let Some(s) = status.and_then(|s| s.deployment_execution_summaries.get(&d.id.name)) {
-            summaries.extend(s.iter().map(|(k, v)| (k.as_str(), v)));
-        }
-        summaries.extend(d.status.ansible_execution_summaries.iter().map(|(k, v)| (k.as_str(), v)));
-        let list: Vec<&str> = if !d.spec.services_override.is_empty() {
-            d.spec.services_override.iter().map(String::as_str).collect()
-        } else {
-            services.iter().map(String::as_str).collect()
-        };
-        let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse);
-        out.push(Run {
-            name: &d.id.name,
-            order: (
-                created,
-                newest(d.status.conditions.iter().chain(conds.into_iter().flat_map(|c| c.iter()))),
-                &d.id.name,
-            ),
-            services: list,
-            limit: d.spec.ansible_limit.as_deref().and_then(Limit::parse),
-            limit_text: d.spec.ansible_limit.as_deref().filter(|l| Limit::parse(l).is_some()),
-            conds,
-            all_conds: d.status.node_set_conditions.values().collect(),
-            summaries,
-            deployment: Some(d),
-            from_nodeset_copy: from_copy,
-        });
-    }
+    let mut out: Vec<Run<'a>> = evidence
+        .deployments
+        .iter()
+        .filter(|d| d.spec.node_sets.iter().any(|n| n == nodeset))
+        .map(|d| deployment_run(d, nodeset, status, services))
+        .collect();
     // Deployments known only from the NodeSet's copies (the Deployment objects were not read).
     if let Some(s) = status {
         for (name, conds) in &s.deployment_statuses {
@@ -221,6 +190,46 @@ pub(crate) fn runs<'a>(
     }
     out.sort_by(|a, b| a.order.cmp(&b.order));
     out
+}
+
+/// One Deployment's run on `nodeset`: its own `nodeSetConditions`, else the NodeSet's copy.
+fn deployment_run<'a>(
+    d: &'a Deployment,
+    nodeset: &str,
+    status: Option<&'a NodeSetStatus>,
+    services: &'a [String],
+) -> Run<'a> {
+    let own = d.status.node_set_conditions.get(nodeset);
+    let copy = status.and_then(|s| s.deployment_statuses.get(&d.id.name));
+    let (conds, from_copy) = match (own, copy) {
+        (Some(c), _) if !c.0.is_empty() => (Some(c), false),
+        (_, Some(c)) if !c.0.is_empty() => (Some(c), true),
+        _ => (None, false),
+    };
+    let mut summaries: BTreeMap<&str, &ExecutionSummary> = BTreeMap::new();
+    if let Some(s) = status.and_then(|s| s.deployment_execution_summaries.get(&d.id.name)) {
+        summaries.extend(s.iter().map(|(k, v)| (k.as_str(), v)));
+    }
+    summaries.extend(d.status.ansible_execution_summaries.iter().map(|(k, v)| (k.as_str(), v)));
+    let list: Vec<&str> = if !d.spec.services_override.is_empty() {
+        d.spec.services_override.iter().map(String::as_str).collect()
+    } else {
+        services.iter().map(String::as_str).collect()
+    };
+    let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse);
+    let updated = newest(d.status.conditions.iter().chain(conds.into_iter().flat_map(|c| c.iter())));
+    Run {
+        name: &d.id.name,
+        order: (created, updated, &d.id.name),
+        services: list,
+        limit: d.spec.ansible_limit.as_deref().and_then(Limit::parse),
+        limit_text: d.spec.ansible_limit.as_deref().filter(|l| Limit::parse(l).is_some()),
+        conds,
+        all_conds: d.status.node_set_conditions.values().collect(),
+        summaries,
+        deployment: Some(d),
+        from_nodeset_copy: from_copy,
+    }
 }
 
 fn newest<'a>(conds: impl Iterator<Item = &'a Condition>) -> Time {

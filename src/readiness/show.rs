@@ -114,16 +114,9 @@ pub(crate) fn table(r: &Readiness, f: &Filter, width: usize, colour: bool) -> St
     let mut out = String::new();
     let nodes: Vec<&NodeView> = r.nodes.iter().filter(|n| f.node(n)).collect();
     let nw = nodes.iter().map(|n| n.node.chars().count()).max().unwrap_or(4).clamp(4, 24);
-    let cells = |out: &mut String, cs: [&str; 4]| {
-        for (i, c) in cs.iter().enumerate() {
-            let w = if i == 3 { 6 } else { 5 };
-            let padded = format!("{c:<w$}");
-            out.push_str(&paint(&padded, c, colour));
-        }
-    };
     let mut shown = 0;
     for set in &r.nodesets {
-        let members: Vec<&&NodeView> = nodes.iter().filter(|n| n.nodeset == set.name).collect();
+        let members: Vec<&NodeView> = nodes.iter().copied().filter(|n| n.nodeset == set.name).collect();
         if members.is_empty() && !f.nodeset(set) {
             continue;
         }
@@ -131,62 +124,17 @@ pub(crate) fn table(r: &Readiness, f: &Filter, width: usize, colour: bool) -> St
         if !out.is_empty() {
             out.push('\n');
         }
-        let kind = match set.kind {
-            super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
-            super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
-        };
-        let ready = set.conditions.get(READY);
-        let mut head = format!("{kind} {}: {} nodes ready  ", set.name, set.counts.summary);
-        let used = head.chars().count();
-        for (label, ty) in [("-1", NODESET_BAREMETAL), ("0", NODESET_INFRASTRUCTURE), ("1", NODESET_SERVICES)]
-        {
-            let c = cell(set.conditions.get(ty));
-            head.push_str(&format!("{label} "));
-            head.push_str(&paint(&format!("{c:<5}"), c, colour));
-        }
-        let _ = used;
-        out.push_str(head.trim_end());
-        out.push('\n');
-        if let Some(c) = ready.filter(|c| !c.is_true()) {
-            out.push_str(&fit(&format!("  {}: {}", c.reason, c.message), width));
-            out.push('\n');
-        }
+        nodeset_head(&mut out, set, width, colour);
         if members.is_empty() {
             continue;
         }
         let mut line = format!("  {:<nw$} ", "NODE");
-        cells(&mut line, ["-1", "0", "1", "READY"]);
+        cells(&mut line, ["-1", "0", "1", "READY"], colour);
         line.push_str("REASON");
         out.push_str(&strip_paint(&line, colour));
         out.push('\n');
         for n in members {
-            let ready = n.conditions.get(READY);
-            let why = if ready.is_some_and(Condition::is_true) {
-                String::new()
-            } else {
-                match (
-                    [BAREMETAL, INFRASTRUCTURE, SERVICES].into_iter().find_map(|p| n.blocking.get(p)),
-                    ready,
-                ) {
-                    (Some(b), _) => b.clone(),
-                    (None, Some(r)) => format!("{}: {}", r.reason, r.message),
-                    (None, None) => String::new(),
-                }
-            };
-            let mut line = format!("  {:<nw$} ", fit(&n.node, nw));
-            cells(
-                &mut line,
-                [
-                    cell(n.conditions.get(BAREMETAL)),
-                    cell(n.conditions.get(INFRASTRUCTURE)),
-                    cell(n.conditions.get(SERVICES)),
-                    cell(ready),
-                ],
-            );
-            let used = 2 + nw + 1 + 3 * 5 + 6;
-            line.push_str(&fit(&why, width.saturating_sub(used)));
-            out.push_str(line.trim_end());
-            out.push('\n');
+            out.push_str(&node_line(n, nw, width, colour));
         }
     }
     if shown == 0 {
@@ -308,4 +256,60 @@ pub(crate) fn explain_nodeset(s: &NodeSetView) -> String {
         }
     }
     out
+}
+
+/// Cells of the phase columns, padded and painted.
+fn cells(out: &mut String, cs: [&str; 4], colour: bool) {
+    for (i, c) in cs.iter().enumerate() {
+        let w = if i == 3 { 6 } else { 5 };
+        let padded = format!("{c:<w$}");
+        out.push_str(&paint(&padded, c, colour));
+    }
+}
+
+/// A NodeSet's header line, and its Ready reason when it is not ready.
+fn nodeset_head(out: &mut String, set: &NodeSetView, width: usize, colour: bool) {
+    let kind = match set.kind {
+        super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
+        super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
+    };
+    let mut head = format!("{kind} {}: {} nodes ready  ", set.name, set.counts.summary);
+    for (label, ty) in [("-1", NODESET_BAREMETAL), ("0", NODESET_INFRASTRUCTURE), ("1", NODESET_SERVICES)] {
+        let c = cell(set.conditions.get(ty));
+        head.push_str(&format!("{label} "));
+        head.push_str(&paint(&format!("{c:<5}"), c, colour));
+    }
+    out.push_str(head.trim_end());
+    out.push('\n');
+    if let Some(c) = set.conditions.get(READY).filter(|c| !c.is_true()) {
+        out.push_str(&fit(&format!("  {}: {}", c.reason, c.message), width));
+        out.push('\n');
+    }
+}
+
+/// One node's line: its phases, Ready, and what blocks it.
+fn node_line(n: &NodeView, nw: usize, width: usize, colour: bool) -> String {
+    let ready = n.conditions.get(READY);
+    let why = if ready.is_some_and(Condition::is_true) {
+        String::new()
+    } else {
+        match ([BAREMETAL, INFRASTRUCTURE, SERVICES].into_iter().find_map(|p| n.blocking.get(p)), ready) {
+            (Some(b), _) => b.clone(),
+            (None, Some(r)) => format!("{}: {}", r.reason, r.message),
+            (None, None) => String::new(),
+        }
+    };
+    let mut line = format!("  {:<nw$} ", fit(&n.node, nw));
+    let phases = [
+        cell(n.conditions.get(BAREMETAL)),
+        cell(n.conditions.get(INFRASTRUCTURE)),
+        cell(n.conditions.get(SERVICES)),
+        cell(ready),
+    ];
+    cells(&mut line, phases, colour);
+    let used = 2 + nw + 1 + 3 * 5 + 6;
+    line.push_str(&fit(&why, width.saturating_sub(used)));
+    let mut line = line.trim_end().to_string();
+    line.push('\n');
+    line
 }
