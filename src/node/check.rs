@@ -8,9 +8,8 @@
 //! (`UnitInactive`), their quadlet `config_hash` is what the container runs with
 //! (`ConfigHashMismatch`), and their podman health checks pass (`HealthcheckFailing`).
 
+use crate::condition::types::NODE_AGENT;
 use crate::condition::{Condition, Severity};
-use crate::readiness::NODE_AGENT;
-use crate::readiness::deploy::to_camel;
 
 use super::config::Expect;
 use super::facts::{Facts, StagedDrift};
@@ -155,7 +154,7 @@ fn service_conditions(f: &Facts) -> Vec<Condition> {
         Ok(d) => d,
         Err(e) => {
             return vec![Condition::unknown(
-                "ServiceRuntimeReady",
+                crate::condition::types::SERVICES_RUNTIME,
                 "FactsUnavailable",
                 format!("cannot read deployed_services.yaml: {e}"),
             )];
@@ -163,7 +162,7 @@ fn service_conditions(f: &Facts) -> Vec<Condition> {
     };
     let mut out = Vec::new();
     for (service, s) in &d.services {
-        let ty = format!("Service{}RuntimeReady", to_camel(service));
+        let ty = crate::condition::types::service_runtime(service);
         let units = match &f.units {
             Ok(u) => u,
             Err(e) => {

@@ -33,7 +33,9 @@ impl<'a> GroupContext<'a> {
     fn from_upstream(&self) -> (Condition, Vec<String>) {
         let upstream = match self.group.kind {
             GroupKind::NodeSet => self.status.and_then(|s| s.conditions.get(NODESET_BAREMETAL)),
-            GroupKind::Role => self.legacy.and_then(|s| s.conditions.get("RoleBaremetalProvisionReady")),
+            GroupKind::Role => {
+                self.legacy.and_then(|s| s.conditions.get(crate::condition::types::ROLE_BAREMETAL))
+            }
         };
         match upstream {
             Some(c) => (

@@ -12,44 +12,6 @@ use crate::snapshot::evidence::{Deployment, Evidence, ExecutionSummary, NodeSetS
 
 use super::limit::Limit;
 
-/// upstream `strcase.ToCamel` (iancoleman/strcase v0.3.0, byte by byte), as the service
-/// condition types use it: `configure-network` → `ConfigureNetwork`, `install-os` →
-/// `InstallOs`. A letter after `-`, `_`, `.`, a space or a digit is upper-cased, an upper-case
-/// letter after another is lower-cased, and every other byte is dropped.
-pub(crate) fn to_camel(s: &str) -> String {
-    let s = s.trim();
-    let mut out = String::with_capacity(s.len());
-    let mut cap_next = true;
-    let mut prev_cap = false;
-    for &b in s.as_bytes() {
-        let (is_cap, is_low) = (b.is_ascii_uppercase(), b.is_ascii_lowercase());
-        let mut v = b;
-        if cap_next {
-            v = v.to_ascii_uppercase();
-        } else if prev_cap && is_cap {
-            v = v.to_ascii_lowercase();
-        }
-        prev_cap = is_cap;
-        if is_cap || is_low {
-            out.push(v as char);
-            cap_next = false;
-        } else if b.is_ascii_digit() {
-            out.push(v as char);
-            cap_next = true;
-        } else {
-            cap_next = matches!(b, b'_' | b' ' | b'-' | b'.');
-        }
-    }
-    out
-}
-
-/// `Service<Camel>DeploymentReady`.
-pub(crate) fn service_condition(service: &str) -> String {
-    format!("Service{}DeploymentReady", to_camel(service))
-}
-
-pub(crate) const NODESET_DEPLOYMENT_READY: &str = "NodeSetDeploymentReady";
-
 /// One Deployment's run on one NodeSet.
 #[derive(Debug)]
 pub(crate) struct Run<'a> {
@@ -99,7 +61,7 @@ pub(crate) enum Outcome<'a> {
 impl<'a> Run<'a> {
     pub(crate) fn state(&self) -> RunState {
         let Some(conds) = self.conds else { return RunState::NotStarted };
-        match conds.get(NODESET_DEPLOYMENT_READY) {
+        match conds.get(crate::condition::types::NODESET_DEPLOYMENT_READY) {
             Some(c) if c.is_true() => RunState::Done,
             Some(c) if c.is_error() => RunState::Failed { terminal: c.reason == "BackoffLimitExceeded" },
             Some(c) if c.status == Status::False => RunState::Running,
@@ -117,7 +79,7 @@ impl<'a> Run<'a> {
 
     /// The top-level condition of the run for this NodeSet, for messages.
     pub(crate) fn nodeset_condition(&self) -> Option<&'a Condition> {
-        self.conds.and_then(|c| c.get(NODESET_DEPLOYMENT_READY))
+        self.conds.and_then(|c| c.get(crate::condition::types::NODESET_DEPLOYMENT_READY))
     }
 
     pub(crate) fn covers(&self, names: &[&str]) -> bool {
@@ -245,30 +207,4 @@ pub(crate) fn summary<'a>(
 ) -> Option<(String, &'a ExecutionSummary)> {
     let job = super::names::job_name(service, run.name, nodeset, global);
     run.summaries.get(job.as_str()).map(|s| (job, *s))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn camel_case_as_strcase() {
-        for (s, want) in [
-            ("configure-network", "ConfigureNetwork"),
-            ("install-os", "InstallOs"),
-            ("ssh-known-hosts", "SshKnownHosts"),
-            ("neutron-metadata", "NeutronMetadata"),
-            ("nova", "Nova"),
-            ("failed-service", "FailedService"),
-            ("nova-cell1", "NovaCell1"),
-            ("this-service-does-not-exist", "ThisServiceDoesNotExist"),
-            ("custom_svc", "CustomSvc"),
-            ("ovs-DPDK", "OvsDpdk"),
-            ("a/b", "Ab"),
-            ("2nd-svc", "2NdSvc"),
-        ] {
-            assert_eq!(to_camel(s), want, "{s}");
-        }
-        assert_eq!(service_condition("install-certs"), "ServiceInstallCertsDeploymentReady");
-    }
 }

@@ -36,26 +36,15 @@ use self::api::{NodeCounts, OwnerKind};
 use self::deploy::{Outcome, Run, RunState};
 use self::service::ServiceState;
 
-pub(crate) const BAREMETAL: &str = "BaremetalProvisionReady";
-pub(crate) const INFRASTRUCTURE: &str = "InfrastructureReady";
-pub(crate) const SERVICES: &str = "ServicesReady";
-pub(crate) const RECONCILING: &str = "Reconciling";
-pub(crate) const STALLED: &str = "Stalled";
-pub(crate) const NODE_AGENT: &str = "NodeAgentReady";
-pub(crate) const NODESET_BAREMETAL: &str = "NodeSetBaremetalProvisionReady";
-pub(crate) const NODESET_INFRASTRUCTURE: &str = "NodeSetInfrastructureReady";
-pub(crate) const NODESET_SERVICES: &str = "NodeSetServicesReady";
-pub(crate) const DEPLOYMENT_READY: &str = "DeploymentReady";
+pub(crate) use crate::condition::types::{
+    BAREMETAL, DEPLOYMENT_READY, INFRASTRUCTURE, NODE_AGENT, NODESET_BAREMETAL, NODESET_INFRASTRUCTURE,
+    NODESET_SERVICES, RECONCILING, SERVICES, STALLED, is_agent_condition,
+};
 
 /// upstream's messages.
 const WAITING_FOR_DEPLOYMENT: &str = "NodeSet setup ready, waiting for OpenStackDataPlaneDeployment...";
 const DEPLOYMENT_IN_PROGRESS: &str = "Deployment in progress";
 const DEPLOYMENT_COMPLETED: &str = "Deployment completed";
-
-/// Whether a condition type is the node agent's to write (`status report` never writes them).
-pub(crate) fn is_agent_condition(type_: &str) -> bool {
-    type_ == NODE_AGENT || (type_.starts_with("Service") && type_.ends_with("RuntimeReady"))
-}
 
 /// Which phase each service belongs to: the catalogue's (upstream's infrastructure services
 /// are phase 0, everything else phase 1), overridden per service from the config file.
@@ -248,7 +237,7 @@ impl<'a> GroupContext<'a> {
             names_idx.entry(s).or_insert_with(|| {
                 svcs.push(SvcInfo {
                     name: s,
-                    ty: deploy::service_condition(s),
+                    ty: crate::condition::types::service_deployment(s),
                     global: snap.service_is_global(s),
                     in_group: group.services.value.iter().any(|x| x == s),
                     phase: phases.phase(s),

@@ -34,7 +34,7 @@ fn deployment(
     let mut conds = String::new();
     let mut node_set = ("True", "Ready", "", "Deployment completed".to_string());
     for (svc, state) in services {
-        let ty = deploy::service_condition(svc);
+        let ty = crate::condition::types::service_deployment(svc);
         let (status, reason, sev, msg) = match *state {
             "True" => ("True", "Ready", "", format!("Deployment ready for {svc} service")),
             "Requested" => {

@@ -151,7 +151,7 @@ pub(crate) async fn run<A: AgentApi>(
                     if stats.checks == 1 {
                         let summary = current
                             .as_ref()
-                            .and_then(|c| c.get(crate::readiness::NODE_AGENT))
+                            .and_then(|c| c.get(crate::condition::types::NODE_AGENT))
                             .map(|c| c.reason.clone());
                         notify.ready(&format!("first check done: {}", summary.unwrap_or_default()));
                         tracing::info!("first check done");

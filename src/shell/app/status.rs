@@ -238,9 +238,13 @@ fn report(
 /// The condition a phase names, for a node and for a NodeSet.
 fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
     Ok(match phase {
-        "-1" | "baremetal" => (readiness::BAREMETAL, readiness::NODESET_BAREMETAL),
-        "0" | "infrastructure" => (readiness::INFRASTRUCTURE, readiness::NODESET_INFRASTRUCTURE),
-        "1" | "services" => (readiness::SERVICES, readiness::NODESET_SERVICES),
+        "-1" | "baremetal" => {
+            (crate::condition::types::BAREMETAL, crate::condition::types::NODESET_BAREMETAL)
+        }
+        "0" | "infrastructure" => {
+            (crate::condition::types::INFRASTRUCTURE, crate::condition::types::NODESET_INFRASTRUCTURE)
+        }
+        "1" | "services" => (crate::condition::types::SERVICES, crate::condition::types::NODESET_SERVICES),
         "ready" => (READY, READY),
         _ => {
             return Err(AppError::usage(format!(
@@ -296,14 +300,19 @@ fn wait(
         // Terminal: a waited-for node (or a node of a waited-for NodeSet) is Stalled.
         let stalled = r.nodes.iter().filter(|n| {
             (nodes.iter().any(|x| x.object == n.object) || f.nodesets.contains(&n.nodeset))
-                && n.conditions.get(readiness::STALLED).is_some_and(|c| c.status == Status::True)
+                && n.conditions
+                    .get(crate::condition::types::STALLED)
+                    .is_some_and(|c| c.status == Status::True)
         });
         let failures: Vec<String> = stalled
             .map(|n| {
                 format!(
                     "{} ({})",
                     n.node,
-                    n.conditions.get(readiness::STALLED).map(|c| c.message.as_str()).unwrap_or("")
+                    n.conditions
+                        .get(crate::condition::types::STALLED)
+                        .map(|c| c.message.as_str())
+                        .unwrap_or("")
                 )
             })
             .collect();

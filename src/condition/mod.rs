@@ -18,13 +18,15 @@
 //!
 //! Pure: the time is always passed in.
 
+pub(crate) mod types;
+
 use std::cmp::Ordering;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `Ready`: always first in the list.
-pub(crate) const READY: &str = "Ready";
+pub(crate) use types::READY;
 
 /// A point in time, in whole seconds (lib-common truncates to seconds), written as RFC 3339 UTC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
