@@ -25,7 +25,7 @@ use super::collect::Collect;
 use super::notify::Notify;
 use crate::condition::{Conditions, Time};
 use crate::node::{self, Expect};
-use crate::shell::k8s::agent::AgentApi;
+use crate::shell::k8s::node_agent::AgentApi;
 
 /// Wall-clock time for condition and Lease times (the loop's own timing is tokio's).
 pub(crate) trait Clock: Send + Sync {

@@ -84,7 +84,7 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
             attempts: 2,
         };
         let client = crate::shell::k8s::Client::connect(&settings).await?;
-        let api = crate::shell::k8s::agent::NodeObjects { client, object: config.object.clone(), holder: config.node.clone() };
+        let api = crate::shell::k8s::node_agent::NodeObjects { client, object: config.object.clone(), holder: config.node.clone() };
         let iv = Intervals {
             check: config.check_interval,
             lease: config.lease_interval,

@@ -9,8 +9,8 @@
 //! Synchronous callers (the commands) use [`Cluster`], which owns the client and the one
 //! current-thread tokio runtime it runs on; nothing else in the crate starts a runtime.
 
-pub(crate) mod agent;
 pub(crate) mod apply;
+pub(crate) mod node_agent;
 pub(crate) mod read;
 mod retry;
 pub(crate) mod status;
