@@ -768,11 +768,12 @@ fn fifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
 }
 
-/// `edpm-agent run` that cannot hang the suite: `timeout` ends it after 60 s (exit 124).
+/// `edpm-agent run` that cannot hang the suite: `timeout` ends it after 60 s (exit 124), and
+/// kills it 5 s later if it ignores SIGTERM (run blocks it while it reads its inputs).
 fn run_bounded(job: &Job, flags: &[&str], playbook: &str, ident: &str, env: &[(&str, &str)]) -> Output {
     let dir = job.dir().display().to_string();
     let bin = bin().display().to_string();
-    let mut args = vec!["60", bin.as_str(), "run"];
+    let mut args = vec!["-k", "5", "60", bin.as_str(), "run"];
     args.extend_from_slice(flags);
     args.extend(["--", "ansible-runner", "run", &dir, "-p", playbook, "-i", ident]);
     let base = job.env();

@@ -25,7 +25,7 @@ pub(crate) struct GroupVars {
 }
 
 /// Runs `work(i)` for every group index `0..n` and gives the results back in order: one after
-/// the other ([`build`]), or spread over cores by the caller (the shell's `par::map`).
+/// the other ([`build`]), or spread over cores by the caller (the shell's `parallel::map`).
 pub(crate) type Spread<'s> = &'s dyn Fn(usize, &(dyn Fn(usize) -> GroupVars + Sync)) -> Vec<GroupVars>;
 
 pub(crate) fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory, InventoryError> {

@@ -1,5 +1,5 @@
 //! The node agent (`edpm-agent node`): a long-running service on the EDPM node that checks
-//! what was deployed there (the pure `agent` checks, over facts `collect` gathers) and reports
+//! what was deployed there (the pure `node` checks, over facts `collect` gathers) and reports
 //! its node's conditions and heartbeat through the API (`k8s::node_agent`), as the kubelet does
 //! with its node status and Lease.
 //!

@@ -1,5 +1,5 @@
 //! `node`: the node agent. `--once` collects and checks once and prints the result; otherwise
-//! it runs the loop (`nodeagent::run`) until SIGTERM or SIGINT, reporting through the API with
+//! it runs the loop (`node::shell::agent_loop`) until SIGTERM or SIGINT, reporting through the API with
 //! the kubeconfig its config file names.
 
 use std::io::Write;
