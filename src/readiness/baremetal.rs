@@ -25,12 +25,12 @@ impl<'a> GroupContext<'a> {
         }
         match self.bms {
             Some(bms) => from_baremetal_set(bms, m),
-            None => self.from_upstream(),
+            None => self.upstream_provisioning(),
         }
     }
 
     /// Without an OpenStackBaremetalSet: the NodeSet's (or Role's) own provisioning condition.
-    fn from_upstream(&self) -> (Condition, Vec<String>) {
+    fn upstream_provisioning(&self) -> (Condition, Vec<String>) {
         let upstream = match self.group.kind {
             GroupKind::NodeSet => self.status.and_then(|s| s.conditions.get(NODESET_BAREMETAL)),
             GroupKind::Role => {

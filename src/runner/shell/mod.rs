@@ -2,4 +2,5 @@
 
 pub(crate) mod artifacts;
 pub(crate) mod play;
+pub(crate) mod prepare;
 pub(crate) mod supervise;

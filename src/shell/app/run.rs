@@ -15,12 +15,12 @@ use super::{AppError, Context};
 use crate::environment::Env;
 use crate::redact::Redactor;
 use crate::runner::fold::RunFacts;
-use crate::runner::job::{self, JobEnv, RunnerCommand};
-use crate::runner::policy::{self, Given, InventoryPlan, Options};
+use crate::runner::job;
+use crate::runner::policy::{self, Given, Options};
 use crate::runner::retry::{RetryPlan, RetryScope, retry_plan};
-use crate::runner::shell::artifacts::{self as art, Layout, RETRY_LIMIT_FILE, TERMINATION_LOG};
-use crate::runner::shell::play::{Play, find_program, play};
-use crate::runner::shell::supervise::{self, Limits};
+use crate::runner::shell::artifacts::{self as art, Layout, TERMINATION_LOG};
+use crate::runner::shell::prepare::prepare;
+use crate::runner::shell::supervise;
 use crate::runner::summary::{RunStatus, RunSummary, describe};
 use crate::shell::cli::{RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
@@ -100,7 +100,11 @@ pub(super) fn run(
         ))));
     }
 
-    let prepared = prepare(&opts, source, env, &mut cmd, &layout, &attempt).map_err(fail)?;
+    let cmd_dir = PathBuf::from(&cmd.private_data_dir);
+    let build = |kube_only: bool, scratch: &Path, secrets: &mut Vec<String>| {
+        build_inventory(source, env, &cmd_dir, kube_only, scratch, secrets)
+    };
+    let prepared = prepare(&opts, env, &mut cmd, &layout, attempt.limit.as_deref(), build).map_err(fail)?;
     if let Some(sig) = supervise::pending_stop() {
         let reason =
             format!("{} received before the play started; nothing was run", policy::signal_name(sig));
@@ -143,83 +147,12 @@ pub(super) fn run(
     Ok(Status::Play((rc & 0xff) as u8))
 }
 
-/// Everything the play needs, checked; the runner directory written.
-struct Prepared {
-    play: Play,
-    limits: Limits,
-    ansible_runner: bool,
-    /// Secret values known to edpm-agent (its own inventory's Secrets, secret-named extra
-    /// vars), for redaction.
-    secrets: Vec<String>,
-    /// The mounted inventory, read for secret-named variables if a host failed.
-    mounted_inventory: Option<PathBuf>,
-    /// Temporary files (inventory, callback plugin, role play) that must outlive the play.
-    _scratch: tempfile::TempDir,
-}
-
-/// Checks every input, builds the inventory when edpm-agent provides it, and only then writes
-/// the runner directory and the retry's limit.
-fn prepare(
-    opts: &Options,
-    source: &SourceArgs,
-    env: &Env,
-    cmd: &mut RunnerCommand,
-    layout: &Layout,
-    attempt: &Attempt,
-) -> Result<Prepared, AppError> {
-    let lookup = |k: &str| env.string(k);
-    let job = JobEnv::read(&lookup)?;
-    let settings = art::read_optional(&layout.runner_dir.join("env/settings"))?;
-    let files = job::prepare(cmd, &job, settings.as_deref(), &lookup)?;
-    let written = |p: &Path| files.writes.iter().any(|w| w.path == p);
-    policy::check_playbook(cmd, &|p| written(p) || p.is_file())?;
-    let scratch = tempfile::Builder::new()
-        .prefix("edpm-agent-run.")
-        .tempdir()
-        .map_err(|e| AppError::failure(format!("cannot create a temporary directory: {e}")))?;
-    let mut secrets = files.secrets.clone();
-    let (generated, mounted) =
-        match policy::choose_inventory(opts.inventory_source, cmd, job.cmdline.as_deref(), &written) {
-            InventoryPlan::Mounted { path, check } => {
-                if check {
-                    policy::check_inventory(&path, art::scan_inventory(&path))?;
-                }
-                (None, Some(path))
-            }
-            InventoryPlan::Build { kube_only } => {
-                (Some(build_inventory(source, env, cmd, kube_only, scratch.path(), &mut secrets)?), None)
-            }
-        };
-    let path_var = env.get("PATH").unwrap_or_default();
-    let program = find_program(&cmd.program, path_var);
-    let playbook_found = find_program("ansible-playbook", path_var).is_some();
-    let ansible_runner = policy::choose_executor(opts.executor, cmd, program.as_deref(), playbook_found)?;
-
-    // Every input checked: write the runner directory, then the retry's limit.
-    for w in &files.writes {
-        art::write_file(&w.path, w.contents.as_bytes(), w.mode)?;
-    }
-    art::create_dir(&layout.artifact_dir)?;
-    if let Some(hosts) = &attempt.limit {
-        let path = layout.artifact_dir.join(RETRY_LIMIT_FILE);
-        art::write_file(&path, format!("{}\n", hosts.join("\n")).as_bytes(), 0o600)?;
-        cmd.push_option("--limit", &format!("@{}", path.display()));
-    }
-    if let Some(p) = &generated {
-        cmd.push_option("--inventory", &p.display().to_string());
-    }
-    let play =
-        play(opts.init.as_deref(), env, cmd, layout, ansible_runner, generated.as_deref(), scratch.path())?;
-    let limits = Limits { job: job.job_timeout, idle: job.idle_timeout, grace: opts.grace };
-    Ok(Prepared { play, limits, ansible_runner, secrets, mounted_inventory: mounted, _scratch: scratch })
-}
-
 /// edpm-agent's own inventory, built now into `scratch` (mode 0600: it holds values from
 /// Secrets), whose Secrets' values are added to `secrets`.
 fn build_inventory(
     source: &SourceArgs,
     env: &Env,
-    cmd: &RunnerCommand,
+    dir: &Path,
     kube_only: bool,
     scratch: &Path,
     secrets: &mut Vec<String>,
@@ -229,7 +162,6 @@ fn build_inventory(
         source.sources = vec!["kube".into()];
     }
     let mut settings = super::resolve_settings(&source, env)?;
-    let dir = Path::new(&cmd.private_data_dir);
     if settings.ssh_key_dir == crate::settings::DEFAULT_SSH_KEY_DIR
         && dir != Path::new(job::DEFAULT_RUNNER_DIR)
     {
