@@ -284,3 +284,45 @@ fn render_and_stage_work_from_the_api_and_fetch_only_named_objects() {
     }
     assert!(!reqs.iter().any(|r| r.contains("unrelated")), "only named objects are read");
 }
+
+/// A host without the system's CA certificates (a minimal Debian, found when running the node
+/// agent under a real systemd): rustls-native-certs reads exactly these variables.
+fn without_system_cas(empty: &std::path::Path) -> [(&'static str, String); 2] {
+    [
+        ("SSL_CERT_FILE", empty.join("none.pem").display().to_string()),
+        ("SSL_CERT_DIR", empty.display().to_string()),
+    ]
+}
+
+#[test]
+fn a_plain_http_server_needs_no_system_ca_certificates() {
+    let api = server();
+    let empty = tempfile::tempdir().unwrap();
+    let vars = without_system_cas(empty.path());
+    let env: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = list(&api, &[], &env);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn an_https_server_without_any_ca_says_what_is_missing() {
+    // No certificate-authority in the kubeconfig, none on the system: the error names that,
+    // not the kubeconfig that was given.
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\nusers:\n- name: u\n  user: {token: abc}\ncontexts:\n- name: x\n  context: {cluster: c, user: u, namespace: openstack}\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let vars = without_system_cas(dir.path());
+    let env: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run(&["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "inventory", "--list"], &env);
+    assert_eq!(out.code, 7, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("certificate-authority-data") && out.stderr.contains("ca-certificates"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("set KUBECONFIG"), "{}", out.stderr);
+}

@@ -40,6 +40,10 @@ pub(crate) enum Error {
         "cannot load Kubernetes client configuration: {message}; set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account"
     )]
     Config { message: String },
+    /// The configuration is there, but no client can be built from it (TLS set-up): the
+    /// message says what is missing, not "set KUBECONFIG".
+    #[error("cannot build a client for {url}: {message}")]
+    Client { url: String, message: String },
     #[error("{action}: {message}{hint}")]
     Request { action: String, message: String, hint: String },
 }
@@ -76,10 +80,15 @@ impl Client {
         config.write_timeout = Some(settings.timeout);
         // Retries happen in one place, ours (`retry`): kube's own layer would multiply them.
         config.default_retry = false;
+        // Plain HTTP verifies no certificate: an empty trust store keeps kube from asking the
+        // system for roots a minimal host (no ca-certificates) does not have. A kubeconfig
+        // with its own certificate-authority-data never asks either.
+        if config.cluster_url.scheme_str() == Some("http") && config.root_cert.is_none() {
+            config.root_cert = Some(Vec::new());
+        }
         let namespace = settings.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
         let url = config.cluster_url.to_string();
-        let kube = retry::client(config, settings)
-            .map_err(|e| config_error(format!("cannot build a client for {url}: {e}")))?;
+        let kube = retry::client(config, settings).map_err(|e| client_error(&url, &e.to_string()))?;
         Ok(Client { kube, namespace, settings: settings.clone() })
     }
 
@@ -112,6 +121,17 @@ impl Client {
     pub(crate) fn error(&self, action: impl Into<String>, e: &kube::Error) -> Error {
         request_error(action.into(), e)
     }
+}
+
+/// Why no client could be built, in words that say what to do: a missing system trust store is
+/// the usual cause on a minimal host.
+fn client_error(url: &str, message: &str) -> Error {
+    let message = if message.contains("No CA certificates were loaded from the system") {
+        "the kubeconfig gives no certificate-authority for this https server and the system has no CA certificates to verify it with; put the cluster's CA in the kubeconfig (certificate-authority-data) or install the system's CA certificates (ca-certificates)".to_string()
+    } else {
+        message.to_string()
+    };
+    Error::Client { url: url.to_string(), message }
 }
 
 /// A client for synchronous callers: owns the current-thread runtime it runs on.
