@@ -57,6 +57,9 @@ mod status_api;
 // The node agent: one check on a temporary root, the loop against the fake API server.
 mod node_agent;
 
+// The node agent under a real systemd (PID 1 in a podman container), with the shipped unit.
+mod real_systemd;
+
 // The architecture's boundaries, checked on the source text.
 mod layout;
 

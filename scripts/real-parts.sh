@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The real-parts test environment: rootful podman set up for this kind of host, and, built
+# without any registry, a Debian base image and a systemd image on it, cached as a tarball
+# keyed by their recipe. Writes target/real-parts.env, which the real-parts tests read
+# (tests/real_systemd.rs); without it they skip outside CI and fail in CI.
+#
+# Nothing system-wide changes but the Debian packages installed: podman's configuration is a
+# private containers.conf under the cache directory, named by CONTAINERS_CONF in the env file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/edpm-agent"
+env_file=target/real-parts.env
+rm -f "$env_file"
+fail() { echo "real-parts: $*" >&2; exit 1; }
+
+# Packages: podman with runc (crun cannot run on cgroup v1 hybrid hosts), its network stack,
+# and debootstrap for the base image.
+need=()
+for p in podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null; }; } ||
+    fail "cannot install ${need[*]} from Debian's packages"
+fi
+
+# podman's settings for this host: runc, and both ulimits explicit within the hard limits
+# (setting one leaves the other at 1048576, which runc cannot set; nproc above pid_max fails).
+mkdir -p "$cache/podman"
+nofile=$(ulimit -Hn)
+if [ "$nofile" = unlimited ]; then nofile=65536; fi
+nproc=$(ulimit -Hu)
+if [ "$nproc" = unlimited ]; then nproc=32768; fi
+for cap in "$(cat /proc/sys/kernel/pid_max)" 32768; do
+  if [ "$nproc" -gt "$cap" ]; then nproc=$cap; fi
+done
+cat >"$cache/podman/containers.conf" <<CONF
+[engine]
+runtime = "runc"
+
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
+CONF
+export CONTAINERS_CONF="$cache/podman/containers.conf"
+podman info >/dev/null 2>&1 || fail "this host cannot run containers: $(podman info 2>&1 | tail -1)"
+
+# The recipe: the base's debootstrap line and the systemd image's Containerfile. Their hash
+# names the images and the cache tarball, so a changed recipe builds anew.
+# Debian's own mirror as apt is configured (one-line or deb822 sources), not a third party's.
+mirror=$({ grep -rhoE '^(URIs:|deb) +https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null || true; } |
+  awk '{print $2}' | grep -E '/debian/?$' | head -1 || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+base_recipe="debootstrap --variant=minbase bookworm"
+containerfile=$(cat <<'CF'
+ARG BASE
+FROM $BASE
+RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      systemd systemd-sysv dbus && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
+ && systemctl set-default multi-user.target \
+ && systemctl mask getty.target console-getty.service systemd-logind.service systemd-udevd.service \
+      systemd-udev-trigger.service systemd-remount-fs.service
+STOPSIGNAL SIGRTMIN+3
+CMD ["/sbin/init"]
+CF
+)
+key=$(printf '%s\n%s\n' "$base_recipe" "$containerfile" | sha256sum | cut -c1-12)
+base=localhost/edpm-debian:$key
+systemd_image=localhost/edpm-systemd:$key
+tarball="$cache/images/edpm-images-$key.tar.gz"
+
+if ! podman image exists "$systemd_image"; then
+  if [ -f "$tarball" ]; then
+    gunzip -c "$tarball" | podman load -q >/dev/null || fail "cannot load the cached images from $tarball"
+  else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    debootstrap --variant=minbase bookworm "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+      fail "debootstrap failed (see the last lines): $(tail -3 "$work/debootstrap.log" | tr '\n' ' ')"
+    rm -rf "$work/root/var/cache/apt/archives/"*.deb "$work/root/var/lib/apt/lists/"*
+    tar --numeric-owner -C "$work/root" -c . | podman import --change 'CMD ["/bin/bash"]' - "$base" >"$work/import.log" 2>&1 ||
+      fail "cannot import the base image: $(tail -1 "$work/import.log")"
+    printf '%s\n' "$containerfile" >"$work/Containerfile"
+    podman build -q --build-arg "BASE=$base" -t "$systemd_image" -f "$work/Containerfile" "$work" >"$work/build.log" 2>&1 ||
+      fail "cannot build the systemd image: $(tail -3 "$work/build.log" | tr '\n' ' ')"
+    mkdir -p "$(dirname "$tarball")"
+    podman save -m "$base" "$systemd_image" | gzip -1 >"$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+  fi
+fi
+mkdir -p target
+cat >"$env_file" <<ENV
+CONTAINERS_CONF=$CONTAINERS_CONF
+EDPM_REAL_SYSTEMD_IMAGE=$systemd_image
+ENV
+echo "real-parts: podman $(podman --version | awk '{print $3}') with runc; image $systemd_image"

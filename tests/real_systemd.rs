@@ -1,0 +1,208 @@
+//! The node agent under a real systemd: the systemd image `scripts/real-parts.sh` builds runs
+//! as a podman container with systemd as PID 1 (host network, so the agent reaches the test's
+//! fake API server on 127.0.0.1). The shipped unit is installed unchanged, with only the
+//! drop-in the `edpm_agent_node` role writes (the binary's path), plus `WatchdogSec=6` so a
+//! hung agent is caught in seconds rather than the unit's minute.
+//!
+//! Without the environment (`target/real-parts.env`) these tests skip with a notice, and fail
+//! in CI, as the tests that read `../shared` do.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::fake_api::FakeApi;
+use crate::util::{bin, repo, run};
+
+/// A token the agent's kubeconfig carries: it must never reach the journal.
+const TOKEN: &str = "edpmRealSystemdT0ken4f9c2";
+const OBJECT: &str = "edpm-compute-cell1-edpm-compute-3";
+
+/// The environment the script wrote, or `None` (skip) outside CI.
+fn real_parts() -> Option<Vec<(String, String)>> {
+    let path = repo().join("target/real-parts.env");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(
+            text.lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("{} is missing: scripts/test.sh runs scripts/real-parts.sh first", path.display())
+        }
+        Err(_) => {
+            eprintln!("skipped: no real-parts environment (run bash scripts/real-parts.sh)");
+            None
+        }
+    }
+}
+
+/// A systemd container, removed when dropped (also when a test fails).
+struct Systemd {
+    name: String,
+    env: Vec<(String, String)>,
+}
+
+impl Systemd {
+    fn boot(env: Vec<(String, String)>) -> Systemd {
+        let image = env.iter().find(|(k, _)| k == "EDPM_REAL_SYSTEMD_IMAGE").map(|(_, v)| v.clone()).unwrap();
+        let name = format!("edpm-agent-test-{}", std::process::id());
+        let s = Systemd { name, env };
+        let agent = format!("{}:/usr/local/bin/edpm-agent:ro", bin().display());
+        let args =
+            ["run", "-d", "--name", &s.name, "--systemd=always", "--network", "host", "-v", &agent, &image];
+        let out = s.podman(&args);
+        assert!(out.0, "podman run: {}", out.1);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let state = s.exec("systemctl is-system-running").1;
+            if state.starts_with("running") || state.starts_with("degraded") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "systemd did not come up: {state}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        s
+    }
+
+    fn podman(&self, args: &[&str]) -> (bool, String) {
+        let out = Command::new("podman")
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .expect("podman");
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    }
+
+    /// A shell command inside the container: success and its output.
+    fn exec(&self, script: &str) -> (bool, String) {
+        self.podman(&["exec", &self.name, "sh", "-c", script])
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, text).unwrap();
+        assert!(self.exec(&format!("mkdir -p {}", Path::new(path).parent().unwrap().display())).0);
+        let (ok, out) = self.podman(&["cp", f.to_str().unwrap(), &format!("{}:{path}", self.name)]);
+        assert!(ok, "podman cp {path}: {out}");
+    }
+
+    /// One property of the unit.
+    fn show(&self, property: &str) -> String {
+        self.exec(&format!("systemctl show -p {property} --value edpm-agent-node")).1.trim().to_string()
+    }
+}
+
+impl Drop for Systemd {
+    fn drop(&mut self) {
+        let _ = self.podman(&["rm", "-f", "-t", "0", &self.name]);
+    }
+}
+
+fn agent_status(api: &FakeApi, ty: &str) -> Option<Value> {
+    let o = api.object("EDPMNodeStatus", OBJECT)?;
+    o["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == ty).cloned()
+}
+
+fn kubeconfig(api: &FakeApi) -> String {
+    let server = std::fs::read_to_string(api.kubeconfig()).unwrap();
+    let server = server.lines().find_map(|l| l.trim().strip_prefix("server: ")).unwrap().to_string();
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\nusers:\n- name: u\n  user:\n    token: {TOKEN}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u, namespace: openstack}}\ncurrent-context: x\n"
+    )
+}
+
+#[test]
+fn the_node_agent_runs_under_a_real_systemd() {
+    let Some(env) = real_parts() else { return };
+    let api = crate::status_api::cluster();
+    let kc = api.kubeconfig();
+    // The reporter creates the node's object and Lease first: the agent may only patch them.
+    let out = run(&["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "status", "report"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let sd = Systemd::boot(env);
+    let unit = std::fs::read_to_string(repo().join("packaging/systemd/edpm-agent-node.service")).unwrap();
+    sd.write("/etc/systemd/system/edpm-agent-node.service", &unit);
+    sd.write(
+        "/etc/systemd/system/edpm-agent-node.service.d/edpm-agent.conf",
+        "[Service]\nExecStart=\nExecStart=/usr/local/bin/edpm-agent node --config /etc/edpm-agent/node.yaml\nWatchdogSec=6\n",
+    );
+    sd.write("/etc/edpm-agent/kubeconfig", &kubeconfig(&api));
+    sd.write(
+        "/etc/edpm-agent/node.yaml",
+        &format!(
+            "kubeconfig: /etc/edpm-agent/kubeconfig\nnamespace: openstack\nobject: {OBJECT}\nnode: edpm-compute-3\ncheck_interval_seconds: 2\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nrequest_timeout_seconds: 2\n"
+        ),
+    );
+    assert!(sd.exec("chmod 0600 /etc/edpm-agent/kubeconfig && systemctl daemon-reload").0);
+
+    // Type=notify: `systemctl start` returns once READY=1 came, after the first check.
+    let (ok, out) = sd.exec("systemctl start edpm-agent-node");
+    assert!(ok, "systemctl start: {out}\n{}", sd.exec("journalctl -u edpm-agent-node --no-pager").1);
+    assert_eq!((sd.show("ActiveState"), sd.show("SubState")), ("active".into(), "running".into()));
+    let journal = sd.exec("journalctl -u edpm-agent-node --no-pager -o cat").1;
+    assert!(journal.contains("first check done"), "READY=1 only after the first check: {journal}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while agent_status(&api, "NodeAgentReady").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(agent_status(&api, "NodeAgentReady").is_some(), "the agent reported from inside the sandbox");
+
+    // The watchdog is fed: no restart over two WatchdogSec periods.
+    std::thread::sleep(Duration::from_secs(13));
+    assert_eq!((sd.show("ActiveState"), sd.show("NRestarts")), ("active".into(), "0".into()));
+
+    // A hung main loop (SIGSTOP) is killed by the watchdog and restarted.
+    let pid = sd.show("MainPID");
+    assert!(sd.exec(&format!("kill -STOP {pid}")).0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sd.show("NRestarts") == "0" || sd.show("ActiveState") != "active" {
+        assert!(
+            Instant::now() < deadline,
+            "not restarted: {}",
+            sd.exec("journalctl -u edpm-agent-node --no-pager").1
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let journal = sd.exec("journalctl -u edpm-agent-node --no-pager").1;
+    assert!(journal.contains("Watchdog timeout"), "{journal}");
+
+    // Its lines reach the journal with their fields, and no secret.
+    let json = sd.exec("journalctl -u edpm-agent-node -o json --no-pager").1;
+    let ours: Vec<Value> = json
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["SYSLOG_IDENTIFIER"] == "edpm-agent-node")
+        .collect();
+    assert!(
+        ours.iter().any(|v| v["MESSAGE"].as_str().is_some_and(|m| m.contains("first check done"))),
+        "{json}"
+    );
+    assert!(ours.iter().all(|v| v.get("PRIORITY").is_some()), "{json}");
+    assert!(!json.contains(TOKEN), "the token reached the journal");
+
+    // `systemctl stop`: STOPPING=1, gone within a second, exit 0, and its Lease left alone.
+    let started = Instant::now();
+    let (ok, out) = sd.exec("systemctl stop edpm-agent-node");
+    let took = started.elapsed();
+    assert!(ok, "{out}");
+    assert!(took < Duration::from_millis(1500), "systemctl stop took {took:?}");
+    assert_eq!((sd.show("ExecMainStatus"), sd.show("Result")), ("0".into(), "success".into()));
+    let renewals = |api: &FakeApi| api.count("PATCH", &format!("/leases/{OBJECT}"));
+    let before = renewals(&api);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(renewals(&api), before, "the Lease was renewed after the agent stopped");
+
+    // The sandbox, rated by the real service manager on the installed unit.
+    let (_, rating) = sd.exec("systemd-analyze security edpm-agent-node.service --no-pager | tail -1");
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let level = rating.split_whitespace().find(|w| w.parse::<f32>().is_ok()).unwrap_or("?").to_string();
+    assert!(readme.contains(&format!("exposure level {level}")), "README's rating differs: {rating}");
+}
