@@ -57,7 +57,7 @@ containerfile=$(cat <<'CF'
 ARG BASE
 FROM $BASE
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      systemd systemd-sysv dbus && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
+      systemd systemd-sysv dbus rpm && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
  && systemctl set-default multi-user.target \
  && systemctl mask getty.target console-getty.service systemd-logind.service systemd-udevd.service \
       systemd-udev-trigger.service systemd-remount-fs.service

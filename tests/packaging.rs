@@ -36,9 +36,10 @@ fn files(rpm: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_rpm_packages_install_what_the_spec_promises() {
-    let Some(rpmbuild) = rpmbuild() else { return };
+/// Builds the RPMs from a tarball of this tree, with the test binary as edpm-agent; returns
+/// the build's top directory (its `RPMS/`), or `None` (skipped) without rpmbuild.
+pub(crate) fn build_rpms() -> Option<tempfile::TempDir> {
+    let rpmbuild = rpmbuild()?;
     let top = tempfile::tempdir().unwrap();
     let sources = top.path().join("SOURCES");
     std::fs::create_dir_all(&sources).unwrap();
@@ -71,7 +72,12 @@ fn the_rpm_packages_install_what_the_spec_promises() {
         .output()
         .unwrap();
     assert!(out.status.success(), "rpmbuild failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    Some(top)
+}
 
+#[test]
+fn the_rpm_packages_install_what_the_spec_promises() {
+    let Some(top) = build_rpms() else { return };
     let rpms = top.path().join("RPMS");
     let main = files(&rpms.join(format!(
         "{}/edpm-agent-0.1.0-1.{}.rpm",

@@ -49,7 +49,9 @@ struct Systemd {
 impl Systemd {
     fn boot(env: Vec<(String, String)>) -> Systemd {
         let image = env.iter().find(|(k, _)| k == "EDPM_REAL_SYSTEMD_IMAGE").map(|(_, v)| v.clone()).unwrap();
-        let name = format!("edpm-agent-test-{}", std::process::id());
+        static BOOTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = BOOTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let name = format!("edpm-agent-test-{}-{n}", std::process::id());
         let s = Systemd { name, env };
         let agent = format!("{}:/usr/local/bin/edpm-agent:ro", bin().display());
         let args =
@@ -205,4 +207,50 @@ fn the_node_agent_runs_under_a_real_systemd() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let level = rating.split_whitespace().find(|w| w.parse::<f32>().is_ok()).unwrap_or("?").to_string();
     assert!(readme.contains(&format!("exposure level {level}")), "README's rating differs: {rating}");
+}
+
+#[test]
+fn the_rpms_install_where_systemd_and_ansible_find_them() {
+    let Some(env) = real_parts() else { return };
+    let Some(top) = crate::packaging::build_rpms() else { return };
+    let sd = Systemd::boot(env);
+    let arch = std::env::consts::ARCH;
+    let rpms = top.path().join("RPMS");
+    let main = rpms.join(format!("{arch}/edpm-agent-0.1.0-1.{arch}.rpm"));
+    let node = rpms.join("noarch/edpm-agent-node-0.1.0-1.noarch.rpm");
+    for (f, to) in [(&main, "/tmp/edpm-agent.rpm"), (&node, "/tmp/edpm-agent-node.rpm")] {
+        let (ok, out) = sd.podman(&["cp", f.to_str().unwrap(), &format!("{}:{to}", sd.name)]);
+        assert!(ok, "{out}");
+    }
+    // --nodeps: Debian's rpm database knows none of the RPM dependencies (glibc, systemd),
+    // which dpkg provides here.
+    let (ok, out) =
+        sd.exec("rpm -i --nodeps /tmp/edpm-agent.rpm /tmp/edpm-agent-node.rpm && systemctl daemon-reload");
+    assert!(ok, "rpm -i: {out}");
+    // The package's path; systemd names it by its first unit directory, `/lib/systemd/system`
+    // on a merged-/usr Debian (the same directory), `/usr/lib/systemd/system` on RHEL.
+    let fragment = sd.show("FragmentPath");
+    assert!(
+        ["/usr/lib/systemd/system/edpm-agent-node.service", "/lib/systemd/system/edpm-agent-node.service"]
+            .contains(&fragment.as_str()),
+        "{fragment}"
+    );
+    assert!(sd.exec("test -f /usr/lib/systemd/system/edpm-agent-node.service").0);
+    assert_eq!(sd.show("LoadState"), "loaded");
+    let (ok, out) = sd.exec("systemctl cat edpm-agent-node | grep -x 'ExecStart=/usr/bin/edpm-agent node --config /etc/edpm-agent/node.yaml'");
+    assert!(ok, "{out}");
+    // Without node.yaml the unit's condition keeps it from starting, as the spec promises.
+    let (_, out) =
+        sd.exec("systemctl start edpm-agent-node; systemctl show -p ConditionResult --value edpm-agent-node");
+    assert_eq!(out.trim(), "no", "{out}");
+
+    // The inventory script, as Ansible runs it, from the installed package.
+    let (ok, out) =
+        sd.podman(&["cp", repo().join("examples").to_str().unwrap(), &format!("{}:/tmp/examples", sd.name)]);
+    assert!(ok, "{out}");
+    let (ok, out) =
+        sd.exec("EDPM_AGENT_CONFIG= EDPM_AGENT_SOURCE=/tmp/examples /usr/bin/edpm-inventory --list");
+    assert!(ok, "edpm-inventory --list: {out}");
+    let inv: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(inv["_meta"]["hostvars"].as_object().is_some_and(|h| !h.is_empty()), "{out}");
 }
