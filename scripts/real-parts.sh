@@ -65,12 +65,31 @@ STOPSIGNAL SIGRTMIN+3
 CMD ["/sbin/init"]
 CF
 )
-key=$(printf '%s\n%s\n' "$base_recipe" "$containerfile" | sha256sum | cut -c1-12)
+# A stand-in for the upstream runner image (a registry this host cannot reach): Python,
+# ansible-core, ansible-runner and dumb-init at the versions the tests use, and ssh. The wheels
+# are downloaded by the host's pip (its index and certificates) and installed offline.
+runner_pins=$(grep -E '^(ansible-core|ansible-runner|dumb-init|PyYAML)==' .ci/requirements.txt | tr '\n' ' ')
+runner_containerfile=$(cat <<CF
+ARG BASE
+FROM \$BASE
+RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \\
+      python3 python3-venv openssh-client && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \\
+ && python3 -m venv /opt/ansible
+COPY wheels /tmp/wheels
+RUN /opt/ansible/bin/pip install -q --no-cache-dir --disable-pip-version-check --no-index \\
+      --find-links /tmp/wheels $runner_pins && rm -rf /tmp/wheels
+# As the upstream image: /runner writable by the arbitrary UID Kubernetes runs it as (group 0).
+RUN mkdir -p /runner && chgrp -R 0 /runner && chmod -R g+rwX /runner
+ENV PATH=/opt/ansible/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CF
+)
+key=$(printf '%s\n%s\n%s\n' "$base_recipe" "$containerfile" "$runner_containerfile" | sha256sum | cut -c1-12)
 base=localhost/edpm-debian:$key
 systemd_image=localhost/edpm-systemd:$key
+runner_base=localhost/edpm-runner-base:$key
 tarball="$cache/images/edpm-images-$key.tar.gz"
 
-if ! podman image exists "$systemd_image"; then
+if ! podman image exists "$systemd_image" || ! podman image exists "$runner_base"; then
   if [ -f "$tarball" ]; then
     gunzip -c "$tarball" | podman load -q >/dev/null || fail "cannot load the cached images from $tarball"
   else
@@ -84,13 +103,25 @@ if ! podman image exists "$systemd_image"; then
     printf '%s\n' "$containerfile" >"$work/Containerfile"
     podman build -q --build-arg "BASE=$base" -t "$systemd_image" -f "$work/Containerfile" "$work" >"$work/build.log" 2>&1 ||
       fail "cannot build the systemd image: $(tail -3 "$work/build.log" | tr '\n' ' ')"
+    printf '%s\n' "$runner_containerfile" >"$work/Containerfile.runner"
+    # shellcheck disable=SC2086
+    python3 -m pip download -q -d "$work/wheels" --only-binary=:all: --python-version 3.11 \
+      --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform any $runner_pins \
+      >"$work/pip.log" 2>&1 || fail "cannot download the runner's wheels: $(tail -1 "$work/pip.log")"
+    podman build -q --build-arg "BASE=$base" -t "$runner_base" -f "$work/Containerfile.runner" "$work" >"$work/build-runner.log" 2>&1 ||
+      fail "cannot build the runner base image: $(tail -3 "$work/build-runner.log" | tr '\n' ' ')"
     mkdir -p "$(dirname "$tarball")"
-    podman save -m "$base" "$systemd_image" | gzip -1 >"$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+    podman save -m "$base" "$systemd_image" "$runner_base" | gzip -1 >"$tarball.tmp" && mv "$tarball.tmp" "$tarball"
   fi
 fi
+# Images and tarballs of earlier recipes only take space.
+podman images --format '{{.Repository}}:{{.Tag}}' | grep -E '^localhost/edpm-(debian|systemd|runner-base):' |
+  grep -v ":$key\$" | xargs -r podman rmi -f >/dev/null 2>&1 || true
+find "$cache/images" -name 'edpm-images-*.tar.gz' ! -name "edpm-images-$key.tar.gz" -delete 2>/dev/null || true
 mkdir -p target
 cat >"$env_file" <<ENV
 CONTAINERS_CONF=$CONTAINERS_CONF
 EDPM_REAL_SYSTEMD_IMAGE=$systemd_image
+EDPM_REAL_RUNNER_BASE=$runner_base
 ENV
 echo "real-parts: podman $(podman --version | awk '{print $3}') with runc; image $systemd_image"

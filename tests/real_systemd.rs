@@ -21,7 +21,7 @@ const TOKEN: &str = "edpmRealSystemdT0ken4f9c2";
 const OBJECT: &str = "edpm-compute-cell1-edpm-compute-3";
 
 /// The environment the script wrote, or `None` (skip) outside CI.
-fn real_parts() -> Option<Vec<(String, String)>> {
+pub(crate) fn real_parts() -> Option<Vec<(String, String)>> {
     let path = repo().join("target/real-parts.env");
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(

@@ -60,6 +60,9 @@ mod node_agent;
 // The node agent under a real systemd (PID 1 in a podman container), with the shipped unit.
 mod real_systemd;
 
+// The runner image built with podman and run as openstack-operator's Job runs it.
+mod real_images;
+
 // The architecture's boundaries, checked on the source text.
 mod layout;
 

@@ -1,0 +1,196 @@
+//! The runner image, built and run as Kubernetes runs it: `podman build` of
+//! `packaging/Containerfile` on a local stand-in for the upstream runner image (Python,
+//! ansible-core, ansible-runner and dumb-init at the tests' versions; `scripts/real-parts.sh`
+//! builds it), then the Job's command, environment and mounts, as an arbitrary UID with no
+//! passwd entry and group 0.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::{bin, repo};
+
+fn podman(env: &[(String, String)], args: &[&str]) -> (i32, String) {
+    let out = Command::new("podman")
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .expect("podman");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// Containers and the image this test made, removed when dropped.
+struct Cleanup {
+    env: Vec<(String, String)>,
+    containers: Vec<String>,
+    image: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for c in &self.containers {
+            let _ = podman(&self.env, &["rm", "-f", "-t", "0", c]);
+        }
+        let _ = podman(&self.env, &["rmi", "-f", &self.image]);
+    }
+}
+
+/// A runner directory's mounted parts, as the operator mounts them: the inventory, the SSH
+/// key, the termination log, and a host directory for the artifacts (to read them back).
+struct JobMounts {
+    dir: tempfile::TempDir,
+}
+
+impl JobMounts {
+    fn new(hosts: &[&str]) -> JobMounts {
+        let dir = tempfile::tempdir().unwrap();
+        let mut inv = String::from("all:\n  hosts:\n");
+        for h in hosts {
+            inv.push_str(&format!("    {h}: {{ansible_connection: local, ansible_python_interpreter: /opt/ansible/bin/python3}}\n"));
+        }
+        std::fs::create_dir_all(dir.path().join("inventory")).unwrap();
+        std::fs::write(dir.path().join("inventory/hosts"), inv).unwrap();
+        // The Job mounts the NodeSet's SSH key there; ansible-runner loads it into an agent.
+        let key = dir.path().join("ssh_key");
+        let made = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&key)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        Command::new("chmod").args(["0644", key.to_str().unwrap()]).status().unwrap();
+        std::fs::write(dir.path().join("termination-log"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("artifacts")).unwrap();
+        // The arbitrary UID writes the artifacts and the termination log.
+        for p in ["artifacts", "termination-log"] {
+            Command::new("chmod").args(["0777", dir.path().join(p).to_str().unwrap()]).status().unwrap();
+        }
+        JobMounts { dir }
+    }
+
+    fn args(&self) -> Vec<String> {
+        let p = |rel: &str| self.dir.path().join(rel).display().to_string();
+        vec![
+            "--user".into(),
+            "1000650000:0".into(),
+            "-v".into(),
+            format!("{}:/runner/inventory:ro", p("inventory")),
+            "-v".into(),
+            format!("{}:/runner/env/ssh_key:ro", p("ssh_key")),
+            "-v".into(),
+            format!("{}:/dev/termination-log", p("termination-log")),
+            "-v".into(),
+            format!("{}:/runner/artifacts", p("artifacts")),
+        ]
+    }
+
+    fn summary(&self, ident: &str) -> Value {
+        let p = self.dir.path().join("artifacts").join(ident).join("edpm-summary.json");
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+            .unwrap()
+    }
+
+    fn termination(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.dir.path().join("termination-log")).unwrap())
+            .unwrap()
+    }
+}
+
+fn build(env: &[(String, String)], base: &str, tag: &str) {
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ctx.path().join("target/release")).unwrap();
+    std::fs::copy(bin(), ctx.path().join("target/release/edpm-agent")).unwrap();
+    let cp = Command::new("cp").arg("-r").arg(repo().join("roles")).arg(ctx.path()).status().unwrap();
+    assert!(cp.success());
+    let file = repo().join("packaging/Containerfile");
+    let (code, out) = podman(
+        env,
+        &[
+            "build",
+            "-q",
+            "--build-arg",
+            &format!("BASE_IMAGE={base}"),
+            "-f",
+            file.to_str().unwrap(),
+            "-t",
+            tag,
+            ctx.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "podman build: {out}");
+}
+
+const PLAY: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: Deploy nova\n      ansible.builtin.fail:\n        msg: cannot pull image\n      when: inventory_hostname == 'bad-0'\n";
+const SLOW: &str =
+    "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: sleep 120\n";
+
+#[test]
+fn the_runner_image_runs_the_job_as_kubernetes_does() {
+    let Some(env) = crate::real_systemd::real_parts() else { return };
+    let base = env.iter().find(|(k, _)| k == "EDPM_REAL_RUNNER_BASE").map(|(_, v)| v.clone()).unwrap();
+    let tag = format!("localhost/edpm-runner-test:{}", std::process::id());
+    let mut cleanup = Cleanup { env: env.clone(), containers: Vec::new(), image: tag.clone() };
+    build(&env, &base, &tag);
+
+    // A passing and a failing host: the play's exit code is the container's.
+    let job = JobMounts::new(&["ok-0", "bad-0"]);
+    let name = format!("edpm-runner-test-{}-a", std::process::id());
+    cleanup.containers.push(name.clone());
+    let mut args: Vec<String> = vec!["run".into(), "--name".into(), name.clone()];
+    args.extend(job.args());
+    args.extend(["-e".into(), format!("RUNNER_PLAYBOOK={PLAY}")]);
+    args.extend(
+        [&tag, "ansible-runner", "run", "/runner", "-p", "playbook.yaml", "-i", "deploy-nova-edpm"]
+            .map(String::from),
+    );
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out) = podman(&env, &argv);
+    assert_eq!(code, 2, "{out}");
+    let s = job.summary("deploy-nova-edpm");
+    assert_eq!(s["status"], "failed", "{s}");
+    assert_eq!(s["hosts"]["ok-0"]["status"], "ok", "{s}");
+    assert_eq!(s["hosts"]["bad-0"]["status"], "failed", "{s}");
+    assert_eq!(s["hosts"]["bad-0"]["failedTask"]["message"], "cannot pull image", "{s}");
+    let t = job.termination();
+    assert_eq!((t["failedHosts"].as_u64(), t["totalHosts"].as_u64()), (Some(1), Some(2)), "{t}");
+    assert_eq!(t["failedHostList"], serde_json::json!(["bad-0"]), "{t}");
+
+    // SIGTERM (`podman stop`, as the kubelet stops a pod): canceled within the grace period,
+    // and the container exits with the play's status.
+    let job = JobMounts::new(&["ok-0"]);
+    let name = format!("edpm-runner-test-{}-b", std::process::id());
+    cleanup.containers.push(name.clone());
+    let mut args: Vec<String> = vec!["run".into(), "-d".into(), "--name".into(), name.clone()];
+    args.extend(job.args());
+    args.extend([
+        "-e".into(),
+        format!("RUNNER_PLAYBOOK={SLOW}"),
+        "-e".into(),
+        "EDPM_AGENT_GRACE_PERIOD=5".into(),
+    ]);
+    args.extend(
+        [&tag, "ansible-runner", "run", "/runner", "-p", "playbook.yaml", "-i", "slow"].map(String::from),
+    );
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out) = podman(&env, &argv);
+    assert_eq!(code, 0, "{out}");
+    let events = job.dir.path().join("artifacts/slow/job_events");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(&events).is_ok_and(|d| d.count() >= 3) {
+        assert!(Instant::now() < deadline, "the play did not start: {}", podman(&env, &["logs", &name]).1);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let started = Instant::now();
+    let (code, out) = podman(&env, &["stop", "-t", "20", &name]);
+    assert_eq!(code, 0, "{out}");
+    assert!(started.elapsed() < Duration::from_secs(15), "stop took {:?}", started.elapsed());
+    let (_, exit) = podman(&env, &["inspect", "-f", "{{.State.ExitCode}}", &name]);
+    let s = job.summary("slow");
+    assert_eq!(s["status"], "canceled", "{s}");
+    assert_eq!(exit.trim(), (s["rc"].as_i64().unwrap() & 0xff).to_string(), "{s}");
+    assert!(Path::new(&job.dir.path().join("termination-log")).exists());
+    assert_eq!(job.termination()["status"], "canceled");
+}
