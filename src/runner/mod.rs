@@ -12,7 +12,7 @@
 pub mod events;
 pub mod fold;
 pub mod job;
-pub(crate) mod outcome;
+pub mod outcome;
 pub mod policy;
 pub mod retry;
 pub(crate) mod shell;

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::job::Timeout;
 
 /// Limits on the run.
@@ -47,4 +49,44 @@ pub(crate) struct Outcome {
     /// The child outlived the grace period and was killed.
     pub killed: bool,
     pub elapsed: Duration,
+}
+
+/// How a run ended. The first four are ansible-runner's own `status` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// The play ran and returned 0.
+    Successful,
+    /// The play ran and returned non-zero (failed or unreachable hosts, or a play error).
+    Failed,
+    /// The job or idle timeout ended the play (`RunSummary::timeout` says which).
+    Timeout,
+    /// SIGTERM or SIGINT ended the play.
+    Canceled,
+    /// Bad input (a missing playbook, an unreadable inventory, malformed extra vars, ...):
+    /// the play never started; `RunSummary::reason` names the input.
+    Invalid,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Successful => "successful",
+            RunStatus::Failed => "failed",
+            RunStatus::Timeout => "timeout",
+            RunStatus::Canceled => "canceled",
+            RunStatus::Invalid => "invalid",
+        }
+    }
+
+    /// ansible-runner's `status` file text, if it is one of its values.
+    pub fn from_runner(text: &str) -> Option<RunStatus> {
+        match text.trim() {
+            "successful" => Some(RunStatus::Successful),
+            "failed" => Some(RunStatus::Failed),
+            "timeout" => Some(RunStatus::Timeout),
+            "canceled" => Some(RunStatus::Canceled),
+            _ => None,
+        }
+    }
 }

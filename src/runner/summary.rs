@@ -23,45 +23,7 @@ pub const SUMMARY_FILE: &str = "edpm-summary.json";
 /// Failure messages are cut to this many characters.
 pub const MESSAGE_LIMIT: usize = 256;
 
-/// How a run ended. The first four are ansible-runner's own `status` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    /// The play ran and returned 0.
-    Successful,
-    /// The play ran and returned non-zero (failed or unreachable hosts, or a play error).
-    Failed,
-    /// The job or idle timeout ended the play (`RunSummary::timeout` says which).
-    Timeout,
-    /// SIGTERM or SIGINT ended the play.
-    Canceled,
-    /// Bad input (a missing playbook, an unreadable inventory, malformed extra vars, ...):
-    /// the play never started; `RunSummary::reason` names the input.
-    Invalid,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Successful => "successful",
-            RunStatus::Failed => "failed",
-            RunStatus::Timeout => "timeout",
-            RunStatus::Canceled => "canceled",
-            RunStatus::Invalid => "invalid",
-        }
-    }
-
-    /// ansible-runner's `status` file text, if it is one of its values.
-    pub fn from_runner(text: &str) -> Option<RunStatus> {
-        match text.trim() {
-            "successful" => Some(RunStatus::Successful),
-            "failed" => Some(RunStatus::Failed),
-            "timeout" => Some(RunStatus::Timeout),
-            "canceled" => Some(RunStatus::Canceled),
-            _ => None,
-        }
-    }
-}
+pub use super::outcome::RunStatus;
 
 /// One host's outcome, in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -263,4 +225,31 @@ pub(crate) fn describe(s: &RunSummary, written: &str) -> String {
     }
     line.push('\n');
     line
+}
+
+impl TerminationMessage {
+    /// The message for `summary`: counts over every host, lists shortened (from the end, the
+    /// longer list first) until the compact JSON fits in [`TERMINATION_MESSAGE_LIMIT`] bytes.
+    pub fn from_summary(summary: &RunSummary) -> TerminationMessage {
+        let failed: Vec<String> =
+            summary.hosts.iter().filter(|(_, h)| h.failures > 0).map(|(n, _)| n.clone()).collect();
+        let unreachable: Vec<String> =
+            summary.hosts.iter().filter(|(_, h)| h.dark > 0).map(|(n, _)| n.clone()).collect();
+        let impacted = summary.hosts.values().filter(|h| h.failures > 0 || h.dark > 0).count() as u64;
+        let total = summary.hosts.len() as u64;
+        let percent = (impacted * 100 + total / 2).checked_div(total).unwrap_or(0);
+        let mut m = TerminationMessage {
+            failed_hosts: failed.len() as u64,
+            unreachable_hosts: unreachable.len() as u64,
+            failed_host_list: failed,
+            unreachable_host_list: unreachable,
+            failure_percent: percent,
+            rc: summary.rc,
+            status: summary.status,
+            total_hosts: total,
+            truncated: false,
+        };
+        m.fit();
+        m
+    }
 }

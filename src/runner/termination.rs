@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::summary::{RunStatus, RunSummary};
+use super::outcome::RunStatus;
 
 /// Kubernetes keeps at most this many bytes of a container's termination message.
 pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
@@ -58,39 +58,14 @@ impl Default for TerminationMessage {
 }
 
 impl TerminationMessage {
-    /// The message for `summary`: counts over every host, lists shortened (from the end, the
-    /// longer list first) until the compact JSON fits in [`TERMINATION_MESSAGE_LIMIT`] bytes.
-    pub fn from_summary(summary: &RunSummary) -> TerminationMessage {
-        let failed: Vec<String> =
-            summary.hosts.iter().filter(|(_, h)| h.failures > 0).map(|(n, _)| n.clone()).collect();
-        let unreachable: Vec<String> =
-            summary.hosts.iter().filter(|(_, h)| h.dark > 0).map(|(n, _)| n.clone()).collect();
-        let impacted = summary.hosts.values().filter(|h| h.failures > 0 || h.dark > 0).count() as u64;
-        let total = summary.hosts.len() as u64;
-        let percent = (impacted * 100 + total / 2).checked_div(total).unwrap_or(0);
-        let mut m = TerminationMessage {
-            failed_hosts: failed.len() as u64,
-            unreachable_hosts: unreachable.len() as u64,
-            failed_host_list: failed,
-            unreachable_host_list: unreachable,
-            failure_percent: percent,
-            rc: summary.rc,
-            status: summary.status,
-            total_hosts: total,
-            truncated: false,
-        };
-        m.fit();
-        m
-    }
-
     /// Compact JSON, keys sorted; never longer than [`TERMINATION_MESSAGE_LIMIT`] bytes when
-    /// built by [`TerminationMessage::from_summary`].
+    /// built by `TerminationMessage::from_summary` (in `summary`).
     pub fn to_json(&self) -> String {
         // Plain strings, integers and booleans: serialization cannot fail.
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    fn fit(&mut self) {
+    pub(crate) fn fit(&mut self) {
         if self.to_json().len() <= TERMINATION_MESSAGE_LIMIT {
             return;
         }
