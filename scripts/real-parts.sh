@@ -46,7 +46,8 @@ CONF
 export CONTAINERS_CONF="$cache/podman/containers.conf"
 podman info >/dev/null 2>&1 || fail "this host cannot run containers: $(podman info 2>&1 | tail -1)"
 
-# The recipe: the base's debootstrap line and the systemd image's Containerfile. Their hash
+# The recipe: the base's debootstrap line and the systemd image's Containerfile (an EDPM node in
+# small: systemd, rpm, and podman with runc for the service containers, which are busybox). Their hash
 # names the images and the cache tarball, so a changed recipe builds anew.
 # Debian's own mirror as apt is configured (one-line or deb822 sources), not a third party's.
 mirror=$({ grep -rhoE '^(URIs:|deb) +https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null || true; } |
@@ -57,7 +58,7 @@ containerfile=$(cat <<'CF'
 ARG BASE
 FROM $BASE
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      systemd systemd-sysv dbus rpm && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
+      systemd systemd-sysv dbus rpm podman runc conmon busybox-static && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
  && systemctl set-default multi-user.target \
  && systemctl mask getty.target console-getty.service systemd-logind.service systemd-udevd.service \
       systemd-udev-trigger.service systemd-remount-fs.service

@@ -337,7 +337,8 @@ fn the_node_agent_unit_verifies_cleanly() {
         ("ProtectSystem", "strict"),
         ("ProtectHome", "yes"),
         ("PrivateTmp", "yes"),
-        ("CapabilityBoundingSet", ""),
+        ("CapabilityBoundingSet", "CAP_SYS_ADMIN"),
+        ("PrivateMounts", "yes"),
     ] {
         assert!(unit.lines().any(|l| l == format!("{key}={want}")), "{key}={want} missing");
     }

@@ -4,6 +4,15 @@
 //! drop-in the `edpm_agent_node` role writes (the binary's path), plus `WatchdogSec=6` so a
 //! hung agent is caught in seconds rather than the unit's minute.
 //!
+//! The node runs its service containers with its own rootful podman (podman inside the
+//! privileged systemd container), as an EDPM node does: systemd and podman together, so the
+//! agent's `systemctl show` and `podman ps` ask the same system that runs the containers, and
+//! podman's periodic health checks run as the transient systemd timers they are on a node (on a
+//! host without systemd as PID 1 they never run). The alternative, the agent in the container
+//! talking to the host's podman through its socket, would pair the node's systemd with another
+//! system's containers, and could not test the sandbox's access to podman's own state.
+//! `scripts/edpm-containers.sh` makes the containers as edpm_container_manage does.
+//!
 //! Without the environment (`target/real-parts.env`) these tests skip with a notice, and fail
 //! in CI, as the tests that read `../shared` do.
 
@@ -52,10 +61,37 @@ impl Systemd {
         static BOOTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = BOOTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let name = format!("edpm-agent-test-{}-{n}", std::process::id());
-        let s = Systemd { name, env };
+        let s = Systemd { name, env: env.clone() };
         let agent = format!("{}:/usr/local/bin/edpm-agent:ro", bin().display());
-        let args =
-            ["run", "-d", "--name", &s.name, "--systemd=always", "--network", "host", "-v", &agent, &image];
+        let containers = format!(
+            "{}:/usr/local/bin/edpm-containers:ro",
+            repo().join("scripts/edpm-containers.sh").display()
+        );
+        // The node's podman: the host's settings (runc, ulimits within the hard limits), its
+        // storage on a tmpfs (overlay cannot sit on the container's own overlay root), and a
+        // private cgroup namespace so runc finds its cgroups where it mounts them (cgroup v1).
+        let conf = env.iter().find(|(k, _)| k == "CONTAINERS_CONF").map(|(_, v)| v.clone()).unwrap();
+        let conf = format!("{conf}:/etc/containers/containers.conf:ro");
+        let args = [
+            "run",
+            "-d",
+            "--name",
+            &s.name,
+            "--systemd=always",
+            "--privileged",
+            "--cgroupns=private",
+            "--network",
+            "host",
+            "--mount",
+            "type=tmpfs,destination=/var/lib/containers",
+            "-v",
+            &conf,
+            "-v",
+            &agent,
+            "-v",
+            &containers,
+            &image,
+        ];
         let out = s.podman(&args);
         assert!(out.0, "podman run: {}", out.1);
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -144,6 +180,13 @@ fn the_node_agent_runs_under_a_real_systemd() {
         ),
     );
     assert!(sd.exec("chmod 0600 /etc/edpm-agent/kubeconfig && systemctl daemon-reload").0);
+    // A deployed service whose container the sandboxed agent must see through rootful podman.
+    let (ok, out) = sd.exec("edpm-containers nova_compute:pass");
+    assert!(ok, "edpm-containers: {out}");
+    sd.write(
+        "/var/lib/edpm-config/deployed_services.yaml",
+        "services:\n  nova:\n    containers: [nova_compute]\n",
+    );
 
     // Type=notify: `systemctl start` returns once READY=1 came, after the first check.
     let (ok, out) = sd.exec("systemctl start edpm-agent-node");
@@ -156,6 +199,24 @@ fn the_node_agent_runs_under_a_real_systemd() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(agent_status(&api, "NodeAgentReady").is_some(), "the agent reported from inside the sandbox");
+    // From inside the sandbox it reads systemd's units and podman's containers with their
+    // health (the first check may still see the health check starting).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let runtime = loop {
+        let c = agent_status(&api, "ServiceNovaRuntimeReady");
+        if c.as_ref().is_some_and(|c| c["status"] == "True") || Instant::now() > deadline {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let runtime = runtime.unwrap_or_default();
+    assert_eq!(
+        runtime["status"],
+        "True",
+        "{runtime}\n{}",
+        sd.exec("journalctl -u edpm-agent-node --no-pager").1
+    );
+    assert_eq!(runtime["message"], "1 container(s) active and healthy", "{runtime}");
 
     // The watchdog is fed: no restart over two WatchdogSec periods.
     std::thread::sleep(Duration::from_secs(13));
@@ -207,6 +268,87 @@ fn the_node_agent_runs_under_a_real_systemd() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let level = rating.split_whitespace().find(|w| w.parse::<f32>().is_ok()).unwrap_or("?").to_string();
     assert!(readme.contains(&format!("exposure level {level}")), "README's rating differs: {rating}");
+}
+
+/// Each runtime problem the README names, from real containers: the agent as an operator runs
+/// it on the node (`node --once`), and the reason and message it gives.
+#[test]
+fn the_node_agent_reports_real_containers_as_they_are() {
+    let Some(env) = real_parts() else { return };
+    let sd = Systemd::boot(env);
+    let (ok, out) = sd.exec(
+        "edpm-containers nova_compute:pass nova_virtlogd:none ovn_controller:fail \
+         ovn_metadata_agent:starting ceilometer_agent_compute:pass:h-running:h-wanted iscsid:none",
+    );
+    assert!(ok, "edpm-containers: {out}");
+    sd.write(
+        "/var/lib/edpm-config/deployed_services.yaml",
+        "services:\n  nova:\n    containers: [nova_compute, nova_virtlogd]\n  ovn:\n    containers: [ovn_controller]\n  neutron-metadata:\n    containers: [ovn_metadata_agent]\n  telemetry:\n    containers: [ceilometer_agent_compute]\n  iscsid:\n    containers: [iscsid]\n",
+    );
+    // One unit stopped, as an operator or a crash leaves it.
+    assert!(sd.exec("systemctl stop edpm_nova_virtlogd.service").0);
+    // podman's own timers run the health checks: wait for their verdicts rather than run them.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = |c: &str| {
+        sd.exec(&format!("podman inspect -f '{{{{.State.Health.Status}}}}' {c}")).1.trim().to_string()
+    };
+    while (health("ovn_controller") != "unhealthy" || health("ceilometer_agent_compute") != "healthy")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (ok, out) = sd.exec("edpm-agent node --once --format json");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e} (ok {ok}): {out}"));
+    let cond = |ty: &str| -> (String, String, String) {
+        let c = v["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == ty)
+            .unwrap_or_else(|| panic!("no {ty}: {out}"));
+        let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+        (s("status"), s("reason"), s("message"))
+    };
+    assert_eq!(
+        cond("ServiceNovaRuntimeReady"),
+        ("False".into(), "UnitInactive".into(), "edpm_nova_virtlogd.service is inactive (dead)".into())
+    );
+    assert_eq!(
+        cond("ServiceOvnRuntimeReady"),
+        ("False".into(), "HealthcheckFailing".into(), "container ovn_controller is unhealthy".into())
+    );
+    assert_eq!(
+        cond("ServiceNeutronMetadataRuntimeReady"),
+        (
+            "False".into(),
+            "HealthcheckStarting".into(),
+            "container ovn_metadata_agent health check is starting".into()
+        )
+    );
+    assert_eq!(
+        cond("ServiceTelemetryRuntimeReady"),
+        (
+            "False".into(),
+            "ConfigHashMismatch".into(),
+            "edpm_ceilometer_agent_compute.container has config_hash h-wanted, the container runs with h-running: restart edpm_ceilometer_agent_compute.service".into()
+        )
+    );
+    let iscsid = cond("ServiceIscsidRuntimeReady");
+    assert_eq!(
+        (iscsid.0.as_str(), iscsid.2.as_str()),
+        ("True", "1 container(s) active"),
+        "no health check: active is enough"
+    );
+    assert_eq!(cond("NodeAgentReady").0, "True", "{out}");
+    assert!(ok && v["ready"] == false, "--once prints the verdict and succeeds: {out}");
+
+    // Restarting the unit brings the service back, as the message says.
+    assert!(sd.exec("systemctl start edpm_nova_virtlogd.service").0);
+    let (_, out) = sd.exec("edpm-agent node --once --format json");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let nova =
+        v["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "ServiceNovaRuntimeReady").unwrap();
+    assert_eq!(nova["status"], "True", "{out}");
 }
 
 #[test]
