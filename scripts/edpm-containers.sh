@@ -9,7 +9,7 @@
 # node agent reads it; the unit is the one edpm_container_manage writes.
 #
 # usage: edpm-containers.sh NAME:HEALTH[:HASH[:QUADLET_HASH]]...
-#   HEALTH: pass (checked every 2 s), fail (unhealthy after its first check), starting (failing
+#   HEALTH: pass (checked every 2 s, or every $EDPM_HEALTH_INTERVAL), fail (unhealthy after its first check), starting (failing
 #   within an hour's start period, so never counted yet), none (no health check)
 #   HASH: the label the container runs with (default h-NAME); QUADLET_HASH: the quadlet
 #   file's (default HASH)
@@ -32,7 +32,7 @@ for spec in "$@"; do
   hash=${hash:-h-$name}
   quadlet=${quadlet:-$hash}
   case "$health" in
-    pass) check=(--health-cmd true --health-interval 2s) ;;
+    pass) check=(--health-cmd true --health-interval "${EDPM_HEALTH_INTERVAL:-2s}") ;;
     fail) check=(--health-cmd false --health-interval 1s --health-retries 1) ;;
     starting) check=(--health-cmd false --health-interval 2s --health-start-period 1h) ;;
     none) check=() ;;

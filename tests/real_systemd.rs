@@ -16,14 +16,13 @@
 //! Without the environment (`target/real-parts.env`) these tests skip with a notice, and fail
 //! in CI, as the tests that read `../shared` do.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::util::fake_api::FakeApi;
 use crate::util::{bin, repo, run};
+use edpm_testkit::real_node::RealNode;
 
 /// A token the agent's kubeconfig carries: it must never reach the journal.
 const TOKEN: &str = "edpmRealSystemdT0ken4f9c2";
@@ -49,97 +48,25 @@ pub(crate) fn real_parts() -> Option<Vec<(String, String)>> {
     }
 }
 
-/// A systemd container, removed when dropped (also when a test fails).
-struct Systemd {
-    name: String,
-    env: Vec<(String, String)>,
-}
+/// The node, booted with the binary under test; fails the test when it cannot boot.
+struct Systemd(RealNode);
 
 impl Systemd {
     fn boot(env: Vec<(String, String)>) -> Systemd {
-        let image = env.iter().find(|(k, _)| k == "EDPM_REAL_SYSTEMD_IMAGE").map(|(_, v)| v.clone()).unwrap();
-        static BOOTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = BOOTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let name = format!("edpm-agent-test-{}-{n}", std::process::id());
-        let s = Systemd { name, env: env.clone() };
-        let agent = format!("{}:/usr/local/bin/edpm-agent:ro", bin().display());
-        let containers = format!(
-            "{}:/usr/local/bin/edpm-containers:ro",
-            repo().join("scripts/edpm-containers.sh").display()
-        );
-        // The node's podman: the host's settings (runc, ulimits within the hard limits), its
-        // storage on a tmpfs (overlay cannot sit on the container's own overlay root), and a
-        // private cgroup namespace so runc finds its cgroups where it mounts them (cgroup v1).
-        let conf = env.iter().find(|(k, _)| k == "CONTAINERS_CONF").map(|(_, v)| v.clone()).unwrap();
-        let conf = format!("{conf}:/etc/containers/containers.conf:ro");
-        let args = [
-            "run",
-            "-d",
-            "--name",
-            &s.name,
-            "--systemd=always",
-            "--privileged",
-            "--cgroupns=private",
-            "--network",
-            "host",
-            "--mount",
-            "type=tmpfs,destination=/var/lib/containers",
-            "-v",
-            &conf,
-            "-v",
-            &agent,
-            "-v",
-            &containers,
-            &image,
-        ];
-        let out = s.podman(&args);
-        assert!(out.0, "podman run: {}", out.1);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let state = s.exec("systemctl is-system-running").1;
-            if state.starts_with("running") || state.starts_with("degraded") {
-                break;
-            }
-            assert!(Instant::now() < deadline, "systemd did not come up: {state}");
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        s
+        Systemd(RealNode::boot(&env, &bin(), &repo()).unwrap_or_else(|e| panic!("{e}")))
     }
 
-    fn podman(&self, args: &[&str]) -> (bool, String) {
-        let out = Command::new("podman")
-            .args(args)
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .output()
-            .expect("podman");
-        let text =
-            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        (out.status.success(), text)
-    }
-
-    /// A shell command inside the container: success and its output.
     fn exec(&self, script: &str) -> (bool, String) {
-        self.podman(&["exec", &self.name, "sh", "-c", script])
+        self.0.exec(script)
     }
 
     fn write(&self, path: &str, text: &str) {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("f");
-        std::fs::write(&f, text).unwrap();
-        assert!(self.exec(&format!("mkdir -p {}", Path::new(path).parent().unwrap().display())).0);
-        let (ok, out) = self.podman(&["cp", f.to_str().unwrap(), &format!("{}:{path}", self.name)]);
-        assert!(ok, "podman cp {path}: {out}");
+        self.0.write(path, text).unwrap_or_else(|e| panic!("{e}"));
     }
 
-    /// One property of the unit.
+    /// One property of the agent's unit.
     fn show(&self, property: &str) -> String {
-        self.exec(&format!("systemctl show -p {property} --value edpm-agent-node")).1.trim().to_string()
-    }
-}
-
-impl Drop for Systemd {
-    fn drop(&mut self) {
-        let _ = self.podman(&["rm", "-f", "-t", "0", &self.name]);
+        self.0.show("edpm-agent-node", property)
     }
 }
 
@@ -361,8 +288,7 @@ fn the_rpms_install_where_systemd_and_ansible_find_them() {
     let main = rpms.join(format!("{arch}/edpm-agent-0.1.0-1.{arch}.rpm"));
     let node = rpms.join("noarch/edpm-agent-node-0.1.0-1.noarch.rpm");
     for (f, to) in [(&main, "/tmp/edpm-agent.rpm"), (&node, "/tmp/edpm-agent-node.rpm")] {
-        let (ok, out) = sd.podman(&["cp", f.to_str().unwrap(), &format!("{}:{to}", sd.name)]);
-        assert!(ok, "{out}");
+        sd.0.copy_in(f, to).unwrap_or_else(|e| panic!("{e}"));
     }
     // --nodeps: Debian's rpm database knows none of the RPM dependencies (glibc, systemd),
     // which dpkg provides here.
@@ -387,9 +313,7 @@ fn the_rpms_install_where_systemd_and_ansible_find_them() {
     assert_eq!(out.trim(), "no", "{out}");
 
     // The inventory script, as Ansible runs it, from the installed package.
-    let (ok, out) =
-        sd.podman(&["cp", repo().join("examples").to_str().unwrap(), &format!("{}:/tmp/examples", sd.name)]);
-    assert!(ok, "{out}");
+    sd.0.copy_in(&repo().join("examples"), "/tmp/examples").unwrap_or_else(|e| panic!("{e}"));
     let (ok, out) =
         sd.exec("EDPM_AGENT_CONFIG= EDPM_AGENT_SOURCE=/tmp/examples /usr/bin/edpm-inventory --list");
     assert!(ok, "edpm-inventory --list: {out}");

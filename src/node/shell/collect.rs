@@ -6,7 +6,7 @@
 //! return codes, `stage`'s manifest and the files it records (hashed again only when their
 //! size, mtime or inode changed since the last check), `deployed_services.yaml` and the
 //! quadlet files; and it asks `systemctl show` (one call for every unit) and `podman ps` (one
-//! call for every container) for the runtime. Commands are looked up on `PATH`.
+//! call for every container), at once, for the runtime. Commands are looked up on `PATH`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -228,6 +228,14 @@ impl Collect for Host {
             _ => Vec::new(),
         };
         let units: Vec<String> = containers.iter().map(|c| format!("edpm_{c}.service")).collect();
+        // systemctl and podman each take about 60 ms for 50 containers on a real node (podman
+        // mostly starting up): asked at once, a check waits for the slower, not both
+        // (BENCHMARKS.md, node agent on real parts).
+        let (units, containers_state) = std::thread::scope(|s| {
+            let ps = s.spawn(|| if containers.is_empty() { Ok(BTreeMap::new()) } else { podman_ps() });
+            let units = if units.is_empty() { Ok(BTreeMap::new()) } else { systemctl_show(&units) };
+            (units, ps.join().unwrap_or_else(|_| Err("podman ps: the query thread panicked".into())))
+        });
         Facts {
             hostname: self.hostname(),
             addresses: self.addresses(),
@@ -235,9 +243,9 @@ impl Collect for Host {
             network: self.network(),
             runtime: self.runtime(),
             staged: self.staged(),
-            units: if units.is_empty() { Ok(BTreeMap::new()) } else { systemctl_show(&units) },
+            units,
             quadlet_hashes: self.quadlet_hashes(&containers),
-            containers: if containers.is_empty() { Ok(BTreeMap::new()) } else { podman_ps() },
+            containers: containers_state,
             deployed,
         }
     }

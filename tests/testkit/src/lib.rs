@@ -1,6 +1,7 @@
 //! Test harnesses shared by edpm-agent's integration tests (`tests/`) and its benchmarks
 //! (`edpm-bench`): one implementation of the fake Kubernetes API server, so the benchmark
-//! measures against exactly the semantics the tests enforce.
+//! measures against exactly the semantics the tests enforce, and one way to boot a real node
+//! (systemd and podman in a container).
 
 #![allow(
     clippy::disallowed_methods,
@@ -9,3 +10,4 @@
 )]
 
 pub mod fake_api;
+pub mod real_node;
