@@ -193,4 +193,39 @@ fn the_runner_image_runs_the_job_as_kubernetes_does() {
     assert_eq!(exit.trim(), (s["rc"].as_i64().unwrap() & 0xff).to_string(), "{s}");
     assert!(Path::new(&job.dir.path().join("termination-log")).exists());
     assert_eq!(job.termination()["status"], "canceled");
+
+    // A read-only root. openstack-operator's Job sets no securityContext (its root is
+    // writable); a site that adds `readOnlyRootFilesystem` must give the play writable
+    // emptyDirs. Without /tmp, the job says which path it could not write, in its termination
+    // message too; with /tmp, /runner/project (RUNNER_PLAYBOOK is written there) and
+    // /runner/.ansible (Ansible's home), the play runs.
+    let read_only = |job: &JobMounts, ident: &str, writable: &[&str]| {
+        let mut args: Vec<String> =
+            ["run", "--rm", "--read-only", "--read-only-tmpfs=false"].map(String::from).to_vec();
+        for w in writable {
+            args.extend(["--tmpfs".into(), format!("{w}:mode=1777")]);
+        }
+        args.extend(job.args());
+        args.extend(["-e".into(), format!("RUNNER_PLAYBOOK={PLAY}")]);
+        args.extend(
+            [&tag, "ansible-runner", "run", "/runner", "-p", "playbook.yaml", "-i", ident].map(String::from),
+        );
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        podman(&env, &argv)
+    };
+    let job = JobMounts::new(&["ok-0"]);
+    let (code, out) = read_only(&job, "ro-a", &[]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("Read-only file system") && out.contains("/tmp"), "{out}");
+    assert_eq!(job.termination()["status"], "invalid");
+    let job = JobMounts::new(&["ok-0", "bad-0"]);
+    let (code, out) = read_only(&job, "ro-b", &["/tmp", "/runner/project", "/runner/.ansible"]);
+    assert_eq!(code, 2, "{out}");
+    let s = job.summary("ro-b");
+    assert_eq!(
+        (&s["hosts"]["ok-0"]["status"], &s["hosts"]["bad-0"]["status"]),
+        (&"ok".into(), &"failed".into()),
+        "{s}"
+    );
+    assert_eq!(job.termination()["failedHostList"], serde_json::json!(["bad-0"]));
 }
