@@ -234,6 +234,20 @@ fn check_failing_play(job: &Job, out: &Output, ident: &str) -> Value {
     assert_eq!((u["task"].as_str(), u["unreachable"].as_bool()), (Some("reach every host"), Some(true)));
     assert!(u["message"].as_str().unwrap().contains("Connection refused"), "{u}");
     let (text, upstream) = job.termination();
+    assert_eq!(s["terminationMessage"], text, "the summary keeps the message it wrote");
+    let mut text = text;
+    // Why each host failed, masked as in the summary, paths from the project on.
+    let reasons = text.as_object_mut().unwrap().remove("hostFailures").unwrap_or_default();
+    assert_eq!(
+        reasons["compute-1"],
+        "configure nova (site.yml:7): non-zero return code (rc 3): cannot reach rabbit://nova:********@rabbitmq:5672/ for /etc/nova/nova.conf"
+    );
+    let unreachable = reasons["u"].as_str().unwrap_or_default();
+    assert!(
+        unreachable.starts_with("reach every host (site.yml:5): ")
+            && unreachable.ends_with("Connection refused"),
+        "{reasons}"
+    );
     assert_eq!(
         text,
         json!({"failedHostList": ["compute-1"], "failedHosts": 1, "failurePercent": 50, "rc": 4, "status": "failed",
@@ -250,7 +264,6 @@ fn check_failing_play(job: &Job, out: &Output, ident: &str) -> Value {
             unreachable_host_list: Some(vec!["u".into()]),
         })
     );
-    assert_eq!(s["terminationMessage"], text, "the summary keeps the message it wrote");
     // The job log says which host failed, where and why; edpm-agent's own lines never carry
     // the secret (Ansible's output is Ansible's).
     assert!(

@@ -248,8 +248,38 @@ impl TerminationMessage {
             status: summary.status,
             total_hosts: total,
             truncated: false,
+            ..TerminationMessage::default()
         };
         m.fit();
+        // Failed hosts' reasons first, then the unreachable ones'.
+        let mut reasons: Vec<(String, String)> = Vec::new();
+        for unreachable in [false, true] {
+            reasons.extend(summary.hosts.iter().filter_map(|(host, h)| {
+                let t = h.failed_task.as_ref().filter(|t| t.unreachable == unreachable)?;
+                (h.failures > 0 || h.dark > 0).then(|| (host.clone(), t.reason()))
+            }));
+        }
+        m.add_host_failures(&reasons);
         m
+    }
+}
+
+impl FailedTask {
+    /// One line for the cluster: `Task (role/tasks/file.yml:line): message`; the path from
+    /// the role's name on, else from the project directory (`/runner/project/` in the Job),
+    /// else the file's last three parts.
+    pub fn reason(&self) -> String {
+        let place = self.path.as_deref().map(|p| {
+            let short = match (p.rfind("/roles/"), p.rfind("/project/")) {
+                (Some(i), _) => p[i + "/roles/".len()..].to_string(),
+                (None, Some(i)) => p[i + "/project/".len()..].to_string(),
+                (None, None) => {
+                    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
+                    parts[parts.len().saturating_sub(3)..].join("/")
+                }
+            };
+            format!(" ({short})")
+        });
+        format!("{}{}: {}", self.task, place.unwrap_or_default(), self.message)
     }
 }

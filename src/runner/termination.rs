@@ -3,7 +3,10 @@
 //! same type), kept within Kubernetes' 4096-byte limit.
 //!
 //! Invariant: the message never exceeds [`TERMINATION_MESSAGE_LIMIT`] bytes: host lists are
-//! shortened (and `truncated` set), counts never are.
+//! shortened (and `truncated` set), counts never are; the reasons of `hostFailures` come
+//! last, in the room upstream's fields leave.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +32,18 @@ pub struct TerminationMessage {
     /// (failed ∪ unreachable) × 100 / total, rounded half up.
     #[serde(rename = "failurePercent")]
     pub failure_percent: u64,
+    /// edpm-agent's own key (upstream's parser ignores it): the first failed task of each
+    /// failed or unreachable host, `Task (role/tasks/file.yml:line): message`, secrets masked
+    /// as in `edpm-summary.json`, as many as fit, each cut to the same length.
+    #[serde(
+        rename = "hostFailures",
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "nullable"
+    )]
+    pub host_failures: BTreeMap<String, String>,
+    /// How many hosts' reasons did not fit in `hostFailures`.
+    #[serde(rename = "hostFailuresOmitted", skip_serializing_if = "is_zero")]
+    pub host_failures_omitted: u64,
     pub rc: i32,
     pub status: RunStatus,
     #[serde(rename = "totalHosts")]
@@ -47,6 +62,8 @@ impl Default for TerminationMessage {
             failed_host_list: Vec::new(),
             failed_hosts: 0,
             failure_percent: 0,
+            host_failures: BTreeMap::new(),
+            host_failures_omitted: 0,
             rc: 0,
             status: RunStatus::Invalid,
             total_hosts: 0,
@@ -95,6 +112,50 @@ impl TerminationMessage {
             }
         }
     }
+}
+
+/// A reason is never cut shorter than this (characters): below it, a host is left out instead.
+const MIN_REASON_CHARS: usize = 40;
+
+impl TerminationMessage {
+    /// Adds the hosts' reasons, in the order given, after upstream's fields have been fitted:
+    /// as many hosts as fit with every reason cut to at least [`MIN_REASON_CHARS`], then the
+    /// longest common cut that still fits; the rest are counted in `hostFailuresOmitted`.
+    pub(crate) fn add_host_failures(&mut self, reasons: &[(String, String)]) {
+        if reasons.is_empty() {
+            return;
+        }
+        let with = |k: usize, cap: usize| {
+            let mut m = self.clone();
+            m.host_failures =
+                reasons[..k].iter().map(|(h, r)| (h.clone(), super::text::cut(r, cap))).collect();
+            m.host_failures_omitted = (reasons.len() - k) as u64;
+            m
+        };
+        let fits = |m: &TerminationMessage| m.to_json().len() <= TERMINATION_MESSAGE_LIMIT;
+        // Fitting is monotone in both the number of hosts and the cut: search each.
+        let (mut lo, mut hi) = (0, reasons.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(&with(mid, MIN_REASON_CHARS)) { lo = mid } else { hi = mid - 1 }
+        }
+        let k = lo;
+        let longest = reasons[..k].iter().map(|(_, r)| r.chars().count()).max().unwrap_or(0);
+        let (mut lo, mut hi) = (MIN_REASON_CHARS.min(longest), longest);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(&with(k, mid)) { lo = mid } else { hi = mid - 1 }
+        }
+        let m = with(k, lo);
+        // Even the count of omitted reasons may not fit next to very long host lists.
+        if fits(&m) {
+            *self = m;
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `null` reads as empty, as the API server serves an unset list.

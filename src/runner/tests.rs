@@ -101,7 +101,7 @@ fn any_errors_fatal_interrupts_the_hosts_still_in_the_play() {
     assert_eq!(t.message, "non-zero return code (rc 1): no such file: /etc/x");
     assert_eq!(
         s.termination_message.to_json(),
-        r#"{"failedHostList":["b"],"failedHosts":1,"failurePercent":25,"rc":2,"status":"failed","totalHosts":4,"truncated":false,"unreachableHostList":[],"unreachableHosts":0}"#
+        r#"{"failedHostList":["b"],"failedHosts":1,"failurePercent":25,"hostFailures":{"b":"fail on b (p/site.yml:4): non-zero return code (rc 1): no such file: /etc/x"},"rc":2,"status":"failed","totalHosts":4,"truncated":false,"unreachableHostList":[],"unreachableHosts":0}"#
     );
 }
 
@@ -353,14 +353,44 @@ fn termination_message_keys_are_sorted() {
     assert_eq!(keys, sorted);
 }
 
+fn failed_task(message: &str, unreachable: bool) -> Option<FailedTask> {
+    Some(FailedTask {
+        task: "Deploy nova".into(),
+        action: Some("ansible.builtin.command".into()),
+        play: None,
+        path: Some(
+            "/usr/share/ansible/collections/ansible_collections/osp/edpm/roles/edpm_nova/tasks/main.yml:12"
+                .into(),
+        ),
+        unreachable,
+        message: message.into(),
+    })
+}
+
 fn summary_with(failed: &[String], unreachable: &[String], ok: usize) -> RunSummary {
     let mut hosts = BTreeMap::new();
     for h in failed {
-        hosts.insert(h.clone(), HostResult { failures: 1, status: HostStatus::Failed, ..Default::default() });
+        let message = format!("non-zero return code (rc 125): Error: cannot pull image for {h}");
+        hosts.insert(
+            h.clone(),
+            HostResult {
+                failures: 1,
+                status: HostStatus::Failed,
+                failed_task: failed_task(&message, false),
+                ..Default::default()
+            },
+        );
     }
     for h in unreachable {
-        hosts
-            .insert(h.clone(), HostResult { dark: 1, status: HostStatus::Unreachable, ..Default::default() });
+        hosts.insert(
+            h.clone(),
+            HostResult {
+                dark: 1,
+                status: HostStatus::Unreachable,
+                failed_task: failed_task("Failed to connect to the host via ssh: timed out", true),
+                ..Default::default()
+            },
+        );
     }
     for i in 0..ok {
         hosts.insert(format!("ok-{i}"), HostResult::default());
@@ -395,7 +425,21 @@ proptest! {
         let full = m.failed_host_list.len() == failed.len() && m.unreachable_host_list.len() == unreachable.len();
         prop_assert_eq!(m.truncated, !full);
         let back: TerminationMessage = serde_json::from_str(&text).unwrap();
-        prop_assert_eq!(back, m);
+        prop_assert_eq!(&back, &m);
+        // Reasons: only of failed or unreachable hosts, failed ones first; each whole or cut
+        // to one common length; the rest counted, unless not even the count fits.
+        let reasons = m.host_failures.len() + m.host_failures_omitted as usize;
+        prop_assert!(reasons == failed.len() + unreachable.len() || reasons == 0);
+        for (h, r) in &m.host_failures {
+            prop_assert!(failed.contains(h) || unreachable.contains(h));
+            prop_assert!(r.starts_with("Deploy nova (edpm_nova/tasks/main.yml:12): ") || r.ends_with('…'));
+        }
+        let cut_lengths: std::collections::BTreeSet<usize> =
+            m.host_failures.values().filter(|r| r.ends_with('…')).map(|r| r.chars().count()).collect();
+        prop_assert!(cut_lengths.len() <= 1, "{:?}", cut_lengths);
+        if m.host_failures.keys().any(|h| unreachable.contains(h)) {
+            prop_assert!(failed.iter().all(|f| m.host_failures.contains_key(f)));
+        }
     }
 
     #[test]
@@ -406,6 +450,54 @@ proptest! {
         prop_assert!(!m.contains(&secret));
         prop_assert!(m.chars().count() <= MESSAGE_LIMIT);
     }
+}
+
+#[test]
+fn the_termination_message_says_why_each_host_failed() {
+    let s = summary_with(&["edpm-compute-5".into()], &["edpm-compute-7".into()], 3);
+    let m = TerminationMessage::from_summary(&s);
+    assert_eq!(
+        m.host_failures["edpm-compute-5"],
+        "Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image for edpm-compute-5"
+    );
+    assert_eq!(
+        m.host_failures["edpm-compute-7"],
+        "Deploy nova (edpm_nova/tasks/main.yml:12): Failed to connect to the host via ssh: timed out"
+    );
+    assert_eq!(m.host_failures_omitted, 0);
+    // Upstream's fields are where they were; the new key sorts among them.
+    let text = m.to_json();
+    assert!(
+        text.starts_with(
+            r#"{"failedHostList":["edpm-compute-5"],"failedHosts":1,"failurePercent":40,"hostFailures":{"#
+        ),
+        "{text}"
+    );
+    // A run without failures writes exactly upstream's keys.
+    let ok = TerminationMessage::from_summary(&summary_with(&[], &[], 2)).to_json();
+    assert!(!ok.contains("hostFailures"), "{ok}");
+    // Paths outside a role: from the project directory on, else their last three parts.
+    let mut t = failed_task("boom", false).unwrap();
+    t.path = Some("/runner/project/playbooks/deploy.yml:4".into());
+    assert_eq!(t.reason(), "Deploy nova (playbooks/deploy.yml:4): boom");
+    t.path = Some("/usr/share/edpm/playbooks/deploy.yml:4".into());
+    assert_eq!(t.reason(), "Deploy nova (edpm/playbooks/deploy.yml:4): boom");
+    t.path = None;
+    assert_eq!(t.reason(), "Deploy nova: boom");
+}
+
+#[test]
+fn many_failed_hosts_share_the_room_fairly() {
+    let failed: Vec<String> = (0..200).map(|i| format!("edpm-compute-{i:03}")).collect();
+    let m = TerminationMessage::from_summary(&summary_with(&failed, &[], 0));
+    assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+    // 200 names take most of the room: the first hosts' reasons, cut alike, and a count.
+    assert!(!m.host_failures.is_empty() && m.host_failures_omitted > 0, "{}", m.to_json());
+    assert_eq!(m.host_failures.len() + m.host_failures_omitted as usize, 200);
+    assert!(m.host_failures.contains_key("edpm-compute-000"));
+    let few: Vec<String> = (0..20).map(|i| format!("edpm-compute-{i:03}")).collect();
+    let m = TerminationMessage::from_summary(&summary_with(&few, &[], 0));
+    assert_eq!((m.host_failures.len(), m.host_failures_omitted), (20, 0), "{}", m.to_json());
 }
 
 #[test]
