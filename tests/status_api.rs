@@ -16,9 +16,17 @@ const STATUS_PATH: &str = "/apis/agent.edpm.openstack.org/v1alpha1/namespaces/op
 pub fn cluster() -> FakeApi {
     let api = FakeApi::start();
     api.add_readiness_crds();
-    for file in ["examples/nodeset/nodesets.yaml", "examples/status/deployments.yaml"] {
+    for file in
+        ["examples/nodeset/nodesets.yaml", "examples/status/deployments.yaml", "examples/status/pods.yaml"]
+    {
         let text = std::fs::read_to_string(repo().join(file)).unwrap();
-        for (i, mut d) in serde_saphyr::from_multiple::<Value>(&text).unwrap().into_iter().enumerate() {
+        let docs = serde_saphyr::from_multiple::<Value>(&text).unwrap();
+        // A `kind: List` export holds its objects in `items`.
+        let docs = docs.into_iter().flat_map(|d| match d["items"].as_array() {
+            Some(items) if d["kind"] == "List" => items.clone(),
+            _ => vec![d],
+        });
+        for (i, mut d) in docs.enumerate() {
             if d["kind"] == "OpenStackDataPlaneNodeSet" {
                 d["metadata"]["uid"] = json!(format!("nodeset-uid-{i}"));
             }
@@ -80,6 +88,42 @@ fn a_first_report_creates_each_object_and_its_status_then_sends_nothing() {
     let out = report(&api, &[later]);
     assert_eq!(out.stdout, "0 created, 0 updated, 5 unchanged (0 write requests)\n", "{}", out.stderr);
     assert_eq!(patches(&api), before, "0 writes when nothing changed");
+}
+
+#[test]
+fn the_report_says_why_a_node_failed_from_the_jobs_pods() {
+    let api = cluster();
+    let out = report(&api, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The pods were listed as upstream selects them, and nothing else of the core group.
+    let pods: Vec<String> = api.requests().into_iter().filter(|r| r.contains("/pods")).collect();
+    assert_eq!(pods.len(), 1, "{pods:?}");
+    assert!(
+        pods[0].starts_with("GET /api/v1/namespaces/openstack/pods?")
+            && pods[0].contains("labelSelector=batch.kubernetes.io"),
+        "{pods:?}"
+    );
+    let failed = condition(&api, "edpm-compute-cell2-edpm-compute-5", "ServiceNovaDeploymentReady").unwrap();
+    assert_eq!(failed["reason"], "HostFailed");
+    assert!(
+        failed["message"].as_str().unwrap().ends_with("lookup quay.io: no such host"),
+        "the pod's reason reaches the node's condition: {failed}"
+    );
+    let ready = condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").unwrap();
+    assert!(ready["message"].as_str().unwrap().contains("lookup quay.io"), "{ready}");
+    let retrying =
+        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady").unwrap();
+    assert_eq!(
+        (&retrying["reason"], &retrying["severity"]),
+        (&json!("Retrying"), &json!("Warning")),
+        "{retrying}"
+    );
+    assert!(
+        retrying["message"].as_str().unwrap().contains("failed to connect to the hypervisor"),
+        "{retrying}"
+    );
+    // The other node of that NodeSet keeps its state.
+    assert_eq!(condition(&api, "edpm-compute-cell1-edpm-compute-3", "Ready").unwrap()["status"], "True");
 }
 
 #[test]

@@ -16,6 +16,7 @@
 pub(crate) mod api;
 mod baremetal;
 pub(crate) mod deploy;
+pub(crate) mod jobs;
 pub(crate) mod limit;
 pub(crate) mod names;
 mod node;
@@ -30,7 +31,7 @@ use crate::condition::{Condition, Conditions, READY, Severity, Status, Time, mir
 use crate::model::{GroupKind, HostGroup, Member, Model};
 use crate::services::Phase;
 use crate::snapshot::Snapshot;
-use crate::snapshot::evidence::{BaremetalSet, Job, LegacyStatus, NodeSetStatus};
+use crate::snapshot::evidence::{BaremetalSet, LegacyStatus, NodeSetStatus};
 
 use self::api::{NodeCounts, OwnerKind};
 use self::deploy::{Outcome, Run, RunState};
@@ -130,21 +131,7 @@ pub(crate) fn evaluate(
         ev.rollups.iter().map(|r| (r.id.name.as_str(), &r.status.conditions)).collect();
     let leases: HashMap<&str, &crate::snapshot::evidence::Lease> =
         ev.leases.iter().map(|l| (l.id.name.as_str(), l)).collect();
-    let jobs: HashMap<(&str, &str, &str), &Job> = ev
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            let l = &j.meta.labels;
-            Some((
-                (
-                    l.get("openstackdataplaneservice")?.as_str(),
-                    l.get("openstackdataplanedeployment")?.as_str(),
-                    l.get("openstackdataplanenodeset")?.as_str(),
-                ),
-                j,
-            ))
-        })
-        .collect();
+    let jobs = jobs::Jobs::new(ev);
     let one = |group: &HostGroup| -> (Vec<NodeView>, NodeSetView) {
         let cx = GroupContext::new(snap, group, phases, &jobs, opts);
         let nodes: Vec<NodeView> = group.members.iter().map(|m| cx.node(m, &reports, &leases, now)).collect();
@@ -183,7 +170,7 @@ pub(crate) fn evaluate(
 struct GroupContext<'a> {
     snap: &'a Snapshot,
     group: &'a HostGroup,
-    jobs: &'a HashMap<(&'a str, &'a str, &'a str), &'a Job>,
+    jobs: &'a jobs::Jobs<'a>,
     opts: Options,
     status: Option<&'a NodeSetStatus>,
     legacy: Option<&'a LegacyStatus>,
@@ -217,7 +204,7 @@ impl<'a> GroupContext<'a> {
         snap: &'a Snapshot,
         group: &'a HostGroup,
         phases: &'a PhaseMap,
-        jobs: &'a HashMap<(&'a str, &'a str, &'a str), &'a Job>,
+        jobs: &'a jobs::Jobs<'a>,
         opts: Options,
     ) -> GroupContext<'a> {
         let ev = &snap.evidence;

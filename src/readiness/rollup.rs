@@ -159,6 +159,9 @@ pub(super) fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], tot
     let reason = match (worst.status, worst.severity) {
         (Status::False, Severity::Error) => "Error".to_string(),
         (Status::False, Severity::Warning) if worst.reason == "ConfigDrift" => "ConfigDrift".into(),
+        // A Job retrying a failed attempt is still in progress, in upstream's words; the
+        // severity (Warning) and the blocking node's reason say it failed once.
+        (Status::False, Severity::Warning) if worst.reason == "Retrying" => "Requested".into(),
         (Status::False, Severity::Warning) => "Error".into(),
         (Status::False, _) => "Requested".into(),
         _ => worst.reason.clone(),

@@ -78,7 +78,12 @@ impl<'a> GroupContext<'a> {
                     });
                     evidence.extend(self.job_line(service, run.name));
                 }
-                Some(pending(ty, service, run, c, std::mem::take(evidence)))
+                let mut state = pending(ty, service, run, c, std::mem::take(evidence));
+                if let Some(retrying) = self.retrying(m, service, ty, run, &mut state.evidence) {
+                    state.cond =
+                        Condition { last_transition_time: state.cond.last_transition_time, ..retrying };
+                }
+                Some(state)
             }
             Outcome::Failed(c) => {
                 if keep {
@@ -114,10 +119,16 @@ impl<'a> GroupContext<'a> {
         mut evidence: Vec<String>,
     ) -> ServiceState {
         let terminal = c.reason == "BackoffLimitExceeded";
-        let host = m.inventory_hostname();
-        let named =
-            |list: &[String]| list.iter().any(|h| h == host || h == &m.key || h == &m.host_name.value);
-        if terminal && let Some((job, s)) = deploy::summary(run, service, &self.group.name, global) {
+        let names = member_names(m);
+        let named = |list: &[String]| list.iter().any(|h| names.contains(&h.as_str()));
+        // The operator's copy of the summary, else the newest attempt's own message (an
+        // operator that has not copied it yet, or a Deployment that was not read).
+        let job_name = self.job_name(service, run, global);
+        let summary = deploy::summary(run, service, &self.group.name, global).or_else(|| {
+            let a = self.jobs.attempts(&job_name).first()?;
+            Some((job_name.clone(), &a.summary))
+        });
+        if terminal && let Some((job, s)) = summary {
             if self.opts.evidence {
                 evidence.push(format!(
                     "Job {job} summary: {} of {} host(s) failed {:?}, {} unreachable {:?}",
@@ -128,18 +139,33 @@ impl<'a> GroupContext<'a> {
                     s.unreachable_host_list
                 ));
             }
+            // Why, from the pods' termination messages (the operator's copy drops it).
+            let why = self.jobs.host_failure(&job, &names).and_then(|f| {
+                if self.opts.evidence {
+                    evidence.push(format!(
+                        "Pod {} termination message: hostFailures: {}",
+                        f.attempt.pod.id.name,
+                        f.reason.unwrap_or("(none: the runner did not say)")
+                    ));
+                }
+                f.reason.map(|r| format!(": {r}"))
+            });
+            let why = why.unwrap_or_default();
             let (reason, severity, message, term) = if named(&s.failed_host_list) {
                 (
                     "HostFailed",
                     Severity::Error,
-                    format!("{service} failed on this host in job {job} (Deployment {})", run.name),
+                    format!("{service} failed on this host in job {job} (Deployment {}){why}", run.name),
                     true,
                 )
             } else if named(&s.unreachable_host_list) {
                 (
                     "HostUnreachable",
                     Severity::Error,
-                    format!("this host was unreachable in job {job} (Deployment {}, {service})", run.name),
+                    format!(
+                        "this host was unreachable in job {job} (Deployment {}, {service}){why}",
+                        run.name
+                    ),
                     true,
                 )
             } else if s.total_hosts > 0 {
@@ -255,9 +281,57 @@ impl<'a> GroupContext<'a> {
         None
     }
 
+    /// The name of the Job that runs `service` of `run` on this NodeSet: the Job found by the
+    /// operator's labels, else the name the operator gives it.
+    fn job_name(&self, service: &str, run: &Run, global: bool) -> String {
+        match self.jobs.job(service, run.name, &self.group.name) {
+            Some(j) => j.id.name.clone(),
+            None => super::names::job_name(service, run.name, &self.group.name, global),
+        }
+    }
+
+    /// A Job that failed an attempt on this host and still has attempts left: `Retrying`
+    /// (Warning) with the attempt's reason, before the operator says anything (it copies a
+    /// summary only once the Job has ended).
+    fn retrying(
+        &self,
+        m: &Member,
+        service: &str,
+        ty: &str,
+        run: &Run,
+        evidence: &mut Vec<String>,
+    ) -> Option<Condition> {
+        let job = self.jobs.job(service, run.name, &self.group.name)?;
+        if job.status.failed < 1 || job.condition("Failed").is_some() || job.condition("Complete").is_some() {
+            return None;
+        }
+        let names = member_names(m);
+        let f = self.jobs.host_failure(&job.id.name, &names)?;
+        if self.opts.evidence {
+            evidence.push(format!(
+                "Pod {} termination message: this host {}: {}",
+                f.attempt.pod.id.name,
+                if f.unreachable { "unreachable" } else { "failed" },
+                f.reason.unwrap_or("(no reason given)")
+            ));
+        }
+        let attempts = job.spec.backoff_limit.unwrap_or(6) + 1;
+        let what = if f.unreachable { "this host was unreachable" } else { "failed on this host" };
+        let why = f.reason.map(|r| format!(": {r}")).unwrap_or_default();
+        Some(Condition::false_(
+            ty,
+            "Retrying",
+            Severity::Warning,
+            format!(
+                "attempt {} of {attempts} {what} in job {} (Deployment {}){why}; the Job retries",
+                job.status.failed, job.id.name, run.name
+            ),
+        ))
+    }
+
     /// What the Job of a service says: running, attempts, backoff.
     pub(super) fn job_line(&self, service: &str, deployment: &str) -> Vec<String> {
-        match self.jobs.get(&(service, deployment, self.group.name.as_str())) {
+        match self.jobs.job(service, deployment, &self.group.name) {
             Some(j) => {
                 let limit = j.spec.backoff_limit.unwrap_or(6);
                 let failed = j
@@ -276,6 +350,12 @@ impl<'a> GroupContext<'a> {
             None => Vec::new(),
         }
     }
+}
+
+/// The names a host may go by in a Job's summary: its inventory name, its key in the NodeSet,
+/// its host name.
+fn member_names(m: &Member) -> [&str; 3] {
+    [m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str()]
 }
 
 /// A service's state on one node.

@@ -167,6 +167,137 @@ fn a_failed_job_fails_only_the_hosts_its_summary_names() {
     assert!(svc.message.starts_with("0/3 nodes ready; blocking: c0 (nova: HostFailed)"), "{}", svc.message);
 }
 
+/// A pod of Job `job` (one attempt), created at `created`, whose container ended with the
+/// termination message `message` (as its current state, or as its last state).
+fn pod(name: &str, job: &str, created: &str, message: &str, last_state: bool) -> String {
+    let state = if last_state { "lastState" } else { "state" };
+    let message = serde_json::to_string(message).unwrap();
+    format!(
+        r#"---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: openstack, creationTimestamp: "{created}", labels: {{batch.kubernetes.io/job-name: {job}}}}}
+status:
+  phase: Failed
+  containerStatuses:
+  - name: {job}
+    {state}: {{terminated: {{exitCode: 2, reason: Error, finishedAt: "{created}", message: {message}}}}}
+"#
+    )
+}
+
+const FAILED_ON_C0: &str = r#"{"failedHostList":["c0"],"failedHosts":1,"failurePercent":33,"hostFailures":{"c0":"Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image"},"rc":2,"status":"failed","totalHosts":3,"truncated":false,"unreachableHostList":[],"unreachableHosts":0}"#;
+
+#[test]
+fn the_pods_termination_message_says_why_the_host_failed() {
+    // The operator's copy has the host lists only; the newest pod has the reason. An older
+    // attempt's pod and a pod of another Job do not count.
+    let summary = r#"{nova-d1-ns1: {totalHosts: 3, failedHosts: 1, unreachableHosts: 0, failurePercent: 33, failedHostList: [c0], unreachableHostList: []}}"#;
+    let older = FAILED_ON_C0.replace("cannot pull image", "an older attempt");
+    let text = format!(
+        "{NODESET}{}{}{}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+            "",
+            summary
+        ),
+        pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", &older, false),
+        pod("nova-d1-ns1-bbbbb", "nova-d1-ns1", "2026-11-01T10:09:00Z", FAILED_ON_C0, true),
+        pod(
+            "ovn-d1-ns1-ccccc",
+            "ovn-d1-ns1",
+            "2026-11-01T10:10:00Z",
+            &FAILED_ON_C0.replace("Deploy nova", "Deploy ovn"),
+            false
+        ),
+    );
+    let r = evaluate_text(&text, NOW);
+    let c0 = node(&r, "c0");
+    let nova = cond(c0, "ServiceNovaDeploymentReady");
+    assert_eq!(nova.reason, "HostFailed");
+    assert_eq!(
+        nova.message,
+        "nova failed on this host in job nova-d1-ns1 (Deployment d1): Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image"
+    );
+    // The reason reaches the rollups and Ready.
+    for ty in [SERVICES, READY] {
+        assert!(cond(c0, ty).message.contains("cannot pull image"), "{ty}: {}", cond(c0, ty).message);
+    }
+    let ev = c0.evidence.get(SERVICES).map(|e| e.join("\n")).unwrap_or_default();
+    assert!(ev.contains("Pod nova-d1-ns1-bbbbb termination message"), "{ev}");
+    // Others keep their state.
+    assert_eq!(cond(node(&r, "c1"), SERVICES).reason, "OtherHostsFailed");
+
+    // No operator copy yet: the newest pod's summary decides, with its reason.
+    let text = format!(
+        "{NODESET}{}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+            "",
+            "{}"
+        ),
+        pod("nova-d1-ns1-bbbbb", "nova-d1-ns1", "2026-11-01T10:09:00Z", FAILED_ON_C0, false),
+    );
+    let r = evaluate_text(&text, NOW);
+    let nova = cond(node(&r, "c0"), "ServiceNovaDeploymentReady");
+    assert_eq!(nova.reason, "HostFailed");
+    assert!(nova.message.ends_with("Error: cannot pull image"), "{}", nova.message);
+    assert_eq!(cond(node(&r, "c1"), SERVICES).reason, "OtherHostsFailed");
+}
+
+#[test]
+fn a_failing_attempt_shows_as_retrying_while_the_job_has_attempts_left() {
+    let job = |failed: u32, conditions: &str| {
+        format!(
+            r#"---
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: nova-d1-ns1, namespace: openstack, labels: {{app: openstackansibleee, openstackdataplaneservice: nova, openstackdataplanedeployment: d1, openstackdataplanenodeset: ns1}}}}
+spec: {{backoffLimit: 3}}
+status: {{active: 1, failed: {failed}, conditions: {conditions}}}
+"#
+        )
+    };
+    let base = deployment(
+        "d1",
+        "2026-11-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "Requested")],
+        "",
+        "{}",
+    );
+    let attempt = pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", FAILED_ON_C0, false);
+    let r = evaluate_text(&format!("{NODESET}{base}{}{attempt}", job(1, "[]")), NOW);
+    let c0 = node(&r, "c0");
+    let nova = cond(c0, "ServiceNovaDeploymentReady");
+    assert_eq!((nova.reason.as_str(), nova.severity), ("Retrying", Severity::Warning));
+    assert_eq!(
+        nova.message,
+        "attempt 1 of 4 failed on this host in job nova-d1-ns1 (Deployment d1): Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image; the Job retries"
+    );
+    assert!(cond(c0, SERVICES).message.contains("attempt 1 of 4"), "{}", cond(c0, SERVICES).message);
+    assert_eq!(cond(c0, STALLED).status, Status::False, "not terminal while the Job retries");
+    assert_eq!(
+        cond(node(&r, "c1"), "ServiceNovaDeploymentReady").reason,
+        "Requested",
+        "others are still in progress"
+    );
+    // Without a failed attempt (or once the Job has ended) there is nothing to retry.
+    let r = evaluate_text(&format!("{NODESET}{base}{}{attempt}", job(0, "[]")), NOW);
+    assert_eq!(cond(node(&r, "c0"), "ServiceNovaDeploymentReady").reason, "Requested");
+    let r = evaluate_text(
+        &format!(
+            "{NODESET}{base}{}{attempt}",
+            job(4, r#"[{type: Failed, status: "True", reason: BackoffLimitExceeded}]"#)
+        ),
+        NOW,
+    );
+    assert_eq!(cond(node(&r, "c0"), "ServiceNovaDeploymentReady").reason, "Requested");
+}
+
 #[test]
 fn without_a_summary_the_whole_job_failed() {
     let text = format!(

@@ -145,6 +145,77 @@ impl Job {
     }
 }
 
+/// A container's `terminated` state: how it ended and its termination message.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Terminated {
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerStateView {
+    #[serde(default)]
+    pub terminated: Option<Terminated>,
+}
+
+/// One of a pod's `status.containerStatuses`: its state, and its last termination (a
+/// restarted container's previous run).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerStatus {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub state: ContainerStateView,
+    #[serde(default)]
+    pub last_state: ContainerStateView,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodStatus {
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub container_statuses: Vec<ContainerStatus>,
+}
+
+/// A pod of an AnsibleEE Job (label `batch.kubernetes.io/job-name`): one attempt.
+#[derive(Debug, Clone)]
+pub struct Pod {
+    pub id: ObjRef,
+    pub meta: Meta,
+    pub status: PodStatus,
+}
+
+impl Pod {
+    /// The Job it ran for: `batch.kubernetes.io/job-name`, or the older `job-name`.
+    pub fn job(&self) -> Option<&str> {
+        let l = &self.meta.labels;
+        l.get("batch.kubernetes.io/job-name").or_else(|| l.get("job-name")).map(String::as_str)
+    }
+
+    /// The runner's summary from the termination message, read as upstream's
+    /// `ParseAnsibleExecutionSummaryFromPod` does: each container's current termination,
+    /// else its last one; the first that parses and names any host. Messages that are not
+    /// summaries (a crash's text) are skipped.
+    pub fn summary(&self) -> Option<(ExecutionSummary, &Terminated)> {
+        self.status.container_statuses.iter().find_map(|c| {
+            let t = c.state.terminated.as_ref().or(c.last_state.terminated.as_ref())?;
+            let s: ExecutionSummary = serde_json::from_str(t.message.as_deref()?).ok()?;
+            (s.total_hosts > 0).then_some((s, t))
+        })
+    }
+}
+
 /// One host of an `OpenStackBaremetalSet.status.baremetalHosts`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -251,6 +322,8 @@ pub struct Evidence {
     pub nodes: BTreeMap<String, LegacyStatus>,
     pub deployments: Vec<Deployment>,
     pub jobs: Vec<Job>,
+    /// The Jobs' pods, one per attempt.
+    pub pods: Vec<Pod>,
     pub baremetal_sets: Vec<BaremetalSet>,
     pub reports: Vec<NodeReport>,
     /// edpm-agent's own per-NodeSet status objects, as written last time.
@@ -265,6 +338,7 @@ impl Evidence {
         self.nodes.extend(other.nodes);
         self.deployments.extend(other.deployments);
         self.jobs.extend(other.jobs);
+        self.pods.extend(other.pods);
         self.baremetal_sets.extend(other.baremetal_sets);
         self.reports.extend(other.reports);
         self.rollups.extend(other.rollups);
@@ -277,6 +351,7 @@ impl Evidence {
             && self.nodes.is_empty()
             && self.deployments.is_empty()
             && self.jobs.is_empty()
+            && self.pods.is_empty()
             && self.baremetal_sets.is_empty()
             && self.reports.is_empty()
             && self.rollups.is_empty()

@@ -116,6 +116,7 @@ enum KnownKind {
     OpenStack,
     Deployment,
     Job,
+    Pod,
     BaremetalSet,
     NodeReport,
     RollupReport,
@@ -135,6 +136,7 @@ fn classify(api_version: &str, kind: &str) -> Option<KnownKind> {
         (NETWORK_GROUP, "DNSMasq") => KnownKind::DnsMasq,
         ("", "ConfigMap") if api_version == "v1" => KnownKind::ConfigMap,
         ("", "Secret") if api_version == "v1" => KnownKind::Secret,
+        ("", "Pod") if api_version == "v1" => KnownKind::Pod,
         (NOVA_GROUP, _) | (CORE_OPENSTACK_GROUP, _) => KnownKind::OpenStack,
         (DATAPLANE_GROUP, "OpenStackDataPlaneDeployment") => KnownKind::Deployment,
         ("batch", "Job") => KnownKind::Job,
@@ -478,6 +480,10 @@ impl Snapshot {
                 let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
                 let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 self.evidence.jobs.push(evidence::Job { id, meta, spec, status });
+            }
+            KnownKind::Pod => {
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
+                self.evidence.pods.push(evidence::Pod { id, meta, status });
             }
             KnownKind::BaremetalSet => {
                 let status = resource::decode_node("status", part("status")).map_err(invalid)?;

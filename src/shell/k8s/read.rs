@@ -153,6 +153,17 @@ const LISTED: &[Listed] = &[
         labels: Some("app=openstackansibleee"),
         evidence: true,
     },
+    // Each attempt's pod, for its termination message (why each host failed, also while the
+    // Job still retries), selected as upstream selects them.
+    Listed {
+        group: "",
+        version: "v1",
+        kind: "Pod",
+        plural: "pods",
+        selected: false,
+        labels: Some("batch.kubernetes.io/job-name"),
+        evidence: true,
+    },
     Listed {
         group: "baremetal.openstack.org",
         version: "v1beta1",
@@ -204,12 +215,17 @@ pub(crate) async fn snapshot(
         let ar = ApiResource {
             group: l.group.into(),
             version: l.version.into(),
-            api_version: format!("{}/{}", l.group, l.version),
+            // The core group's objects are plain `v1`.
+            api_version: if l.group.is_empty() {
+                l.version.to_string()
+            } else {
+                format!("{}/{}", l.group, l.version)
+            },
             kind: l.kind.into(),
             plural: l.plural.into(),
         };
         let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &ar);
-        // batch/v1 and coordination.k8s.io/v1 are core groups: never "not installed".
+        // v1, batch/v1 and coordination.k8s.io/v1 are built in: never "not installed".
         let mut lp = ListParams::default();
         if l.selected
             && let Some(sel) = selector
@@ -219,7 +235,10 @@ pub(crate) async fn snapshot(
         if let Some(sel) = l.labels {
             lp = lp.labels(sel);
         }
-        let action = format!("listing {}.{} in namespace {ns}", l.plural, l.group);
+        let action = format!(
+            "listing {} in namespace {ns}",
+            if l.group.is_empty() { l.plural.to_string() } else { format!("{}.{}", l.plural, l.group) }
+        );
         let list = match client.within_time(api.list(&lp)).await {
             Ok(list) => list,
             // The CRD is not installed: that operator is not deployed, so there is nothing of
