@@ -23,8 +23,10 @@ fn main() -> ExitCode {
     let env = app::Env::new(
         std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
     );
-    // The node agent is a service: it always logs, to the journal under systemd.
-    let service = matches!(&cli.command, cli::Command::Node(n) if !n.once);
+    // The node agent and the controller are services: they always log (the node agent to the
+    // journal under systemd).
+    let service = matches!(&cli.command, cli::Command::Node(n) if !n.once)
+        || matches!(&cli.command, cli::Command::Status(s) if matches!(s.action, cli::StatusAction::Controller { .. }));
     init_logging(&env, cli.verbose, service);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -25,6 +25,9 @@ mod ansible;
 // The kube source against an in-test fake API server.
 mod kube;
 
+// `status controller` against the fake API server's watches: scenarios with their exact writes.
+mod controller;
+
 // The oslo.config engine against the real oslo.config package (parse, layering, writer, merge).
 mod oslo_diff;
 

@@ -24,6 +24,7 @@ pub(crate) mod report;
 mod rollup;
 mod service;
 pub(crate) mod show;
+pub(crate) mod touch;
 
 use std::collections::{BTreeMap, HashMap};
 

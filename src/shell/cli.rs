@@ -152,6 +152,7 @@ impl Command {
                 StatusAction::Show { source, .. }
                 | StatusAction::Explain { source, .. }
                 | StatusAction::Report { source, .. }
+                | StatusAction::Controller { source, .. }
                 | StatusAction::Wait { source, .. } => source,
                 StatusAction::Crds { .. } => return None,
             },
@@ -275,6 +276,30 @@ pub enum StatusAction {
         /// Also read the status objects `status report` wrote here.
         #[arg(long, value_name = "DIR")]
         status_dir: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// Keep the status objects current in the cluster: watch the evidence, re-evaluate the
+    /// NodeSets a change touches, write what changed (a long-running controller).
+    Controller {
+        /// Where /metrics is served (OpenMetrics): :PORT, HOST:PORT, or 0 for off.
+        #[arg(long, value_name = "ADDRESS", default_value = ":8080")]
+        metrics_bind_address: String,
+        /// Where /healthz and /readyz are served: :PORT, HOST:PORT, or 0 for off.
+        #[arg(long, value_name = "ADDRESS", default_value = ":8081")]
+        health_probe_bind_address: String,
+        /// Write only while holding the leader Lease (for more than one replica).
+        #[arg(long)]
+        leader_elect: bool,
+        /// The leader Lease's name.
+        #[arg(long, value_name = "NAME", default_value = "edpm-agent-status-controller")]
+        leader_election_id: String,
+        /// How long a burst of changes is gathered into one evaluation, in milliseconds.
+        #[arg(long, value_name = "MS", default_value = "200")]
+        debounce_ms: u64,
+        /// On SIGTERM, how long in-flight writes may finish: seconds, or with a unit.
+        #[arg(long, value_name = "DURATION", default_value = "10")]
+        grace_period: String,
         #[command(flatten)]
         source: SourceArgs,
     },

@@ -13,4 +13,5 @@ pub(crate) mod k8s;
 pub(crate) mod node_root;
 pub(crate) mod openstack;
 pub(crate) mod parallel;
+pub(crate) mod probes;
 pub(crate) mod source;

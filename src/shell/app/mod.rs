@@ -3,6 +3,7 @@
 //! it; module errors become exit codes in one place (`errors`). Output is produced whole
 //! before anything is written, so a failure never leaves partial output.
 
+mod controller;
 mod derive;
 mod errors;
 mod inventory;

@@ -28,7 +28,7 @@ pub(super) fn run(
         | StatusAction::Explain { status_dir, .. }
         | StatusAction::Report { status_dir, .. }
         | StatusAction::Wait { status_dir, .. } => status_dir.clone(),
-        StatusAction::Crds {} => None,
+        StatusAction::Crds {} | StatusAction::Controller { .. } => None,
     };
     // What report wrote last time is read back: transition times carry over from it.
     if let Some(dir) = &status_dir
@@ -83,6 +83,30 @@ pub(super) fn run(
             wait(&cx, &phase, Filter { nodes, nodesets }, &timeout, &interval, env, out)
         }
         StatusAction::Crds {} => crds(out),
+        StatusAction::Controller {
+            metrics_bind_address,
+            health_probe_bind_address,
+            leader_elect,
+            leader_election_id,
+            debounce_ms,
+            grace_period,
+            ..
+        } => {
+            let opts = super::controller::Options {
+                metrics: crate::shell::probes::parse_bind("--metrics-bind-address", &metrics_bind_address)
+                    .map_err(AppError::usage)?,
+                probes: crate::shell::probes::parse_bind(
+                    "--health-probe-bind-address",
+                    &health_probe_bind_address,
+                )
+                .map_err(AppError::usage)?,
+                leader_elect,
+                leader_election_id,
+                debounce: Duration::from_millis(debounce_ms.max(1)),
+                grace: duration("--grace-period", &grace_period)?,
+            };
+            super::controller::run(&cx, opts, out)
+        }
     }
 }
 

@@ -10,10 +10,12 @@
 //! current-thread tokio runtime it runs on; nothing else in the crate starts a runtime.
 
 pub(crate) mod apply;
+pub(crate) mod leader;
 pub(crate) mod node_agent;
 pub(crate) mod read;
 mod retry;
 pub(crate) mod status;
+pub(crate) mod watch;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -48,6 +50,19 @@ pub(crate) enum Error {
     Request { action: String, message: String, hint: String },
 }
 
+impl Error {
+    /// The API server's status code, when the failure was its answer.
+    pub(crate) fn code(&self) -> Option<u16> {
+        match self {
+            Error::Request { message, .. } => message
+                .strip_prefix("API server answered ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|c| c.parse().ok()),
+            _ => None,
+        }
+    }
+}
+
 /// A connected API client: the kube client, the namespace it works in, and its settings.
 #[derive(Clone)]
 pub(crate) struct Client {
@@ -60,6 +75,17 @@ impl Client {
     /// Builds the client. Must run inside a tokio runtime (the retry layer's buffer spawns
     /// its worker there).
     pub(crate) async fn connect(settings: &Settings) -> Result<Client, Error> {
+        Client::connect_with(settings, false).await
+    }
+
+    /// A client for long-running watches: no read timeout (a watch is quiet between events
+    /// and bookmarks; the server ends it at its own timeout), the connect and write timeouts
+    /// kept.
+    pub(crate) async fn connect_watching(settings: &Settings) -> Result<Client, Error> {
+        Client::connect_with(settings, true).await
+    }
+
+    async fn connect_with(settings: &Settings, watching: bool) -> Result<Client, Error> {
         let config_error = |message: String| Error::Config { message };
         let options = KubeConfigOptions { context: settings.context.clone(), ..Default::default() };
         let mut config = match &settings.kubeconfig {
@@ -76,7 +102,7 @@ impl Client {
             None => kube::Config::infer().await.map_err(|e| config_error(e.to_string()))?,
         };
         config.connect_timeout = Some(settings.timeout);
-        config.read_timeout = Some(settings.timeout);
+        config.read_timeout = if watching { None } else { Some(settings.timeout) };
         config.write_timeout = Some(settings.timeout);
         // Retries happen in one place, ours (`retry`): kube's own layer would multiply them.
         config.default_retry = false;

@@ -22,20 +22,55 @@ pub(crate) enum ReadError {
 }
 
 /// A kind to list: (group, version, kind, plural, whether the label selector applies).
-struct Listed {
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    selected: bool,
+pub(super) struct Listed {
+    pub(super) group: &'static str,
+    pub(super) version: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) plural: &'static str,
+    pub(super) selected: bool,
     /// A label selector of its own (the operator's Jobs, the node agents' Leases).
-    labels: Option<&'static str>,
+    pub(super) labels: Option<&'static str>,
     /// Read only for readiness (`status` commands): Deployments, Jobs, BaremetalSets, Leases and
     /// edpm-agent's own status objects.
-    evidence: bool,
+    pub(super) evidence: bool,
 }
 
-const LISTED: &[Listed] = &[
+impl Listed {
+    pub(super) fn resource(&self) -> ApiResource {
+        ApiResource {
+            group: self.group.into(),
+            version: self.version.into(),
+            // The core group's objects are plain `v1`.
+            api_version: if self.group.is_empty() {
+                self.version.to_string()
+            } else {
+                format!("{}/{}", self.group, self.version)
+            },
+            kind: self.kind.into(),
+            plural: self.plural.into(),
+        }
+    }
+
+    /// `plural.group` (or `plural` for the core group), for messages.
+    pub(super) fn name(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// The label selector a read of this kind uses.
+    pub(super) fn selector(&self, selector: Option<&str>) -> Option<String> {
+        let own = if self.selected { selector } else { None };
+        match (own, self.labels) {
+            (Some(a), Some(b)) => Some(format!("{a},{b}")),
+            (a, b) => a.or(b).map(String::from),
+        }
+    }
+}
+
+pub(super) const LISTED: &[Listed] = &[
     Listed {
         group: "dataplane.openstack.org",
         version: "v1beta1",
@@ -212,48 +247,33 @@ pub(crate) async fn snapshot(
     let ns = client.namespace().to_string();
     let mut docs = Vec::new();
     for l in LISTED.iter().filter(|l| with_evidence || !l.evidence) {
-        let ar = ApiResource {
-            group: l.group.into(),
-            version: l.version.into(),
-            // The core group's objects are plain `v1`.
-            api_version: if l.group.is_empty() {
-                l.version.to_string()
-            } else {
-                format!("{}/{}", l.group, l.version)
-            },
-            kind: l.kind.into(),
-            plural: l.plural.into(),
-        };
+        let ar = l.resource();
         let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &ar);
-        // v1, batch/v1 and coordination.k8s.io/v1 are built in: never "not installed".
         let mut lp = ListParams::default();
-        if l.selected
-            && let Some(sel) = selector
-        {
-            lp = lp.labels(sel);
+        if let Some(sel) = l.selector(selector) {
+            lp = lp.labels(&sel);
         }
-        if let Some(sel) = l.labels {
-            lp = lp.labels(sel);
-        }
-        let action = format!(
-            "listing {} in namespace {ns}",
-            if l.group.is_empty() { l.plural.to_string() } else { format!("{}.{}", l.plural, l.group) }
-        );
+        let action = format!("listing {} in namespace {ns}", l.name());
         let list = match client.within_time(api.list(&lp)).await {
             Ok(list) => list,
             // The CRD is not installed: that operator is not deployed, so there is nothing of
-            // this kind to read.
+            // this kind to read. (v1, batch/v1 and coordination.k8s.io/v1 are built in.)
             Err(kube::Error::Api(s)) if s.code == 404 => continue,
             Err(e) => return Err(client.error(action, &e).into()),
         };
         for item in list.items {
-            let mut value = to_json(&action, &item)?;
-            // List items may omit their type; we know what we asked for.
-            value["apiVersion"] = Value::String(ar.api_version.clone());
-            value["kind"] = Value::String(l.kind.into());
-            docs.push(located(&ns, value));
+            docs.push(located(&ns, listed_json(&action, l, &item)?));
         }
     }
+    with_references(client, docs).await
+}
+
+/// The snapshot of `docs` and of the ConfigMaps and Secrets they reference, got by name.
+pub(super) async fn with_references(
+    client: &Client,
+    mut docs: Vec<Located<'static>>,
+) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
     let partial = Snapshot::from_documents(docs.clone(), None)?;
     let (config_maps, secrets) = crate::snapshot::refs::references(&partial);
     for name in config_maps {
@@ -299,6 +319,14 @@ fn typed(mut value: Value, kind: &str) -> Value {
     value
 }
 
-fn located(ns: &str, value: Value) -> Located<'static> {
+/// A listed (or watched) object as plain JSON, its type set: list items may omit it.
+pub(super) fn listed_json(action: &str, l: &Listed, obj: &DynamicObject) -> Result<Value, Error> {
+    let mut value = to_json(action, obj)?;
+    value["apiVersion"] = Value::String(l.resource().api_version);
+    value["kind"] = Value::String(l.kind.into());
+    Ok(value)
+}
+
+pub(super) fn located(ns: &str, value: Value) -> Located<'static> {
     Located::from_value(Origin::Api { namespace: ns.to_string() }, &value)
 }

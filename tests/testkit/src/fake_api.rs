@@ -12,6 +12,11 @@
 //!   different managers never clobber each other;
 //! - injected faults on request paths, each for a given number of requests: an HTTP status
 //!   (403, 404, 409, 429, 5xx), 429/503 with `Retry-After`, a delay, or a dropped connection;
+//! - watches (`?watch=1`): from a `resourceVersion`, the `ADDED`/`MODIFIED`/`DELETED` events
+//!   after it (chunked, one JSON event per line), `BOOKMARK`s when asked for, a `410 Gone`
+//!   `ERROR` event for a version older than the last compaction ([`FakeApi::compact`]), the
+//!   stream ended at `timeoutSeconds`, and streams dropped on demand ([`FakeApi::drop_watches`]);
+//!   lists carry the current `resourceVersion`;
 //! - a record of every request (method and target) and every JSON body.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -59,6 +64,20 @@ struct State {
     faults: Vec<(String, Fault, usize)>,
     requests: Vec<String>,
     bodies: Vec<(String, Value)>,
+    /// Every change, in order: (resourceVersion, event type, the object after it).
+    history: Vec<(u64, &'static str, Value)>,
+    /// Watches from a version older than this get 410 Gone.
+    compacted: u64,
+    /// Bumped by `drop_watches`: watches started before end their streams mid-way.
+    drops: u64,
+}
+
+impl State {
+    fn record(&mut self, kind: &'static str, obj: &Value) {
+        let rv =
+            obj["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).unwrap_or(self.version);
+        self.history.push((rv, kind, obj.clone()));
+    }
 }
 
 pub struct FakeApi {
@@ -108,7 +127,32 @@ impl FakeApi {
         let mut st = self.state.lock().unwrap();
         st.version += 1;
         obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
+        st.record("ADDED", &obj);
         st.objects.push(obj);
+    }
+
+    /// Deletes the stored object of a kind and name (a `DELETED` event for watches).
+    pub fn delete(&self, kind: &str, name: &str) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(i) = st.objects.iter().position(|o| o["kind"] == kind && o["metadata"]["name"] == name) {
+            st.version += 1;
+            let mut obj = st.objects.remove(i);
+            obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
+            st.record("DELETED", &obj);
+        }
+    }
+
+    /// Forgets the history so far, as etcd's compaction does: a watch from an older version
+    /// gets 410 Gone and must list again.
+    pub fn compact(&self) {
+        let mut st = self.state.lock().unwrap();
+        st.compacted = st.version;
+        st.history.clear();
+    }
+
+    /// Ends every open watch stream abruptly (no final chunk), as a dropped connection does.
+    pub fn drop_watches(&self) {
+        self.state.lock().unwrap().drops += 1;
     }
 
     /// Replaces the stored object of the same kind and name (another controller's write).
@@ -116,8 +160,11 @@ impl FakeApi {
         let mut st = self.state.lock().unwrap();
         st.version += 1;
         obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
+        let before = st.objects.len();
         st.objects
             .retain(|o| !(o["kind"] == obj["kind"] && o["metadata"]["name"] == obj["metadata"]["name"]));
+        let kind = if st.objects.len() < before { "MODIFIED" } else { "ADDED" };
+        st.record(kind, &obj);
         st.objects.push(obj);
     }
 
@@ -302,6 +349,7 @@ fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
         mine.labels =
             obj["metadata"]["labels"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
         st.objects.push(obj.clone());
+        st.record("ADDED", &obj);
         return (201, obj);
     };
     let obj = &mut st.objects[i];
@@ -394,7 +442,9 @@ fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
         obj["spec"] = spec;
     }
     obj["metadata"]["resourceVersion"] = json!(version);
-    (200, obj.clone())
+    let out = obj.clone();
+    st.record("MODIFIED", &out);
+    (200, out)
 }
 
 fn route(state: &Mutex<State>, method: &str, target: &str, body: &[u8]) -> (u16, Value) {
@@ -439,7 +489,9 @@ fn merge_patch(
     };
     merge(obj, &patch);
     obj["metadata"]["resourceVersion"] = json!(version);
-    (200, obj.clone())
+    let out = obj.clone();
+    st.record("MODIFIED", &out);
+    (200, out)
 }
 
 fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], merge: bool) -> (u16, Value) {
@@ -503,7 +555,7 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
                 st.objects.iter().filter(mine).filter(|o| matches_selector(o, &selector)).cloned().collect();
             (
                 200,
-                json!({"apiVersion": api_version, "kind": "List", "metadata": {"resourceVersion": "7"}, "items": items}),
+                json!({"apiVersion": api_version, "kind": "List", "metadata": {"resourceVersion": st.version.to_string()}, "items": items}),
             )
         }
     }
@@ -555,6 +607,17 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
             f.clone()
         })
     };
+    let watching = method == "GET"
+        && target
+            .split_once('?')
+            .is_some_and(|(_, q)| q.split('&').any(|kv| kv == "watch=1" || kv == "watch=true"));
+    if watching && !matches!(fault, Some(Fault::Status(_) | Fault::RetryAfter(..) | Fault::Drop)) {
+        if let Some(Fault::Delay(d)) = fault {
+            std::thread::sleep(d);
+        }
+        serve_watch(conn, state, target);
+        return false;
+    }
     let mut extra = String::new();
     let (code, value) = match fault {
         Some(Fault::Status(code)) => status(code, "injected fault"),
@@ -575,4 +638,97 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
         body.len()
     );
     conn.write_all(response.as_bytes()).is_ok()
+}
+
+/// A watch (see the module comment): chunked JSON events until `timeoutSeconds`, a drop, or
+/// the client going away; then the connection closes.
+fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let param = |name: &str| query.split('&').find_map(|kv| kv.strip_prefix(name)).map(decode);
+    let selector = param("labelSelector=").unwrap_or_default();
+    let bookmarks = param("allowWatchBookmarks=").is_some_and(|v| v == "true");
+    let timeout = Duration::from_secs(param("timeoutSeconds=").and_then(|t| t.parse().ok()).unwrap_or(290));
+    let from: u64 = param("resourceVersion=").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (api_version, ns, plural_name) = match parts.as_slice() {
+        ["api", v, "namespaces", ns, p] => (v.to_string(), *ns, *p),
+        ["apis", g, v, "namespaces", ns, p] => (format!("{g}/{v}"), *ns, *p),
+        _ => {
+            let body = status(404, "the server could not find the requested resource").1.to_string();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 404 X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            return;
+        }
+    };
+    let chunk = |conn: &mut TcpStream, v: &Value| {
+        let line = format!("{v}\n");
+        write!(conn, "{:x}\r\n{line}\r\n", line.len()).and_then(|_| conn.flush()).is_ok()
+    };
+    if conn
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .is_err()
+    {
+        return;
+    }
+    let (drops, compacted) = {
+        let st = state.lock().unwrap();
+        (st.drops, st.compacted)
+    };
+    if from < compacted {
+        let gone = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": format!("too old resource version: {from} ({compacted})"), "reason": "Expired", "code": 410}});
+        let _ = chunk(conn, &gone);
+        let _ = conn.write_all(b"0\r\n\r\n");
+        return;
+    }
+    let started = std::time::Instant::now();
+    let mut last_sent = from;
+    let mut last_bookmark = std::time::Instant::now();
+    loop {
+        let (events, version, dropped) = {
+            let st = state.lock().unwrap();
+            let events: Vec<(u64, &'static str, Value)> = st
+                .history
+                .iter()
+                .filter(|(rv, _, o)| {
+                    *rv > last_sent
+                        && o["apiVersion"] == api_version.as_str()
+                        && plural(o["kind"].as_str().unwrap_or("")) == plural_name
+                        && o["metadata"]["namespace"] == ns
+                        && matches_selector(o, &selector)
+                })
+                .cloned()
+                .collect();
+            (events, st.version, st.drops != drops)
+        };
+        if dropped {
+            // Mid-stream, without the final chunk: the client sees the connection break.
+            let _ = conn.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+        for (rv, kind, obj) in events {
+            if !chunk(conn, &json!({"type": kind, "object": obj})) {
+                return;
+            }
+            last_sent = rv;
+        }
+        if bookmarks && last_bookmark.elapsed() >= Duration::from_millis(500) {
+            last_bookmark = std::time::Instant::now();
+            let kind = plural_name.trim_end_matches('s');
+            let mark = json!({"type": "BOOKMARK", "object": {"apiVersion": api_version, "kind": kind,
+                "metadata": {"resourceVersion": version.to_string()}}});
+            if !chunk(conn, &mark) {
+                return;
+            }
+            last_sent = last_sent.max(version);
+        }
+        if started.elapsed() >= timeout {
+            let _ = conn.write_all(b"0\r\n\r\n");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -1,0 +1,328 @@
+//! `status controller`: `status report` kept live. The cluster's evidence is watched
+//! (`k8s::watch`, one reflector per kind); each change names the NodeSets it can move
+//! (`readiness::touch`); a burst of changes is gathered (`--debounce-ms`, at most a second)
+//! into one evaluation of just those NodeSets, by the same snapshot, model, `readiness` and
+//! `report::plan` as `status report`, and only what changed is written (server-side apply,
+//! `k8s::status`). A node agent's Lease expiring re-evaluates its NodeSet at that instant,
+//! with no event to say so.
+//!
+//! With `--leader-elect`, only the replica holding the leader Lease writes; the others
+//! evaluate (so their metrics are current) and take over when it goes. A failed write keeps
+//! what it touched and retries with a jittered backoff (1 s to 30 s); the next evaluation
+//! works from the evidence, so nothing is lost. SIGTERM (or SIGINT) stops the loop, lets an
+//! evaluation in flight finish within `--grace-period`, releases the Lease and exits 0.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::output::write_out;
+use super::{AppError, Context};
+use crate::condition::Time;
+use crate::readiness::touch::{self, Touch};
+use crate::readiness::{self, PhaseMap};
+use crate::settings::SourceSpec;
+use crate::shell::exit::Exit;
+use crate::shell::k8s::watch::{self, WatchEvent};
+use crate::shell::k8s::{self, Client};
+use crate::shell::probes::{self, Metrics};
+
+pub(crate) struct Options {
+    pub(crate) metrics: Option<std::net::SocketAddr>,
+    pub(crate) probes: Option<std::net::SocketAddr>,
+    pub(crate) leader_elect: bool,
+    pub(crate) leader_election_id: String,
+    pub(crate) debounce: Duration,
+    pub(crate) grace: Duration,
+}
+
+/// The longest a change waits for the burst it belongs to to end.
+const MAX_GATHER: Duration = Duration::from_secs(1);
+/// Backoff after a failed evaluation or write.
+const RETRY_MIN: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+pub(super) fn run(cx: &Context, opts: Options, out: &mut dyn Write) -> Result<Exit, AppError> {
+    let s = cx.settings;
+    if !s.sources.contains(&SourceSpec::Kube) || s.sources.len() != 1 {
+        return Err(AppError::usage(
+            "status controller watches the cluster: give --source kube (and no directory source)",
+        ));
+    }
+    let settings = k8s::Settings {
+        namespace: s.namespace.clone(),
+        kubeconfig: s.kubeconfig.clone(),
+        context: s.context.clone(),
+        timeout: s.kube_timeout,
+        attempts: 4,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
+    let phases = PhaseMap { overrides: s.service_phases.clone() };
+    let metrics = Arc::new(Metrics::new());
+    let stopped = rt.block_on(async {
+        serve_probes(&opts, metrics.clone()).await?;
+        let client = Client::connect_watching(&settings).await?;
+        control(&client, s.selector.as_ref().map(|s| s.as_str()), &opts, &phases, &metrics).await
+    })?;
+    write_out(out, &format!("edpm-agent status controller: stopped ({stopped})\n"))?;
+    Ok(Exit::Success)
+}
+
+/// Binds the metrics and probe listeners (one server when they share an address).
+async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), AppError> {
+    const ALL: &[&str] = &["/metrics", "/healthz", "/readyz"];
+    const METRICS: &[&str] = &["/metrics"];
+    const PROBES: &[&str] = &["/healthz", "/readyz"];
+    let plan: Vec<(std::net::SocketAddr, &'static [&'static str])> = match (opts.metrics, opts.probes) {
+        (Some(m), Some(p)) if m == p => vec![(m, ALL)],
+        (m, p) => m.map(|m| (m, METRICS)).into_iter().chain(p.map(|p| (p, PROBES))).collect(),
+    };
+    for (addr, paths) in plan {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            AppError::failure(format!("cannot listen on {addr} for {}: {e}", paths.join(", ")))
+        })?;
+        tracing::info!(%addr, paths = %paths.join(" "), "serving");
+        tokio::spawn(probes::serve(listener, metrics.clone(), paths));
+    }
+    Ok(())
+}
+
+/// The loop; returns why it stopped.
+async fn control(
+    client: &Client,
+    selector: Option<&str>,
+    opts: &Options,
+    phases: &PhaseMap,
+    metrics: &Metrics,
+) -> Result<&'static str, AppError> {
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let stores = watch::start(client, selector, tx).await?;
+    tracing::info!(namespace = client.namespace(), kinds = %stores.kinds().join(" "), "watching");
+    let identity = identity();
+    // Without election this replica always leads: the sender is kept and never sends.
+    let (_always, always) = tokio::sync::watch::channel(true);
+    let (mut leading, leader_task) = if opts.leader_elect {
+        let (rx, task) = k8s::leader::elect(client, &opts.leader_election_id, &identity).await?;
+        (rx, Some(task))
+    } else {
+        (always, None)
+    };
+    metrics.set_leader(*leading.borrow());
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| AppError::failure(format!("cannot watch for SIGTERM: {e}")))?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| AppError::failure(format!("cannot watch for SIGINT: {e}")))?;
+
+    let mut pending = Touch::none();
+    let mut gather: Option<(Instant, Instant)> = None; // (first change, due)
+    let mut expiry: Option<Instant> = None;
+    let mut backoff = RETRY_MIN;
+    let mut jobs: HashMap<String, String> = HashMap::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    let reason = loop {
+        let due = gather.map(|(_, d)| d);
+        tokio::select! {
+            ev = events.recv() => {
+                let Some(ev) = ev else { break "the watches ended" };
+                match ev {
+                    WatchEvent::Changed { kind, object } => {
+                        if kind == "Job"
+                            && let (Some(name), Some(ns)) = (
+                                object["metadata"]["name"].as_str(),
+                                object["metadata"]["labels"]["openstackdataplanenodeset"].as_str(),
+                            )
+                        {
+                            jobs.insert(name.to_string(), ns.to_string());
+                        }
+                        let t = touch::touched(kind, &object, &|j| jobs.get(j).cloned());
+                        if !t.is_empty() {
+                            pending.add(t);
+                            gather = Some(schedule(gather, opts.debounce));
+                        }
+                    }
+                    WatchEvent::Synced { kind } => {
+                        tracing::debug!(kind, "listed");
+                        if stores.synced() && !metrics.synced.swap(true, Ordering::AcqRel) {
+                            tracing::info!("every watched kind listed: evaluating everything");
+                        }
+                        // A relist may have missed deletions' events: look at everything.
+                        pending.add(Touch::All);
+                        gather = Some(schedule(gather, opts.debounce));
+                    }
+                    WatchEvent::Failed { kind, code, error } => {
+                        metrics.watch_restarted(kind);
+                        metrics.api_error("watch", code);
+                        tracing::warn!(kind, error = %error, "watch failed; it backs off and resumes or lists again");
+                    }
+                }
+            }
+            _ = sleep_until(due), if due.is_some() => {
+                gather = None;
+                if !stores.synced() {
+                    continue; // the last Synced schedules everything
+                }
+                let touched = std::mem::replace(&mut pending, Touch::none());
+                let lead = *leading.borrow();
+                match evaluate(client, &stores, &touched, phases, metrics, lead).await {
+                    Ok(next) => {
+                        backoff = RETRY_MIN;
+                        expiry = next;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, retry_in = ?backoff, "evaluation failed; retrying");
+                        pending.add(touched);
+                        let now = Instant::now();
+                        gather = Some((now, now + jitter(backoff)));
+                        backoff = (backoff * 2).min(RETRY_MAX);
+                    }
+                }
+            }
+            _ = sleep_until(expiry), if expiry.is_some() => {
+                expiry = None;
+                // Which NodeSet's agent expired is in the evidence; evaluating all is simpler
+                // and rare (a Lease expires once per agent that stopped).
+                pending.add(Touch::All);
+                gather = Some(schedule(gather, Duration::ZERO));
+            }
+            changed = leading.changed() => {
+                if changed.is_err() {
+                    break "leader election ended";
+                }
+                let lead = *leading.borrow();
+                metrics.set_leader(lead);
+                tracing::info!(leading = lead, identity = %identity, "leadership changed");
+                if lead {
+                    pending.add(Touch::All);
+                    gather = Some(schedule(gather, Duration::ZERO));
+                }
+            }
+            _ = term.recv() => break "SIGTERM",
+            _ = int.recv() => break "SIGINT",
+            _ = tick.tick() => metrics.tick(),
+        }
+    };
+    tracing::info!(reason, "stopping");
+    metrics.set_leader(false);
+    // Releasing: dropping the receiver makes the lease manager release the Lease.
+    drop(leading);
+    if let Some(task) = leader_task
+        && tokio::time::timeout(opts.grace, task).await.is_err()
+    {
+        tracing::warn!("the leader Lease was not released within the grace period; it expires on its own");
+    }
+    Ok(reason)
+}
+
+/// When a gathering that saw a change now ends: `debounce` after the last change, but never
+/// more than [`MAX_GATHER`] after the first.
+fn schedule(gather: Option<(Instant, Instant)>, debounce: Duration) -> (Instant, Instant) {
+    let now = Instant::now();
+    let first = gather.map_or(now, |(f, _)| f);
+    (first, (now + debounce).min(first + MAX_GATHER))
+}
+
+async fn sleep_until(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// ±20 %, so replicas and retries do not fall into step.
+fn jitter(d: Duration) -> Duration {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| t.subsec_nanos());
+    let f = 0.8 + 0.4 * f64::from(nanos % 1000) / 1000.0;
+    d.mul_f64(f)
+}
+
+/// This replica's name in the leader Lease: the host name (a pod's name), with the process id.
+fn identity() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at most that much.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let host = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
+    format!("{}-{}", if host.is_empty() { "edpm-agent" } else { &host }, std::process::id())
+}
+
+/// One evaluation of the touched NodeSets; writes when leading. Returns when the next node
+/// agent Lease expires.
+async fn evaluate(
+    client: &Client,
+    stores: &watch::Stores,
+    touched: &Touch,
+    phases: &PhaseMap,
+    metrics: &Metrics,
+    lead: bool,
+) -> Result<Option<Instant>, AppError> {
+    let started = std::time::Instant::now();
+    let result = evaluate_inner(client, stores, touched, phases, metrics, lead).await;
+    metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
+    result
+}
+
+async fn evaluate_inner(
+    client: &Client,
+    stores: &watch::Stores,
+    touched: &Touch,
+    phases: &PhaseMap,
+    metrics: &Metrics,
+    lead: bool,
+) -> Result<Option<Instant>, AppError> {
+    let snap = stores.snapshot(client).await.map_err(|e| AppError::failure(e.to_string()))?;
+    let mut model = crate::model::resolve(&snap)?;
+    model.groups.retain(|g| touched.includes(&g.name));
+    let now = clock();
+    let r = readiness::evaluate(&snap, &model, phases, readiness::Options { evidence: false }, now);
+    let ns = client.namespace().to_string();
+    for set in &r.nodesets {
+        let nodes: Vec<&readiness::NodeView> = r.nodes.iter().filter(|n| n.nodeset == set.name).collect();
+        metrics.set_nodeset(&ns, &set.name, &nodes);
+    }
+    if lead {
+        let writes = readiness::report::plan(&r, &snap.evidence, &ns)
+            .map_err(|e| AppError::failure(format!("cannot encode a status object: {e}")))?;
+        let outcome = k8s::status::apply(client, writes, Duration::from_secs(60)).await.inspect_err(|e| {
+            metrics.api_error("patch", e.code());
+        })?;
+        let missing: Vec<(String, String, String)> = r
+            .nodes
+            .iter()
+            .filter(|n| !snap.evidence.leases.iter().any(|l| l.id.name == n.object))
+            .map(|n| (n.object.clone(), n.node.clone(), n.nodeset.clone()))
+            .collect();
+        if !missing.is_empty() {
+            k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {
+                metrics.api_error("patch", e.code());
+            })?;
+        }
+        if !outcome.created.is_empty() || !outcome.updated.is_empty() {
+            tracing::info!(
+                nodesets = r.nodesets.len(),
+                created = outcome.created.len(),
+                updated = outcome.updated.len(),
+                requests = outcome.requests,
+                "wrote"
+            );
+        }
+    }
+    let next = touch::next_expiry(&snap.evidence, now);
+    Ok(next.map(|t| {
+        // One second after: the evaluation must see the Lease as expired.
+        let secs = u64::try_from(t.0 - now.0).unwrap_or(0) + 1;
+        Instant::now() + Duration::from_secs(secs)
+    }))
+}
+
+fn clock() -> Time {
+    use crate::node::shell::agent_loop::Clock;
+    crate::node::shell::agent_loop::SystemClock.now()
+}

@@ -1,0 +1,315 @@
+//! The controller's HTTP endpoints: `/metrics` (OpenMetrics text, prometheus-client) on the
+//! metrics address, `/healthz` and `/readyz` on the probe address (one server when both are
+//! the same), served with hyper.
+//!
+//! The metrics follow kube-state-metrics' shape for conditions: one series per node,
+//! condition type and possible status, 1 for the current status and 0 for the others, so an
+//! alert can match `status="False"` without knowing what the other values were.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::{Request, Response, StatusCode};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::condition::READY;
+use crate::condition::{Severity, Status};
+use crate::readiness::{BAREMETAL, INFRASTRUCTURE, NodeView, SERVICES};
+
+type Labels = Vec<(String, String)>;
+
+/// Everything `/metrics` shows, and what `/healthz` and `/readyz` answer.
+pub(crate) struct Metrics {
+    registry: Registry,
+    node_condition: Family<Labels, Gauge>,
+    nodeset_nodes: Family<Labels, Gauge>,
+    reconciles: Family<Labels, Counter>,
+    reconcile_seconds: Histogram,
+    watch_restarts: Family<Labels, Counter>,
+    api_errors: Family<Labels, Counter>,
+    leader: Gauge,
+    /// Nodes of each NodeSet as last evaluated, to set the condition series afresh.
+    nodes: Mutex<BTreeMap<String, Vec<NodeSeries>>>,
+    /// The process and its watches are alive: the loop ticked recently (unix seconds).
+    pub(crate) heartbeat: AtomicU64,
+    /// Every watched kind was listed completely.
+    pub(crate) synced: AtomicBool,
+}
+
+struct NodeSeries {
+    node: String,
+    conditions: Vec<(String, &'static str)>,
+    phases: Vec<(&'static str, &'static str)>,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("edpm");
+        let node_condition = Family::<Labels, Gauge>::default();
+        registry.register(
+            "node_condition",
+            "A node's condition: 1 for its current status, 0 for the others",
+            node_condition.clone(),
+        );
+        let nodeset_nodes = Family::<Labels, Gauge>::default();
+        registry.register(
+            "nodeset_nodes",
+            "Nodes of a NodeSet per phase (-1, 0, 1, ready) and state (ready, in_progress, failed, unknown)",
+            nodeset_nodes.clone(),
+        );
+        let reconciles = Family::<Labels, Counter>::default();
+        registry.register("reconcile", "Evaluations of readiness, by result (ok, error)", reconciles.clone());
+        let reconcile_seconds =
+            Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]);
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time of one evaluation: snapshot, readiness and writes",
+            reconcile_seconds.clone(),
+        );
+        let watch_restarts = Family::<Labels, Counter>::default();
+        registry.register(
+            "watch_restarts",
+            "Watches that failed and restarted (resumed or relisted), by kind",
+            watch_restarts.clone(),
+        );
+        let api_errors = Family::<Labels, Counter>::default();
+        registry.register(
+            "api_request_errors",
+            "API requests that failed, by verb and code",
+            api_errors.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register("leader", "1 while this replica leads (writes), else 0", leader.clone());
+        Metrics {
+            registry,
+            node_condition,
+            nodeset_nodes,
+            reconciles,
+            reconcile_seconds,
+            watch_restarts,
+            api_errors,
+            leader,
+            nodes: Mutex::new(BTreeMap::new()),
+            heartbeat: AtomicU64::new(now_secs()),
+            synced: AtomicBool::new(false),
+        }
+    }
+
+    /// The nodes of `nodeset` as just evaluated (all its nodes).
+    pub(crate) fn set_nodeset(&self, namespace: &str, nodeset: &str, nodes: &[&NodeView]) {
+        let series: Vec<NodeSeries> = nodes
+            .iter()
+            .map(|n| NodeSeries {
+                node: n.node.clone(),
+                conditions: n.conditions.iter().map(|c| (c.type_.clone(), c.status_word())).collect(),
+                phases: [("-1", BAREMETAL), ("0", INFRASTRUCTURE), ("1", SERVICES), ("ready", READY)]
+                    .into_iter()
+                    .map(|(phase, ty)| (phase, state(n.conditions.get(ty))))
+                    .collect(),
+            })
+            .collect();
+        let mut all = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        // Remove this NodeSet's series, then set them anew: a condition that changed status
+        // or a node that left must not keep its old series.
+        if let Some(old) = all.get(nodeset) {
+            for n in old {
+                for (ty, _) in &n.conditions {
+                    for s in ["True", "False", "Unknown"] {
+                        self.node_condition.remove(&condition_labels(namespace, nodeset, &n.node, ty, s));
+                    }
+                }
+            }
+        }
+        for phase in ["-1", "0", "1", "ready"] {
+            for s in STATES {
+                self.nodeset_nodes.remove(&nodeset_labels(namespace, nodeset, phase, s));
+            }
+        }
+        for n in &series {
+            for (ty, status) in &n.conditions {
+                for s in ["True", "False", "Unknown"] {
+                    let g = self
+                        .node_condition
+                        .get_or_create(&condition_labels(namespace, nodeset, &n.node, ty, s));
+                    g.set(i64::from(*status == s));
+                }
+            }
+        }
+        for phase in ["-1", "0", "1", "ready"] {
+            for s in STATES {
+                let count =
+                    series.iter().filter(|n| n.phases.iter().any(|(p, st)| *p == phase && *st == s)).count();
+                self.nodeset_nodes
+                    .get_or_create(&nodeset_labels(namespace, nodeset, phase, s))
+                    .set(count as i64);
+            }
+        }
+        all.insert(nodeset.to_string(), series);
+    }
+
+    pub(crate) fn reconciled(&self, ok: bool, seconds: f64) {
+        let result = if ok { "ok" } else { "error" };
+        self.reconciles.get_or_create(&vec![("result".into(), result.into())]).inc();
+        self.reconcile_seconds.observe(seconds);
+    }
+
+    pub(crate) fn watch_restarted(&self, kind: &str) {
+        self.watch_restarts.get_or_create(&vec![("kind".into(), kind.into())]).inc();
+    }
+
+    pub(crate) fn api_error(&self, verb: &str, code: Option<u16>) {
+        let code = code.map_or_else(|| "none".to_string(), |c| c.to_string());
+        self.api_errors.get_or_create(&vec![("verb".into(), verb.into()), ("code".into(), code)]).inc();
+    }
+
+    pub(crate) fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    pub(crate) fn tick(&self) {
+        self.heartbeat.store(now_secs(), Ordering::Release);
+    }
+
+    fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+const STATES: [&str; 4] = ["ready", "in_progress", "failed", "unknown"];
+
+fn state(c: Option<&crate::condition::Condition>) -> &'static str {
+    match c {
+        Some(c) if c.is_true() => "ready",
+        Some(c) if c.status == Status::Unknown => "unknown",
+        Some(c) if c.severity == Severity::Error => "failed",
+        Some(_) => "in_progress",
+        None => "unknown",
+    }
+}
+
+fn condition_labels(namespace: &str, nodeset: &str, node: &str, ty: &str, status: &str) -> Labels {
+    vec![
+        ("namespace".into(), namespace.into()),
+        ("nodeset".into(), nodeset.into()),
+        ("node".into(), node.into()),
+        ("type".into(), ty.into()),
+        ("status".into(), status.into()),
+    ]
+}
+
+fn nodeset_labels(namespace: &str, nodeset: &str, phase: &str, state: &str) -> Labels {
+    vec![
+        ("namespace".into(), namespace.into()),
+        ("nodeset".into(), nodeset.into()),
+        ("phase".into(), phase.into()),
+        ("state".into(), state.into()),
+    ]
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// How long the loop may go without a tick before `/healthz` fails.
+const STALE_SECS: u64 = 60;
+
+/// `:8080` (every address), `127.0.0.1:8080`, or `0` (off), as kubebuilder's flags take them.
+pub(crate) fn parse_bind(flag: &str, text: &str) -> Result<Option<SocketAddr>, String> {
+    let t = text.trim();
+    if t == "0" {
+        return Ok(None);
+    }
+    let full = if t.starts_with(':') { format!("0.0.0.0{t}") } else { t.to_string() };
+    full.parse::<SocketAddr>()
+        .map(Some)
+        .map_err(|_| format!("{flag} {text:?}: give :PORT, HOST:PORT, or 0 to turn it off"))
+}
+
+/// Serves `paths` (of `/metrics`, `/healthz`, `/readyz`) on `listener` until the task ends.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    metrics: Arc<Metrics>,
+    paths: &'static [&'static str],
+) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                let metrics = metrics.clone();
+                async move { Ok::<_, std::convert::Infallible>(answer(&metrics, paths, req.uri().path())) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+        });
+    }
+}
+
+fn answer(metrics: &Metrics, paths: &[&str], path: &str) -> Response<Full<Bytes>> {
+    let reply = |code: StatusCode, content_type: &str, body: String| {
+        let mut r = Response::new(Full::new(Bytes::from(body)));
+        *r.status_mut() = code;
+        if let Ok(v) = content_type.parse() {
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+        }
+        r
+    };
+    if !paths.contains(&path) {
+        return reply(StatusCode::NOT_FOUND, "text/plain", format!("{path}: not served here\n"));
+    }
+    match path {
+        "/metrics" => reply(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.render(),
+        ),
+        "/healthz" => {
+            let age = now_secs().saturating_sub(metrics.heartbeat.load(Ordering::Acquire));
+            if age <= STALE_SECS {
+                reply(StatusCode::OK, "text/plain", "ok\n".into())
+            } else {
+                reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    format!("the loop has not run for {age} s\n"),
+                )
+            }
+        }
+        _ => {
+            if metrics.synced.load(Ordering::Acquire) {
+                reply(StatusCode::OK, "text/plain", "ok\n".into())
+            } else {
+                reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    "the watches have not listed everything yet\n".into(),
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_addresses_read_as_kubebuilder_flags() {
+        assert_eq!(parse_bind("--x", ":8080").unwrap(), Some("0.0.0.0:8080".parse().unwrap()));
+        assert_eq!(parse_bind("--x", "127.0.0.1:9").unwrap(), Some("127.0.0.1:9".parse().unwrap()));
+        assert_eq!(parse_bind("--x", "0").unwrap(), None);
+        assert!(parse_bind("--x", "eighty").unwrap_err().contains("--x"));
+    }
+}

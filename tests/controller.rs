@@ -1,0 +1,275 @@
+//! `status controller` against the fake API server with watches: the first sync writes every
+//! object, nothing changing writes nothing, a pod failing on one host rewrites only its node
+//! (with the task's reason), a node agent's Lease expiring turns it Unknown with no event, a
+//! dropped or expired watch recovers, the API being down delays writes without losing them,
+//! `/metrics` agrees with what was written, and SIGTERM ends it with exit 0.
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::bin;
+use crate::util::fake_api::{FakeApi, Fault};
+
+const STATUS_PATCH: &str = "/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses/";
+
+/// The controller, killed when dropped; its HTTP port (metrics and probes on one address).
+struct Controller {
+    child: Child,
+    port: u16,
+}
+
+impl Controller {
+    fn start(api: &FakeApi, extra: &[&str]) -> Controller {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let addr = format!("127.0.0.1:{port}");
+        let kc = api.kubeconfig();
+        let mut args = vec![
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "status",
+            "controller",
+            "--metrics-bind-address",
+            &addr,
+            "--health-probe-bind-address",
+            &addr,
+            "--debounce-ms",
+            "100",
+        ];
+        args.extend_from_slice(extra);
+        let child = Command::new(bin())
+            .args(&args)
+            .env("EDPM_AGENT_LOG", "edpm_agent=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Controller { child, port }
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return (0, String::new());
+        };
+        let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+        (code, body)
+    }
+
+    fn stop(mut self) -> (Option<i32>, Duration, String) {
+        let started = Instant::now();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let took = started.elapsed();
+        let mut err = String::new();
+        if let Some(e) = self.child.stderr.as_mut() {
+            let _ = e.read_to_string(&mut err);
+        }
+        (status.and_then(|s| s.code()), took, err)
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn condition(api: &FakeApi, object: &str, ty: &str) -> Option<Value> {
+    let o = api.object("EDPMNodeStatus", object)?;
+    o["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == ty).cloned()
+}
+
+fn status_patches(api: &FakeApi) -> Vec<String> {
+    api.requests().into_iter().filter(|r| r.starts_with("PATCH") && r.contains("/edpmnode")).collect()
+}
+
+/// The first sync: every object written once, then nothing while nothing changes.
+fn synced(api: &FakeApi) -> Controller {
+    let c = Controller::start(api, &[]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+            && api.object("EDPMNodeSetStatus", "edpm-compute-cell1").is_some()
+    });
+    // Let the watch events of its own writes come back and settle.
+    let mut last = status_patches(api).len();
+    wait_for("writes to settle", Duration::from_secs(10), || {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = status_patches(api).len();
+        std::mem::replace(&mut last, now) == now
+    });
+    c
+}
+
+#[test]
+fn the_controller_writes_what_changes_and_only_that() {
+    let api = crate::status_api::cluster();
+    api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
+    let c = synced(&api);
+    let (code, ready) = c.get("/readyz");
+    assert_eq!((code, ready.trim()), (200, "ok"));
+    assert_eq!(c.get("/healthz").0, 200);
+    let writes = status_patches(&api).len();
+    assert!(writes >= 10, "every object written once: {writes}");
+    // The retrying node says why, from the pod.
+    let retrying =
+        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady").unwrap();
+    assert_eq!(retrying["reason"], "Retrying", "{retrying}");
+
+    // Nothing changes for 3 s: nothing is written.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(status_patches(&api).len(), writes, "writes while nothing changed");
+
+    // The retry's second attempt fails on edpm-compute-4 too, unreachable now: that node's
+    // status is rewritten within a second or two, and no other object is.
+    let before = status_patches(&api).len();
+    let message = r#"{"failedHostList":[],"failedHosts":0,"failurePercent":100,"hostFailures":{"edpm-compute-4":"Gather facts (site.yml:3): Failed to connect to the host via ssh: No route to host"},"rc":4,"status":"failed","totalHosts":1,"truncated":false,"unreachableHostList":["edpm-compute-4"],"unreachableHosts":1}"#;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nova-edpm-deployment-nova-retry-edpm-compute-cell1-zz9k1",
+        "namespace": "openstack", "creationTimestamp": "2026-11-02T09:10:00Z",
+        "labels": {"batch.kubernetes.io/job-name": "nova-edpm-deployment-nova-retry-edpm-compute-cell1"}},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": "runner",
+            "state": {"terminated": {"exitCode": 4, "reason": "Error", "message": message}}}]}});
+    let changed = Instant::now();
+    api.put(pod);
+    wait_for("the node's new reason", Duration::from_secs(5), || {
+        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
+            .is_some_and(|c| c["message"].as_str().unwrap_or("").contains("No route to host"))
+    });
+    let took = changed.elapsed();
+    assert!(took < Duration::from_secs(2), "the write landed {took:?} after the change");
+    std::thread::sleep(Duration::from_millis(800));
+    let new: Vec<String> = status_patches(&api).split_off(before);
+    assert!(
+        new.iter().all(|r| r.contains("edpm-compute-cell1")),
+        "only the touched NodeSet's objects are written: {new:?}"
+    );
+    assert!(new.iter().any(|r| r.contains("edpmnodestatuses/edpm-compute-cell1-edpm-compute-4")), "{new:?}");
+    assert!(!new.iter().any(|r| r.contains("edpm-compute-cell1-edpm-compute-3/")), "{new:?}");
+
+    // /metrics agrees with what was written.
+    let (code, text) = c.get("/metrics");
+    assert_eq!(code, 200);
+    assert!(text.ends_with("# EOF\n"), "OpenMetrics text ends with # EOF");
+    assert!(
+        text.contains(r#"edpm_node_condition{namespace="openstack",nodeset="edpm-compute-cell1",node="edpm-compute-4",type="ServiceNovaDeploymentReady",status="False"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"edpm_node_condition{namespace="openstack",nodeset="edpm-compute-cell2",node="edpm-compute-5",type="Ready",status="True"} 0"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"edpm_nodeset_nodes{namespace="openstack",nodeset="edpm-compute-cell1",phase="1",state="ready"} 1"#), "{text}");
+    assert!(text.contains("edpm_leader 1"), "{text}");
+
+    let (code, took, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
+    if std::env::var_os("EDPM_SHOW_LOG").is_some() {
+        eprintln!("{err}");
+    }
+}
+
+#[test]
+fn an_expired_node_agent_lease_turns_unknown_with_no_event() {
+    let api = crate::status_api::cluster();
+    let c = synced(&api);
+    // The node agent reports, then stops: its Lease (4 s) runs out with nothing else changing.
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    let (code, body) = api.patch(
+        &format!("{STATUS_PATCH}{object}/status?fieldManager=edpm-agent-node&force=true"),
+        &json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
+            "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready", "message": "ok",
+                "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    let renew = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    let mut lease = api.object("Lease", object).expect("the controller created the agent's Lease");
+    lease["spec"] =
+        json!({"holderIdentity": "edpm-compute-3", "leaseDurationSeconds": 4, "renewTime": renew});
+    api.put_replace(lease);
+    wait_for("the agent's condition", Duration::from_secs(5), || {
+        condition(&api, object, "NodeAgentReady").is_some_and(|c| c["status"] == "True")
+    });
+    let renewed = Instant::now();
+    wait_for("Unknown at expiry", Duration::from_secs(10), || {
+        condition(&api, object, "NodeAgentReady").is_some_and(|c| c["status"] == "Unknown")
+    });
+    let took = renewed.elapsed();
+    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(7), "Unknown after {took:?}");
+    assert_eq!(condition(&api, object, "NodeAgentReady").unwrap()["reason"], "AgentHeartbeatExpired");
+    drop(c);
+}
+
+#[test]
+fn dropped_and_expired_watches_and_an_outage_lose_nothing() {
+    let api = crate::status_api::cluster();
+    let c = synced(&api);
+    let object = "edpm-compute-cell2-edpm-compute-5";
+    let message = |host_reason: &str| {
+        json!({"failedHostList": ["edpm-compute-5"], "failedHosts": 1, "failurePercent": 100,
+            "hostFailures": {"edpm-compute-5": host_reason}, "rc": 2, "status": "failed", "totalHosts": 1,
+            "truncated": false, "unreachableHostList": [], "unreachableHosts": 0})
+        .to_string()
+    };
+    let pod = |name: &str, created: &str, reason: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "openstack",
+            "creationTimestamp": created, "labels": {"batch.kubernetes.io/job-name": "nova-edpm-deployment-edpm-compute-cell2"}},
+            "status": {"containerStatuses": [{"name": "r", "state": {"terminated": {"exitCode": 2, "message": message(reason)}}}]}})
+    };
+    let says = |api: &FakeApi, text: &str| {
+        condition(api, object, "ServiceNovaDeploymentReady")
+            .is_some_and(|c| c["message"].as_str().unwrap_or("").contains(text))
+    };
+    // A dropped stream: the watcher resumes, and the next change arrives.
+    api.drop_watches();
+    std::thread::sleep(Duration::from_millis(300));
+    api.put(pod("p-drop", "2026-11-01T12:00:00Z", "Deploy nova (x.yml:1): after a dropped watch"));
+    wait_for("the change after a dropped watch", Duration::from_secs(15), || {
+        says(&api, "after a dropped watch")
+    });
+    // 410 Gone: history compacted, the watcher lists again.
+    api.compact();
+    api.drop_watches();
+    std::thread::sleep(Duration::from_millis(300));
+    api.put(pod("p-gone", "2026-11-01T12:10:00Z", "Deploy nova (x.yml:1): after 410 Gone"));
+    wait_for("the change after a relist", Duration::from_secs(15), || says(&api, "after 410 Gone"));
+    // The API down for writes (503) for a while: the write lands once it is back.
+    api.fault("/edpmnodestatuses/", Fault::Status(503), 40);
+    api.put(pod("p-outage", "2026-11-01T12:20:00Z", "Deploy nova (x.yml:1): during an outage"));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!says(&api, "during an outage"), "written while the API answered 503?");
+    api.clear_faults();
+    wait_for("the write after the outage", Duration::from_secs(40), || says(&api, "during an outage"));
+    let (code, text) = c.get("/metrics");
+    assert_eq!(code, 200);
+    assert!(text.contains("edpm_watch_restarts_total"), "{text}");
+    assert!(text.contains(r#"edpm_reconcile_total{result="error"}"#), "{text}");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+}
