@@ -223,6 +223,23 @@ fn an_expired_node_agent_lease_turns_unknown_with_no_event() {
     let took = renewed.elapsed();
     assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(7), "Unknown after {took:?}");
     assert_eq!(condition(&api, object, "NodeAgentReady").unwrap()["reason"], "AgentHeartbeatExpired");
+    // The move is told as an Event on the node's object (and only the moves: the first sync
+    // created the objects without any).
+    wait_for("the Event", Duration::from_secs(5), || !api.bodies("/events").is_empty());
+    let events = api.bodies("/events");
+    assert!(
+        events.iter().all(|e| e["regarding"]["name"] == object && e["regarding"]["kind"] == "EDPMNodeStatus"),
+        "{events:?}"
+    );
+    let ready =
+        events.iter().find(|e| e["note"].as_str().unwrap_or("").starts_with("Ready True Ready → Unknown"));
+    let ready = ready.unwrap_or_else(|| panic!("no Ready event: {events:?}"));
+    assert_eq!(
+        (&ready["type"], &ready["reason"]),
+        (&json!("Warning"), &json!("AgentHeartbeatExpired")),
+        "{ready}"
+    );
+    assert_eq!(ready["reportingController"], "edpm-agent");
     drop(c);
 }
 
@@ -272,4 +289,63 @@ fn dropped_and_expired_watches_and_an_outage_lose_nothing() {
     assert!(text.contains(r#"edpm_reconcile_total{result="error"}"#), "{text}");
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
+}
+
+fn leads(c: &Controller) -> Option<bool> {
+    let (code, text) = c.get("/metrics");
+    (code == 200).then(|| text.lines().any(|l| l == "edpm_leader 1"))
+}
+
+#[test]
+fn of_two_replicas_one_writes_and_the_other_takes_over() {
+    let api = crate::status_api::cluster();
+    let a = Controller::start(&api, &["--leader-elect"]);
+    let b = Controller::start(&api, &["--leader-elect"]);
+    wait_for("a leader", Duration::from_secs(20), || leads(&a) == Some(true) || leads(&b) == Some(true));
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let (leader, follower) = if leads(&a) == Some(true) { (a, b) } else { (b, a) };
+    assert_eq!(leads(&follower), Some(false), "exactly one leads");
+    let lease = api.object("Lease", "edpm-agent-status-controller").expect("the leader Lease");
+    let holder = lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string();
+    assert!(!holder.is_empty(), "{lease}");
+    // One change, one write: only the leader writes.
+    let before = status_patches(&api).len();
+    let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
+    job["status"]["failed"] = json!(2);
+    api.put_replace(job);
+    wait_for("the write", Duration::from_secs(5), || {
+        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
+            .is_some_and(|c| c["message"].as_str().unwrap_or("").starts_with("attempt 2 of 7"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let new = status_patches(&api).split_off(before);
+    assert_eq!(new.len(), 1, "one status write, by the leader alone: {new:?}");
+
+    // The leader dies without releasing: the other takes over within the Lease's duration.
+    let mut leader = leader;
+    let _ = leader.child.kill();
+    let _ = leader.child.wait();
+    let killed = Instant::now();
+    wait_for("the follower to lead", Duration::from_secs(30), || leads(&follower) == Some(true));
+    let took = killed.elapsed();
+    assert!(
+        took <= Duration::from_secs(21),
+        "took over after {took:?} (Lease 15 s, renewal 5 s before its end)"
+    );
+    let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
+    job["status"]["failed"] = json!(3);
+    api.put_replace(job);
+    wait_for("the new leader's write", Duration::from_secs(5), || {
+        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
+            .is_some_and(|c| c["message"].as_str().unwrap_or("").starts_with("attempt 3 of 7"))
+    });
+    // SIGTERM: exit 0, the Lease released.
+    let (code, took, err) = follower.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let lease = api.object("Lease", "edpm-agent-status-controller").unwrap();
+    assert!(lease["spec"]["holderIdentity"].is_null(), "released: {lease}");
 }

@@ -165,3 +165,58 @@ fn nodeset_write(
         needs_status,
     })
 }
+
+/// A node condition that moved since the object was last written: what a Kubernetes Event
+/// tells (`kubectl describe edpmnode/…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Transition {
+    pub object: String,
+    /// The object's uid, when it was read from the API server.
+    pub uid: Option<String>,
+    pub type_: String,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
+    pub message: String,
+    /// Not True: a Warning event.
+    pub warning: bool,
+}
+
+/// The node conditions whose moves are told as Events.
+const TOLD: [&str; 4] = [crate::condition::READY, super::SERVICES, super::INFRASTRUCTURE, super::BAREMETAL];
+
+/// The transitions of `Ready` and the phase conditions (status or reason changed) of nodes
+/// whose object existed before: a first report tells nothing (a new controller would
+/// otherwise send an Event per node and condition). At most `limit`, the rest counted.
+pub(crate) fn transitions(r: &Readiness, existing: &Evidence, limit: usize) -> (Vec<Transition>, usize) {
+    let before: HashMap<&str, &NodeReport> =
+        existing.reports.iter().map(|x| (x.id.name.as_str(), x)).collect();
+    let mut out = Vec::new();
+    let mut dropped = 0;
+    for n in &r.nodes {
+        let Some(old) = before.get(n.object.as_str()) else { continue };
+        for ty in TOLD {
+            let (Some(new), Some(prev)) = (n.conditions.get(ty), old.status.conditions.get(ty)) else {
+                continue;
+            };
+            if new.status == prev.status && new.reason == prev.reason {
+                continue;
+            }
+            if out.len() >= limit {
+                dropped += 1;
+                continue;
+            }
+            out.push(Transition {
+                object: n.object.clone(),
+                uid: old.meta.uid.clone(),
+                type_: ty.to_string(),
+                from: format!("{} {}", prev.status_word(), prev.reason),
+                to: format!("{} {}", new.status_word(), new.reason),
+                reason: new.reason.clone(),
+                message: new.message.clone(),
+                warning: new.status != Status::True,
+            });
+        }
+    }
+    (out, dropped)
+}

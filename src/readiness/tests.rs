@@ -640,3 +640,54 @@ fn evaluation_never_reads_the_clock() {
         b.nodes.iter().map(|n| &n.conditions).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn transitions_are_told_for_objects_that_existed_and_only_when_they_move() {
+    let summary = r#"{nova-d1-ns1: {totalHosts: 3, failedHosts: 1, unreachableHosts: 0, failurePercent: 33, failedHostList: [c0], unreachableHostList: []}}"#;
+    let report = |node: &str, ready: &str, reason: &str| {
+        format!(
+            r#"---
+apiVersion: agent.edpm.openstack.org/v1alpha1
+kind: EDPMNodeStatus
+metadata: {{name: ns1-{node}, namespace: openstack, uid: uid-{node}}}
+spec: {{nodeSet: ns1, node: {node}}}
+status:
+  conditions:
+  - {{type: Ready, status: "{ready}", reason: {reason}, message: m, lastTransitionTime: "2026-11-01T09:00:00Z"}}
+  - {{type: ServicesReady, status: "{ready}", reason: {reason}, message: m, lastTransitionTime: "2026-11-01T09:00:00Z"}}
+"#
+        )
+    };
+    let text = format!(
+        "{NODESET}{}{}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+            "",
+            summary
+        ),
+        report("c0", "True", "Ready"),
+        report("c1", "False", "OtherHostsFailed"),
+    );
+    let snap = snapshot::from_file_text("t.yaml", &text, None).unwrap();
+    let model = crate::model::resolve(&snap).unwrap();
+    let r = evaluate(&snap, &model, &PhaseMap::default(), Options { evidence: false }, t(NOW));
+    let (told, dropped) = report::transitions(&r, &snap.evidence, 10);
+    // c0 moved (True → HostFailed) on Ready and ServicesReady; c1 did not move; c2 had no
+    // object yet, so nothing is told of it.
+    let summary: Vec<(String, String, String, bool)> =
+        told.iter().map(|t| (t.object.clone(), t.type_.clone(), t.to.clone(), t.warning)).collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("ns1-c0".into(), READY.into(), "False HostFailed".into(), true),
+            ("ns1-c0".into(), SERVICES.into(), "False HostFailed".into(), true),
+        ]
+    );
+    assert_eq!(told[0].from, "True Ready");
+    assert_eq!(told[0].uid.as_deref(), Some("uid-c0"));
+    assert_eq!(dropped, 0);
+    let (told, dropped) = report::transitions(&r, &snap.evidence, 1);
+    assert_eq!((told.len(), dropped), (1, 1), "rate-limited, the rest counted");
+}

@@ -42,6 +42,9 @@ pub(crate) struct Options {
 
 /// The longest a change waits for the burst it belongs to to end.
 const MAX_GATHER: Duration = Duration::from_secs(1);
+/// Events sent per evaluation at most: a data plane failing at once is one story, not 10,000
+/// Events (the status objects hold every node's conditions).
+const EVENTS_PER_EVALUATION: usize = 50;
 /// Backoff after a failed evaluation or write.
 const RETRY_MIN: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(30);
@@ -106,6 +109,7 @@ async fn control(
     let stores = watch::start(client, selector, tx).await?;
     tracing::info!(namespace = client.namespace(), kinds = %stores.kinds().join(" "), "watching");
     let identity = identity();
+    let recorder = k8s::events::Events::new(client, &identity);
     // Without election this replica always leads: the sender is kept and never sends.
     let (_always, always) = tokio::sync::watch::channel(true);
     let (mut leading, leader_task) = if opts.leader_elect {
@@ -170,7 +174,7 @@ async fn control(
                 }
                 let touched = std::mem::replace(&mut pending, Touch::none());
                 let lead = *leading.borrow();
-                match evaluate(client, &stores, &touched, phases, metrics, lead).await {
+                match evaluate(client, &recorder, &stores, &touched, phases, metrics, lead).await {
                     Ok(next) => {
                         backoff = RETRY_MIN;
                         expiry = next;
@@ -257,6 +261,7 @@ fn identity() -> String {
 /// agent Lease expires.
 async fn evaluate(
     client: &Client,
+    events: &k8s::events::Events,
     stores: &watch::Stores,
     touched: &Touch,
     phases: &PhaseMap,
@@ -264,13 +269,14 @@ async fn evaluate(
     lead: bool,
 ) -> Result<Option<Instant>, AppError> {
     let started = std::time::Instant::now();
-    let result = evaluate_inner(client, stores, touched, phases, metrics, lead).await;
+    let result = evaluate_inner(client, events, stores, touched, phases, metrics, lead).await;
     metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
     result
 }
 
 async fn evaluate_inner(
     client: &Client,
+    events: &k8s::events::Events,
     stores: &watch::Stores,
     touched: &Touch,
     phases: &PhaseMap,
@@ -303,6 +309,19 @@ async fn evaluate_inner(
             k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {
                 metrics.api_error("patch", e.code());
             })?;
+        }
+        let (told, dropped) = readiness::report::transitions(&r, &snap.evidence, EVENTS_PER_EVALUATION);
+        if dropped > 0 {
+            tracing::info!(
+                dropped,
+                "more transitions than Events sent at once; the status objects say them all"
+            );
+        }
+        if !told.is_empty() {
+            let failed = events.publish(&told).await;
+            for _ in 0..failed {
+                metrics.api_error("create", None);
+            }
         }
         if !outcome.created.is_empty() || !outcome.updated.is_empty() {
             tracing::info!(

@@ -10,6 +10,7 @@
 //! current-thread tokio runtime it runs on; nothing else in the crate starts a runtime.
 
 pub(crate) mod apply;
+pub(crate) mod events;
 pub(crate) mod leader;
 pub(crate) mod node_agent;
 pub(crate) mod read;

@@ -17,6 +17,10 @@
 //!   `ERROR` event for a version older than the last compaction ([`FakeApi::compact`]), the
 //!   stream ended at `timeoutSeconds`, and streams dropped on demand ([`FakeApi::drop_watches`]);
 //!   lists carry the current `resourceVersion`;
+//! - `POST` creates Leases (409 AlreadyExists when present), for leader election, and Events;
+//!   a merge
+//!   patch (JSON or strategic) takes the fields it sets or removes from the appliers that
+//!   owned them, as an update does;
 //! - a record of every request (method and target) and every JSON body.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -490,8 +494,46 @@ fn merge_patch(
     merge(obj, &patch);
     obj["metadata"]["resourceVersion"] = json!(version);
     let out = obj.clone();
+    // An update takes the fields it sets from every applier, and a field it removes is
+    // nobody's (as the API server's managedFields do): a later apply of them conflicts with
+    // nobody.
+    let key: Key = (api_version.into(), plural_name.into(), ns.into(), name.into());
+    if let (Some(owners), Some(spec)) = (st.owners.get_mut(&key), patch["spec"].as_object()) {
+        for k in spec.keys() {
+            for o in owners.values_mut() {
+                o.spec.remove(k);
+            }
+        }
+    }
     st.record("MODIFIED", &out);
     (200, out)
+}
+
+/// `POST` to a collection: creates the object, 409 AlreadyExists when it is there.
+fn create(state: &Mutex<State>, api_version: &str, plural_name: &str, ns: &str, body: &[u8]) -> (u16, Value) {
+    let Ok(mut obj) = serde_json::from_slice::<Value>(body) else { return status(400, "body is not JSON") };
+    let Some(name) = obj["metadata"]["name"].as_str().map(String::from) else {
+        return status(422, "metadata.name is required");
+    };
+    let mut st = state.lock().unwrap();
+    if st.objects.iter().any(|o| {
+        o["apiVersion"] == api_version
+            && plural(o["kind"].as_str().unwrap_or("")) == plural_name
+            && o["metadata"]["namespace"] == ns
+            && o["metadata"]["name"] == name.as_str()
+    }) {
+        let (_, mut v) = status(409, &format!("{plural_name} \"{name}\" already exists"));
+        v["reason"] = json!("AlreadyExists");
+        return (409, v);
+    }
+    st.version += 1;
+    obj["apiVersion"] = json!(api_version);
+    obj["metadata"]["namespace"] = json!(ns);
+    obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
+    obj["metadata"]["uid"] = json!(format!("uid-{}", st.version));
+    st.record("ADDED", &obj);
+    st.objects.push(obj.clone());
+    (201, obj)
 }
 
 fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], merge: bool) -> (u16, Value) {
@@ -512,12 +554,18 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
         ["namespaces", ns, p, n, "status"] => (*ns, *p, Some(*n), true),
         _ => return status(404, "the server could not find the requested resource"),
     };
-    let core = group.is_empty() || group == "batch" || group == "coordination.k8s.io";
+    let core = group.is_empty() || ["batch", "coordination.k8s.io", "events.k8s.io"].contains(&group);
     let known = core || st.crds.contains(&(group.into(), version.into(), plural_name.into()));
-    if !known || !(method == "GET" || (method == "PATCH" && name.is_some())) {
+    let create_lease =
+        method == "POST" && name.is_none() && (plural_name == "leases" || plural_name == "events");
+    if !known || !(method == "GET" || (method == "PATCH" && name.is_some()) || create_lease) {
         return status(404, "the server could not find the requested resource");
     }
     let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    if create_lease {
+        drop(st);
+        return create(state, &api_version, plural_name, ns, body);
+    }
     let mine = |o: &&Value| {
         o["apiVersion"] == api_version.as_str()
             && plural(o["kind"].as_str().unwrap_or("")) == plural_name
