@@ -90,7 +90,7 @@ systemd_image=localhost/edpm-systemd:$key
 runner_base=localhost/edpm-runner-base:$key
 tarball="$cache/images/edpm-images-$key.tar.gz"
 
-if ! podman image exists "$systemd_image" || ! podman image exists "$runner_base"; then
+if ! podman image exists "$systemd_image" || ! podman image exists "$runner_base" || ! podman image exists "$base"; then
   if [ -f "$tarball" ]; then
     gunzip -c "$tarball" | podman load -q >/dev/null || fail "cannot load the cached images from $tarball"
   else
@@ -124,5 +124,6 @@ cat >"$env_file" <<ENV
 CONTAINERS_CONF=$CONTAINERS_CONF
 EDPM_REAL_SYSTEMD_IMAGE=$systemd_image
 EDPM_REAL_RUNNER_BASE=$runner_base
+EDPM_REAL_BASE=$base
 ENV
 echo "real-parts: podman $(podman --version | awk '{print $3}') with runc; image $systemd_image"

@@ -349,3 +349,138 @@ fn of_two_replicas_one_writes_and_the_other_takes_over() {
     let lease = api.object("Lease", "edpm-agent-status-controller").unwrap();
     assert!(lease["spec"]["holderIdentity"].is_null(), "released: {lease}");
 }
+
+/// One API request as RBAC sees it: (verb, group, resource or resource/subresource, name).
+fn rbac_request(line: &str) -> Option<(String, String, String, Option<String>)> {
+    let (method, target) = line.split_once(' ')?;
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        ["api", _, rest @ ..] => ("", rest),
+        ["apis", g, _, rest @ ..] => (*g, rest),
+        _ => return None,
+    };
+    let (resource, name) = match rest {
+        ["namespaces", _, r] => (r.to_string(), None),
+        ["namespaces", _, r, n] => (r.to_string(), Some(n.to_string())),
+        ["namespaces", _, r, n, sub] => (format!("{r}/{sub}"), Some(n.to_string())),
+        _ => return None,
+    };
+    let watching = query.split('&').any(|kv| kv == "watch=true" || kv == "watch=1");
+    let verb = match (method, &name) {
+        ("GET", _) if watching => "watch",
+        ("GET", None) => "list",
+        ("GET", Some(_)) => "get",
+        ("POST", _) => "create",
+        ("PATCH", _) => "patch",
+        _ => return None,
+    };
+    Some((verb.into(), group.into(), resource, name))
+}
+
+#[test]
+fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
+    let api = crate::status_api::cluster();
+    // Every kind it may read is installed, so that each is listed and watched.
+    for (g, v, p) in [
+        ("dataplane.openstack.org", "v1beta1", "openstackdataplaneservices"),
+        ("dataplane.openstack.org", "v1beta1", "openstackdataplanes"),
+        ("dataplane.openstack.org", "v1beta1", "openstackdataplaneroles"),
+        ("dataplane.openstack.org", "v1beta1", "openstackdataplanenodes"),
+        ("network.openstack.org", "v1beta1", "ipsets"),
+        ("network.openstack.org", "v1beta1", "netconfigs"),
+        ("network.openstack.org", "v1beta1", "dnsmasqs"),
+        ("nova.openstack.org", "v1beta1", "novacells"),
+        ("nova.openstack.org", "v1beta1", "novaexternalcomputes"),
+        ("core.openstack.org", "v1beta1", "openstackcontrolplanes"),
+        ("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets"),
+    ] {
+        api.add_crd(g, v, p);
+    }
+    // A ConfigMap and a Secret the NodeSets name, got by name.
+    let c = Controller::start(&api, &["--leader-elect"]);
+    wait_for("leading and writing", Duration::from_secs(20), || {
+        leads(&c) == Some(true) && condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+    });
+    // A move, for an Event (a node agent's Lease expiring).
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    let renew = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    api.patch(
+        &format!("{STATUS_PATCH}{object}/status?fieldManager=edpm-agent-node&force=true"),
+        &json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
+            "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready", "message": "ok",
+                "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}),
+    );
+    let mut lease = api.object("Lease", object).unwrap();
+    lease["spec"] = json!({"holderIdentity": "n", "leaseDurationSeconds": 2, "renewTime": renew});
+    api.put_replace(lease);
+    wait_for("an Event", Duration::from_secs(10), || !api.bodies("/events").is_empty());
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    // The requests the test itself sent (api.patch) are not in the log: only the controller's.
+    let requests: Vec<(String, String, String, Option<String>)> =
+        api.requests().iter().filter_map(|l| rbac_request(l)).collect();
+
+    let text = std::fs::read_to_string(crate::util::repo().join("packaging/kubernetes/rbac-controller.yaml"))
+        .unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    let rules: Vec<(Vec<String>, Vec<String>, Vec<String>, Vec<String>)> = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                strings(&r["apiGroups"]),
+                strings(&r["resources"]),
+                strings(&r["verbs"]),
+                strings(&r["resourceNames"]),
+            )
+        })
+        .collect();
+    let allows = |verb: &str, group: &str, resource: &str, name: Option<&str>| {
+        rules.iter().any(|(g, r, v, n)| {
+            g.iter().any(|x| x == group)
+                && r.iter().any(|x| x == resource)
+                && v.iter().any(|x| x == verb)
+                && (n.is_empty() || name.is_some_and(|name| n.iter().any(|x| x == name)))
+        })
+    };
+    let mut used: Vec<(String, String, String)> = Vec::new();
+    for (verb, group, resource, name) in &requests {
+        assert!(
+            allows(verb, group, resource, name.as_deref()),
+            "not allowed by the Role: {verb} {resource}.{group} {name:?}"
+        );
+        used.push((verb.clone(), group.clone(), resource.clone()));
+        // A server-side apply creates what is missing: the API server checks create then.
+        if verb == "patch" && !resource.ends_with("/status") && group != "events.k8s.io" {
+            assert!(
+                allows("create", group, resource, name.as_deref()),
+                "apply may create {resource}.{group}"
+            );
+            used.push(("create".into(), group.clone(), resource.clone()));
+        }
+    }
+    // The recorder patches an Event only for a repeat (a series): granted, seldom seen.
+    used.push(("patch".into(), "events.k8s.io".into(), "events".into()));
+    for (groups, resources, verbs, _) in &rules {
+        for g in groups {
+            for r in resources {
+                for v in verbs {
+                    assert!(
+                        used.iter().any(|(uv, ug, ur)| uv == v && ug == g && ur == r),
+                        "granted but never used: {v} {r}.{g}"
+                    );
+                }
+            }
+        }
+    }
+    // Secrets are never listed or watched.
+    assert!(!requests.iter().any(|(v, _, r, _)| r == "secrets" && v != "get"), "{requests:?}");
+}

@@ -371,3 +371,49 @@ fn the_node_agent_units_exposure_is_what_the_readme_records() {
         "systemd-analyze security scores the unit {score}; README.md should say \"{recorded}\""
     );
 }
+
+#[test]
+fn the_controllers_manifests_parse_and_run_it_as_restricted_pod_security_requires() {
+    let dir = repo().join("packaging/kubernetes");
+    let mut kinds = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let docs: Vec<Value> =
+                serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            for d in docs {
+                assert!(d["kind"].is_string() && d["apiVersion"].is_string(), "{}: {d}", p.display());
+                kinds.push(d["kind"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    for k in ["Deployment", "Service", "ServiceMonitor", "PrometheusRule", "Kustomization", "Role"] {
+        assert!(kinds.iter().any(|x| x == k), "no {k} in packaging/kubernetes");
+    }
+    let k: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap()).unwrap();
+    for r in k["resources"].as_array().unwrap() {
+        assert!(dir.join(r.as_str().unwrap()).is_file(), "kustomization names a missing {r}");
+    }
+    let text = std::fs::read_to_string(dir.join("deployment-controller.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let d = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    assert_eq!(d["spec"]["replicas"], 2);
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    let c = &pod["containers"][0];
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["capabilities"]["drop"], serde_json::json!(["ALL"]));
+    assert!(c["resources"]["requests"].is_object() && c["resources"]["limits"].is_object());
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(args.contains(&"--leader-elect") && args.starts_with(&["status", "controller"]), "{args:?}");
+    // The arguments are the binary's: it accepts them (up to needing a cluster).
+    let out = crate::util::run(&[args.as_slice(), &["--help"]].concat(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(pod["serviceAccountName"], "edpm-agent-controller");
+}

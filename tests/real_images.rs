@@ -229,3 +229,93 @@ fn the_runner_image_runs_the_job_as_kubernetes_does() {
     );
     assert_eq!(job.termination()["failedHostList"], serde_json::json!(["bad-0"]));
 }
+
+/// The status controller's image (`packaging/Containerfile.controller`) on the local Debian
+/// base, run as the Deployment runs it: a non-root user, a read-only root, no capabilities; it
+/// starts, answers `/healthz` and `/readyz`, writes the status objects, and stops on SIGTERM
+/// with exit 0.
+#[test]
+fn the_controller_image_runs_as_the_deployment_runs_it() {
+    let Some(env) = crate::real_systemd::real_parts() else { return };
+    let base = env.iter().find(|(k, _)| k == "EDPM_REAL_BASE").map(|(_, v)| v.clone()).unwrap();
+    let tag = format!("localhost/edpm-controller-test:{}", std::process::id());
+    let name = format!("edpm-controller-test-{}", std::process::id());
+    let _cleanup = Cleanup { env: env.clone(), containers: vec![name.clone()], image: tag.clone() };
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ctx.path().join("target/release")).unwrap();
+    std::fs::copy(bin(), ctx.path().join("target/release/edpm-agent")).unwrap();
+    let file = repo().join("packaging/Containerfile.controller");
+    let (code, out) = podman(
+        &env,
+        &[
+            "build",
+            "-q",
+            "--build-arg",
+            &format!("BASE_IMAGE={base}"),
+            "-f",
+            file.to_str().unwrap(),
+            "-t",
+            &tag,
+            ctx.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "podman build: {out}");
+
+    let api = crate::status_api::cluster();
+    // The kubeconfig, readable by the image's user (as a mounted Secret would be).
+    let kc = ctx.path().join("kubeconfig");
+    std::fs::copy(api.kubeconfig(), &kc).unwrap();
+    Command::new("chmod").args(["0644", kc.to_str().unwrap()]).status().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let (code, out) = podman(
+        &env,
+        &[
+            "run",
+            "-d",
+            "--name",
+            &name,
+            "--network",
+            "host",
+            "--read-only",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            "-v",
+            &format!("{}:/kubeconfig:ro", kc.display()),
+            &tag,
+            "--kubeconfig",
+            "/kubeconfig",
+            "status",
+            "controller",
+            "--source=kube",
+            &format!("--metrics-bind-address={addr}"),
+            &format!("--health-probe-bind-address={addr}"),
+        ],
+    );
+    assert_eq!(code, 0, "podman run: {out}");
+    let (_, user) = podman(&env, &["inspect", "-f", "{{.Config.User}}", &name]);
+    assert_eq!(user.trim(), "65532:65532");
+    let get = |path: &str| -> u16 {
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return 0 };
+        use std::io::{Read, Write};
+        let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while get("/readyz") != 200 || api.object("EDPMNodeStatus", "edpm-compute-cell2-edpm-compute-5").is_none()
+    {
+        assert!(Instant::now() < deadline, "not ready: {}", podman(&env, &["logs", &name]).1);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(get("/healthz"), 200);
+    let started = Instant::now();
+    let (code, out) = podman(&env, &["stop", "-t", "20", &name]);
+    assert_eq!(code, 0, "{out}");
+    assert!(started.elapsed() < Duration::from_secs(10), "stop took {:?}", started.elapsed());
+    let (_, exit) = podman(&env, &["inspect", "-f", "{{.State.ExitCode}}", &name]);
+    assert_eq!(exit.trim(), "0", "{}", podman(&env, &["logs", &name]).1);
+}
