@@ -350,6 +350,9 @@ fn of_two_replicas_one_writes_and_the_other_takes_over() {
     assert!(lease["spec"]["holderIdentity"].is_null(), "released: {lease}");
 }
 
+/// A Role rule: apiGroups, resources, verbs, resourceNames.
+type Rule = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
+
 /// One API request as RBAC sees it: (verb, group, resource or resource/subresource, name).
 fn rbac_request(line: &str) -> Option<(String, String, String, Option<String>)> {
     let (method, target) = line.split_once(' ')?;
@@ -430,7 +433,7 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
             .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default()
     };
-    let rules: Vec<(Vec<String>, Vec<String>, Vec<String>, Vec<String>)> = role["rules"]
+    let rules: Vec<Rule> = role["rules"]
         .as_array()
         .unwrap()
         .iter()
