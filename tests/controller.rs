@@ -186,6 +186,21 @@ fn the_controller_writes_what_changes_and_only_that() {
     );
     assert!(text.contains(r#"edpm_nodeset_nodes{namespace="openstack",nodeset="edpm-compute-cell1",phase="1",state="ready"} 1"#), "{text}");
     assert!(text.contains("edpm_leader 1"), "{text}");
+    // A strict OpenMetrics parser (prometheus_client's) reads it, and every written condition
+    // of every node is there with its status at 1.
+    let samples = parse_openmetrics(&text);
+    for o in [
+        "edpm-compute-cell1-edpm-compute-3",
+        "edpm-compute-cell1-edpm-compute-4",
+        "edpm-compute-cell2-edpm-compute-5",
+    ] {
+        let obj = api.object("EDPMNodeStatus", o).unwrap();
+        let node = obj["spec"]["node"].as_str().unwrap();
+        for c in obj["status"]["conditions"].as_array().unwrap() {
+            let key = format!("{node}/{}/{}", c["type"].as_str().unwrap(), c["status"].as_str().unwrap());
+            assert_eq!(samples.get(&key).copied(), Some(1.0), "{key} in /metrics");
+        }
+    }
 
     let (code, took, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
@@ -486,4 +501,31 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
     }
     // Secrets are never listed or watched.
     assert!(!requests.iter().any(|(v, _, r, _)| r == "secrets" && v != "get"), "{requests:?}");
+}
+
+/// `edpm_node_condition` samples as `node/type/status` → value, read by prometheus_client's
+/// OpenMetrics parser (which refuses anything not OpenMetrics).
+fn parse_openmetrics(text: &str) -> std::collections::BTreeMap<String, f64> {
+    let script = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = {}
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        if s.name == "edpm_node_condition":
+            l = s.labels
+            out["%s/%s/%s" % (l["node"], l["type"], l["status"])] = s.value
+print(json.dumps(out))
+"#;
+    let mut child = Command::new(crate::util::python_tool("python3"))
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "not OpenMetrics: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -32,6 +32,7 @@
 use edpm_testkit::fake_api;
 
 mod common;
+mod controller;
 mod inventory;
 mod node;
 mod node_real;
@@ -66,6 +67,7 @@ fn main() {
         Some("oslo-parse") => oslo_parse_bench(&args[1..]),
         Some("stage") => stage_bench(&args[1..]),
         Some("readiness") => readiness_bench(&args[1..]),
+        Some("controller") => controller::controller_bench(&args[1..]),
         Some("node") if args.iter().any(|a| a == "--real") => node_real::node_real_bench(&args[1..]),
         Some("node") => node_bench(&args[1..]),
         Some("node-check") => node_real::node_check_here(&args[1..]),
@@ -78,7 +80,7 @@ fn main() {
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench node --real [--services 50] [--runs 9] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench controller [--nodes 10000] [--services 15] [--changes 20] [--churn-seconds 60] [--idle-seconds 60] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench node --real [--services 50] [--runs 9] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");

@@ -67,6 +67,8 @@ struct State {
     crds: HashSet<(String, String, String)>,
     faults: Vec<(String, Fault, usize)>,
     requests: Vec<String>,
+    /// When each request arrived (same order as `requests`).
+    request_times: Vec<std::time::Instant>,
     bodies: Vec<(String, Value)>,
     /// Every change, in order: (resourceVersion, event type, the object after it).
     history: Vec<(u64, &'static str, Value)>,
@@ -214,6 +216,12 @@ impl FakeApi {
     /// How many requests with this method had a target containing `path`.
     pub fn count(&self, method: &str, path: &str) -> usize {
         self.requests().iter().filter(|r| r.starts_with(method) && r.contains(path)).count()
+    }
+
+    /// Requests from the `from`-th on, with when each arrived.
+    pub fn requests_timed(&self, from: usize) -> Vec<(std::time::Instant, String)> {
+        let st = self.state.lock().unwrap();
+        st.request_times.iter().copied().zip(st.requests.iter().cloned()).skip(from).collect()
     }
 
     /// Requests seen so far, as `METHOD /path?query`.
@@ -646,6 +654,7 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
     let fault = {
         let mut st = state.lock().unwrap();
         st.requests.push(format!("{method} {target}"));
+        st.request_times.push(std::time::Instant::now());
         if let Ok(v) = serde_json::from_slice::<Value>(&body) {
             st.bodies.push((target.to_string(), v));
         }
@@ -738,12 +747,12 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str) {
     loop {
         let (events, version, dropped) = {
             let st = state.lock().unwrap();
-            let events: Vec<(u64, &'static str, Value)> = st
-                .history
+            // History is in resourceVersion order: start after what was sent.
+            let start = st.history.partition_point(|(rv, _, _)| *rv <= last_sent);
+            let events: Vec<(u64, &'static str, Value)> = st.history[start..]
                 .iter()
-                .filter(|(rv, _, o)| {
-                    *rv > last_sent
-                        && o["apiVersion"] == api_version.as_str()
+                .filter(|(_, _, o)| {
+                    o["apiVersion"] == api_version.as_str()
                         && plural(o["kind"].as_str().unwrap_or("")) == plural_name
                         && o["metadata"]["namespace"] == ns
                         && matches_selector(o, &selector)
