@@ -107,7 +107,16 @@ pub(crate) struct NodeStatus {
     #[serde(default)]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Conditions,
+    /// The node's last runs (at most 20), oldest first: Deployment, service, Job,
+    /// attempt, result, finish time and failed task. edpm-agent keeps it from what it sees of
+    /// the Jobs' pods and from this list itself, so it outlives the Deployments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub runs: Vec<crate::snapshot::evidence::NodeRun>,
 }
+
+/// How many runs a node's history keeps (the CRD's description says 20 too).
+pub(crate) const RUN_HISTORY: usize = 20;
 
 /// The per-NodeSet (or per-Role) rollup object.
 #[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

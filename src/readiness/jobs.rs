@@ -58,6 +58,18 @@ impl<'a> Jobs<'a> {
         Jobs { by_labels, attempts }
     }
 
+    /// The Jobs of `nodeset`: (service, deployment, Job), in a fixed order.
+    pub(crate) fn of_nodeset(&self, nodeset: &str) -> Vec<(&'a str, &'a str, &'a Job)> {
+        let mut out: Vec<(&'a str, &'a str, &'a Job)> = self
+            .by_labels
+            .iter()
+            .filter(|((_, _, ns), _)| *ns == nodeset)
+            .map(|((s, d, _), j)| (*s, *d, *j))
+            .collect();
+        out.sort_by(|a, b| a.2.id.name.cmp(&b.2.id.name));
+        out
+    }
+
     pub(crate) fn job(&self, service: &str, deployment: &str, nodeset: &str) -> Option<&'a Job> {
         self.by_labels.get(&(service, deployment, nodeset)).copied()
     }

@@ -16,6 +16,7 @@
 pub(crate) mod api;
 mod baremetal;
 pub(crate) mod deploy;
+mod history;
 pub(crate) mod jobs;
 pub(crate) mod limit;
 pub(crate) mod names;
@@ -95,6 +96,8 @@ pub(crate) struct NodeView {
     pub evidence: BTreeMap<String, Vec<String>>,
     /// Per phase condition type: the service and reason that block it, for rollup messages.
     pub blocking: BTreeMap<&'static str, String>,
+    /// The node's last runs, oldest first (`history`).
+    pub runs: Vec<crate::snapshot::evidence::NodeRun>,
 }
 
 /// One NodeSet's (or Role's) readiness.
@@ -126,8 +129,8 @@ pub(crate) fn evaluate(
     now: Time,
 ) -> Readiness {
     let ev = &snap.evidence;
-    let reports: HashMap<&str, &Conditions> =
-        ev.reports.iter().map(|r| (r.id.name.as_str(), &r.status.conditions)).collect();
+    let reports: HashMap<&str, &crate::snapshot::evidence::NodeReportStatus> =
+        ev.reports.iter().map(|r| (r.id.name.as_str(), &r.status)).collect();
     let rollups: HashMap<&str, &Conditions> =
         ev.rollups.iter().map(|r| (r.id.name.as_str(), &r.status.conditions)).collect();
     let leases: HashMap<&str, &crate::snapshot::evidence::Lease> =
@@ -172,6 +175,8 @@ struct GroupContext<'a> {
     snap: &'a Snapshot,
     group: &'a HostGroup,
     jobs: &'a jobs::Jobs<'a>,
+    /// This NodeSet's Jobs: (service, deployment, Job), for the nodes' run history.
+    own_jobs: Vec<(&'a str, &'a str, &'a crate::snapshot::evidence::Job)>,
     opts: Options,
     status: Option<&'a NodeSetStatus>,
     legacy: Option<&'a LegacyStatus>,
@@ -250,6 +255,7 @@ impl<'a> GroupContext<'a> {
             snap,
             group,
             jobs,
+            own_jobs: jobs.of_nodeset(&group.name),
             opts,
             status,
             legacy,

@@ -19,7 +19,7 @@ impl<'a> GroupContext<'a> {
     pub(super) fn node(
         &self,
         m: &Member,
-        reports: &HashMap<&str, &Conditions>,
+        reports: &HashMap<&str, &crate::snapshot::evidence::NodeReportStatus>,
         leases: &HashMap<&str, &crate::snapshot::evidence::Lease>,
         now: Time,
     ) -> NodeView {
@@ -29,7 +29,9 @@ impl<'a> GroupContext<'a> {
         self.phase_baremetal(m, &mut g);
         self.phases(m, &mut g);
         g.fresh.extend(kstatus(g.running.as_deref(), g.stalled.take()));
-        let previous = reports.get(object.as_str()).copied();
+        let report = reports.get(object.as_str()).copied();
+        let previous = report.map(|r| &r.conditions);
+        let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
         let agent =
             self.agent_conditions(previous, leases.get(object.as_str()).copied(), now, &mut g.evidence);
         NodeView {
@@ -44,11 +46,12 @@ impl<'a> GroupContext<'a> {
             conditions: node_conditions(g.fresh, agent, previous, now),
             evidence: g.evidence,
             blocking: g.blocking,
+            runs,
         }
     }
 
     /// The names a Deployment's `ansibleLimit` may use for this node.
-    fn limit_names<'m>(&'m self, m: &'m Member) -> Vec<&'m str> {
+    pub(super) fn limit_names<'m>(&'m self, m: &'m Member) -> Vec<&'m str> {
         let mut names: Vec<&str> = vec![
             m.inventory_hostname(),
             m.key.as_str(),

@@ -125,10 +125,15 @@ fn node_write(
             node: n.node.clone(),
             host_name: n.host_name.clone(),
         },
-        status: Some(NodeStatus { observed_generation: generation, conditions: conds.clone() }),
+        status: Some(NodeStatus {
+            observed_generation: generation,
+            conditions: conds.clone(),
+            runs: n.runs.clone(),
+        }),
     };
     let needs_object = existing.is_none_or(|e| !object_matches(e, &labels, &n.owner));
-    let needs_status = existing.is_none_or(|e| !status_matches(e, &conds, generation));
+    let needs_status =
+        existing.is_none_or(|e| !status_matches(e, &conds, generation) || e.status.runs != n.runs);
     Ok(Write {
         kind: super::api::NODE_KIND,
         name: n.object.clone(),

@@ -215,6 +215,21 @@ pub(crate) fn explain(n: &NodeView) -> String {
             out.push_str(&evidence_line(e));
         }
     }
+    if !n.runs.is_empty() {
+        out.push_str(&format!("Runs ({}, oldest first):\n", n.runs.len()));
+        for r in &n.runs {
+            let why = r.failed_task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
+            out.push_str(&format!(
+                "    - {} Deployment {} {} (job {}, attempt {}): {}{why}\n",
+                r.finished.as_deref().unwrap_or("(running)"),
+                r.deployment,
+                r.service,
+                r.job,
+                r.attempt,
+                r.result
+            ));
+        }
+    }
     out
 }
 

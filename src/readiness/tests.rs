@@ -691,3 +691,74 @@ status:
     let (told, dropped) = report::transitions(&r, &snap.evidence, 1);
     assert_eq!((told.len(), dropped), (1, 1), "rate-limited, the rest counted");
 }
+
+#[test]
+fn a_nodes_run_history_comes_from_the_pods_and_outlives_them() {
+    let job = r#"---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: nova-d1-ns1, namespace: openstack, labels: {app: openstackansibleee, openstackdataplaneservice: nova, openstackdataplanedeployment: d1, openstackdataplanenodeset: ns1}}
+spec: {backoffLimit: 3}
+status: {failed: 1, active: 1}
+"#;
+    let ok = FAILED_ON_C0
+        .replace(r#""failedHostList":["c0"],"failedHosts":1"#, r#""failedHostList":[],"failedHosts":0"#);
+    let ok = ok.replace(r#""hostFailures":{"c0":"Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image"},"#, "");
+    let text = format!(
+        "{NODESET}{}{job}{}{}",
+        deployment(
+            "d1",
+            "2026-11-01T10:00:00Z",
+            &[("configure-os", "True"), ("ovn", "True"), ("nova", "Requested")],
+            "",
+            "{}"
+        ),
+        pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", FAILED_ON_C0, false),
+        pod("nova-d1-ns1-bbbbb", "nova-d1-ns1", "2026-11-01T10:09:00Z", &ok, false),
+    );
+    let r = evaluate_text(&text, NOW);
+    let runs = |n: &str| -> Vec<(u32, String, Option<String>)> {
+        node(&r, n).runs.iter().map(|x| (x.attempt, x.result.clone(), x.failed_task.clone())).collect()
+    };
+    let pull =
+        "Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image";
+    assert_eq!(runs("c0"), vec![(1, "failed".into(), Some(pull.into())), (2, "ok".into(), None)]);
+    assert_eq!(
+        runs("c1"),
+        vec![(1, "ok".into(), None), (2, "ok".into(), None)],
+        "covered by d1, not named: ok"
+    );
+    let first = &node(&r, "c0").runs[0];
+    assert_eq!(
+        (first.deployment.as_str(), first.service.as_str(), first.job.as_str()),
+        ("d1", "nova", "nova-d1-ns1")
+    );
+    assert_eq!(first.finished.as_deref(), Some("2026-11-01T10:05:00Z"));
+    assert!(show::explain(node(&r, "c0")).contains("Runs (2, oldest first):\n    - 2026-11-01T10:05:00Z Deployment d1 nova (job nova-d1-ns1, attempt 1): failed: Deploy nova"));
+
+    // The Deployment, its Job and pods deleted: the history stays, from the node's object.
+    let written =
+        report::plan(&r, &snapshot::from_file_text("t.yaml", &text, None).unwrap().evidence, "openstack")
+            .unwrap();
+    let object = written.iter().find(|w| w.name == "ns1-c0").unwrap().object.clone();
+    let object = serde_json::to_string(&object).unwrap();
+    let later = format!("{NODESET}---\n{object}\n");
+    let r2 = evaluate_text(&later, NOW);
+    assert_eq!(node(&r2, "c0").runs, node(&r, "c0").runs);
+
+    // Bounded: the newest 20 of more.
+    let many: Vec<crate::snapshot::evidence::NodeRun> = (0..30)
+        .map(|i| crate::snapshot::evidence::NodeRun {
+            deployment: "d".into(),
+            service: "s".into(),
+            job: "j".into(),
+            attempt: i + 1,
+            result: "ok".into(),
+            finished: Some(format!("2026-11-01T10:{i:02}:00Z")),
+            failed_task: None,
+        })
+        .collect();
+    let kept = history::merge(&many[..25], many[25..].to_vec());
+    assert_eq!(kept.len(), api::RUN_HISTORY);
+    assert_eq!((kept[0].attempt, kept[19].attempt), (11, 30));
+}

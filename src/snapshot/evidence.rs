@@ -274,6 +274,29 @@ pub struct NodeReportStatus {
     pub observed_generation: Option<i64>,
     #[serde(default, deserialize_with = "nullable")]
     pub conditions: Conditions,
+    /// The node's last runs, as written last time: the history outlives the Deployments.
+    #[serde(default, deserialize_with = "nullable")]
+    pub runs: Vec<NodeRun>,
+}
+
+/// One run of one service on one node: an attempt of an AnsibleEE Job, from its pod's
+/// termination message. Kept in `EDPMNodeStatus.status.runs`, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRun {
+    pub deployment: String,
+    pub service: String,
+    pub job: String,
+    /// 1 for the Job's first pod, then one more per retry.
+    pub attempt: u32,
+    /// `ok`, `failed`, `unreachable` or `interrupted` (the run was canceled or timed out).
+    pub result: String,
+    /// When the attempt's container ended (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<String>,
+    /// Why the host failed: the runner's `hostFailures` entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_task: Option<String>,
 }
 
 #[derive(Debug, Clone)]

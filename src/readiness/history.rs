@@ -1,0 +1,74 @@
+//! A node's run history: its last runs (Deployment, service, Job, attempt, result, finish
+//! time, failed task), from the Jobs' pods seen now merged into the list written last time,
+//! so deleting a Deployment (and its Jobs and pods) does not erase it. At most
+//! [`RUN_HISTORY`] runs, oldest first.
+//!
+//! A pod's termination message names only the failed and unreachable hosts: a node is `ok` in
+//! an attempt only when the attempt's Deployment is known and its `ansibleLimit` covers the
+//! node; `interrupted` when the run was canceled or timed out without failing it.
+
+use super::api::RUN_HISTORY;
+use super::*;
+use crate::runner::outcome::RunStatus;
+use crate::snapshot::evidence::NodeRun;
+
+impl<'a> GroupContext<'a> {
+    pub(super) fn history(&self, m: &Member, previous: &[NodeRun]) -> Vec<NodeRun> {
+        let names = [m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str()];
+        let named = |list: &[String]| list.iter().any(|h| names.contains(&h.as_str()));
+        let limit_names = self.limit_names(m);
+        let mut seen: Vec<NodeRun> = Vec::new();
+        for &(service, deployment, job) in &self.own_jobs {
+            let attempts = self.jobs.attempts(&job.id.name);
+            let covered = self.runs.iter().find(|r| r.name == deployment).map(|r| r.covers(&limit_names));
+            for (i, a) in attempts.iter().enumerate() {
+                let s = &a.summary;
+                let result = if named(&s.failed_host_list) {
+                    "failed"
+                } else if named(&s.unreachable_host_list) {
+                    "unreachable"
+                } else if covered != Some(true) {
+                    continue;
+                } else if matches!(s.status, RunStatus::Canceled | RunStatus::Timeout) {
+                    "interrupted"
+                } else {
+                    "ok"
+                };
+                let finished = a.pod.summary().and_then(|(_, t)| t.finished_at.clone());
+                seen.push(NodeRun {
+                    deployment: deployment.to_string(),
+                    service: service.to_string(),
+                    job: job.id.name.clone(),
+                    attempt: (attempts.len() - i) as u32,
+                    result: result.to_string(),
+                    finished,
+                    failed_task: names.iter().find_map(|n| s.host_failures.get(*n)).cloned(),
+                });
+            }
+        }
+        merge(previous, seen)
+    }
+}
+
+/// `previous` with `seen` on top (the same Job and attempt replaced), oldest first by finish
+/// time (unknown last), the newest [`RUN_HISTORY`] kept.
+pub(crate) fn merge(previous: &[NodeRun], seen: Vec<NodeRun>) -> Vec<NodeRun> {
+    let mut all: Vec<NodeRun> = previous
+        .iter()
+        .filter(|p| !seen.iter().any(|s| s.job == p.job && s.attempt == p.attempt))
+        .cloned()
+        .collect();
+    all.extend(seen);
+    // RFC 3339 times in UTC compare as text; a run not finished yet sorts last.
+    all.sort_by(|a, b| {
+        (a.finished.is_none(), a.finished.as_deref(), &a.job, a.attempt).cmp(&(
+            b.finished.is_none(),
+            b.finished.as_deref(),
+            &b.job,
+            b.attempt,
+        ))
+    });
+    let extra = all.len().saturating_sub(RUN_HISTORY);
+    all.drain(..extra);
+    all
+}
