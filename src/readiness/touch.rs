@@ -4,7 +4,7 @@
 //! An object that names no NodeSet, or a kind whose change can reach any NodeSet (a
 //! DataPlaneService, the seeds' DataPlane, a NovaCell, the control plane), touches all.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -41,23 +41,44 @@ impl Touch {
             Touch::NodeSets(s) => s.contains(nodeset),
         }
     }
+
+    /// Whether an object that touches `other` is needed to evaluate `self`'s NodeSets.
+    pub(crate) fn overlaps(&self, other: &Touch) -> bool {
+        match (self, other) {
+            (Touch::All, _) | (_, Touch::All) => true,
+            (Touch::NodeSets(a), Touch::NodeSets(b)) => !a.is_disjoint(b),
+        }
+    }
 }
 
 /// The NodeSets a change of `obj` (of `kind`) can move. `job_nodeset` finds the NodeSet of a
 /// Job by name (a pod names only its Job).
 pub(crate) fn touched(kind: &str, obj: &Value, job_nodeset: &dyn Fn(&str) -> Option<String>) -> Touch {
+    let labels: BTreeMap<String, String> = obj["metadata"]["labels"]
+        .as_object()
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+        .unwrap_or_default();
+    touched_parts(kind, obj["metadata"]["name"].as_str().unwrap_or(""), &labels, &obj["spec"], job_nodeset)
+}
+
+/// [`touched`], from an object's name, labels and spec.
+pub(crate) fn touched_parts(
+    kind: &str,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    spec: &Value,
+    job_nodeset: &dyn Fn(&str) -> Option<String>,
+) -> Touch {
     let one = |s: Option<&str>| match s {
         Some(s) if !s.is_empty() => Touch::NodeSets(BTreeSet::from([s.to_string()])),
         _ => Touch::All,
     };
-    let label = |k: &str| obj["metadata"]["labels"][k].as_str();
+    let label = |k: &str| labels.get(k).map(String::as_str);
     match kind {
-        "OpenStackDataPlaneNodeSet" | "OpenStackBaremetalSet" | "OpenStackDataPlaneRole" => {
-            one(obj["metadata"]["name"].as_str())
-        }
+        "OpenStackDataPlaneNodeSet" | "OpenStackBaremetalSet" | "OpenStackDataPlaneRole" => one(Some(name)),
         // A seeds' Node belongs to its Role.
-        "OpenStackDataPlaneNode" => one(obj["spec"]["role"].as_str()),
-        "OpenStackDataPlaneDeployment" => match obj["spec"]["nodeSets"].as_array() {
+        "OpenStackDataPlaneNode" => one(spec["role"].as_str()),
+        "OpenStackDataPlaneDeployment" => match spec["nodeSets"].as_array() {
             Some(list) => Touch::NodeSets(list.iter().filter_map(|n| n.as_str().map(String::from)).collect()),
             None => Touch::All,
         },
@@ -67,7 +88,7 @@ pub(crate) fn touched(kind: &str, obj: &Value, job_nodeset: &dyn Fn(&str) -> Opt
             one(job.and_then(job_nodeset).as_deref())
         }
         "EDPMNodeStatus" | "EDPMNodeSetStatus" => {
-            one(obj["spec"]["nodeSet"].as_str().or_else(|| label(NODESET_LABEL)))
+            one(spec["nodeSet"].as_str().or_else(|| label(NODESET_LABEL)))
         }
         "Lease" => one(label(NODESET_LABEL)),
         _ => Touch::All,

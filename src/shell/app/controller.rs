@@ -174,7 +174,7 @@ async fn control(
                 }
                 let touched = std::mem::replace(&mut pending, Touch::none());
                 let lead = *leading.borrow();
-                match evaluate(client, &recorder, &stores, &touched, phases, metrics, lead).await {
+                match evaluate(client, &recorder, &stores, &jobs, &touched, phases, metrics, lead).await {
                     Ok(next) => {
                         backoff = RETRY_MIN;
                         expiry = next;
@@ -259,31 +259,42 @@ fn identity() -> String {
 
 /// One evaluation of the touched NodeSets; writes when leading. Returns when the next node
 /// agent Lease expires.
+#[allow(clippy::too_many_arguments, reason = "the loop's state, passed as it is")]
 async fn evaluate(
     client: &Client,
     events: &k8s::events::Events,
     stores: &watch::Stores,
+    jobs: &HashMap<String, String>,
     touched: &Touch,
     phases: &PhaseMap,
     metrics: &Metrics,
     lead: bool,
 ) -> Result<Option<Instant>, AppError> {
     let started = std::time::Instant::now();
-    let result = evaluate_inner(client, events, stores, touched, phases, metrics, lead).await;
+    let result = evaluate_inner(client, events, stores, jobs, touched, phases, metrics, lead).await;
     metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
     result
 }
 
+#[allow(clippy::too_many_arguments, reason = "the loop's state, passed as it is")]
 async fn evaluate_inner(
     client: &Client,
     events: &k8s::events::Events,
     stores: &watch::Stores,
+    jobs: &HashMap<String, String>,
     touched: &Touch,
     phases: &PhaseMap,
     metrics: &Metrics,
     lead: bool,
 ) -> Result<Option<Instant>, AppError> {
-    let snap = stores.snapshot(client).await.map_err(|e| AppError::failure(e.to_string()))?;
+    // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
+    let keep = |kind: &str,
+                name: &str,
+                labels: &std::collections::BTreeMap<String, String>,
+                spec: &serde_json::Value| {
+        touched.overlaps(&touch::touched_parts(kind, name, labels, spec, &|j| jobs.get(j).cloned()))
+    };
+    let snap = stores.snapshot(client, &keep).await.map_err(|e| AppError::failure(e.to_string()))?;
     let mut model = crate::model::resolve(&snap)?;
     model.groups.retain(|g| touched.includes(&g.name));
     let now = clock();

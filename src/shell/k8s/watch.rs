@@ -24,6 +24,10 @@ use super::read::{LISTED, Listed, ReadError, listed_json, located};
 use super::{Client, Error};
 use crate::snapshot::Snapshot;
 
+/// Which stored objects a snapshot takes: (kind, name, labels, spec).
+pub(crate) type Keep<'k> =
+    dyn Fn(&str, &str, &std::collections::BTreeMap<String, String>, &Value) -> bool + 'k;
+
 /// What the watches report.
 #[derive(Debug)]
 pub(crate) enum WatchEvent {
@@ -59,14 +63,20 @@ impl Stores {
         self.kinds.iter().map(|k| k.listed.name()).collect()
     }
 
-    /// The snapshot the stores hold now, with the ConfigMaps and Secrets it references (got by
-    /// name): exactly what `read::snapshot` would have listed.
-    pub(crate) async fn snapshot(&self, client: &Client) -> Result<Snapshot, ReadError> {
+    /// The snapshot the stores hold now of the objects `keep` accepts (by kind, name, labels
+    /// and spec), with the ConfigMaps and Secrets it references (got by name): with every
+    /// object kept, exactly what `read::snapshot` would have listed.
+    pub(crate) async fn snapshot(&self, client: &Client, keep: &Keep<'_>) -> Result<Snapshot, ReadError> {
         let mut docs = Vec::new();
+        let empty = std::collections::BTreeMap::new();
         for k in &self.kinds {
             let action = format!("reading the watched {}", k.listed.name());
             for obj in k.store.state() {
-                docs.push(located(&self.namespace, listed_json(&action, k.listed, &obj)?));
+                let name = obj.metadata.name.as_deref().unwrap_or("");
+                let labels = obj.metadata.labels.as_ref().unwrap_or(&empty);
+                if keep(k.listed.kind, name, labels, &obj.data["spec"]) {
+                    docs.push(located(&self.namespace, listed_json(&action, k.listed, &obj)?));
+                }
             }
         }
         super::read::with_references(client, docs).await
