@@ -51,17 +51,8 @@ impl Touch {
     }
 }
 
-/// The NodeSets a change of `obj` (of `kind`) can move. `job_nodeset` finds the NodeSet of a
-/// Job by name (a pod names only its Job).
-pub(crate) fn touched(kind: &str, obj: &Value, job_nodeset: &dyn Fn(&str) -> Option<String>) -> Touch {
-    let labels: BTreeMap<String, String> = obj["metadata"]["labels"]
-        .as_object()
-        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
-        .unwrap_or_default();
-    touched_parts(kind, obj["metadata"]["name"].as_str().unwrap_or(""), &labels, &obj["spec"], job_nodeset)
-}
-
-/// [`touched`], from an object's name, labels and spec.
+/// The NodeSets a change of an object of `kind` can move, from its name, labels and spec.
+/// `job_nodeset` finds the NodeSet of a Job by name (a pod names only its Job).
 pub(crate) fn touched_parts(
     kind: &str,
     name: &str,
@@ -106,6 +97,20 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn touched(kind: &str, obj: &Value, job_nodeset: &dyn Fn(&str) -> Option<String>) -> Touch {
+        let labels: BTreeMap<String, String> = obj["metadata"]["labels"]
+            .as_object()
+            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+            .unwrap_or_default();
+        touched_parts(
+            kind,
+            obj["metadata"]["name"].as_str().unwrap_or(""),
+            &labels,
+            &obj["spec"],
+            job_nodeset,
+        )
+    }
 
     fn sets(names: &[&str]) -> Touch {
         Touch::NodeSets(names.iter().map(|s| s.to_string()).collect())

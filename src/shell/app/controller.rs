@@ -136,16 +136,13 @@ async fn control(
             ev = events.recv() => {
                 let Some(ev) = ev else { break "the watches ended" };
                 match ev {
-                    WatchEvent::Changed { kind, object } => {
+                    WatchEvent::Changed { kind, name, labels, spec } => {
                         if kind == "Job"
-                            && let (Some(name), Some(ns)) = (
-                                object["metadata"]["name"].as_str(),
-                                object["metadata"]["labels"]["openstackdataplanenodeset"].as_str(),
-                            )
+                            && let Some(ns) = labels.get("openstackdataplanenodeset")
                         {
-                            jobs.insert(name.to_string(), ns.to_string());
+                            jobs.insert(name.clone(), ns.clone());
                         }
-                        let t = touch::touched(kind, &object, &|j| jobs.get(j).cloned());
+                        let t = touch::touched_parts(kind, &name, &labels, &spec, &|j| jobs.get(j).cloned());
                         if !t.is_empty() {
                             pending.add(t);
                             gather = Some(schedule(gather, opts.debounce));

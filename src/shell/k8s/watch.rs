@@ -10,6 +10,7 @@
 //! ConfigMaps and Secrets the objects reference are got by name at each evaluation
 //! (`read::with_references`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -31,8 +32,9 @@ pub(crate) type Keep<'k> =
 /// What the watches report.
 #[derive(Debug)]
 pub(crate) enum WatchEvent {
-    /// An object of `kind` was added, changed or deleted (its last state).
-    Changed { kind: &'static str, object: Value },
+    /// An object of `kind` was added, changed or deleted: what says which NodeSets it
+    /// touches (its name, labels, and the spec fields naming NodeSets), not the whole object.
+    Changed { kind: &'static str, name: String, labels: BTreeMap<String, String>, spec: Value },
     /// The kind's store holds a complete listing (again, after a relist).
     Synced { kind: &'static str },
     /// The watch failed and backs off before it retries (then resumes or relists); `code` is
@@ -68,7 +70,7 @@ impl Stores {
     /// object kept, exactly what `read::snapshot` would have listed.
     pub(crate) async fn snapshot(&self, client: &Client, keep: &Keep<'_>) -> Result<Snapshot, ReadError> {
         let mut docs = Vec::new();
-        let empty = std::collections::BTreeMap::new();
+        let empty = BTreeMap::new();
         for k in &self.kinds {
             let action = format!("reading the watched {}", k.listed.name());
             for obj in k.store.state() {
@@ -114,7 +116,6 @@ pub(crate) async fn start(
         let store = writer.as_reader();
         let synced = Arc::new(AtomicBool::new(false));
         let (flag, tx, kind) = (synced.clone(), events.clone(), l.kind);
-        let action = format!("watching {} in namespace {ns}", l.name());
         let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
         tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
@@ -122,10 +123,19 @@ pub(crate) async fn start(
                 let sent = match item {
                     Ok(
                         watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o),
-                    ) => match listed_json(&action, l, &o) {
-                        Ok(object) => tx.send(WatchEvent::Changed { kind, object }),
-                        Err(e) => tx.send(WatchEvent::Failed { kind, code: None, error: e.to_string() }),
-                    },
+                    ) => {
+                        let spec = &o.data["spec"];
+                        // Only the fields `readiness::touch` reads: a NodeSet's spec is large.
+                        let small = serde_json::json!({
+                            "nodeSets": spec["nodeSets"], "nodeSet": spec["nodeSet"], "role": spec["role"],
+                        });
+                        tx.send(WatchEvent::Changed {
+                            kind,
+                            name: o.metadata.name.clone().unwrap_or_default(),
+                            labels: o.metadata.labels.clone().unwrap_or_default(),
+                            spec: small,
+                        })
+                    }
                     Ok(watcher::Event::Init) => Ok(()),
                     Ok(watcher::Event::InitDone) => {
                         flag.store(true, Ordering::Release);
