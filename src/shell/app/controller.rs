@@ -171,7 +171,8 @@ async fn control(
                 }
                 let touched = std::mem::replace(&mut pending, Touch::none());
                 let lead = *leading.borrow();
-                match evaluate(client, &recorder, &stores, &jobs, &touched, phases, metrics, lead).await {
+                let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics };
+                match evaluate(&cx, &jobs, &touched, lead).await {
                     Ok(next) => {
                         backoff = RETRY_MIN;
                         expiry = next;
@@ -254,36 +255,36 @@ fn identity() -> String {
     format!("{}-{}", if host.is_empty() { "edpm-agent" } else { &host }, std::process::id())
 }
 
-/// One evaluation of the touched NodeSets; writes when leading. Returns when the next node
-/// agent Lease expires.
-#[allow(clippy::too_many_arguments, reason = "the loop's state, passed as it is")]
+/// What every evaluation works with.
+struct Cx<'a> {
+    client: &'a Client,
+    events: &'a k8s::events::Events,
+    stores: &'a watch::Stores,
+    phases: &'a PhaseMap,
+    metrics: &'a Metrics,
+}
+
+/// One evaluation of the touched NodeSets (timed and counted); writes when leading.
 async fn evaluate(
-    client: &Client,
-    events: &k8s::events::Events,
-    stores: &watch::Stores,
+    cx: &Cx<'_>,
     jobs: &HashMap<String, String>,
     touched: &Touch,
-    phases: &PhaseMap,
-    metrics: &Metrics,
     lead: bool,
 ) -> Result<Option<Instant>, AppError> {
     let started = std::time::Instant::now();
-    let result = evaluate_inner(client, events, stores, jobs, touched, phases, metrics, lead).await;
-    metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
+    let result = evaluate_once(cx, jobs, touched, lead).await;
+    cx.metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
     result
 }
 
-#[allow(clippy::too_many_arguments, reason = "the loop's state, passed as it is")]
-async fn evaluate_inner(
-    client: &Client,
-    events: &k8s::events::Events,
-    stores: &watch::Stores,
+/// Returns when the next node agent Lease expires.
+async fn evaluate_once(
+    cx: &Cx<'_>,
     jobs: &HashMap<String, String>,
     touched: &Touch,
-    phases: &PhaseMap,
-    metrics: &Metrics,
     lead: bool,
 ) -> Result<Option<Instant>, AppError> {
+    let Cx { client, events, stores, phases, metrics } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
     let keep = |kind: &str,
                 name: &str,
