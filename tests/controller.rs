@@ -162,7 +162,8 @@ fn the_controller_writes_what_changes_and_only_that() {
             .is_some_and(|c| c["message"].as_str().unwrap_or("").contains("No route to host"))
     });
     let took = changed.elapsed();
-    assert!(took < Duration::from_secs(2), "the write landed {took:?} after the change");
+    // Bounded, not timed: the figure itself is `edpm-bench controller`'s (BENCHMARKS.md).
+    assert!(took < Duration::from_secs(3), "the write landed {took:?} after the change");
     std::thread::sleep(Duration::from_millis(800));
     let new: Vec<String> = status_patches(&api).split_off(before);
     assert!(
@@ -224,6 +225,7 @@ fn an_expired_node_agent_lease_turns_unknown_with_no_event() {
     );
     assert_eq!(code, 200, "{body}");
     let renew = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    wait_for("the agent's Lease", Duration::from_secs(10), || api.object("Lease", object).is_some());
     let mut lease = api.object("Lease", object).expect("the controller created the agent's Lease");
     lease["spec"] =
         json!({"holderIdentity": "edpm-compute-3", "leaseDurationSeconds": 4, "renewTime": renew});
@@ -429,6 +431,8 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
             "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready", "message": "ok",
                 "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}),
     );
+    // The agents' Leases are created after the status objects: wait for this one.
+    wait_for("the agent's Lease", Duration::from_secs(10), || api.object("Lease", object).is_some());
     let mut lease = api.object("Lease", object).unwrap();
     lease["spec"] = json!({"holderIdentity": "n", "leaseDurationSeconds": 2, "renewTime": renew});
     api.put_replace(lease);
