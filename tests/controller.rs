@@ -1,7 +1,8 @@
 //! `status controller` against the fake API server with watches: the first sync writes every
 //! object, nothing changing writes nothing, a pod failing on one host rewrites only its node
 //! (with the task's reason), a node agent's Lease expiring turns it Unknown with no event, a
-//! dropped or expired watch recovers, the API being down delays writes without losing them,
+//! dropped or expired watch recovers, the API down (503 for writes, then everything for 20 s)
+//! delays writes without losing them,
 //! `/metrics` agrees with what was written, and SIGTERM ends it with exit 0.
 
 use std::io::{Read, Write};
@@ -300,6 +301,16 @@ fn dropped_and_expired_watches_and_an_outage_lose_nothing() {
     assert!(!says(&api, "during an outage"), "written while the API answered 503?");
     api.clear_faults();
     wait_for("the write after the outage", Duration::from_secs(40), || says(&api, "during an outage"));
+    // The whole API down for 20 s (watches broken, every request 503), a change made inside
+    // the outage (the server stores it, as etcd would): written once the API is back.
+    api.down_for(Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(1));
+    api.put(pod("p-down", "2026-11-01T12:30:00Z", "Deploy nova (x.yml:1): while the API was down"));
+    std::thread::sleep(Duration::from_secs(19));
+    assert!(!says(&api, "while the API was down"));
+    wait_for("the write after a 20 s outage", Duration::from_secs(60), || {
+        says(&api, "while the API was down")
+    });
     let (code, text) = c.get("/metrics");
     assert_eq!(code, 200);
     assert!(text.contains("edpm_watch_restarts_total"), "{text}");

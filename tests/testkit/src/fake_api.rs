@@ -10,6 +10,7 @@
 //! - the status subresource (`…/status`): applies there change only `status`, applies to the
 //!   object ignore `status`; `status.conditions` is a map-list keyed by `type`, so entries of
 //!   different managers never clobber each other;
+//! - an outage for a while (`down_for`: watches break, everything answers 503);
 //! - injected faults on request paths, each for a given number of requests: an HTTP status
 //!   (403, 404, 409, 429, 5xx), 429/503 with `Retry-After`, a delay, or a dropped connection;
 //! - watches (`?watch=1`): from a `resourceVersion`, the `ADDED`/`MODIFIED`/`DELETED` events
@@ -76,6 +77,8 @@ struct State {
     compacted: u64,
     /// Bumped by `drop_watches`: watches started before end their streams mid-way.
     drops: u64,
+    /// Until then every request is answered 503 (`down_for`).
+    down_until: Option<std::time::Instant>,
 }
 
 impl State {
@@ -159,6 +162,13 @@ impl FakeApi {
     /// Ends every open watch stream abruptly (no final chunk), as a dropped connection does.
     pub fn drop_watches(&self) {
         self.state.lock().unwrap().drops += 1;
+    }
+
+    /// An outage: open watches break, and every request is answered 503 for `d`.
+    pub fn down_for(&self, d: Duration) {
+        let mut st = self.state.lock().unwrap();
+        st.down_until = Some(std::time::Instant::now() + d);
+        st.drops += 1;
     }
 
     /// Replaces the stored object of the same kind and name (another controller's write).
@@ -658,11 +668,15 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
         if let Ok(v) = serde_json::from_slice::<Value>(&body) {
             st.bodies.push((target.to_string(), v));
         }
-        let hit = st.faults.iter_mut().find(|(p, _, n)| *n > 0 && target.contains(p.as_str()));
-        hit.map(|(_, f, n)| {
-            *n -= 1;
-            f.clone()
-        })
+        if st.down_until.is_some_and(|t| std::time::Instant::now() < t) {
+            Some(Fault::Status(503))
+        } else {
+            let hit = st.faults.iter_mut().find(|(p, _, n)| *n > 0 && target.contains(p.as_str()));
+            hit.map(|(_, f, n)| {
+                *n -= 1;
+                f.clone()
+            })
+        }
     };
     let watching = method == "GET"
         && target
