@@ -99,13 +99,15 @@ impl JobMounts {
     }
 }
 
-fn build(env: &[(String, String)], base: &str, tag: &str) {
+/// `podman build` of `packaging/<containerfile>` on `base`, from a context holding the binary
+/// under test and the roles, as the repository root holds them.
+fn build(env: &[(String, String)], containerfile: &str, base: &str, tag: &str) {
     let ctx = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(ctx.path().join("target/release")).unwrap();
     std::fs::copy(bin(), ctx.path().join("target/release/edpm-agent")).unwrap();
     let cp = Command::new("cp").arg("-r").arg(repo().join("roles")).arg(ctx.path()).status().unwrap();
     assert!(cp.success());
-    let file = repo().join("packaging/Containerfile");
+    let file = repo().join("packaging").join(containerfile);
     let (code, out) = podman(
         env,
         &[
@@ -133,7 +135,7 @@ fn the_runner_image_runs_the_job_as_kubernetes_does() {
     let base = env.iter().find(|(k, _)| k == "EDPM_REAL_RUNNER_BASE").map(|(_, v)| v.clone()).unwrap();
     let tag = format!("localhost/edpm-runner-test:{}", std::process::id());
     let mut cleanup = Cleanup { env: env.clone(), containers: Vec::new(), image: tag.clone() };
-    build(&env, &base, &tag);
+    build(&env, "Containerfile", &base, &tag);
 
     // A passing and a failing host: the play's exit code is the container's.
     let job = JobMounts::new(&["ok-0", "bad-0"]);
@@ -241,25 +243,8 @@ fn the_controller_image_runs_as_the_deployment_runs_it() {
     let tag = format!("localhost/edpm-controller-test:{}", std::process::id());
     let name = format!("edpm-controller-test-{}", std::process::id());
     let _cleanup = Cleanup { env: env.clone(), containers: vec![name.clone()], image: tag.clone() };
+    build(&env, "Containerfile.controller", &base, &tag);
     let ctx = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(ctx.path().join("target/release")).unwrap();
-    std::fs::copy(bin(), ctx.path().join("target/release/edpm-agent")).unwrap();
-    let file = repo().join("packaging/Containerfile.controller");
-    let (code, out) = podman(
-        &env,
-        &[
-            "build",
-            "-q",
-            "--build-arg",
-            &format!("BASE_IMAGE={base}"),
-            "-f",
-            file.to_str().unwrap(),
-            "-t",
-            &tag,
-            ctx.path().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "podman build: {out}");
 
     let api = crate::status_api::cluster();
     // The kubeconfig, readable by the image's user (as a mounted Secret would be).

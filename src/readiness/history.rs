@@ -14,7 +14,7 @@ use crate::snapshot::evidence::NodeRun;
 
 impl<'a> GroupContext<'a> {
     pub(super) fn history(&self, m: &Member, previous: &[NodeRun]) -> Vec<NodeRun> {
-        let names = [m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str()];
+        let names = member_names(m);
         let named = |list: &[String]| list.iter().any(|h| names.contains(&h.as_str()));
         let limit_names = self.limit_names(m);
         let mut seen: Vec<NodeRun> = Vec::new();
@@ -34,14 +34,13 @@ impl<'a> GroupContext<'a> {
                 } else {
                     "ok"
                 };
-                let finished = a.pod.summary().and_then(|(_, t)| t.finished_at.clone());
                 seen.push(NodeRun {
                     deployment: deployment.to_string(),
                     service: service.to_string(),
                     job: job.id.name.clone(),
                     attempt: (attempts.len() - i) as u32,
                     result: result.to_string(),
-                    finished,
+                    finished: a.terminated.finished_at.clone(),
                     failed_task: names.iter().find_map(|n| s.host_failures.get(*n)).cloned(),
                 });
             }

@@ -9,12 +9,13 @@
 use std::collections::HashMap;
 
 use crate::condition::Time;
-use crate::snapshot::evidence::{Evidence, ExecutionSummary, Job, Pod};
+use crate::snapshot::evidence::{Evidence, ExecutionSummary, Job, Pod, Terminated};
 
-/// One attempt of a Job: its pod and what the runner reported.
+/// One attempt of a Job: its pod, what the runner reported, and how its container ended.
 pub(crate) struct Attempt<'a> {
     pub pod: &'a Pod,
     pub summary: ExecutionSummary,
+    pub terminated: &'a Terminated,
 }
 
 pub(crate) struct Jobs<'a> {
@@ -43,8 +44,8 @@ impl<'a> Jobs<'a> {
             .collect();
         let mut attempts: HashMap<&'a str, Vec<Attempt<'a>>> = HashMap::new();
         for pod in &ev.pods {
-            if let (Some(job), Some((summary, _))) = (pod.job(), pod.summary()) {
-                attempts.entry(job).or_default().push(Attempt { pod, summary });
+            if let (Some(job), Some((summary, terminated))) = (pod.job(), pod.summary()) {
+                attempts.entry(job).or_default().push(Attempt { pod, summary, terminated });
             }
         }
         for list in attempts.values_mut() {

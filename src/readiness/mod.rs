@@ -170,6 +170,12 @@ pub(crate) fn evaluate(
     out
 }
 
+/// The names a host may go by in a Job's summary: its inventory name, its key in the NodeSet,
+/// its host name.
+fn member_names(m: &Member) -> [&str; 3] {
+    [m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str()]
+}
+
 /// What one NodeSet's nodes share: its runs, its services and their phases, its status.
 struct GroupContext<'a> {
     snap: &'a Snapshot,

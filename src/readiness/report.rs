@@ -171,6 +171,17 @@ fn nodeset_write(
     })
 }
 
+/// The node agents' Leases to create: (name, node, NodeSet) of each node whose Lease
+/// `existing` does not hold. The agent may only patch its own; the report creates it.
+pub(crate) fn missing_leases(r: &Readiness, existing: &Evidence) -> Vec<(String, String, String)> {
+    let have: std::collections::HashSet<&str> = existing.leases.iter().map(|l| l.id.name.as_str()).collect();
+    r.nodes
+        .iter()
+        .filter(|n| !have.contains(n.object.as_str()))
+        .map(|n| (n.object.clone(), n.node.clone(), n.nodeset.clone()))
+        .collect()
+}
+
 /// A node condition that moved since the object was last written: what a Kubernetes Event
 /// tells (`kubectl describe edpmnode/…`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -352,12 +352,6 @@ impl<'a> GroupContext<'a> {
     }
 }
 
-/// The names a host may go by in a Job's summary: its inventory name, its key in the NodeSet,
-/// its host name.
-fn member_names(m: &Member) -> [&str; 3] {
-    [m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str()]
-}
-
 /// A service's state on one node.
 pub(super) struct ServiceState {
     pub(super) cond: Condition,

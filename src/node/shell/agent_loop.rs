@@ -256,6 +256,7 @@ mod tests {
                     action: "apply".into(),
                     message: "connection refused".into(),
                     hint: String::new(),
+                    code: None,
                 });
             }
             self.statuses.lock().unwrap().push(c.to_vec());
@@ -269,6 +270,7 @@ mod tests {
                     action: "lease".into(),
                     message: "connection refused".into(),
                     hint: String::new(),
+                    code: None,
                 });
             }
             self.leases.fetch_add(1, Ordering::SeqCst);

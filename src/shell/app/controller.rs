@@ -56,13 +56,7 @@ pub(super) fn run(cx: &Context, opts: Options, out: &mut dyn Write) -> Result<Ex
             "status controller watches the cluster: give --source kube (and no directory source)",
         ));
     }
-    let settings = k8s::Settings {
-        namespace: s.namespace.clone(),
-        kubeconfig: s.kubeconfig.clone(),
-        context: s.context.clone(),
-        timeout: s.kube_timeout,
-        attempts: 4,
-    };
+    let settings = cx.k8s_settings();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -181,7 +175,7 @@ async fn control(
                         tracing::warn!(error = %e, retry_in = ?backoff, "evaluation failed; retrying");
                         pending.add(touched);
                         let now = Instant::now();
-                        gather = Some((now, now + jitter(backoff)));
+                        gather = Some((now, now + k8s::jitter(backoff)));
                         backoff = (backoff * 2).min(RETRY_MAX);
                     }
                 }
@@ -235,14 +229,6 @@ async fn sleep_until(t: Option<Instant>) {
         Some(t) => tokio::time::sleep_until(t).await,
         None => std::future::pending().await,
     }
-}
-
-/// ±20 %, so replicas and retries do not fall into step.
-fn jitter(d: Duration) -> Duration {
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| t.subsec_nanos());
-    let f = 0.8 + 0.4 * f64::from(nanos % 1000) / 1000.0;
-    d.mul_f64(f)
 }
 
 /// This replica's name in the leader Lease: the host name (a pod's name), with the process id.
@@ -308,12 +294,7 @@ async fn evaluate_once(
         let outcome = k8s::status::apply(client, writes, Duration::from_secs(60)).await.inspect_err(|e| {
             metrics.api_error("patch", e.code());
         })?;
-        let missing: Vec<(String, String, String)> = r
-            .nodes
-            .iter()
-            .filter(|n| !snap.evidence.leases.iter().any(|l| l.id.name == n.object))
-            .map(|n| (n.object.clone(), n.node.clone(), n.nodeset.clone()))
-            .collect();
+        let missing = readiness::report::missing_leases(&r, &snap.evidence);
         if !missing.is_empty() {
             k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {
                 metrics.api_error("patch", e.code());

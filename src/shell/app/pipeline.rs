@@ -39,15 +39,20 @@ impl<'s> Context<'s> {
         if let Some(c) = self.cluster.get() {
             return Ok(c);
         }
+        let made = k8s::Cluster::connect(&self.k8s_settings())?;
+        Ok(self.cluster.get_or_init(|| made))
+    }
+
+    /// The Kubernetes client's settings, from the run's.
+    pub(crate) fn k8s_settings(&self) -> k8s::Settings {
         let s = self.settings;
-        let made = k8s::Cluster::connect(&k8s::Settings {
+        k8s::Settings {
             namespace: s.namespace.clone(),
             kubeconfig: s.kubeconfig.clone(),
             context: s.context.clone(),
             timeout: s.kube_timeout,
             attempts: 4,
-        })?;
-        Ok(self.cluster.get_or_init(|| made))
+        }
     }
 
     pub(crate) fn snapshot(&self) -> Result<Snapshot, AppError> {

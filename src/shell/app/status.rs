@@ -213,12 +213,7 @@ fn report(
         let outcome =
             cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, deadline))?;
         // Each node agent's Lease, created once: the agent may only patch it.
-        let missing: Vec<(String, String, String)> = r
-            .nodes
-            .iter()
-            .filter(|n| !existing.leases.iter().any(|l| l.id.name == n.object))
-            .map(|n| (n.object.clone(), n.node.clone(), n.nodeset.clone()))
-            .collect();
+        let missing = readiness::report::missing_leases(&r, &existing);
         let leases = if missing.is_empty() {
             0
         } else {

@@ -59,6 +59,7 @@ async fn apply_one(
                     action: format!("applying novaexternalcompute {name}"),
                     message: format!("it is in cell \"{have}\" and the annotation now says \"{want}\""),
                     hint: "; nova cannot move a compute between cells: restore the annotation".into(),
+                    code: None,
                 });
             }
             if let Some(rv) = &live.metadata.resource_version {
@@ -83,5 +84,6 @@ async fn apply_one(
         action: format!("applying novaexternalcompute {name} in namespace {ns}"),
         message: "the object kept changing (409 Conflict three times)".into(),
         hint: "; another client is writing it: try again".into(),
+        code: None,
     })
 }

@@ -35,6 +35,7 @@ pub(crate) async fn elect(
             ),
             message: e.to_string(),
             hint: "; grant get, create and patch on leases (resourceNames for the patch)".into(),
+            code: None,
         })?;
     let (rx, task) = manager.watch().await;
     let done = tokio::spawn(async move {

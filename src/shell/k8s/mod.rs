@@ -15,6 +15,7 @@ pub(crate) mod leader;
 pub(crate) mod node_agent;
 pub(crate) mod read;
 mod retry;
+pub(crate) use retry::jitter;
 pub(crate) mod status;
 pub(crate) mod watch;
 
@@ -47,18 +48,16 @@ pub(crate) enum Error {
     /// message says what is missing, not "set KUBECONFIG".
     #[error("cannot build a client for {url}: {message}")]
     Client { url: String, message: String },
+    /// `code`: the API server's status code, when the failure was its answer.
     #[error("{action}: {message}{hint}")]
-    Request { action: String, message: String, hint: String },
+    Request { action: String, message: String, hint: String, code: Option<u16> },
 }
 
 impl Error {
     /// The API server's status code, when the failure was its answer.
     pub(crate) fn code(&self) -> Option<u16> {
         match self {
-            Error::Request { message, .. } => message
-                .strip_prefix("API server answered ")
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|c| c.parse().ok()),
+            Error::Request { code, .. } => *code,
             _ => None,
         }
     }
@@ -202,7 +201,8 @@ fn request_error(action: String, e: &kube::Error) -> Error {
         }
         _ => (error_chain(e), ""),
     };
-    Error::Request { action, message, hint: hint.to_string() }
+    let code = if let kube::Error::Api(s) = e { Some(s.code) } else { None };
+    Error::Request { action, message, hint: hint.to_string(), code }
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

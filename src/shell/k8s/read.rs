@@ -310,6 +310,7 @@ fn to_json(action: &str, obj: &impl serde::Serialize) -> Result<Value, Error> {
         action: action.to_string(),
         message: format!("cannot re-encode the object: {e}"),
         hint: String::new(),
+        code: None,
     })
 }
 

@@ -66,7 +66,7 @@ impl ApiRetry {
 }
 
 /// Between half and all of `d`, so that clients failing together do not retry together.
-pub(super) fn jitter(d: Duration) -> Duration {
+pub(crate) fn jitter(d: Duration) -> Duration {
     use std::hash::{BuildHasher, Hasher};
 
     // Each RandomState has fresh keys: a cheap source of randomness, no crate needed.

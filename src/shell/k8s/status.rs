@@ -67,6 +67,7 @@ pub(crate) async fn apply(client: &Client, writes: Vec<Write>, deadline: Duratio
                 action: "writing edpm-agent status objects".into(),
                 message: format!("not finished within {deadline:?}"),
                 hint: "; the next report sends the latest state (it is recomputed from the evidence)".into(),
+                code: None,
             });
         }
     };
@@ -193,6 +194,7 @@ pub(crate) async fn ensure_leases(
             action: "creating node agent Leases".into(),
             message: format!("not finished within {deadline:?}"),
             hint: "; the next report creates the rest".into(),
+            code: None,
         }),
     }
 }
