@@ -60,7 +60,8 @@ type Key = (String, String, String, String);
 
 #[derive(Default)]
 struct State {
-    objects: Vec<Value>,
+    /// Every object by its identity: lists come out sorted by name, as etcd's keys do.
+    objects: BTreeMap<Key, Value>,
     /// Field ownership per object and manager.
     owners: HashMap<Key, BTreeMap<String, Owned>>,
     /// The last resourceVersion handed out.
@@ -81,7 +82,35 @@ struct State {
     down_until: Option<std::time::Instant>,
 }
 
+/// The identity of a stored object.
+fn key_of(obj: &Value) -> Key {
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    (
+        s(&obj["apiVersion"]),
+        plural(obj["kind"].as_str().unwrap_or("")),
+        s(&obj["metadata"]["namespace"]),
+        s(&obj["metadata"]["name"]),
+    )
+}
+
+fn key(api_version: &str, plural: &str, ns: &str, name: &str) -> Key {
+    (api_version.into(), plural.into(), ns.into(), name.into())
+}
+
 impl State {
+    /// The key of the object of a kind and name (any apiVersion and namespace).
+    fn find(&self, kind: &str, name: &str) -> Option<Key> {
+        let p = plural(kind);
+        self.objects.keys().find(|k| k.1 == p && k.3 == name).cloned()
+    }
+
+    /// The objects of one resource in one namespace, in name order.
+    fn of<'a>(&'a self, api_version: &str, plural: &str, ns: &str) -> impl Iterator<Item = &'a Value> + 'a {
+        let from = key(api_version, plural, ns, "");
+        let (a, p, n) = (from.0.clone(), from.1.clone(), from.2.clone());
+        self.objects.range(from..).take_while(move |(k, _)| k.0 == a && k.1 == p && k.2 == n).map(|(_, v)| v)
+    }
+
     fn record(&mut self, kind: &'static str, obj: &Value) {
         let rv =
             obj["metadata"]["resourceVersion"].as_str().and_then(|v| v.parse().ok()).unwrap_or(self.version);
@@ -137,15 +166,15 @@ impl FakeApi {
         st.version += 1;
         obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
         st.record("ADDED", &obj);
-        st.objects.push(obj);
+        st.objects.insert(key_of(&obj), obj);
     }
 
     /// Deletes the stored object of a kind and name (a `DELETED` event for watches).
     pub fn delete(&self, kind: &str, name: &str) {
         let mut st = self.state.lock().unwrap();
-        if let Some(i) = st.objects.iter().position(|o| o["kind"] == kind && o["metadata"]["name"] == name) {
+        if let Some(k) = st.find(kind, name) {
             st.version += 1;
-            let mut obj = st.objects.remove(i);
+            let mut obj = st.objects.remove(&k).unwrap_or_default();
             obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
             st.record("DELETED", &obj);
         }
@@ -176,12 +205,10 @@ impl FakeApi {
         let mut st = self.state.lock().unwrap();
         st.version += 1;
         obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
-        let before = st.objects.len();
-        st.objects
-            .retain(|o| !(o["kind"] == obj["kind"] && o["metadata"]["name"] == obj["metadata"]["name"]));
-        let kind = if st.objects.len() < before { "MODIFIED" } else { "ADDED" };
+        let k = key_of(&obj);
+        let kind = if st.objects.contains_key(&k) { "MODIFIED" } else { "ADDED" };
         st.record(kind, &obj);
-        st.objects.push(obj);
+        st.objects.insert(k, obj);
     }
 
     /// Fails the next `times` requests whose path contains `path`.
@@ -191,13 +218,8 @@ impl FakeApi {
 
     /// The stored object of a kind and name, as the server holds it now.
     pub fn object(&self, kind: &str, name: &str) -> Option<Value> {
-        self.state
-            .lock()
-            .unwrap()
-            .objects
-            .iter()
-            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
-            .cloned()
+        let st = self.state.lock().unwrap();
+        st.find(kind, name).and_then(|k| st.objects.get(&k)).cloned()
     }
 
     /// Request bodies seen for paths containing `path`, as JSON.
@@ -330,28 +352,23 @@ fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
     let mut guard = state.lock().unwrap();
     let st = &mut *guard;
     let key: Key = (a.api_version.into(), a.plural.into(), a.ns.into(), a.name.into());
-    let pos = st.objects.iter().position(|o| {
-        o["apiVersion"] == a.api_version
-            && plural(o["kind"].as_str().unwrap_or("")) == a.plural
-            && o["metadata"]["namespace"] == a.ns
-            && o["metadata"]["name"] == a.name
-    });
+    let found = st.objects.contains_key(&key);
     let precondition = patch["metadata"]["resourceVersion"].as_str();
-    let pos = match (pos, precondition) {
-        (Some(i), Some(rv)) if st.objects[i]["metadata"]["resourceVersion"] != rv => {
+    let found = match (found, precondition) {
+        (true, Some(rv)) if st.objects[&key]["metadata"]["resourceVersion"] != rv => {
             return status(
                 409,
                 "the object has been modified; please apply your changes to the latest version and try again",
             );
         }
-        (None, Some(_)) => return status(409, "the object does not exist any more"),
-        (None, None) if a.status => return status(404, &format!("{} \"{}\" not found", a.plural, a.name)),
-        (p, _) => p,
+        (false, Some(_)) => return status(409, "the object does not exist any more"),
+        (false, None) if a.status => return status(404, &format!("{} \"{}\" not found", a.plural, a.name)),
+        (f, _) => f,
     };
     st.version += 1;
     let version = st.version.to_string();
-    let owners = st.owners.entry(key).or_default();
-    let Some(i) = pos else {
+    let owners = st.owners.entry(key.clone()).or_default();
+    if !found {
         // Create: metadata and spec; status is the subresource's.
         let mut obj = json!({
             "apiVersion": a.api_version, "kind": patch["kind"].clone(),
@@ -370,11 +387,11 @@ fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
         mine.spec = obj["spec"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
         mine.labels =
             obj["metadata"]["labels"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-        st.objects.push(obj.clone());
+        st.objects.insert(key, obj.clone());
         st.record("ADDED", &obj);
         return (201, obj);
-    };
-    let obj = &mut st.objects[i];
+    }
+    let Some(obj) = st.objects.get_mut(&key) else { return status(500, "the object went away") };
     if a.status {
         let mut status_obj = obj.get("status").cloned().unwrap_or_else(|| json!({}));
         let new = patch.get("status").cloned().unwrap_or_else(|| json!({}));
@@ -501,12 +518,7 @@ fn merge_patch(
     let mut st = state.lock().unwrap();
     st.version += 1;
     let version = st.version.to_string();
-    let Some(obj) = st.objects.iter_mut().find(|o| {
-        o["apiVersion"] == api_version
-            && plural(o["kind"].as_str().unwrap_or("")) == plural_name
-            && o["metadata"]["namespace"] == ns
-            && o["metadata"]["name"] == name
-    }) else {
+    let Some(obj) = st.objects.get_mut(&key(api_version, plural_name, ns, name)) else {
         return status(404, &format!("{plural_name} \"{name}\" not found"));
     };
     merge(obj, &patch);
@@ -515,8 +527,9 @@ fn merge_patch(
     // An update takes the fields it sets from every applier, and a field it removes is
     // nobody's (as the API server's managedFields do): a later apply of them conflicts with
     // nobody.
-    let key: Key = (api_version.into(), plural_name.into(), ns.into(), name.into());
-    if let (Some(owners), Some(spec)) = (st.owners.get_mut(&key), patch["spec"].as_object()) {
+    if let (Some(owners), Some(spec)) =
+        (st.owners.get_mut(&key(api_version, plural_name, ns, name)), patch["spec"].as_object())
+    {
         for k in spec.keys() {
             for o in owners.values_mut() {
                 o.spec.remove(k);
@@ -534,12 +547,7 @@ fn create(state: &Mutex<State>, api_version: &str, plural_name: &str, ns: &str, 
         return status(422, "metadata.name is required");
     };
     let mut st = state.lock().unwrap();
-    if st.objects.iter().any(|o| {
-        o["apiVersion"] == api_version
-            && plural(o["kind"].as_str().unwrap_or("")) == plural_name
-            && o["metadata"]["namespace"] == ns
-            && o["metadata"]["name"] == name.as_str()
-    }) {
+    if st.objects.contains_key(&key(api_version, plural_name, ns, &name)) {
         let (_, mut v) = status(409, &format!("{plural_name} \"{name}\" already exists"));
         v["reason"] = json!("AlreadyExists");
         return (409, v);
@@ -550,7 +558,7 @@ fn create(state: &Mutex<State>, api_version: &str, plural_name: &str, ns: &str, 
     obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
     obj["metadata"]["uid"] = json!(format!("uid-{}", st.version));
     st.record("ADDED", &obj);
-    st.objects.push(obj.clone());
+    st.objects.insert(key(api_version, plural_name, ns, &name), obj.clone());
     (201, obj)
 }
 
@@ -584,11 +592,6 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
         drop(st);
         return create(state, &api_version, plural_name, ns, body);
     }
-    let mine = |o: &&Value| {
-        o["apiVersion"] == api_version.as_str()
-            && plural(o["kind"].as_str().unwrap_or("")) == plural_name
-            && o["metadata"]["namespace"] == ns
-    };
     if method == "PATCH" && merge {
         drop(st);
         return merge_patch(state, &api_version, plural_name, ns, name.unwrap_or_default(), body);
@@ -612,13 +615,16 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
         return apply(state, a, body);
     }
     match name {
-        Some(n) => match st.objects.iter().filter(mine).find(|o| o["metadata"]["name"] == n) {
+        Some(n) => match st.objects.get(&key(&api_version, plural_name, ns, n)) {
             Some(o) => (200, o.clone()),
             None => status(404, &format!("{plural_name} \"{n}\" not found")),
         },
         None => {
-            let items: Vec<Value> =
-                st.objects.iter().filter(mine).filter(|o| matches_selector(o, &selector)).cloned().collect();
+            let items: Vec<Value> = st
+                .of(&api_version, plural_name, ns)
+                .filter(|o| matches_selector(o, &selector))
+                .cloned()
+                .collect();
             (
                 200,
                 json!({"apiVersion": api_version, "kind": "List", "metadata": {"resourceVersion": st.version.to_string()}, "items": items}),
