@@ -17,7 +17,7 @@
 //!   after it (chunked, one JSON event per line), `BOOKMARK`s when asked for, a `410 Gone`
 //!   `ERROR` event for a version older than the last compaction ([`FakeApi::compact`]), the
 //!   stream ended at `timeoutSeconds`, and streams dropped on demand ([`FakeApi::drop_watches`]);
-//!   lists carry the current `resourceVersion`;
+//!   lists carry the current `resourceVersion`, and are paged (`limit`, `continue`);
 //! - `POST` creates Leases (409 AlreadyExists when present), for leader election, and Events;
 //!   a merge
 //!   patch (JSON or strategic) takes the fields it sets or removes from the appliers that
@@ -620,15 +620,25 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
             None => status(404, &format!("{plural_name} \"{n}\" not found")),
         },
         None => {
-            let items: Vec<Value> = st
+            // Pages, as the API server serves them: `limit` items in name order, and a
+            // `continue` token (here the last name given) while more remain.
+            let limit = param("limit=").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0);
+            let after = param("continue=").unwrap_or_default();
+            let mut items: Vec<Value> = st
                 .of(&api_version, plural_name, ns)
+                .filter(|o| after.is_empty() || o["metadata"]["name"].as_str().unwrap_or("") > after.as_str())
                 .filter(|o| matches_selector(o, &selector))
+                .take(limit.map_or(usize::MAX, |l| l + 1))
                 .cloned()
                 .collect();
-            (
-                200,
-                json!({"apiVersion": api_version, "kind": "List", "metadata": {"resourceVersion": st.version.to_string()}, "items": items}),
-            )
+            let mut meta = json!({"resourceVersion": st.version.to_string()});
+            if let Some(l) = limit
+                && items.len() > l
+            {
+                items.truncate(l);
+                meta["continue"] = json!(items[l - 1]["metadata"]["name"].clone());
+            }
+            (200, json!({"apiVersion": api_version, "kind": "List", "metadata": meta, "items": items}))
         }
     }
 }
