@@ -350,6 +350,198 @@ impl FilePart {
     }
 }
 
+/// One decoded object, before it is filed into a [`Snapshot`]'s lists: what a store of
+/// watched objects keeps per object. Boxed, so that an entry costs its object and a pointer.
+#[derive(Debug, Clone)]
+pub enum Entry {
+    DataPlane(Box<Object<DataPlaneSpec>>),
+    Role(Box<Object<RoleSpec>>, Box<evidence::LegacyStatus>),
+    Node(Box<Object<NodeSpec>>, Box<evidence::LegacyStatus>),
+    NodeSet(Box<Object<NodeSetSpec>>, Box<evidence::NodeSetStatus>),
+    Deployment(Box<evidence::Deployment>),
+    Job(Box<evidence::Job>),
+    Pod(Box<evidence::Pod>),
+    BaremetalSet(Box<evidence::BaremetalSet>),
+    NodeReport(Box<evidence::NodeReport>),
+    Rollup(Box<evidence::NodeReport>),
+    Lease(Box<evidence::Lease>),
+    Service(Box<Object<ServiceSpec>>),
+    IpSet(Box<Object<IpSetStatus>>),
+    NetConfig(Box<Object<NetConfigSpec>>),
+    DnsMasq(Box<Object<DnsMasqStatus>>),
+    ConfigMap(Box<Object<ConfigMapData>>),
+    Secret(Box<Object<SecretData>>),
+    OpenStack(Box<Object<Value>>),
+    /// A kind nothing here reads.
+    Ignored,
+    /// A kind of a group we read that no operator defines.
+    Unknown(UnknownKind),
+    /// An object of another namespace than the one read.
+    Elsewhere,
+}
+
+impl Entry {
+    /// Decodes one document (`namespace`, when given, leaves out objects of another).
+    pub fn decode(
+        origin: Origin,
+        lines: FieldLines,
+        node: Node<'_>,
+        namespace: Option<&str>,
+    ) -> Result<Entry, SnapshotError> {
+        let not_object =
+            |reason: &str| SnapshotError::NotAnObject { origin: origin.clone(), reason: reason.to_string() };
+        if !node.is_map() {
+            return Err(not_object("it is not a mapping"));
+        }
+        let (Some(api_version), Some(kind)) =
+            (node.get("apiVersion").and_then(Node::as_str), node.get("kind").and_then(Node::as_str))
+        else {
+            return Err(not_object("apiVersion or kind is missing or not a string"));
+        };
+        let Some(known) = classify(api_version, kind) else {
+            // An object another namespace holds is not read, so its kind is not our concern.
+            let elsewhere = match (namespace, node.get("metadata").and_then(|m| m.get("namespace"))) {
+                (Some(want), Some(have)) => have.as_str().is_some_and(|h| h != want),
+                _ => false,
+            };
+            return match unknown_kind(api_version, kind).filter(|_| !elsewhere) {
+                None => Ok(Entry::Ignored),
+                Some(Some(suggestion)) => {
+                    return Err(SnapshotError::KindTypo {
+                        origin,
+                        kind: kind.to_string(),
+                        group: api_version.split_once('/').map_or("", |(g, _)| g).to_string(),
+                        suggestion,
+                    });
+                }
+                Some(None) => Ok(Entry::Unknown(UnknownKind {
+                    origin,
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                    name: node
+                        .get("metadata")
+                        .and_then(|m| m.get("name"))
+                        .and_then(Node::as_str)
+                        .unwrap_or("-")
+                        .to_string(),
+                })),
+            };
+        };
+        let kind = kind.to_string();
+        let null = Node::new(node.line, Data::Null);
+        let provisional = ObjRef::new(kind.clone(), String::new(), origin.clone());
+        let meta: Meta = resource::decode_node("metadata", node.get("metadata").unwrap_or(&null))
+            .map_err(|error| SnapshotError::Invalid { object: provisional, kind: kind.clone(), error })?;
+        if meta.name.is_empty() {
+            return Err(not_object("metadata.name is missing or empty"));
+        }
+        if let (Some(want), Some(have)) = (namespace, meta.namespace.as_deref())
+            && want != have
+        {
+            return Ok(Entry::Elsewhere);
+        }
+        let id = ObjRef::with_lines(kind.clone(), meta.name.clone(), origin, lines);
+        let invalid =
+            |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
+        // An absent spec or status is an empty one, as the API server treats it.
+        let empty = Node::new(node.line, Data::Map(Vec::new()));
+        let part = |name: &str| match node.get(name) {
+            None => &empty,
+            Some(n) if n.is_null() => &empty,
+            Some(n) => n,
+        };
+        macro_rules! object {
+            ($field:literal) => {{
+                let body = resource::decode_node($field, part($field)).map_err(invalid)?;
+                Box::new(Object { id: id.clone(), meta, body })
+            }};
+        }
+        macro_rules! status {
+            () => {{ Box::new(resource::decode_node("status", part("status")).map_err(invalid)?) }};
+        }
+        Ok(match known {
+            KnownKind::DataPlane => Entry::DataPlane(object!("spec")),
+            KnownKind::Role => {
+                let status = status!();
+                Entry::Role(object!("spec"), status)
+            }
+            KnownKind::Node => {
+                let status = status!();
+                Entry::Node(object!("spec"), status)
+            }
+            KnownKind::NodeSet => {
+                let status = status!();
+                Entry::NodeSet(object!("spec"), status)
+            }
+            KnownKind::Deployment => {
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
+                Entry::Deployment(Box::new(evidence::Deployment { id, meta, spec, status }))
+            }
+            KnownKind::Job => {
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
+                Entry::Job(Box::new(evidence::Job { id, meta, spec, status }))
+            }
+            KnownKind::Pod => {
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
+                Entry::Pod(Box::new(evidence::Pod { id, meta, status }))
+            }
+            KnownKind::BaremetalSet => {
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
+                Entry::BaremetalSet(Box::new(evidence::BaremetalSet { id, meta, status }))
+            }
+            KnownKind::NodeReport => {
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
+                Entry::NodeReport(Box::new(evidence::NodeReport { id, meta, spec, status }))
+            }
+            KnownKind::RollupReport => {
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
+                Entry::Rollup(Box::new(evidence::NodeReport { id, meta, spec, status }))
+            }
+            KnownKind::Lease => {
+                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
+                Entry::Lease(Box::new(evidence::Lease { id, meta, spec }))
+            }
+            KnownKind::Service => Entry::Service(object!("spec")),
+            KnownKind::IpSet => Entry::IpSet(object!("status")),
+            KnownKind::NetConfig => Entry::NetConfig(object!("spec")),
+            KnownKind::DnsMasq => Entry::DnsMasq(object!("status")),
+            KnownKind::ConfigMap => {
+                let cm: k8s_openapi::api::core::v1::ConfigMap =
+                    resource::decode_node("", &node).map_err(invalid)?;
+                let body = ConfigMapData {
+                    data: cm.data.unwrap_or_default(),
+                    binary: cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect(),
+                };
+                Entry::ConfigMap(Box::new(Object { id, meta, body }))
+            }
+            KnownKind::Secret => {
+                // A Secret's values never reach a message, even when they do not decode.
+                let s: k8s_openapi::api::core::v1::Secret = resource::decode_node("", &node)
+                    .map_err(|mut e| {
+                        e.message = crate::excerpt::hide_quoted(&e.message);
+                        e
+                    })
+                    .map_err(invalid)?;
+                let mut data: BTreeMap<String, Vec<u8>> =
+                    s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+                // The API server merges stringData over data on write; do the same.
+                for (k, v) in s.string_data.unwrap_or_default() {
+                    data.insert(k, v.into_bytes());
+                }
+                Entry::Secret(Box::new(Object { id, meta, body: SecretData { data } }))
+            }
+            KnownKind::OpenStack => {
+                let body = node.to_value();
+                Entry::OpenStack(Box::new(Object { id, meta, body }))
+            }
+        })
+    }
+}
+
 impl Snapshot {
     /// Builds a snapshot from documents. `namespace`, when given, keeps only objects in that
     /// namespace (objects that name no namespace are kept: manifests often leave it out).
@@ -382,162 +574,54 @@ impl Snapshot {
         node: Node<'_>,
         namespace: Option<&str>,
     ) -> Result<(), SnapshotError> {
-        let not_object =
-            |reason: &str| SnapshotError::NotAnObject { origin: origin.clone(), reason: reason.to_string() };
-        if !node.is_map() {
-            return Err(not_object("it is not a mapping"));
-        }
-        let (Some(api_version), Some(kind)) =
-            (node.get("apiVersion").and_then(Node::as_str), node.get("kind").and_then(Node::as_str))
-        else {
-            return Err(not_object("apiVersion or kind is missing or not a string"));
-        };
-        let Some(known) = classify(api_version, kind) else {
-            // An object another namespace holds is not read, so its kind is not our concern.
-            let elsewhere = match (namespace, node.get("metadata").and_then(|m| m.get("namespace"))) {
-                (Some(want), Some(have)) => have.as_str().is_some_and(|h| h != want),
-                _ => false,
-            };
-            match unknown_kind(api_version, kind).filter(|_| !elsewhere) {
-                None => self.ignored += 1,
-                Some(Some(suggestion)) => {
-                    return Err(SnapshotError::KindTypo {
-                        origin,
-                        kind: kind.to_string(),
-                        group: api_version.split_once('/').map_or("", |(g, _)| g).to_string(),
-                        suggestion,
-                    });
-                }
-                Some(None) => self.unknown_kinds.push(UnknownKind {
-                    origin,
-                    api_version: api_version.to_string(),
-                    kind: kind.to_string(),
-                    name: node
-                        .get("metadata")
-                        .and_then(|m| m.get("name"))
-                        .and_then(Node::as_str)
-                        .unwrap_or("-")
-                        .to_string(),
-                }),
-            }
-            return Ok(());
-        };
-        let kind = kind.to_string();
-        let null = Node::new(node.line, Data::Null);
-        let provisional = ObjRef::new(kind.clone(), String::new(), origin.clone());
-        let meta: Meta = resource::decode_node("metadata", node.get("metadata").unwrap_or(&null))
-            .map_err(|error| SnapshotError::Invalid { object: provisional, kind: kind.clone(), error })?;
-        if meta.name.is_empty() {
-            return Err(not_object("metadata.name is missing or empty"));
-        }
-        if let (Some(want), Some(have)) = (namespace, meta.namespace.as_deref())
-            && want != have
-        {
-            return Ok(());
-        }
-        let id = ObjRef::with_lines(kind.clone(), meta.name.clone(), origin, lines);
-        let invalid =
-            |error: DecodeError| SnapshotError::Invalid { object: id.clone(), kind: kind.clone(), error };
-        // An absent spec or status is an empty one, as the API server treats it.
-        let empty = Node::new(node.line, Data::Map(Vec::new()));
-        let part = |name: &str| match node.get(name) {
-            None => &empty,
-            Some(n) if n.is_null() => &empty,
-            Some(n) => n,
-        };
-        macro_rules! push {
-            ($vec:ident, $field:literal) => {{
-                let body = resource::decode_node($field, part($field)).map_err(invalid)?;
-                self.$vec.push(Object { id: id.clone(), meta, body });
-            }};
-        }
-        macro_rules! status {
-            ($map:ident) => {{
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                self.evidence.$map.insert(id.name.clone(), status);
-            }};
-        }
-        match known {
-            KnownKind::DataPlane => push!(dataplanes, "spec"),
-            KnownKind::Role => {
-                status!(roles);
-                push!(roles, "spec")
-            }
-            KnownKind::Node => {
-                status!(nodes);
-                push!(nodes, "spec")
-            }
-            KnownKind::NodeSet => {
-                status!(nodesets);
-                push!(nodesets, "spec")
-            }
-            KnownKind::Deployment => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                self.evidence.deployments.push(evidence::Deployment { id, meta, spec, status });
-            }
-            KnownKind::Job => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                self.evidence.jobs.push(evidence::Job { id, meta, spec, status });
-            }
-            KnownKind::Pod => {
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                self.evidence.pods.push(evidence::Pod { id, meta, status });
-            }
-            KnownKind::BaremetalSet => {
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                self.evidence.baremetal_sets.push(evidence::BaremetalSet { id, meta, status });
-            }
-            KnownKind::NodeReport => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                self.evidence.reports.push(evidence::NodeReport { id, meta, spec, status });
-            }
-            KnownKind::RollupReport => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                self.evidence.rollups.push(evidence::NodeReport { id, meta, spec, status });
-            }
-            KnownKind::Lease => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                self.evidence.leases.push(evidence::Lease { id, meta, spec });
-            }
-            KnownKind::Service => push!(services, "spec"),
-            KnownKind::IpSet => push!(ipsets, "status"),
-            KnownKind::NetConfig => push!(netconfigs, "spec"),
-            KnownKind::DnsMasq => push!(dnsmasqs, "status"),
-            KnownKind::ConfigMap => {
-                let cm: k8s_openapi::api::core::v1::ConfigMap =
-                    resource::decode_node("", &node).map_err(invalid)?;
-                let body = ConfigMapData {
-                    data: cm.data.unwrap_or_default(),
-                    binary: cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect(),
-                };
-                self.config_maps.push(Object { id, meta, body });
-            }
-            KnownKind::Secret => {
-                // A Secret's values never reach a message, even when they do not decode.
-                let s: k8s_openapi::api::core::v1::Secret = resource::decode_node("", &node)
-                    .map_err(|mut e| {
-                        e.message = crate::excerpt::hide_quoted(&e.message);
-                        e
-                    })
-                    .map_err(invalid)?;
-                let mut data: BTreeMap<String, Vec<u8>> =
-                    s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
-                // The API server merges stringData over data on write; do the same.
-                for (k, v) in s.string_data.unwrap_or_default() {
-                    data.insert(k, v.into_bytes());
-                }
-                self.secrets.push(Object { id, meta, body: SecretData { data } });
-            }
-            KnownKind::OpenStack => {
-                let body = node.to_value();
-                self.openstack.push(Object { id, meta, body });
-            }
-        }
+        let entry = Entry::decode(origin, lines, node, namespace)?;
+        self.file(entry);
         Ok(())
+    }
+
+    /// A snapshot of decoded objects.
+    pub fn from_entries<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> Snapshot {
+        let mut snap = Snapshot::default();
+        for e in entries {
+            snap.file(e.clone());
+        }
+        snap
+    }
+
+    /// Files one decoded object into its list.
+    fn file(&mut self, entry: Entry) {
+        match entry {
+            Entry::DataPlane(o) => self.dataplanes.push(*o),
+            Entry::Role(o, status) => {
+                self.evidence.roles.insert(o.id.name.clone(), *status);
+                self.roles.push(*o);
+            }
+            Entry::Node(o, status) => {
+                self.evidence.nodes.insert(o.id.name.clone(), *status);
+                self.nodes.push(*o);
+            }
+            Entry::NodeSet(o, status) => {
+                self.evidence.nodesets.insert(o.id.name.clone(), *status);
+                self.nodesets.push(*o);
+            }
+            Entry::Deployment(d) => self.evidence.deployments.push(*d),
+            Entry::Job(j) => self.evidence.jobs.push(*j),
+            Entry::Pod(p) => self.evidence.pods.push(*p),
+            Entry::BaremetalSet(b) => self.evidence.baremetal_sets.push(*b),
+            Entry::NodeReport(r) => self.evidence.reports.push(*r),
+            Entry::Rollup(r) => self.evidence.rollups.push(*r),
+            Entry::Lease(l) => self.evidence.leases.push(*l),
+            Entry::Service(o) => self.services.push(*o),
+            Entry::IpSet(o) => self.ipsets.push(*o),
+            Entry::NetConfig(o) => self.netconfigs.push(*o),
+            Entry::DnsMasq(o) => self.dnsmasqs.push(*o),
+            Entry::ConfigMap(o) => self.config_maps.push(*o),
+            Entry::Secret(o) => self.secrets.push(*o),
+            Entry::OpenStack(o) => self.openstack.push(*o),
+            Entry::Ignored => self.ignored += 1,
+            Entry::Unknown(u) => self.unknown_kinds.push(u),
+            Entry::Elsewhere => {}
+        }
     }
 
     /// Adds every object of `other`; used when several sources are named.
