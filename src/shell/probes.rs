@@ -5,19 +5,28 @@
 //! The metrics follow kube-state-metrics' shape for conditions: one series per node,
 //! condition type and possible status, 1 for the current status and 0 for the others, so an
 //! alert can match `status="False"` without knowing what the other values were.
+//!
+//! The per-node series are not kept as prometheus-client metrics (a label set of five strings
+//! per series: at 10,000 nodes that was 600,000 series and most of the process's memory, and
+//! setting a NodeSet's series anew was most of an evaluation's time); the last evaluation of
+//! each NodeSet is kept compactly and encoded at scrape time, through the library's
+//! [`Collector`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Request, Response, StatusCode};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -30,42 +39,114 @@ type Labels = Vec<(String, String)>;
 /// Everything `/metrics` shows, and what `/healthz` and `/readyz` answer.
 pub(crate) struct Metrics {
     registry: Registry,
-    node_condition: Family<Labels, Gauge>,
-    nodeset_nodes: Family<Labels, Gauge>,
+    nodes: Arc<NodeSeries>,
     reconciles: Family<Labels, Counter>,
     reconcile_seconds: Histogram,
     watch_restarts: Family<Labels, Counter>,
     api_errors: Family<Labels, Counter>,
     leader: Gauge,
-    /// Nodes of each NodeSet as last evaluated, to set the condition series afresh.
-    nodes: Mutex<BTreeMap<String, Vec<NodeSeries>>>,
     /// The process and its watches are alive: the loop ticked recently (unix seconds).
     pub(crate) heartbeat: AtomicU64,
     /// Every watched kind was listed completely.
     pub(crate) synced: AtomicBool,
 }
 
+/// The phases of `edpm_nodeset_nodes`, with the condition each reads.
+const PHASES: [(&str, &str); 4] =
+    [("-1", BAREMETAL), ("0", INFRASTRUCTURE), ("1", SERVICES), ("ready", READY)];
+const STATUSES: [&str; 3] = ["True", "False", "Unknown"];
+
+/// The nodes of each NodeSet as last evaluated: `edpm_node_condition` and
+/// `edpm_nodeset_nodes`, encoded when scraped.
+#[derive(Debug, Default)]
 struct NodeSeries {
+    /// (namespace, NodeSet) → its nodes.
+    sets: Mutex<BTreeMap<(String, String), Vec<NodeLine>>>,
+    /// Condition types, each held once (a few dozen, shared by every node).
+    types: Mutex<BTreeSet<Arc<str>>>,
+}
+
+#[derive(Debug)]
+struct NodeLine {
     node: String,
-    conditions: Vec<(String, &'static str)>,
-    phases: Vec<(&'static str, &'static str)>,
+    conditions: Vec<(Arc<str>, &'static str)>,
+    /// The state of each of [`PHASES`].
+    phases: [&'static str; 4],
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // No code holding these locks panics; a poisoned one still holds consistent data.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl NodeSeries {
+    fn intern(&self, ty: &str) -> Arc<str> {
+        let mut types = lock(&self.types);
+        if let Some(t) = types.get(ty) {
+            return t.clone();
+        }
+        let t: Arc<str> = Arc::from(ty);
+        types.insert(t.clone());
+        t
+    }
+}
+
+impl Collector for NodeSeries {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let sets = lock(&self.sets);
+        {
+            let mut m = encoder.encode_descriptor(
+                "node_condition",
+                "A node's condition: 1 for its current status, 0 for the others",
+                None,
+                MetricType::Gauge,
+            )?;
+            for ((ns, set), nodes) in sets.iter() {
+                for n in nodes {
+                    for (ty, current) in &n.conditions {
+                        for s in STATUSES {
+                            let labels = [
+                                ("namespace", ns.as_str()),
+                                ("nodeset", set.as_str()),
+                                ("node", n.node.as_str()),
+                                ("type", &**ty),
+                                ("status", s),
+                            ];
+                            ConstGauge::new(i64::from(*current == s)).encode(m.encode_family(&labels)?)?;
+                        }
+                    }
+                }
+            }
+        }
+        let mut m = encoder.encode_descriptor(
+            "nodeset_nodes",
+            "Nodes of a NodeSet per phase (-1, 0, 1, ready) and state (ready, in_progress, failed, unknown)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for ((ns, set), nodes) in sets.iter() {
+            for (i, (phase, _)) in PHASES.iter().enumerate() {
+                for st in STATES {
+                    let count = nodes.iter().filter(|n| n.phases[i] == st).count();
+                    let labels = [
+                        ("namespace", ns.as_str()),
+                        ("nodeset", set.as_str()),
+                        ("phase", phase),
+                        ("state", st),
+                    ];
+                    ConstGauge::new(count as i64).encode(m.encode_family(&labels)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Metrics {
     pub(crate) fn new() -> Metrics {
         let mut registry = Registry::with_prefix("edpm");
-        let node_condition = Family::<Labels, Gauge>::default();
-        registry.register(
-            "node_condition",
-            "A node's condition: 1 for its current status, 0 for the others",
-            node_condition.clone(),
-        );
-        let nodeset_nodes = Family::<Labels, Gauge>::default();
-        registry.register(
-            "nodeset_nodes",
-            "Nodes of a NodeSet per phase (-1, 0, 1, ready) and state (ready, in_progress, failed, unknown)",
-            nodeset_nodes.clone(),
-        );
+        let nodes = Arc::new(NodeSeries::default());
+        registry.register_collector(Box::new(nodes.clone()));
         let reconciles = Family::<Labels, Counter>::default();
         registry.register("reconcile", "Evaluations of readiness, by result (ok, error)", reconciles.clone());
         let reconcile_seconds =
@@ -91,69 +172,38 @@ impl Metrics {
         registry.register("leader", "1 while this replica leads (writes), else 0", leader.clone());
         Metrics {
             registry,
-            node_condition,
-            nodeset_nodes,
+            nodes,
             reconciles,
             reconcile_seconds,
             watch_restarts,
             api_errors,
             leader,
-            nodes: Mutex::new(BTreeMap::new()),
             heartbeat: AtomicU64::new(now_secs()),
             synced: AtomicBool::new(false),
         }
     }
 
-    /// The nodes of `nodeset` as just evaluated (all its nodes).
+    /// The nodes of `nodeset` as just evaluated (all its nodes): they replace its series, so
+    /// a condition that changed status or a node that left keeps no old series.
     pub(crate) fn set_nodeset(&self, namespace: &str, nodeset: &str, nodes: &[&NodeView]) {
-        let series: Vec<NodeSeries> = nodes
+        let lines: Vec<NodeLine> = nodes
             .iter()
-            .map(|n| NodeSeries {
+            .map(|n| NodeLine {
                 node: n.node.clone(),
-                conditions: n.conditions.iter().map(|c| (c.type_.clone(), c.status_word())).collect(),
-                phases: [("-1", BAREMETAL), ("0", INFRASTRUCTURE), ("1", SERVICES), ("ready", READY)]
-                    .into_iter()
-                    .map(|(phase, ty)| (phase, state(n.conditions.get(ty))))
+                conditions: n
+                    .conditions
+                    .iter()
+                    .map(|c| (self.nodes.intern(&c.type_), c.status_word()))
                     .collect(),
+                phases: PHASES.map(|(_, ty)| state(n.conditions.get(ty))),
             })
             .collect();
-        let mut all = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
-        // Remove this NodeSet's series, then set them anew: a condition that changed status
-        // or a node that left must not keep its old series.
-        if let Some(old) = all.get(nodeset) {
-            for n in old {
-                for (ty, _) in &n.conditions {
-                    for s in ["True", "False", "Unknown"] {
-                        self.node_condition.remove(&condition_labels(namespace, nodeset, &n.node, ty, s));
-                    }
-                }
-            }
-        }
-        for phase in ["-1", "0", "1", "ready"] {
-            for s in STATES {
-                self.nodeset_nodes.remove(&nodeset_labels(namespace, nodeset, phase, s));
-            }
-        }
-        for n in &series {
-            for (ty, status) in &n.conditions {
-                for s in ["True", "False", "Unknown"] {
-                    let g = self
-                        .node_condition
-                        .get_or_create(&condition_labels(namespace, nodeset, &n.node, ty, s));
-                    g.set(i64::from(*status == s));
-                }
-            }
-        }
-        for phase in ["-1", "0", "1", "ready"] {
-            for s in STATES {
-                let count =
-                    series.iter().filter(|n| n.phases.iter().any(|(p, st)| *p == phase && *st == s)).count();
-                self.nodeset_nodes
-                    .get_or_create(&nodeset_labels(namespace, nodeset, phase, s))
-                    .set(count as i64);
-            }
-        }
-        all.insert(nodeset.to_string(), series);
+        lock(&self.nodes.sets).insert((namespace.to_string(), nodeset.to_string()), lines);
+    }
+
+    /// Drops the series of the NodeSets `gone` accepts (deleted since their last evaluation).
+    pub(crate) fn forget_nodesets(&self, namespace: &str, gone: impl Fn(&str) -> bool) {
+        lock(&self.nodes.sets).retain(|(ns, set), _| ns != namespace || !gone(set));
     }
 
     pub(crate) fn reconciled(&self, ok: bool, seconds: f64) {
@@ -197,25 +247,6 @@ fn state(c: Option<&crate::condition::Condition>) -> &'static str {
         Some(_) => "in_progress",
         None => "unknown",
     }
-}
-
-fn condition_labels(namespace: &str, nodeset: &str, node: &str, ty: &str, status: &str) -> Labels {
-    vec![
-        ("namespace".into(), namespace.into()),
-        ("nodeset".into(), nodeset.into()),
-        ("node".into(), node.into()),
-        ("type".into(), ty.into()),
-        ("status".into(), status.into()),
-    ]
-}
-
-fn nodeset_labels(namespace: &str, nodeset: &str, phase: &str, state: &str) -> Labels {
-    vec![
-        ("namespace".into(), namespace.into()),
-        ("nodeset".into(), nodeset.into()),
-        ("phase".into(), phase.into()),
-        ("state".into(), state.into()),
-    ]
 }
 
 fn now_secs() -> u64 {
