@@ -25,32 +25,44 @@ use crate::snapshot::evidence::{Evidence, NodeReport};
 pub(crate) struct Write {
     pub kind: &'static str,
     pub name: String,
-    /// The whole object, as the directory writer stores it and the API server receives it.
-    pub object: serde_json::Value,
+    /// The whole object, as the directory writer stores it and the API server receives it;
+    /// encoded only when written (at 10,000 nodes, encoding every object of every evaluation
+    /// was most of a controller's peak memory, for writes that were rarely needed).
+    pub object: StatusObject,
     /// Create it (or fix its labels and owner): apply metadata and spec.
     pub needs_object: bool,
     /// Apply its status.
     pub needs_status: bool,
 }
 
+/// One of edpm-agent's status objects.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub(crate) enum StatusObject {
+    Node(EdpmNodeStatus),
+    NodeSet(EdpmNodeSetStatus),
+}
+
+impl StatusObject {
+    pub(crate) fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+}
+
 /// Every status object of a readiness computation, with what needs writing against
 /// `existing` (the objects as the snapshot read them).
-pub(crate) fn plan(
-    r: &Readiness,
-    existing: &Evidence,
-    namespace: &str,
-) -> Result<Vec<Write>, serde_json::Error> {
+pub(crate) fn plan(r: &Readiness, existing: &Evidence, namespace: &str) -> Vec<Write> {
     let nodes: HashMap<&str, &NodeReport> =
         existing.reports.iter().map(|x| (x.id.name.as_str(), x)).collect();
     let sets: HashMap<&str, &NodeReport> = existing.rollups.iter().map(|x| (x.id.name.as_str(), x)).collect();
     let mut out = Vec::with_capacity(r.nodes.len() + r.nodesets.len());
     for n in &r.nodes {
-        out.push(node_write(n, nodes.get(n.object.as_str()).copied(), namespace)?);
+        out.push(node_write(n, nodes.get(n.object.as_str()).copied(), namespace));
     }
     for s in &r.nodesets {
-        out.push(nodeset_write(s, sets.get(s.object.as_str()).copied(), namespace)?);
+        out.push(nodeset_write(s, sets.get(s.object.as_str()).copied(), namespace));
     }
-    Ok(out)
+    out
 }
 
 fn meta(name: &str, namespace: &str, owner: &Owner, labels: BTreeMap<String, String>) -> ObjectMeta {
@@ -106,11 +118,7 @@ fn status_matches(existing: &NodeReport, ours: &Conditions, generation: Option<i
         && existing.status.conditions.iter().filter(|e| !is_agent_condition(&e.type_)).all(|e| ours.get(&e.type_).is_some())
 }
 
-fn node_write(
-    n: &NodeView,
-    existing: Option<&NodeReport>,
-    namespace: &str,
-) -> Result<Write, serde_json::Error> {
+fn node_write(n: &NodeView, existing: Option<&NodeReport>, namespace: &str) -> Write {
     let labels = BTreeMap::from([
         (NODESET_LABEL.to_string(), n.nodeset.clone()),
         (NODE_LABEL.to_string(), n.node.clone()),
@@ -134,20 +142,16 @@ fn node_write(
     let needs_object = existing.is_none_or(|e| !object_matches(e, &labels, &n.owner));
     let needs_status =
         existing.is_none_or(|e| !status_matches(e, &conds, generation) || e.status.runs != n.runs);
-    Ok(Write {
+    Write {
         kind: super::api::NODE_KIND,
         name: n.object.clone(),
-        object: serde_json::to_value(&object)?,
+        object: StatusObject::Node(object),
         needs_object,
         needs_status,
-    })
+    }
 }
 
-fn nodeset_write(
-    s: &NodeSetView,
-    existing: Option<&NodeReport>,
-    namespace: &str,
-) -> Result<Write, serde_json::Error> {
+fn nodeset_write(s: &NodeSetView, existing: Option<&NodeReport>, namespace: &str) -> Write {
     let labels = BTreeMap::from([(NODESET_LABEL.to_string(), s.name.clone())]);
     let generation = existing.and_then(|e| e.meta.generation).or(Some(1));
     let object = EdpmNodeSetStatus {
@@ -162,13 +166,13 @@ fn nodeset_write(
     let needs_object = existing.is_none_or(|e| !object_matches(e, &labels, &s.owner));
     // The counts are part of the status too; they only change with a condition message.
     let needs_status = existing.is_none_or(|e| !status_matches(e, &s.conditions, generation));
-    Ok(Write {
+    Write {
         kind: super::api::NODESET_KIND,
         name: s.object.clone(),
-        object: serde_json::to_value(&object)?,
+        object: StatusObject::NodeSet(object),
         needs_object,
         needs_status,
-    })
+    }
 }
 
 /// The node agents' Leases to create: (name, node, NodeSet) of each node whose Lease

@@ -738,8 +738,7 @@ status: {failed: 1, active: 1}
 
     // The Deployment, its Job and pods deleted: the history stays, from the node's object.
     let written =
-        report::plan(&r, &snapshot::from_file_text("t.yaml", &text, None).unwrap().evidence, "openstack")
-            .unwrap();
+        report::plan(&r, &snapshot::from_file_text("t.yaml", &text, None).unwrap().evidence, "openstack");
     let object = written.iter().find(|w| w.name == "ns1-c0").unwrap().object.clone();
     let object = serde_json::to_string(&object).unwrap();
     let later = format!("{NODESET}---\n{object}\n");

@@ -41,28 +41,56 @@ impl Touch {
             Touch::NodeSets(s) => s.contains(nodeset),
         }
     }
+}
 
-    /// Whether an object that touches `other` is needed to evaluate `self`'s NodeSets.
-    pub(crate) fn overlaps(&self, other: &Touch) -> bool {
-        match (self, other) {
-            (Touch::All, _) | (_, Touch::All) => true,
-            (Touch::NodeSets(a), Touch::NodeSets(b)) => !a.is_disjoint(b),
+/// Which NodeSets an object's change can move, as the object alone says it: kept per stored
+/// object (a few words, not the object), resolved to a [`Touch`] when needed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The NodeSets it names (a Deployment names several; most objects one).
+    NodeSets(Vec<String>),
+    /// Any NodeSet.
+    All,
+    /// A pod: its Job's NodeSet, looked up when needed (the Job may be seen after the pod).
+    Job(String),
+}
+
+impl Reach {
+    /// The NodeSets it touches; `job_nodeset` finds the NodeSet of a Job by name.
+    pub(crate) fn touch(&self, job_nodeset: &dyn Fn(&str) -> Option<String>) -> Touch {
+        match self {
+            Reach::NodeSets(v) => Touch::NodeSets(v.iter().cloned().collect()),
+            Reach::All => Touch::All,
+            Reach::Job(job) => match job_nodeset(job) {
+                Some(s) => Touch::NodeSets(BTreeSet::from([s])),
+                None => Touch::All,
+            },
+        }
+    }
+
+    /// Whether an object of this reach is needed to evaluate the `touched` NodeSets.
+    pub(crate) fn within(&self, touched: &Touch, job_nodeset: &dyn Fn(&str) -> Option<String>) -> bool {
+        match (self, touched) {
+            (_, Touch::All) | (Reach::All, _) => true,
+            (Reach::NodeSets(v), t) => v.iter().any(|s| t.includes(s)),
+            (Reach::Job(job), t) => job_nodeset(job).is_none_or(|s| t.includes(&s)),
+        }
+    }
+
+    /// The one NodeSet it names, if it names exactly one.
+    pub(crate) fn nodeset(&self) -> Option<&str> {
+        match self {
+            Reach::NodeSets(v) if v.len() == 1 => Some(&v[0]),
+            _ => None,
         }
     }
 }
 
-/// The NodeSets a change of an object of `kind` can move, from its name, labels and spec.
-/// `job_nodeset` finds the NodeSet of a Job by name (a pod names only its Job).
-pub(crate) fn touched_parts(
-    kind: &str,
-    name: &str,
-    labels: &BTreeMap<String, String>,
-    spec: &Value,
-    job_nodeset: &dyn Fn(&str) -> Option<String>,
-) -> Touch {
+/// What an object of `kind` reaches, from its name, labels and spec.
+pub(crate) fn reach(kind: &str, name: &str, labels: &BTreeMap<String, String>, spec: &Value) -> Reach {
     let one = |s: Option<&str>| match s {
-        Some(s) if !s.is_empty() => Touch::NodeSets(BTreeSet::from([s.to_string()])),
-        _ => Touch::All,
+        Some(s) if !s.is_empty() => Reach::NodeSets(vec![s.to_string()]),
+        _ => Reach::All,
     };
     let label = |k: &str| labels.get(k).map(String::as_str);
     match kind {
@@ -70,26 +98,47 @@ pub(crate) fn touched_parts(
         // A seeds' Node belongs to its Role.
         "OpenStackDataPlaneNode" => one(spec["role"].as_str()),
         "OpenStackDataPlaneDeployment" => match spec["nodeSets"].as_array() {
-            Some(list) => Touch::NodeSets(list.iter().filter_map(|n| n.as_str().map(String::from)).collect()),
-            None => Touch::All,
+            Some(list) => Reach::NodeSets(list.iter().filter_map(|n| n.as_str().map(String::from)).collect()),
+            None => Reach::All,
         },
         "Job" => one(label("openstackdataplanenodeset")),
-        "Pod" => {
-            let job = label("batch.kubernetes.io/job-name").or_else(|| label("job-name"));
-            one(job.and_then(job_nodeset).as_deref())
-        }
+        "Pod" => match label("batch.kubernetes.io/job-name").or_else(|| label("job-name")) {
+            Some(job) => Reach::Job(job.to_string()),
+            None => Reach::All,
+        },
         "EDPMNodeStatus" | "EDPMNodeSetStatus" => {
             one(spec["nodeSet"].as_str().or_else(|| label(NODESET_LABEL)))
         }
         "Lease" => one(label(NODESET_LABEL)),
-        _ => Touch::All,
+        _ => Reach::All,
     }
 }
 
-/// The earliest time after `now` at which a node agent's Lease expires: then its conditions
-/// turn Unknown with no event to say so.
-pub(crate) fn next_expiry(ev: &Evidence, now: Time) -> Option<Time> {
-    ev.leases.iter().filter_map(|l| l.expires()).filter(|t| *t > now).min()
+/// The NodeSets a change of an object of `kind` can move, from its name, labels and spec.
+/// `job_nodeset` finds the NodeSet of a Job by name (a pod names only its Job).
+#[cfg(test)]
+pub(crate) fn touched_parts(
+    kind: &str,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    spec: &Value,
+    job_nodeset: &dyn Fn(&str) -> Option<String>,
+) -> Touch {
+    reach(kind, name, labels, spec).touch(job_nodeset)
+}
+
+/// For each NodeSet, the earliest time after `now` at which one of its node agents' Leases
+/// expires: then its conditions turn Unknown with no event to say so. A Lease without the
+/// NodeSet label counts for every NodeSet (`""`).
+pub(crate) fn next_expiries(ev: &Evidence, now: Time) -> BTreeMap<String, Time> {
+    let mut out: BTreeMap<String, Time> = BTreeMap::new();
+    for l in &ev.leases {
+        let Some(t) = l.expires().filter(|t| *t > now) else { continue };
+        let set = l.meta.labels.get(NODESET_LABEL).cloned().unwrap_or_default();
+        let slot = out.entry(set).or_insert(t);
+        *slot = (*slot).min(t);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -139,6 +188,57 @@ mod tests {
         for kind in ["OpenStackDataPlaneService", "OpenStackDataPlane", "NovaCell", "OpenStackControlPlane"] {
             assert_eq!(touched(kind, &json!({}), &none), Touch::All, "{kind}");
         }
+    }
+
+    #[test]
+    fn a_stored_object_is_needed_by_the_nodesets_it_reaches() {
+        let jobs = |j: &str| (j == "nova-d-cell2").then(|| "cell2".to_string());
+        let cell1 = sets(&["cell1"]);
+        assert!(Reach::NodeSets(vec!["cell1".into()]).within(&cell1, &jobs));
+        assert!(!Reach::NodeSets(vec!["cell2".into()]).within(&cell1, &jobs));
+        assert!(Reach::NodeSets(vec!["cell2".into(), "cell1".into()]).within(&cell1, &jobs));
+        assert!(Reach::All.within(&cell1, &jobs), "a DataPlaneService is needed by every NodeSet");
+        assert!(Reach::NodeSets(vec!["cell2".into()]).within(&Touch::All, &jobs));
+        assert!(!Reach::Job("nova-d-cell2".into()).within(&cell1, &jobs));
+        assert!(Reach::Job("nova-d-cell2".into()).within(&sets(&["cell2"]), &jobs));
+        assert!(Reach::Job("unknown".into()).within(&cell1, &jobs), "a pod of an unseen Job: kept");
+        assert_eq!(Reach::NodeSets(vec!["a".into()]).nodeset(), Some("a"));
+        assert_eq!(Reach::NodeSets(vec!["a".into(), "b".into()]).nodeset(), None);
+    }
+
+    #[test]
+    fn each_nodeset_waits_for_its_own_earliest_lease_expiry() {
+        let lease = |name: &str, set: Option<&str>, renewed: &str| {
+            let labels = match set {
+                Some(s) => format!(
+                    "labels: {{agent.edpm.openstack.org/node: {name}, agent.edpm.openstack.org/nodeset: {s}}}"
+                ),
+                None => format!("labels: {{agent.edpm.openstack.org/node: {name}}}"),
+            };
+            format!(
+                "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: {name}, {labels}}}\nspec: {{holderIdentity: {name}, leaseDurationSeconds: 60, renewTime: \"{renewed}\"}}\n---\n"
+            )
+        };
+        let text = [
+            lease("a0", Some("a"), "2026-11-01T10:00:30Z"),
+            lease("a1", Some("a"), "2026-11-01T10:00:10Z"),
+            lease("a2", Some("a"), "2026-11-01T09:00:00Z"), // expired already: nothing to wait for
+            lease("b0", Some("b"), "2026-11-01T10:00:20Z"),
+            lease("x", None, "2026-11-01T10:00:40Z"),
+        ]
+        .concat();
+        let snap = crate::snapshot::from_file_text("l.yaml", &text, None).unwrap();
+        let now = Time::parse("2026-11-01T10:00:30Z").unwrap();
+        let got = next_expiries(&snap.evidence, now);
+        let at = |s: &str| Time::parse(s).unwrap();
+        assert_eq!(
+            got,
+            BTreeMap::from([
+                (String::new(), at("2026-11-01T10:01:40Z")),
+                ("a".into(), at("2026-11-01T10:01:10Z")),
+                ("b".into(), at("2026-11-01T10:01:20Z")),
+            ])
+        );
     }
 
     #[test]

@@ -71,13 +71,23 @@ pub(crate) fn controller_bench(args: &[String]) -> Result<(), String> {
     let addr = format!("127.0.0.1:{port}");
     let before = status_writes(&api);
     let started = Instant::now();
-    let mut child = Command::new(&agent)
-        .args(["--source", "kube", "--kubeconfig", kc.to_str().unwrap_or_default(), "status", "controller"])
-        .args(["--metrics-bind-address", &addr, "--health-probe-bind-address", &addr, "--debounce-ms", "100"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", agent.display()))?;
+    // EDPM_BENCH_WRAP=heaptrack (or another profiler taking a command) runs the controller
+    // under it; the RSS figures are then the wrapper's.
+    let wrap = std::env::var("EDPM_BENCH_WRAP").ok();
+    let mut child = match &wrap {
+        Some(w) => {
+            let mut c = Command::new(w);
+            c.arg(&agent);
+            c
+        }
+        None => Command::new(&agent),
+    }
+    .args(["--source", "kube", "--kubeconfig", kc.to_str().unwrap_or_default(), "status", "controller"])
+    .args(["--metrics-bind-address", &addr, "--health-probe-bind-address", &addr, "--debounce-ms", "100"])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .map_err(|e| format!("cannot run {}: {e}", agent.display()))?;
     let pid = child.id();
     let ready = || -> bool {
         use std::io::{Read, Write};
@@ -204,6 +214,17 @@ pub(crate) fn controller_bench(args: &[String]) -> Result<(), String> {
         status_kib(pid, "VmRSS:") as f64 / 1024.0,
         status_kib(pid, "VmHWM:") as f64 / 1024.0
     );
+    // SIGTERM, as Kubernetes stops it (a profiler wrapping it then writes its data).
+    if wrap.is_some() {
+        let _ = Command::new("pkill").args(["-TERM", "-P", &pid.to_string()]).status();
+    } else {
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let _ = child.kill();
     let _ = child.wait();
     Ok(())

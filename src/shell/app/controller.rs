@@ -12,7 +12,7 @@
 //! works from the evidence, so nothing is lost. SIGTERM (or SIGINT) stops the loop, lets an
 //! evaluation in flight finish within `--grace-period`, releases the Lease and exits 0.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -120,23 +120,20 @@ async fn control(
 
     let mut pending = Touch::none();
     let mut gather: Option<(Instant, Instant)> = None; // (first change, due)
-    let mut expiry: Option<Instant> = None;
+    // NodeSet → when its first node agent Lease expires ("": a Lease naming no NodeSet).
+    let mut expiries: BTreeMap<String, Instant> = BTreeMap::new();
     let mut backoff = RETRY_MIN;
-    let mut jobs: HashMap<String, String> = HashMap::new();
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     let reason = loop {
         let due = gather.map(|(_, d)| d);
+        let expiry = expiries.values().min().copied();
         tokio::select! {
             ev = events.recv() => {
                 let Some(ev) = ev else { break "the watches ended" };
                 match ev {
-                    WatchEvent::Changed { kind, name, labels, spec } => {
-                        if kind == "Job"
-                            && let Some(ns) = labels.get("openstackdataplanenodeset")
-                        {
-                            jobs.insert(name.clone(), ns.clone());
-                        }
-                        let t = touch::touched_parts(kind, &name, &labels, &spec, &|j| jobs.get(j).cloned());
+                    WatchEvent::Changed { kind, reach } => {
+                        let t = reach.touch(&|j| stores.job_nodeset(j));
+                        tracing::trace!(kind, touched = ?t, "changed");
                         if !t.is_empty() {
                             pending.add(t);
                             gather = Some(schedule(gather, opts.debounce));
@@ -166,11 +163,8 @@ async fn control(
                 let touched = std::mem::replace(&mut pending, Touch::none());
                 let lead = *leading.borrow();
                 let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics };
-                match evaluate(&cx, &jobs, &touched, lead).await {
-                    Ok(next) => {
-                        backoff = RETRY_MIN;
-                        expiry = next;
-                    }
+                match evaluate_in_batches(&cx, &touched, lead, &mut expiries).await {
+                    Ok(()) => backoff = RETRY_MIN,
                     Err(e) => {
                         tracing::warn!(error = %e, retry_in = ?backoff, "evaluation failed; retrying");
                         pending.add(touched);
@@ -181,10 +175,13 @@ async fn control(
                 }
             }
             _ = sleep_until(expiry), if expiry.is_some() => {
-                expiry = None;
-                // Which NodeSet's agent expired is in the evidence; evaluating all is simpler
-                // and rare (a Lease expires once per agent that stopped).
-                pending.add(Touch::All);
+                let now = Instant::now();
+                let expired: Vec<String> =
+                    expiries.iter().filter(|(_, t)| **t <= now).map(|(s, _)| s.clone()).collect();
+                for set in expired {
+                    expiries.remove(&set);
+                    pending.add(if set.is_empty() { Touch::All } else { Touch::NodeSets([set].into()) });
+                }
                 gather = Some(schedule(gather, Duration::ZERO));
             }
             changed = leading.changed() => {
@@ -250,35 +247,60 @@ struct Cx<'a> {
     metrics: &'a Metrics,
 }
 
-/// One evaluation of the touched NodeSets (timed and counted); writes when leading.
-async fn evaluate(
+/// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
+/// a second of changes all over the data plane): an evaluation's memory grows with its nodes,
+/// and at 10,000 nodes one evaluation of all more than doubled the process's resident memory,
+/// which the allocator then keeps.
+const BATCH: usize = 10;
+
+/// Evaluates the touched NodeSets, [`BATCH`] at a time, and records when each one's first
+/// node agent Lease expires.
+async fn evaluate_in_batches(
     cx: &Cx<'_>,
-    jobs: &HashMap<String, String>,
     touched: &Touch,
     lead: bool,
-) -> Result<Option<Instant>, AppError> {
+    expiries: &mut BTreeMap<String, Instant>,
+) -> Result<(), AppError> {
+    let names: Vec<String> = match touched {
+        Touch::All => {
+            let names = cx.stores.group_names();
+            let ns = cx.client.namespace();
+            cx.metrics.forget_nodesets(ns, |set| names.binary_search_by(|n| n.as_str().cmp(set)).is_err());
+            expiries.clear();
+            names
+        }
+        Touch::NodeSets(sets) => sets.iter().cloned().collect(),
+    };
+    let batches: Vec<Touch> =
+        names.chunks(BATCH).map(|c| Touch::NodeSets(c.iter().cloned().collect())).collect();
+    for batch in &batches {
+        let next = evaluate(cx, batch, lead).await?;
+        expiries.retain(|set, _| set.is_empty() || !batch.includes(set));
+        for (set, t) in next {
+            let slot = expiries.entry(set).or_insert(t);
+            *slot = (*slot).min(t);
+        }
+    }
+    Ok(())
+}
+
+/// One evaluation of the touched NodeSets (timed and counted); writes when leading.
+async fn evaluate(cx: &Cx<'_>, touched: &Touch, lead: bool) -> Result<BTreeMap<String, Instant>, AppError> {
     let started = std::time::Instant::now();
-    let result = evaluate_once(cx, jobs, touched, lead).await;
+    let result = evaluate_once(cx, touched, lead).await;
     cx.metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
     result
 }
 
-/// Returns when the next node agent Lease expires.
+/// Returns when each touched NodeSet's first node agent Lease expires.
 async fn evaluate_once(
     cx: &Cx<'_>,
-    jobs: &HashMap<String, String>,
     touched: &Touch,
     lead: bool,
-) -> Result<Option<Instant>, AppError> {
+) -> Result<BTreeMap<String, Instant>, AppError> {
     let Cx { client, events, stores, phases, metrics } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
-    let keep = |kind: &str,
-                name: &str,
-                labels: &std::collections::BTreeMap<String, String>,
-                spec: &serde_json::Value| {
-        touched.overlaps(&touch::touched_parts(kind, name, labels, spec, &|j| jobs.get(j).cloned()))
-    };
-    let snap = stores.snapshot(client, &keep).await.map_err(|e| AppError::failure(e.to_string()))?;
+    let snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
     let mut model = crate::model::resolve(&snap)?;
     model.groups.retain(|g| touched.includes(&g.name));
     let now = clock();
@@ -288,9 +310,9 @@ async fn evaluate_once(
         let nodes: Vec<&readiness::NodeView> = r.nodes.iter().filter(|n| n.nodeset == set.name).collect();
         metrics.set_nodeset(&ns, &set.name, &nodes);
     }
+    metrics.forget_nodesets(&ns, |set| touched.includes(set) && !r.nodesets.iter().any(|s| s.name == set));
     if lead {
-        let writes = readiness::report::plan(&r, &snap.evidence, &ns)
-            .map_err(|e| AppError::failure(format!("cannot encode a status object: {e}")))?;
+        let writes = readiness::report::plan(&r, &snap.evidence, &ns);
         let outcome = k8s::status::apply(client, writes, Duration::from_secs(60)).await.inspect_err(|e| {
             metrics.api_error("patch", e.code());
         })?;
@@ -323,12 +345,12 @@ async fn evaluate_once(
             );
         }
     }
-    let next = touch::next_expiry(&snap.evidence, now);
-    Ok(next.map(|t| {
+    let at = |t: Time| {
         // One second after: the evaluation must see the Lease as expired.
         let secs = u64::try_from(t.0 - now.0).unwrap_or(0) + 1;
         Instant::now() + Duration::from_secs(secs)
-    }))
+    };
+    Ok(touch::next_expiries(&snap.evidence, now).into_iter().map(|(set, t)| (set, at(t))).collect())
 }
 
 fn clock() -> Time {

@@ -208,8 +208,7 @@ fn report(
     if to_cluster {
         let cluster = cx.cluster()?;
         let ns = cluster.client().namespace().to_string();
-        let writes = readiness::report::plan(&r, &existing, &ns)
-            .map_err(|e| AppError::failure(format!("cannot encode a status object: {e}")))?;
+        let writes = readiness::report::plan(&r, &existing, &ns);
         let outcome =
             cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, deadline))?;
         // Each node agent's Lease, created once: the agent may only patch it.
@@ -234,8 +233,7 @@ fn report(
     let Some(dir) = status_dir else { return Err(AppError::usage("--status-dir is needed")) };
     fs_err::create_dir_all(dir).map_err(|e| AppError::failure(format!("{e}; nothing was written")))?;
     let ns = cx.settings.namespace.clone().unwrap_or_else(|| "openstack".into());
-    let writes = readiness::report::plan(&r, &existing, &ns)
-        .map_err(|e| AppError::failure(format!("cannot encode a status object: {e}")))?;
+    let writes = readiness::report::plan(&r, &existing, &ns);
     let (mut written, mut unchanged) = (0, 0);
     for w in &writes {
         let path: PathBuf = dir.join(format!("{}-{}.yaml", w.kind.to_lowercase(), w.name));

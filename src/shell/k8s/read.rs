@@ -271,11 +271,16 @@ pub(crate) async fn snapshot(
 /// The snapshot of `docs` and of the ConfigMaps and Secrets they reference, got by name.
 pub(super) async fn with_references(
     client: &Client,
-    mut docs: Vec<Located<'static>>,
+    docs: Vec<Located<'static>>,
 ) -> Result<Snapshot, ReadError> {
+    add_references(client, Snapshot::from_documents(docs, None)?).await
+}
+
+/// `snap` with the ConfigMaps and Secrets its objects reference, got by name.
+pub(super) async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
-    let partial = Snapshot::from_documents(docs.clone(), None)?;
-    let (config_maps, secrets) = crate::snapshot::refs::references(&partial);
+    let (config_maps, secrets) = crate::snapshot::refs::references(&snap);
+    let mut docs = Vec::new();
     for name in config_maps {
         let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
         if let Some(value) = get(client, &api, "configmap", &name).await? {
@@ -288,7 +293,10 @@ pub(super) async fn with_references(
             docs.push(located(&ns, typed(value, "Secret")));
         }
     }
-    Ok(Snapshot::from_documents(docs, None)?)
+    if !docs.is_empty() {
+        snap.merge(Snapshot::from_documents(docs, None)?)?;
+    }
+    Ok(snap)
 }
 
 /// Fetches one object as JSON; a missing one is `None`, so that the model can report the

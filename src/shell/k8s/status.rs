@@ -97,8 +97,14 @@ async fn write_one(client: &Client, w: Write) -> Result<(String, bool, usize), E
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let mut requests = 0;
     let mut generation = None;
+    let object = w.object.to_value().map_err(|e| Error::Request {
+        action: format!("encoding {} {}", w.kind, w.name),
+        message: e.to_string(),
+        hint: " (a bug: the status types always encode)".into(),
+        code: None,
+    })?;
     if w.needs_object {
-        let mut body = w.object.clone();
+        let mut body = object.clone();
         if let Some(m) = body.as_object_mut() {
             m.remove("status");
         }
@@ -110,7 +116,7 @@ async fn write_one(client: &Client, w: Write) -> Result<(String, bool, usize), E
         generation = applied.metadata.generation;
     }
     if w.needs_status || w.needs_object {
-        let mut status = w.object["status"].clone();
+        let mut status = object["status"].clone();
         if let Some(g) = generation {
             status["observedGeneration"] = Value::from(g);
         }

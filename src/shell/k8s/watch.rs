@@ -1,40 +1,54 @@
-//! The controller's view of the cluster: one reflector (a watch and its store) per kind the
-//! status commands read (`read::LISTED`, evidence included), so an evaluation reads memory,
-//! not the API server. Every change is sent on a channel, named by its kind, for the caller
-//! to decide what it touches.
+//! The controller's view of the cluster: one watch per kind the status commands read
+//! (`read::LISTED`, evidence included), each feeding a store of its own, so an evaluation
+//! reads memory, not the API server. Every change is sent on a channel, named by its kind,
+//! for the caller to decide what it touches.
+//!
+//! The stores hold what the evaluation reads, not the objects: each object is decoded once,
+//! when it arrives, into its part of a [`Snapshot`] (typed, `managedFields` and kubectl's
+//! last-applied copy dropped), beside the few fields that say which NodeSets it touches. At
+//! 10,000 nodes, kube's reflector stores of `DynamicObject`s (JSON trees) held over 600 MiB;
+//! the typed parts are a fraction of that, and an evaluation clones the parts it needs instead
+//! of decoding JSON again.
 //!
 //! kube's watcher does the rest: it lists, then watches from the list's `resourceVersion`
 //! with bookmarks; a dropped stream resumes from the last version seen, a `410 Gone` lists
-//! again (an `Init` … `InitDone` cycle, which replaces the store's content), and errors back
-//! off (kube's default backoff) and are counted. Secrets are never listed or watched: the
-//! ConfigMaps and Secrets the objects reference are got by name at each evaluation
-//! (`read::with_references`).
+//! again (an `Init` … `InitDone` cycle, whose objects replace the store's at the end), and
+//! errors back off (kube's default backoff) and are counted. Secrets are never listed or
+//! watched: the ConfigMaps and Secrets the objects reference are got by name at each
+//! evaluation (`read::add_references`).
+//!
+//! A kind whose CRD is not installed (its list answers 404) is empty, and asked again every
+//! [`ABSENT_RETRY`]: an operator installed after the controller started is watched from then on.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::read::{LISTED, Listed, ReadError, listed_json, located};
 use super::{Client, Error};
-use crate::snapshot::Snapshot;
+use crate::readiness::touch::{self, Reach, Touch};
+use crate::snapshot::resource::{FieldLines, Origin};
+use crate::snapshot::{Entry, Snapshot, SnapshotError};
 
-/// Which stored objects a snapshot takes: (kind, name, labels, spec).
-pub(crate) type Keep<'k> =
-    dyn Fn(&str, &str, &std::collections::BTreeMap<String, String>, &Value) -> bool + 'k;
+/// How often a kind whose CRD was absent is asked for again.
+pub(crate) const ABSENT_RETRY: Duration = Duration::from_secs(30);
+
+/// kubectl's copy of the whole object as last applied: nothing reads it, and on a NodeSet it
+/// doubles what the store would hold.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// What the watches report.
 #[derive(Debug)]
 pub(crate) enum WatchEvent {
-    /// An object of `kind` was added, changed or deleted: what says which NodeSets it
-    /// touches (its name, labels, and the spec fields naming NodeSets), not the whole object.
-    Changed { kind: &'static str, name: String, labels: BTreeMap<String, String>, spec: Value },
+    /// An object of `kind` was added, changed or deleted: which NodeSets it reaches, not the
+    /// whole object.
+    Changed { kind: &'static str, reach: Reach },
     /// The kind's store holds a complete listing (again, after a relist).
     Synced { kind: &'static str },
     /// The watch failed and backs off before it retries (then resumes or relists); `code` is
@@ -42,16 +56,31 @@ pub(crate) enum WatchEvent {
     Failed { kind: &'static str, code: Option<u16>, error: String },
 }
 
+/// One stored object: the NodeSets it reaches, and the object decoded (or why it does not
+/// decode: an evaluation that needs it reports that).
+#[derive(Debug)]
+struct Part {
+    reach: Reach,
+    entry: Result<Entry, SnapshotError>,
+}
+
+type Store = BTreeMap<String, Part>;
+
 struct Watched {
     listed: &'static Listed,
-    store: Store<DynamicObject>,
+    store: Arc<Mutex<Store>>,
     synced: Arc<AtomicBool>,
 }
 
 /// The stores of every watched kind.
 pub(crate) struct Stores {
-    namespace: String,
     kinds: Vec<Watched>,
+}
+
+fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
+    // A panic while holding it would have ended the process (panic = abort is not assumed,
+    // but no code holding the lock can panic); a poisoned store is still a consistent map.
+    store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Stores {
@@ -65,29 +94,47 @@ impl Stores {
         self.kinds.iter().map(|k| k.listed.name()).collect()
     }
 
-    /// The snapshot the stores hold now of the objects `keep` accepts (by kind, name, labels
-    /// and spec), with the ConfigMaps and Secrets it references (got by name): with every
-    /// object kept, exactly what `read::snapshot` would have listed.
-    pub(crate) async fn snapshot(&self, client: &Client, keep: &Keep<'_>) -> Result<Snapshot, ReadError> {
-        let mut docs = Vec::new();
-        let empty = BTreeMap::new();
+    /// The names of every NodeSet and seeds' Role stored: the groups of hosts an evaluation
+    /// of everything covers, in name order.
+    pub(crate) fn group_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .kinds
+            .iter()
+            .filter(|k| matches!(k.listed.kind, "OpenStackDataPlaneNodeSet" | "OpenStackDataPlaneRole"))
+            .flat_map(|k| lock(&k.store).keys().cloned().collect::<Vec<_>>())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The NodeSet a stored Job belongs to (its `openstackdataplanenodeset` label): a pod
+    /// names only its Job.
+    pub(crate) fn job_nodeset(&self, job: &str) -> Option<String> {
+        let jobs = self.kinds.iter().find(|k| k.listed.kind == "Job")?;
+        lock(&jobs.store).get(job)?.reach.nodeset().map(String::from)
+    }
+
+    /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
+    /// ConfigMaps and Secrets it references (got by name): with every NodeSet touched, exactly
+    /// what `read::snapshot` would have listed.
+    pub(crate) async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
+        let job_nodeset = |j: &str| self.job_nodeset(j);
+        let mut snap = Snapshot::default();
         for k in &self.kinds {
-            let action = format!("reading the watched {}", k.listed.name());
-            for obj in k.store.state() {
-                let name = obj.metadata.name.as_deref().unwrap_or("");
-                let labels = obj.metadata.labels.as_ref().unwrap_or(&empty);
-                if keep(k.listed.kind, name, labels, &obj.data["spec"]) {
-                    docs.push(located(&self.namespace, listed_json(&action, k.listed, &obj)?));
-                }
-            }
+            let store = lock(&k.store);
+            let kept = store.values().filter(|p| p.reach.within(touched, &job_nodeset));
+            let entries: Vec<&Entry> =
+                kept.map(|p| p.entry.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
+            snap.absorb(Snapshot::from_entries(entries));
         }
-        super::read::with_references(client, docs).await
+        snap.check_duplicates()?;
+        super::read::add_references(client, snap).await
     }
 }
 
-/// Starts a reflector for each kind (`selector` applies to the kinds that produce hosts, as
-/// for a read). A kind whose CRD is not installed (its list answers 404) is not watched:
-/// that operator is not deployed; a restart notices one installed later.
+/// Starts a watch for each kind (`selector` applies to the kinds that produce hosts, as
+/// for a read).
 pub(crate) async fn start(
     client: &Client,
     selector: Option<&str>,
@@ -96,62 +143,153 @@ pub(crate) async fn start(
     let ns = client.namespace().to_string();
     let mut kinds = Vec::new();
     for l in LISTED {
-        let ar = l.resource();
-        let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &ar);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &l.resource());
         let sel = l.selector(selector);
-        let mut probe = ListParams::default().limit(1);
-        if let Some(s) = &sel {
-            probe = probe.labels(s);
-        }
-        match client.within_time(api.list_metadata(&probe)).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => continue,
-            Err(e) => return Err(client.error(format!("listing {} in namespace {ns}", l.name()), &e)),
-        }
-        let mut config = watcher::Config::default();
-        if let Some(s) = &sel {
-            config = config.labels(s);
-        }
-        let writer = reflector::store::Writer::new(ar);
-        let store = writer.as_reader();
-        let synced = Arc::new(AtomicBool::new(false));
-        let (flag, tx, kind) = (synced.clone(), events.clone(), l.kind);
-        let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
-        tokio::spawn(async move {
-            let mut stream = std::pin::pin!(stream);
-            while let Some(item) = stream.next().await {
-                let sent = match item {
-                    Ok(
-                        watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o),
-                    ) => {
-                        let spec = &o.data["spec"];
-                        // Only the fields `readiness::touch` reads: a NodeSet's spec is large.
-                        let small = serde_json::json!({
-                            "nodeSets": spec["nodeSets"], "nodeSet": spec["nodeSet"], "role": spec["role"],
-                        });
-                        tx.send(WatchEvent::Changed {
-                            kind,
-                            name: o.metadata.name.clone().unwrap_or_default(),
-                            labels: o.metadata.labels.clone().unwrap_or_default(),
-                            spec: small,
-                        })
-                    }
-                    Ok(watcher::Event::Init) => Ok(()),
-                    Ok(watcher::Event::InitDone) => {
-                        flag.store(true, Ordering::Release);
-                        tx.send(WatchEvent::Synced { kind })
-                    }
-                    Err(e) => tx.send(WatchEvent::Failed { kind, code: code(&e), error: e.to_string() }),
-                };
-                if sent.is_err() {
-                    // The controller is gone.
-                    return;
-                }
-            }
-        });
+        let installed = installed(client, &api, l, sel.as_deref()).await?;
+        let store = Arc::new(Mutex::new(Store::new()));
+        // An absent kind is complete as it is: empty.
+        let synced = Arc::new(AtomicBool::new(!installed));
+        let w = Watch {
+            client: client.clone(),
+            api,
+            listed: l,
+            selector: sel,
+            store: store.clone(),
+            synced: synced.clone(),
+            tx: events.clone(),
+        };
+        tokio::spawn(w.run(installed));
         kinds.push(Watched { listed: l, store, synced });
     }
-    Ok(Stores { namespace: ns, kinds })
+    Ok(Stores { kinds })
+}
+
+/// Whether the kind's CRD is installed: a one-item list answers (404: it is not).
+async fn installed(
+    client: &Client,
+    api: &Api<DynamicObject>,
+    l: &Listed,
+    selector: Option<&str>,
+) -> Result<bool, Error> {
+    let mut probe = ListParams::default().limit(1);
+    if let Some(s) = selector {
+        probe = probe.labels(s);
+    }
+    match client.within_time(api.list_metadata(&probe)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(client.error(format!("listing {} in namespace {}", l.name(), client.namespace()), &e)),
+    }
+}
+
+/// One kind's watch and the store it keeps.
+struct Watch {
+    client: Client,
+    api: Api<DynamicObject>,
+    listed: &'static Listed,
+    selector: Option<String>,
+    store: Arc<Mutex<Store>>,
+    synced: Arc<AtomicBool>,
+    tx: UnboundedSender<WatchEvent>,
+}
+
+impl Watch {
+    async fn run(self, installed: bool) {
+        let kind = self.listed.kind;
+        if !installed {
+            loop {
+                tokio::time::sleep(super::jitter(ABSENT_RETRY)).await;
+                match installed_now(&self).await {
+                    Some(true) => break,
+                    Some(false) => {}
+                    None => return, // the controller is gone
+                }
+            }
+            tracing::info!(kind, "its CRD is installed now: watching it");
+            // Not complete until listed.
+            self.synced.store(false, Ordering::Release);
+        }
+        let mut config = watcher::Config::default();
+        if let Some(s) = &self.selector {
+            config = config.labels(s);
+        }
+        let stream = watcher(self.api.clone(), config).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        // The objects of a listing in progress; they replace the store's when it is complete.
+        let mut listing: Option<Store> = None;
+        while let Some(item) = stream.next().await {
+            let sent = match item {
+                Ok(watcher::Event::Init) => {
+                    listing = Some(Store::new());
+                    Ok(())
+                }
+                Ok(watcher::Event::InitApply(o)) => {
+                    // No event each: the listing's end touches everything.
+                    let (name, part) = self.part(o);
+                    listing.get_or_insert_with(Store::new).insert(name, part);
+                    Ok(())
+                }
+                Ok(watcher::Event::InitDone) => {
+                    *lock(&self.store) = listing.take().unwrap_or_default();
+                    self.synced.store(true, Ordering::Release);
+                    self.tx.send(WatchEvent::Synced { kind })
+                }
+                Ok(watcher::Event::Apply(o)) => {
+                    let (name, part) = self.part(o);
+                    let reach = part.reach.clone();
+                    lock(&self.store).insert(name, part);
+                    self.tx.send(WatchEvent::Changed { kind, reach })
+                }
+                Ok(watcher::Event::Delete(o)) => {
+                    let (name, part) = self.part(o);
+                    lock(&self.store).remove(&name);
+                    self.tx.send(WatchEvent::Changed { kind, reach: part.reach })
+                }
+                Err(e) => self.tx.send(WatchEvent::Failed { kind, code: code(&e), error: e.to_string() }),
+            };
+            if sent.is_err() {
+                return; // the controller is gone
+            }
+        }
+    }
+
+    /// Decodes an object into its stored part.
+    fn part(&self, mut o: DynamicObject) -> (String, Part) {
+        o.metadata.managed_fields = None;
+        if let Some(a) = o.metadata.annotations.as_mut() {
+            a.remove(LAST_APPLIED);
+        }
+        let name = o.metadata.name.clone().unwrap_or_default();
+        let empty = BTreeMap::new();
+        let labels = o.metadata.labels.as_ref().unwrap_or(&empty);
+        let reach = touch::reach(self.listed.kind, &name, labels, &o.data["spec"]);
+        let action = format!("reading the watched {}", self.listed.name());
+        let ns = self.client.namespace();
+        let origin = Origin::Api { namespace: ns.to_string() };
+        let entry = match listed_json(&action, self.listed, &o) {
+            Ok(value) => {
+                let doc = located(ns, value);
+                Entry::decode(doc.origin, FieldLines::default(), doc.node, None)
+            }
+            Err(e) => Err(SnapshotError::NotAnObject { origin, reason: e.to_string() }),
+        };
+        (name, Part { reach, entry })
+    }
+}
+
+/// Asks whether an absent kind's CRD is installed now; `None` when nobody listens any more.
+async fn installed_now(w: &Watch) -> Option<bool> {
+    if w.tx.is_closed() {
+        return None;
+    }
+    match installed(&w.client, &w.api, w.listed, w.selector.as_deref()).await {
+        Ok(found) => Some(found),
+        Err(e) => {
+            let _ =
+                w.tx.send(WatchEvent::Failed { kind: w.listed.kind, code: e.code(), error: e.to_string() });
+            Some(false)
+        }
+    }
 }
 
 /// The API server's status code in a watcher's error, when there is one (410 for an expired
