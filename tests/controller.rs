@@ -143,8 +143,8 @@ fn the_controller_writes_what_changes_and_only_that() {
         condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady").unwrap();
     assert_eq!(retrying["reason"], "Retrying", "{retrying}");
 
-    // Nothing changes for 3 s: nothing is written.
-    std::thread::sleep(Duration::from_secs(3));
+    // Nothing changes for 10 s: nothing is written.
+    std::thread::sleep(Duration::from_secs(10));
     assert_eq!(status_patches(&api).len(), writes, "writes while nothing changed");
 
     // The retry's second attempt fails on edpm-compute-4 too, unreachable now: that node's
@@ -376,6 +376,68 @@ fn of_two_replicas_one_writes_and_the_other_takes_over() {
     assert!(took < Duration::from_secs(5), "{took:?}");
     let lease = api.object("Lease", "edpm-agent-status-controller").unwrap();
     assert!(lease["spec"]["holderIdentity"].is_null(), "released: {lease}");
+}
+
+#[test]
+fn a_leader_that_cannot_renew_stops_writing_before_its_lease_could_expire() {
+    let api = crate::status_api::cluster();
+    let c = Controller::start(&api, &["--leader-elect"]);
+    wait_for("leadership", Duration::from_secs(20), || leads(&c) == Some(true));
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+    });
+    // The leader Lease cannot be read or renewed any more; everything else still works.
+    let lease = "/leases/edpm-agent-status-controller";
+    api.fault(lease, Fault::Status(503), 100_000);
+    let cut = Instant::now();
+    wait_for("the replica to stop leading", Duration::from_secs(20), || leads(&c) == Some(false));
+    let stopped = cut.elapsed();
+    // The Lease as last renewed before the cut, and when another replica could take it.
+    let held = api.object("Lease", "edpm-agent-status-controller").unwrap();
+    let renewed = held["spec"]["renewTime"].as_str().unwrap_or_default().to_string();
+    assert!(
+        stopped < Duration::from_secs(15),
+        "stopped {stopped:?} after the cut; the Lease (15 s, renewed {renewed}) could expire by then"
+    );
+    // A change now is not written by a replica that may have lost the Lease.
+    let before = status_patches(&api).len();
+    let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
+    job["status"]["failed"] = json!(2);
+    api.put_replace(job);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(status_patches(&api).split_off(before), Vec::<String>::new(), "written without leadership");
+    // The Lease can be renewed again: it leads and writes the change.
+    api.clear_faults();
+    wait_for("leadership again", Duration::from_secs(40), || leads(&c) == Some(true));
+    wait_for("the write", Duration::from_secs(10), || {
+        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
+            .is_some_and(|c| c["message"].as_str().unwrap_or("").starts_with("attempt 2 of 7"))
+    });
+}
+
+#[test]
+fn an_operator_installed_after_the_start_is_watched_from_then_on() {
+    let api = crate::status_api::cluster();
+    let mut ns = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
+    ns["spec"]["preProvisioned"] = json!(false);
+    api.put_replace(ns);
+    let c = Controller::start(&api, &["--crd-recheck", "1"]);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "Unknown")
+    });
+    // The baremetal operator arrives, with the NodeSet's BaremetalSet.
+    api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
+    api.put(json!({"apiVersion": "baremetal.openstack.org/v1beta1", "kind": "OpenStackBaremetalSet",
+        "metadata": {"name": "edpm-compute-cell1", "namespace": "openstack"},
+        "status": {"baremetalHosts": {"edpm-compute-3": {"hostname": "edpm-compute-3", "provisioningState": "provisioned", "bmhRef": "bmh-3"}}}}));
+    wait_for("the BaremetalSet's word", Duration::from_secs(10), || {
+        condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "True")
+    });
+    let msg = condition(&api, object, "BaremetalProvisionReady").unwrap()["message"].clone();
+    assert_eq!(msg, json!("BareMetalHost bmh-3 is provisioned"));
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
 }
 
 /// A Role rule: apiGroups, resources, verbs, resourceNames.

@@ -300,6 +300,10 @@ pub enum StatusAction {
         /// On SIGTERM, how long in-flight writes may finish: seconds, or with a unit.
         #[arg(long, value_name = "DURATION", default_value = "10")]
         grace_period: String,
+        /// How often a kind whose CRD is not installed (an operator not deployed yet) is
+        /// looked for again: seconds, or with a unit.
+        #[arg(long, value_name = "DURATION", default_value = "30")]
+        crd_recheck: String,
         #[command(flatten)]
         source: SourceArgs,
     },

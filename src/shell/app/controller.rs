@@ -38,6 +38,7 @@ pub(crate) struct Options {
     pub(crate) leader_election_id: String,
     pub(crate) debounce: Duration,
     pub(crate) grace: Duration,
+    pub(crate) crd_recheck: Duration,
 }
 
 /// The longest a change waits for the burst it belongs to to end.
@@ -100,19 +101,17 @@ async fn control(
     metrics: &Metrics,
 ) -> Result<&'static str, AppError> {
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let stores = watch::start(client, selector, tx).await?;
+    let stores = watch::start(client, selector, opts.crd_recheck, tx).await?;
     tracing::info!(namespace = client.namespace(), kinds = %stores.kinds().join(" "), "watching");
     let identity = identity();
     let recorder = k8s::events::Events::new(client, &identity);
-    // Without election this replica always leads: the sender is kept and never sends.
-    let (_always, always) = tokio::sync::watch::channel(true);
-    let (mut leading, leader_task) = if opts.leader_elect {
-        let (rx, task) = k8s::leader::elect(client, &opts.leader_election_id, &identity).await?;
-        (rx, Some(task))
+    let mut leadership = if opts.leader_elect {
+        k8s::leader::elect(client, &opts.leader_election_id, &identity).await?
     } else {
-        (always, None)
+        k8s::leader::Leadership::always()
     };
-    metrics.set_leader(*leading.borrow());
+    let mut led = leadership.leads();
+    metrics.set_leader(led);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| AppError::failure(format!("cannot watch for SIGTERM: {e}")))?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -123,7 +122,8 @@ async fn control(
     // NodeSet → when its first node agent Lease expires ("": a Lease naming no NodeSet).
     let mut expiries: BTreeMap<String, Instant> = BTreeMap::new();
     let mut backoff = RETRY_MIN;
-    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    // The heartbeat of /healthz, and the leadership guard's verdict (see k8s::leader).
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
     let reason = loop {
         let due = gather.map(|(_, d)| d);
         let expiry = expiries.values().min().copied();
@@ -161,9 +161,8 @@ async fn control(
                     continue; // the last Synced schedules everything
                 }
                 let touched = std::mem::replace(&mut pending, Touch::none());
-                let lead = *leading.borrow();
-                let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics };
-                match evaluate_in_batches(&cx, &touched, lead, &mut expiries).await {
+                let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics, leadership: &leadership };
+                match evaluate_in_batches(&cx, &touched, &mut expiries).await {
                     Ok(()) => backoff = RETRY_MIN,
                     Err(e) => {
                         tracing::warn!(error = %e, retry_in = ?backoff, "evaluation failed; retrying");
@@ -184,33 +183,50 @@ async fn control(
                 }
                 gather = Some(schedule(gather, Duration::ZERO));
             }
-            changed = leading.changed() => {
+            changed = leadership.changed() => {
                 if changed.is_err() {
                     break "leader election ended";
                 }
-                let lead = *leading.borrow();
-                metrics.set_leader(lead);
-                tracing::info!(leading = lead, identity = %identity, "leadership changed");
-                if lead {
+                if leadership_moved(&leadership, &mut led, metrics, &identity) {
                     pending.add(Touch::All);
                     gather = Some(schedule(gather, Duration::ZERO));
                 }
             }
             _ = term.recv() => break "SIGTERM",
             _ = int.recv() => break "SIGINT",
-            _ = tick.tick() => metrics.tick(),
+            _ = tick.tick() => {
+                metrics.tick();
+                if leadership_moved(&leadership, &mut led, metrics, &identity) {
+                    pending.add(Touch::All);
+                    gather = Some(schedule(gather, Duration::ZERO));
+                }
+            }
         }
     };
     tracing::info!(reason, "stopping");
     metrics.set_leader(false);
-    // Releasing: dropping the receiver makes the lease manager release the Lease.
-    drop(leading);
-    if let Some(task) = leader_task
-        && tokio::time::timeout(opts.grace, task).await.is_err()
-    {
+    if opts.leader_elect && !leadership.release(opts.grace).await {
         tracing::warn!("the leader Lease was not released within the grace period; it expires on its own");
     }
     Ok(reason)
+}
+
+/// Notes a change of this replica's leadership (the manager's or the guard's); true when it
+/// has just become the leader, which must then look at everything.
+fn leadership_moved(
+    leadership: &k8s::leader::Leadership,
+    led: &mut bool,
+    metrics: &Metrics,
+    identity: &str,
+) -> bool {
+    let now = leadership.leads();
+    if now == *led {
+        return false;
+    }
+    *led = now;
+    metrics.set_leader(now);
+    tracing::info!(leading = now, identity, "leadership changed");
+    now
 }
 
 /// When a gathering that saw a change now ends: `debounce` after the last change, but never
@@ -245,6 +261,8 @@ struct Cx<'a> {
     stores: &'a watch::Stores,
     phases: &'a PhaseMap,
     metrics: &'a Metrics,
+    /// Checked before every write: a replica that may have lost the Lease stops at once.
+    leadership: &'a k8s::leader::Leadership,
 }
 
 /// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
@@ -258,7 +276,6 @@ const BATCH: usize = 10;
 async fn evaluate_in_batches(
     cx: &Cx<'_>,
     touched: &Touch,
-    lead: bool,
     expiries: &mut BTreeMap<String, Instant>,
 ) -> Result<(), AppError> {
     let names: Vec<String> = match touched {
@@ -274,7 +291,7 @@ async fn evaluate_in_batches(
     let batches: Vec<Touch> =
         names.chunks(BATCH).map(|c| Touch::NodeSets(c.iter().cloned().collect())).collect();
     for batch in &batches {
-        let next = evaluate(cx, batch, lead).await?;
+        let next = evaluate(cx, batch).await?;
         expiries.retain(|set, _| set.is_empty() || !batch.includes(set));
         for (set, t) in next {
             let slot = expiries.entry(set).or_insert(t);
@@ -285,20 +302,16 @@ async fn evaluate_in_batches(
 }
 
 /// One evaluation of the touched NodeSets (timed and counted); writes when leading.
-async fn evaluate(cx: &Cx<'_>, touched: &Touch, lead: bool) -> Result<BTreeMap<String, Instant>, AppError> {
+async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Instant>, AppError> {
     let started = std::time::Instant::now();
-    let result = evaluate_once(cx, touched, lead).await;
+    let result = evaluate_once(cx, touched).await;
     cx.metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
     result
 }
 
 /// Returns when each touched NodeSet's first node agent Lease expires.
-async fn evaluate_once(
-    cx: &Cx<'_>,
-    touched: &Touch,
-    lead: bool,
-) -> Result<BTreeMap<String, Instant>, AppError> {
-    let Cx { client, events, stores, phases, metrics } = *cx;
+async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Instant>, AppError> {
+    let Cx { client, events, stores, phases, metrics, leadership } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
     let snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
     let mut model = crate::model::resolve(&snap)?;
@@ -311,11 +324,14 @@ async fn evaluate_once(
         metrics.set_nodeset(&ns, &set.name, &nodes);
     }
     metrics.forget_nodesets(&ns, |set| touched.includes(set) && !r.nodesets.iter().any(|s| s.name == set));
-    if lead {
+    if leadership.leads() {
         let writes = readiness::report::plan(&r, &snap.evidence, &ns);
-        let outcome = k8s::status::apply(client, writes, Duration::from_secs(60)).await.inspect_err(|e| {
-            metrics.api_error("patch", e.code());
-        })?;
+        let may_write = || leadership.leads();
+        let outcome = k8s::status::apply(client, writes, Duration::from_secs(60), &may_write)
+            .await
+            .inspect_err(|e| {
+                metrics.api_error("patch", e.code());
+            })?;
         let missing = readiness::report::missing_leases(&r, &snap.evidence);
         if !missing.is_empty() {
             k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {

@@ -90,6 +90,7 @@ pub(super) fn run(
             leader_election_id,
             debounce_ms,
             grace_period,
+            crd_recheck,
             ..
         } => {
             let opts = super::controller::Options {
@@ -104,6 +105,7 @@ pub(super) fn run(
                 leader_election_id,
                 debounce: Duration::from_millis(debounce_ms.max(1)),
                 grace: duration("--grace-period", &grace_period)?,
+                crd_recheck: duration("--crd-recheck", &crd_recheck)?,
             };
             super::controller::run(&cx, opts, out)
         }
@@ -209,8 +211,12 @@ fn report(
         let cluster = cx.cluster()?;
         let ns = cluster.client().namespace().to_string();
         let writes = readiness::report::plan(&r, &existing, &ns);
-        let outcome =
-            cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, deadline))?;
+        let outcome = cluster.block_on(crate::shell::k8s::status::apply(
+            cluster.client(),
+            writes,
+            deadline,
+            &|| true,
+        ))?;
         // Each node agent's Lease, created once: the agent may only patch it.
         let missing = readiness::report::missing_leases(&r, &existing);
         let leases = if missing.is_empty() {

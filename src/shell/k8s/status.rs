@@ -44,8 +44,14 @@ fn resource(kind: &str) -> ApiResource {
     }
 }
 
-/// Applies the writes that need it, `CONCURRENCY` at a time, all within `deadline`.
-pub(crate) async fn apply(client: &Client, writes: Vec<Write>, deadline: Duration) -> Result<Outcome, Error> {
+/// Applies the writes that need it, `CONCURRENCY` at a time, all within `deadline`, each only
+/// while `may_write` says so (a controller that may have lost its leadership stops).
+pub(crate) async fn apply(
+    client: &Client,
+    writes: Vec<Write>,
+    deadline: Duration,
+    may_write: &dyn Fn() -> bool,
+) -> Result<Outcome, Error> {
     let mut outcome = Outcome::default();
     let todo: Vec<Write> = writes
         .into_iter()
@@ -57,7 +63,7 @@ pub(crate) async fn apply(client: &Client, writes: Vec<Write>, deadline: Duratio
             needed
         })
         .collect();
-    let run = futures::stream::iter(todo.into_iter().map(|w| write_one(client, w)))
+    let run = futures::stream::iter(todo.into_iter().map(|w| write_one(client, w, may_write)))
         .buffer_unordered(CONCURRENCY)
         .collect::<Vec<_>>();
     let results = match tokio::time::timeout(deadline, run).await {
@@ -92,7 +98,19 @@ pub(crate) async fn apply(client: &Client, writes: Vec<Write>, deadline: Duratio
 }
 
 /// One object: (name, created, requests sent).
-async fn write_one(client: &Client, w: Write) -> Result<(String, bool, usize), Error> {
+async fn write_one(
+    client: &Client,
+    w: Write,
+    may_write: &dyn Fn() -> bool,
+) -> Result<(String, bool, usize), Error> {
+    if !may_write() {
+        return Err(Error::Request {
+            action: format!("applying {} {} in namespace {}", w.kind, w.name, client.namespace()),
+            message: "this replica's leadership is not confirmed".into(),
+            hint: "; not written: the leader writes it".into(),
+            code: None,
+        });
+    }
     let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), client.namespace(), &resource(w.kind));
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let mut requests = 0;

@@ -17,8 +17,9 @@
 //! watched: the ConfigMaps and Secrets the objects reference are got by name at each
 //! evaluation (`read::add_references`).
 //!
-//! A kind whose CRD is not installed (its list answers 404) is empty, and asked again every
-//! [`ABSENT_RETRY`]: an operator installed after the controller started is watched from then on.
+//! A kind whose CRD is not installed (its list answers 404) is empty, and asked for again
+//! every `--crd-recheck` (jittered): an operator installed after the controller started is
+//! watched from then on.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,9 +36,6 @@ use super::{Client, Error};
 use crate::readiness::touch::{self, Reach, Touch};
 use crate::snapshot::resource::{FieldLines, Origin};
 use crate::snapshot::{Entry, Snapshot, SnapshotError};
-
-/// How often a kind whose CRD was absent is asked for again.
-pub(crate) const ABSENT_RETRY: Duration = Duration::from_secs(30);
 
 /// kubectl's copy of the whole object as last applied: nothing reads it, and on a NodeSet it
 /// doubles what the store would hold.
@@ -138,6 +136,7 @@ impl Stores {
 pub(crate) async fn start(
     client: &Client,
     selector: Option<&str>,
+    recheck: Duration,
     events: UnboundedSender<WatchEvent>,
 ) -> Result<Stores, Error> {
     let ns = client.namespace().to_string();
@@ -157,6 +156,7 @@ pub(crate) async fn start(
             store: store.clone(),
             synced: synced.clone(),
             tx: events.clone(),
+            recheck,
         };
         tokio::spawn(w.run(installed));
         kinds.push(Watched { listed: l, store, synced });
@@ -191,6 +191,8 @@ struct Watch {
     store: Arc<Mutex<Store>>,
     synced: Arc<AtomicBool>,
     tx: UnboundedSender<WatchEvent>,
+    /// How often an absent kind is asked for again.
+    recheck: Duration,
 }
 
 impl Watch {
@@ -198,7 +200,7 @@ impl Watch {
         let kind = self.listed.kind;
         if !installed {
             loop {
-                tokio::time::sleep(super::jitter(ABSENT_RETRY)).await;
+                tokio::time::sleep(super::jitter(self.recheck)).await;
                 match installed_now(&self).await {
                     Some(true) => break,
                     Some(false) => {}
