@@ -386,6 +386,12 @@ fn a_leader_that_cannot_renew_stops_writing_before_its_lease_could_expire() {
     wait_for("the first writes", Duration::from_secs(20), || {
         condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
     });
+    // Renewals (every 10 s) never make it flicker: it leads throughout.
+    let watched = Instant::now();
+    while watched.elapsed() < Duration::from_secs(12) {
+        assert_eq!(leads(&c), Some(true), "not leading {:?} into normal renewals", watched.elapsed());
+        std::thread::sleep(Duration::from_millis(200));
+    }
     // The leader Lease cannot be read or renewed any more; everything else still works.
     let lease = "/leases/edpm-agent-status-controller";
     api.fault(lease, Fault::Status(503), 100_000);
@@ -438,6 +444,13 @@ fn an_operator_installed_after_the_start_is_watched_from_then_on() {
     assert_eq!(msg, json!("BareMetalHost bmh-3 is provisioned"));
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn a_crd_recheck_under_a_second_is_refused() {
+    let out = crate::util::run(&["--source", "kube", "status", "controller", "--crd-recheck", "0"], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--crd-recheck 0: give at least 1 second"), "{}", out.stderr);
 }
 
 /// A Role rule: apiGroups, resources, verbs, resourceNames.

@@ -1,7 +1,7 @@
 //! `status controller`: `status report` kept live. The cluster's evidence is watched
-//! (`k8s::watch`, one reflector per kind); each change names the NodeSets it can move
+//! (`k8s::watch`, one watch and store per kind); each change names the NodeSets it can move
 //! (`readiness::touch`); a burst of changes is gathered (`--debounce-ms`, at most a second)
-//! into one evaluation of just those NodeSets, by the same snapshot, model, `readiness` and
+//! into one evaluation of just those NodeSets (10 at a time), by the same snapshot, model, `readiness` and
 //! `report::plan` as `status report`, and only what changed is written (server-side apply,
 //! `k8s::status`). A node agent's Lease expiring re-evaluates its NodeSet at that instant,
 //! with no event to say so.
@@ -9,8 +9,9 @@
 //! With `--leader-elect`, only the replica holding the leader Lease writes; the others
 //! evaluate (so their metrics are current) and take over when it goes. A failed write keeps
 //! what it touched and retries with a jittered backoff (1 s to 30 s); the next evaluation
-//! works from the evidence, so nothing is lost. SIGTERM (or SIGINT) stops the loop, lets an
-//! evaluation in flight finish within `--grace-period`, releases the Lease and exits 0.
+//! works from the evidence, so nothing is lost. SIGTERM (or SIGINT) stops the loop once the
+//! evaluation in flight is done (all its batches), releases the Lease (waiting at most
+//! `--grace-period`) and exits 0.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -161,8 +162,16 @@ async fn control(
                     continue; // the last Synced schedules everything
                 }
                 let touched = std::mem::replace(&mut pending, Touch::none());
-                let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics, leadership: &leadership };
-                match evaluate_in_batches(&cx, &touched, &mut expiries).await {
+                let skipped = std::cell::Cell::new(false);
+                let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics, leadership: &leadership, skipped: &skipped };
+                let result = evaluate_in_batches(&cx, &touched, &mut expiries).await;
+                if skipped.get() && led {
+                    // Writes were left out while leadership was unconfirmed, perhaps only for a
+                    // moment: as not leading, so that leading again looks at everything.
+                    led = false;
+                    metrics.set_leader(false);
+                }
+                match result {
                     Ok(()) => backoff = RETRY_MIN,
                     Err(e) => {
                         tracing::warn!(error = %e, retry_in = ?backoff, "evaluation failed; retrying");
@@ -263,6 +272,8 @@ struct Cx<'a> {
     metrics: &'a Metrics,
     /// Checked before every write: a replica that may have lost the Lease stops at once.
     leadership: &'a k8s::leader::Leadership,
+    /// Set when an evaluation left its writes out for want of leadership.
+    skipped: &'a std::cell::Cell<bool>,
 }
 
 /// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
@@ -311,7 +322,7 @@ async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Insta
 
 /// Returns when each touched NodeSet's first node agent Lease expires.
 async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Instant>, AppError> {
-    let Cx { client, events, stores, phases, metrics, leadership } = *cx;
+    let Cx { client, events, stores, phases, metrics, leadership, skipped } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
     let snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
     let mut model = crate::model::resolve(&snap)?;
@@ -333,7 +344,7 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
                 metrics.api_error("patch", e.code());
             })?;
         let missing = readiness::report::missing_leases(&r, &snap.evidence);
-        if !missing.is_empty() {
+        if !missing.is_empty() && may_write() {
             k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {
                 metrics.api_error("patch", e.code());
             })?;
@@ -345,7 +356,7 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
                 "more transitions than Events sent at once; the status objects say them all"
             );
         }
-        if !told.is_empty() {
+        if !told.is_empty() && may_write() {
             let failed = events.publish(&told).await;
             for _ in 0..failed {
                 metrics.api_error("create", None);
@@ -360,6 +371,8 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
                 "wrote"
             );
         }
+    } else {
+        skipped.set(true);
     }
     let at = |t: Time| {
         // One second after: the evaluation must see the Lease as expired.

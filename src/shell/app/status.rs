@@ -105,7 +105,14 @@ pub(super) fn run(
                 leader_election_id,
                 debounce: Duration::from_millis(debounce_ms.max(1)),
                 grace: duration("--grace-period", &grace_period)?,
-                crd_recheck: duration("--crd-recheck", &crd_recheck)?,
+                crd_recheck: match duration("--crd-recheck", &crd_recheck)? {
+                    d if d < Duration::from_secs(1) => {
+                        return Err(AppError::usage(format!(
+                            "--crd-recheck {crd_recheck}: give at least 1 second (each recheck is a list request per absent kind)"
+                        )));
+                    }
+                    d => d,
+                },
             };
             super::controller::run(&cx, opts, out)
         }

@@ -8,7 +8,7 @@
 //! only changes it has seen), so a replica cut off from the Lease would go on writing after
 //! another took the expired Lease over. [`Leadership`] adds a guard: it reads the Lease every
 //! [`CHECK`] and this replica leads only while the Lease, as last read, names it and was
-//! renewed recently enough that it cannot have expired yet ([`SAFETY`] before its end). When
+//! renewed recently enough that it cannot have expired yet ([`SAFETY_MS`] before its end). When
 //! the reads fail too, the last good read ages out, and the replica stops writing before the
 //! Lease could be taken.
 
@@ -21,26 +21,31 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{Client, Error};
-use crate::condition::Time;
 
 /// How long a Lease lasts and how long before its end the holder renews it: a replica that
 /// stops renewing is replaced within `DURATION` seconds.
 pub(crate) const DURATION: u64 = 15;
 pub(crate) const GRACE: u64 = 5;
-/// How often the guard reads the Lease.
-pub(crate) const CHECK: Duration = Duration::from_secs(2);
-/// How long before the Lease's end, as last read, this replica stops writing: a write takes
-/// time, and the Lease's times have a second's precision.
-pub(crate) const SAFETY: i64 = 3;
+/// How often the guard reads the Lease while the manager says this replica leads. The manager
+/// renews `GRACE` before the end; the guard must see the renewal before `SAFETY_MS` before the
+/// end, so `CHECK` stays well below `GRACE - SAFETY_MS` (else leadership would flicker off at
+/// renewals).
+pub(crate) const CHECK: Duration = Duration::from_secs(1);
+/// How long before the Lease's end, as last read, this replica stops writing (milliseconds):
+/// a write takes time.
+pub(crate) const SAFETY_MS: i64 = 2_000;
 
 /// Whether this replica may write.
 pub(crate) struct Leadership {
     /// The lease manager's view (always true without election).
     manager: watch::Receiver<bool>,
-    /// Until when the Lease, as last read, is this replica's (unix seconds); `None` without
-    /// election (no guard).
+    /// Until when the Lease, as last read, is this replica's (unix milliseconds); `None`
+    /// without election (no guard).
     confirmed_until: Option<Arc<Mutex<i64>>>,
     tasks: Vec<JoinHandle<()>>,
+    /// The guard's task: it holds a receiver of the manager's, so it is stopped before the
+    /// Lease is released (the manager releases when the last receiver is gone).
+    guard: Option<JoinHandle<()>>,
     /// Keeps the channel of a replica without election open.
     _always: Option<watch::Sender<bool>>,
 }
@@ -49,16 +54,13 @@ impl Leadership {
     /// A replica without election: it always leads.
     pub(crate) fn always() -> Leadership {
         let (tx, rx) = watch::channel(true);
-        Leadership { manager: rx, confirmed_until: None, tasks: Vec::new(), _always: Some(tx) }
+        Leadership { manager: rx, confirmed_until: None, tasks: Vec::new(), guard: None, _always: Some(tx) }
     }
 
     /// Whether this replica leads now: the manager says so and the Lease, as last read,
     /// cannot have expired.
     pub(crate) fn leads(&self) -> bool {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        *self.manager.borrow() && self.confirmed(now)
+        *self.manager.borrow() && self.confirmed(now_ms())
     }
 
     fn confirmed(&self, now: i64) -> bool {
@@ -73,10 +75,13 @@ impl Leadership {
     /// Releases the Lease (if held) and waits up to `grace` for it; false when it was not
     /// released in time.
     pub(crate) async fn release(self, grace: Duration) -> bool {
-        let Leadership { manager, tasks, confirmed_until, .. } = self;
-        // Dropping the receiver makes the lease manager release the Lease; the guard ends.
+        let Leadership { manager, tasks, guard, .. } = self;
+        if let Some(g) = guard {
+            g.abort();
+            let _ = g.await; // cancelled: its receiver is dropped
+        }
+        // Dropping the last receiver makes the lease manager release the Lease.
         drop(manager);
-        drop(confirmed_until);
         let mut ok = true;
         for t in tasks {
             if !t.is_finished() && tokio::time::timeout(grace, t).await.is_err() {
@@ -111,35 +116,53 @@ pub(crate) async fn elect(client: &Client, name: &str, identity: &str) -> Result
         }
     });
     let confirmed_until = Arc::new(Mutex::new(0));
-    // The guard ends on its own once the manager has released the Lease: not waited for.
-    tokio::spawn(guard(
+    let g = tokio::spawn(guard(
         client.clone(),
         name.to_string(),
         identity.to_string(),
-        Arc::downgrade(&confirmed_until),
+        confirmed_until.clone(),
+        rx.clone(),
     ));
-    Ok(Leadership { manager: rx, confirmed_until: Some(confirmed_until), tasks: vec![done], _always: None })
+    Ok(Leadership {
+        manager: rx,
+        confirmed_until: Some(confirmed_until),
+        tasks: vec![done],
+        guard: Some(g),
+        _always: None,
+    })
 }
 
-/// Reads the Lease every [`CHECK`] until the [`Leadership`] is gone, and records until when
-/// it is this replica's. It holds no receiver of the manager's: the manager releases the
-/// Lease when the last one is dropped.
-async fn guard(client: Client, name: String, identity: String, until: std::sync::Weak<Mutex<i64>>) {
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// While the manager says this replica leads, reads the Lease every [`CHECK`] (and at once
+/// when the manager's view changes), and records until when it is this replica's.
+async fn guard(
+    client: Client,
+    name: String,
+    identity: String,
+    until: Arc<Mutex<i64>>,
+    mut manager: watch::Receiver<bool>,
+) {
     let api: Api<k8s_openapi::api::coordination::v1::Lease> =
         Api::namespaced(client.kube(), client.namespace());
     let mut warned = false;
     loop {
-        tokio::time::sleep(CHECK).await;
-        if until.strong_count() == 0 {
-            return; // released
+        tokio::select! {
+            changed = manager.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep(CHECK) => {}
+        }
+        if !*manager.borrow() {
+            continue; // not leading: nothing to confirm
         }
         match client.within_time(api.get(&name)).await {
             Ok(lease) => {
                 warned = false;
                 let end = held_until(&lease, &identity).unwrap_or(0);
-                if let Some(until) = until.upgrade() {
-                    *until.lock().unwrap_or_else(|e| e.into_inner()) = end - SAFETY;
-                }
+                *until.lock().unwrap_or_else(|e| e.into_inner()) = end - SAFETY_MS;
             }
             Err(e) if !warned => {
                 warned = true;
@@ -150,15 +173,15 @@ async fn guard(client: Client, name: String, identity: String, until: std::sync:
     }
 }
 
-/// When the Lease's current claim ends (unix seconds), if `identity` holds it.
+/// When the Lease's current claim ends (unix milliseconds), if `identity` holds it.
 fn held_until(lease: &k8s_openapi::api::coordination::v1::Lease, identity: &str) -> Option<i64> {
     let spec = lease.spec.as_ref()?;
     if spec.holder_identity.as_deref() != Some(identity) {
         return None;
     }
     let renewed = serde_json::to_value(spec.renew_time.as_ref()?).ok()?;
-    let renewed = Time::parse(renewed.as_str()?)?;
-    Some(renewed.0 + i64::from(spec.lease_duration_seconds?))
+    let renewed: jiff::Timestamp = renewed.as_str()?.parse().ok()?;
+    Some(renewed.as_millisecond() + i64::from(spec.lease_duration_seconds?) * 1000)
 }
 
 #[cfg(test)]
@@ -175,9 +198,9 @@ mod tests {
 
     #[test]
     fn a_lease_is_ours_until_its_claim_ends() {
-        let at = |s: &str| Time::parse(s).unwrap().0;
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_millisecond();
         let l = lease("me", "2026-11-26T10:00:00.123456Z", 15);
-        assert_eq!(held_until(&l, "me"), Some(at("2026-11-26T10:00:15Z")));
+        assert_eq!(held_until(&l, "me"), Some(at("2026-11-26T10:00:15.123Z")), "to the millisecond");
         assert_eq!(held_until(&l, "other"), None, "another's claim is not ours");
     }
 
@@ -189,6 +212,7 @@ mod tests {
             manager: rx,
             confirmed_until: Some(until.clone()),
             tasks: Vec::new(),
+            guard: None,
             _always: Some(tx),
         };
         assert!(l.confirmed(99));

@@ -73,12 +73,18 @@ struct Watched {
 /// The stores of every watched kind.
 pub(crate) struct Stores {
     kinds: Vec<Watched>,
+    /// The NodeSets of Jobs deleted lately: their pods go after them (background deletion),
+    /// and each pod's deletion would otherwise touch every NodeSet.
+    departed: Departed,
 }
 
-fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
-    // A panic while holding it would have ended the process (panic = abort is not assumed,
-    // but no code holding the lock can panic); a poisoned store is still a consistent map.
-    store.lock().unwrap_or_else(|e| e.into_inner())
+/// Job name → NodeSet, of deleted Jobs; forgotten wholesale past [`DEPARTED_MAX`].
+type Departed = Arc<Mutex<std::collections::HashMap<String, String>>>;
+const DEPARTED_MAX: usize = 10_000;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // No code holding these locks panics; were one poisoned, the map would still be whole.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Stores {
@@ -101,6 +107,14 @@ impl Stores {
             .filter(|k| matches!(k.listed.kind, "OpenStackDataPlaneNodeSet" | "OpenStackDataPlaneRole"))
             .flat_map(|k| lock(&k.store).keys().cloned().collect::<Vec<_>>())
             .collect();
+        // The seeds' DataPlane declares Roles inline too.
+        for k in self.kinds.iter().filter(|k| k.listed.kind == "OpenStackDataPlane") {
+            for p in lock(&k.store).values() {
+                if let Ok(Entry::DataPlane(dp)) = &p.entry {
+                    names.extend(dp.body.roles.keys().cloned());
+                }
+            }
+        }
         names.sort();
         names.dedup();
         names
@@ -110,12 +124,15 @@ impl Stores {
     /// names only its Job.
     pub(crate) fn job_nodeset(&self, job: &str) -> Option<String> {
         let jobs = self.kinds.iter().find(|k| k.listed.kind == "Job")?;
-        lock(&jobs.store).get(job)?.reach.nodeset().map(String::from)
+        if let Some(p) = lock(&jobs.store).get(job) {
+            return p.reach.nodeset().map(String::from);
+        }
+        lock(&self.departed).get(job).cloned()
     }
 
     /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
-    /// ConfigMaps and Secrets it references (got by name): with every NodeSet touched, exactly
-    /// what `read::snapshot` would have listed.
+    /// ConfigMaps and Secrets it references (got by name): what `read::snapshot` would have
+    /// listed, less the objects of other NodeSets.
     pub(crate) async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
         let job_nodeset = |j: &str| self.job_nodeset(j);
         let mut snap = Snapshot::default();
@@ -141,6 +158,7 @@ pub(crate) async fn start(
 ) -> Result<Stores, Error> {
     let ns = client.namespace().to_string();
     let mut kinds = Vec::new();
+    let departed = Departed::default();
     for l in LISTED {
         let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &l.resource());
         let sel = l.selector(selector);
@@ -157,11 +175,12 @@ pub(crate) async fn start(
             synced: synced.clone(),
             tx: events.clone(),
             recheck,
+            departed: (l.kind == "Job").then(|| departed.clone()),
         };
         tokio::spawn(w.run(installed));
         kinds.push(Watched { listed: l, store, synced });
     }
-    Ok(Stores { kinds })
+    Ok(Stores { kinds, departed })
 }
 
 /// Whether the kind's CRD is installed: a one-item list answers (404: it is not).
@@ -193,6 +212,8 @@ struct Watch {
     tx: UnboundedSender<WatchEvent>,
     /// How often an absent kind is asked for again.
     recheck: Duration,
+    /// For Jobs: where a deleted one's NodeSet is remembered.
+    departed: Option<Departed>,
 }
 
 impl Watch {
@@ -245,6 +266,13 @@ impl Watch {
                 Ok(watcher::Event::Delete(o)) => {
                     let (name, part) = self.part(o);
                     lock(&self.store).remove(&name);
+                    if let (Some(d), Some(set)) = (&self.departed, part.reach.nodeset()) {
+                        let mut d = lock(d);
+                        if d.len() >= DEPARTED_MAX {
+                            d.clear();
+                        }
+                        d.insert(name.clone(), set.to_string());
+                    }
                     self.tx.send(WatchEvent::Changed { kind, reach: part.reach })
                 }
                 Err(e) => self.tx.send(WatchEvent::Failed { kind, code: code(&e), error: e.to_string() }),
