@@ -51,37 +51,59 @@ pub(crate) enum Reach {
     NodeSets(Vec<String>),
     /// Any NodeSet.
     All,
-    /// A pod: its Job's NodeSet, looked up when needed (the Job may be seen after the pod).
+    /// A Job: the NodeSet of its label and every NodeSet of its Deployment (a global
+    /// service's one Job runs for all of them, labelled with one), looked up when needed.
+    Run { nodeset: Option<String>, deployment: String },
+    /// A pod: its Job's reach, looked up when needed (the Job may be seen after the pod).
     Job(String),
 }
 
+/// What a reach that names another object needs to know of it.
+pub(crate) trait Lookup {
+    /// The reach of a Job (stored, or deleted lately).
+    fn job(&self, name: &str) -> Option<Reach>;
+    /// The NodeSets a Deployment names.
+    fn deployment(&self, name: &str) -> Option<Vec<String>>;
+}
+
+/// Nothing known of other objects.
+impl Lookup for () {
+    fn job(&self, _: &str) -> Option<Reach> {
+        None
+    }
+    fn deployment(&self, _: &str) -> Option<Vec<String>> {
+        None
+    }
+}
+
 impl Reach {
-    /// The NodeSets it touches; `job_nodeset` finds the NodeSet of a Job by name.
-    pub(crate) fn touch(&self, job_nodeset: &dyn Fn(&str) -> Option<String>) -> Touch {
+    /// The NodeSets it touches.
+    pub(crate) fn touch(&self, lookup: &dyn Lookup) -> Touch {
         match self {
             Reach::NodeSets(v) => Touch::NodeSets(v.iter().cloned().collect()),
             Reach::All => Touch::All,
-            Reach::Job(job) => match job_nodeset(job) {
-                Some(s) => Touch::NodeSets(BTreeSet::from([s])),
-                None => Touch::All,
+            Reach::Run { nodeset, deployment } => {
+                let mut sets: BTreeSet<String> = nodeset.iter().cloned().collect();
+                sets.extend(lookup.deployment(deployment).unwrap_or_default());
+                if sets.is_empty() { Touch::All } else { Touch::NodeSets(sets) }
+            }
+            Reach::Job(job) => match lookup.job(job) {
+                // A Job's reach never names another Job: no loop.
+                Some(r @ (Reach::NodeSets(_) | Reach::Run { .. })) => r.touch(lookup),
+                _ => Touch::All,
             },
         }
     }
 
     /// Whether an object of this reach is needed to evaluate the `touched` NodeSets.
-    pub(crate) fn within(&self, touched: &Touch, job_nodeset: &dyn Fn(&str) -> Option<String>) -> bool {
+    pub(crate) fn within(&self, touched: &Touch, lookup: &dyn Lookup) -> bool {
         match (self, touched) {
             (_, Touch::All) | (Reach::All, _) => true,
             (Reach::NodeSets(v), t) => v.iter().any(|s| t.includes(s)),
-            (Reach::Job(job), t) => job_nodeset(job).is_none_or(|s| t.includes(&s)),
-        }
-    }
-
-    /// The one NodeSet it names, if it names exactly one.
-    pub(crate) fn nodeset(&self) -> Option<&str> {
-        match self {
-            Reach::NodeSets(v) if v.len() == 1 => Some(&v[0]),
-            _ => None,
+            (Reach::Run { .. } | Reach::Job(_), t) => match self.touch(lookup) {
+                Touch::All => true,
+                Touch::NodeSets(s) => s.iter().any(|s| t.includes(s)),
+            },
         }
     }
 }
@@ -92,7 +114,7 @@ pub(crate) fn reach(kind: &str, name: &str, labels: &BTreeMap<String, String>, s
         Some(s) if !s.is_empty() => Reach::NodeSets(vec![s.to_string()]),
         _ => Reach::All,
     };
-    let label = |k: &str| labels.get(k).map(String::as_str);
+    let label = |k: &str| labels.get(k).map(String::as_str).filter(|v| !v.is_empty());
     match kind {
         "OpenStackDataPlaneNodeSet" | "OpenStackBaremetalSet" | "OpenStackDataPlaneRole" => one(Some(name)),
         // A seeds' Node belongs to its Role.
@@ -101,7 +123,13 @@ pub(crate) fn reach(kind: &str, name: &str, labels: &BTreeMap<String, String>, s
             Some(list) => Reach::NodeSets(list.iter().filter_map(|n| n.as_str().map(String::from)).collect()),
             None => Reach::All,
         },
-        "Job" => one(label("openstackdataplanenodeset")),
+        "Job" => match label("openstackdataplanedeployment") {
+            Some(d) => Reach::Run {
+                nodeset: label("openstackdataplanenodeset").map(String::from),
+                deployment: d.to_string(),
+            },
+            None => one(label("openstackdataplanenodeset")),
+        },
         "Pod" => match label("batch.kubernetes.io/job-name").or_else(|| label("job-name")) {
             Some(job) => Reach::Job(job.to_string()),
             None => Reach::All,
@@ -115,16 +143,15 @@ pub(crate) fn reach(kind: &str, name: &str, labels: &BTreeMap<String, String>, s
 }
 
 /// The NodeSets a change of an object of `kind` can move, from its name, labels and spec.
-/// `job_nodeset` finds the NodeSet of a Job by name (a pod names only its Job).
 #[cfg(test)]
 pub(crate) fn touched_parts(
     kind: &str,
     name: &str,
     labels: &BTreeMap<String, String>,
     spec: &Value,
-    job_nodeset: &dyn Fn(&str) -> Option<String>,
+    lookup: &dyn Lookup,
 ) -> Touch {
-    reach(kind, name, labels, spec).touch(job_nodeset)
+    reach(kind, name, labels, spec).touch(lookup)
 }
 
 /// For each NodeSet, the earliest time after `now` at which one of its node agents' Leases
@@ -147,18 +174,39 @@ mod tests {
 
     use super::*;
 
-    fn touched(kind: &str, obj: &Value, job_nodeset: &dyn Fn(&str) -> Option<String>) -> Touch {
+    /// Jobs and Deployments known by name.
+    #[derive(Default)]
+    struct Known {
+        jobs: BTreeMap<String, Reach>,
+        deployments: BTreeMap<String, Vec<String>>,
+    }
+
+    impl Lookup for Known {
+        fn job(&self, name: &str) -> Option<Reach> {
+            self.jobs.get(name).cloned()
+        }
+        fn deployment(&self, name: &str) -> Option<Vec<String>> {
+            self.deployments.get(name).cloned()
+        }
+    }
+
+    fn known() -> Known {
+        let mut k = Known::default();
+        k.jobs.insert("nova-d-cell2".into(), Reach::NodeSets(vec!["cell2".into()]));
+        k.jobs.insert(
+            "ssh-d-cell1".into(),
+            Reach::Run { nodeset: Some("cell1".into()), deployment: "d".into() },
+        );
+        k.deployments.insert("d".into(), vec!["cell1".into(), "cell3".into()]);
+        k
+    }
+
+    fn touched(kind: &str, obj: &Value, lookup: &dyn Lookup) -> Touch {
         let labels: BTreeMap<String, String> = obj["metadata"]["labels"]
             .as_object()
             .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
             .unwrap_or_default();
-        touched_parts(
-            kind,
-            obj["metadata"]["name"].as_str().unwrap_or(""),
-            &labels,
-            &obj["spec"],
-            job_nodeset,
-        )
+        touched_parts(kind, obj["metadata"]["name"].as_str().unwrap_or(""), &labels, &obj["spec"], lookup)
     }
 
     fn sets(names: &[&str]) -> Touch {
@@ -167,7 +215,7 @@ mod tests {
 
     #[test]
     fn each_kind_names_the_nodesets_it_moves() {
-        let none = |_: &str| None;
+        let none = ();
         let ns = json!({"metadata": {"name": "cell1"}});
         assert_eq!(touched("OpenStackDataPlaneNodeSet", &ns, &none), sets(&["cell1"]));
         let d = json!({"metadata": {"name": "d"}, "spec": {"nodeSets": ["cell1", "cell2"]}});
@@ -176,8 +224,13 @@ mod tests {
             json!({"metadata": {"name": "nova-d-cell2", "labels": {"openstackdataplanenodeset": "cell2"}}});
         assert_eq!(touched("Job", &job, &none), sets(&["cell2"]));
         let pod = json!({"metadata": {"labels": {"batch.kubernetes.io/job-name": "nova-d-cell2"}}});
-        let jobs = |j: &str| (j == "nova-d-cell2").then(|| "cell2".to_string());
-        assert_eq!(touched("Pod", &pod, &jobs), sets(&["cell2"]));
+        assert_eq!(touched("Pod", &pod, &known()), sets(&["cell2"]));
+        // A global service's Job: its label's NodeSet and every NodeSet of its Deployment.
+        let run = json!({"metadata": {"labels": {"openstackdataplanenodeset": "cell1", "openstackdataplanedeployment": "d"}}});
+        assert_eq!(touched("Job", &run, &known()), sets(&["cell1", "cell3"]));
+        assert_eq!(touched("Job", &run, &none), sets(&["cell1"]), "its Deployment not seen: its label");
+        let ssh = json!({"metadata": {"labels": {"batch.kubernetes.io/job-name": "ssh-d-cell1"}}});
+        assert_eq!(touched("Pod", &ssh, &known()), sets(&["cell1", "cell3"]));
         assert_eq!(touched("Pod", &pod, &none), Touch::All, "a pod of an unknown Job: anything");
         let lease = json!({"metadata": {"labels": {"agent.edpm.openstack.org/nodeset": "cell1"}}});
         assert_eq!(touched("Lease", &lease, &none), sets(&["cell1"]));
@@ -192,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_stored_object_is_needed_by_the_nodesets_it_reaches() {
-        let jobs = |j: &str| (j == "nova-d-cell2").then(|| "cell2".to_string());
+        let jobs = known();
         let cell1 = sets(&["cell1"]);
         assert!(Reach::NodeSets(vec!["cell1".into()]).within(&cell1, &jobs));
         assert!(!Reach::NodeSets(vec!["cell2".into()]).within(&cell1, &jobs));
@@ -202,8 +255,12 @@ mod tests {
         assert!(!Reach::Job("nova-d-cell2".into()).within(&cell1, &jobs));
         assert!(Reach::Job("nova-d-cell2".into()).within(&sets(&["cell2"]), &jobs));
         assert!(Reach::Job("unknown".into()).within(&cell1, &jobs), "a pod of an unseen Job: kept");
-        assert_eq!(Reach::NodeSets(vec!["a".into()]).nodeset(), Some("a"));
-        assert_eq!(Reach::NodeSets(vec!["a".into(), "b".into()]).nodeset(), None);
+        let cell3 = sets(&["cell3"]);
+        assert!(
+            Reach::Job("ssh-d-cell1".into()).within(&cell3, &jobs),
+            "a global service's run reaches cell3"
+        );
+        assert!(!Reach::Job("ssh-d-cell1".into()).within(&sets(&["cell2"]), &jobs));
     }
 
     #[test]

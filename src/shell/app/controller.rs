@@ -133,7 +133,7 @@ async fn control(
                 let Some(ev) = ev else { break "the watches ended" };
                 match ev {
                     WatchEvent::Changed { kind, reach } => {
-                        let t = reach.touch(&|j| stores.job_nodeset(j));
+                        let t = reach.touch(&stores);
                         tracing::trace!(kind, touched = ?t, "changed");
                         if !t.is_empty() {
                             pending.add(t);

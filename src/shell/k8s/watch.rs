@@ -33,7 +33,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::read::{LISTED, Listed, ReadError, listed_json, located};
 use super::{Client, Error};
-use crate::readiness::touch::{self, Reach, Touch};
+use crate::readiness::touch::{self, Lookup, Reach, Touch};
 use crate::snapshot::resource::{FieldLines, Origin};
 use crate::snapshot::{Entry, Snapshot, SnapshotError};
 
@@ -78,8 +78,8 @@ pub(crate) struct Stores {
     departed: Departed,
 }
 
-/// Job name → NodeSet, of deleted Jobs; forgotten wholesale past [`DEPARTED_MAX`].
-type Departed = Arc<Mutex<std::collections::HashMap<String, String>>>;
+/// Job name → its reach, of deleted Jobs; forgotten wholesale past [`DEPARTED_MAX`].
+type Departed = Arc<Mutex<std::collections::HashMap<String, Reach>>>;
 const DEPARTED_MAX: usize = 10_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -120,31 +120,41 @@ impl Stores {
         names
     }
 
-    /// The NodeSet a stored Job belongs to (its `openstackdataplanenodeset` label): a pod
-    /// names only its Job.
-    pub(crate) fn job_nodeset(&self, job: &str) -> Option<String> {
-        let jobs = self.kinds.iter().find(|k| k.listed.kind == "Job")?;
-        if let Some(p) = lock(&jobs.store).get(job) {
-            return p.reach.nodeset().map(String::from);
-        }
-        lock(&self.departed).get(job).cloned()
-    }
-
     /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
     /// ConfigMaps and Secrets it references (got by name): what `read::snapshot` would have
     /// listed, less the objects of other NodeSets.
     pub(crate) async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
-        let job_nodeset = |j: &str| self.job_nodeset(j);
         let mut snap = Snapshot::default();
         for k in &self.kinds {
+            // Lock order: a store, then the Jobs' or Deployments' to look a reach up; a Job's
+            // or a Deployment's own reach never looks up its own kind.
             let store = lock(&k.store);
-            let kept = store.values().filter(|p| p.reach.within(touched, &job_nodeset));
+            let kept = store.values().filter(|p| p.reach.within(touched, self));
             let entries: Vec<&Entry> =
                 kept.map(|p| p.entry.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
             snap.absorb(Snapshot::from_entries(entries));
         }
         snap.check_duplicates()?;
         super::read::add_references(client, snap).await
+    }
+}
+
+/// What the stores know of Jobs (pods name only theirs) and Deployments (a Job names one).
+impl Lookup for Stores {
+    fn job(&self, name: &str) -> Option<Reach> {
+        let jobs = self.kinds.iter().find(|k| k.listed.kind == "Job")?;
+        if let Some(p) = lock(&jobs.store).get(name) {
+            return Some(p.reach.clone());
+        }
+        lock(&self.departed).get(name).cloned()
+    }
+
+    fn deployment(&self, name: &str) -> Option<Vec<String>> {
+        let d = self.kinds.iter().find(|k| k.listed.kind == "OpenStackDataPlaneDeployment")?;
+        match &lock(&d.store).get(name)?.reach {
+            Reach::NodeSets(v) => Some(v.clone()),
+            _ => None,
+        }
     }
 }
 
@@ -266,12 +276,12 @@ impl Watch {
                 Ok(watcher::Event::Delete(o)) => {
                     let (name, part) = self.part(o);
                     lock(&self.store).remove(&name);
-                    if let (Some(d), Some(set)) = (&self.departed, part.reach.nodeset()) {
+                    if let Some(d) = &self.departed {
                         let mut d = lock(d);
                         if d.len() >= DEPARTED_MAX {
                             d.clear();
                         }
-                        d.insert(name.clone(), set.to_string());
+                        d.insert(name.clone(), part.reach.clone());
                     }
                     self.tx.send(WatchEvent::Changed { kind, reach: part.reach })
                 }
