@@ -324,6 +324,22 @@ fn leads(c: &Controller) -> Option<bool> {
     (code == 200).then(|| text.lines().any(|l| l == "edpm_leader 1"))
 }
 
+/// The retrying nova Job of cell1 has failed `attempts` times (another attempt follows).
+fn retry_fails(api: &FakeApi, attempts: u32) {
+    let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
+    job["status"]["failed"] = json!(attempts);
+    api.put_replace(job);
+}
+
+/// Waits until edpm-compute-4's nova condition says it is at `attempt` of the Job's 7.
+fn wait_for_attempt(api: &FakeApi, attempt: u32, what: &str, limit: Duration) {
+    let prefix = format!("attempt {attempt} of 7");
+    wait_for(what, limit, || {
+        condition(api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
+            .is_some_and(|c| c["message"].as_str().unwrap_or("").starts_with(&prefix))
+    });
+}
+
 #[test]
 fn of_two_replicas_one_writes_and_the_other_takes_over() {
     let api = crate::status_api::cluster();
@@ -341,13 +357,8 @@ fn of_two_replicas_one_writes_and_the_other_takes_over() {
     assert!(!holder.is_empty(), "{lease}");
     // One change, one write: only the leader writes.
     let before = status_patches(&api).len();
-    let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
-    job["status"]["failed"] = json!(2);
-    api.put_replace(job);
-    wait_for("the write", Duration::from_secs(5), || {
-        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
-            .is_some_and(|c| c["message"].as_str().unwrap_or("").starts_with("attempt 2 of 7"))
-    });
+    retry_fails(&api, 2);
+    wait_for_attempt(&api, 2, "the write", Duration::from_secs(5));
     std::thread::sleep(Duration::from_secs(1));
     let new = status_patches(&api).split_off(before);
     assert_eq!(new.len(), 1, "one status write, by the leader alone: {new:?}");
@@ -363,13 +374,8 @@ fn of_two_replicas_one_writes_and_the_other_takes_over() {
         took <= Duration::from_secs(21),
         "took over after {took:?} (Lease 15 s, renewal 5 s before its end)"
     );
-    let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
-    job["status"]["failed"] = json!(3);
-    api.put_replace(job);
-    wait_for("the new leader's write", Duration::from_secs(5), || {
-        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
-            .is_some_and(|c| c["message"].as_str().unwrap_or("").starts_with("attempt 3 of 7"))
-    });
+    retry_fails(&api, 3);
+    wait_for_attempt(&api, 3, "the new leader's write", Duration::from_secs(5));
     // SIGTERM: exit 0, the Lease released.
     let (code, took, err) = follower.stop();
     assert_eq!(code, Some(0), "{err}");
@@ -407,18 +413,13 @@ fn a_leader_that_cannot_renew_stops_writing_before_its_lease_could_expire() {
     );
     // A change now is not written by a replica that may have lost the Lease.
     let before = status_patches(&api).len();
-    let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
-    job["status"]["failed"] = json!(2);
-    api.put_replace(job);
+    retry_fails(&api, 2);
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(status_patches(&api).split_off(before), Vec::<String>::new(), "written without leadership");
     // The Lease can be renewed again: it leads and writes the change.
     api.clear_faults();
     wait_for("leadership again", Duration::from_secs(40), || leads(&c) == Some(true));
-    wait_for("the write", Duration::from_secs(10), || {
-        condition(&api, "edpm-compute-cell1-edpm-compute-4", "ServiceNovaDeploymentReady")
-            .is_some_and(|c| c["message"].as_str().unwrap_or("").starts_with("attempt 2 of 7"))
-    });
+    wait_for_attempt(&api, 2, "the write", Duration::from_secs(10));
 }
 
 #[test]

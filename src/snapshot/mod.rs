@@ -579,13 +579,11 @@ impl Snapshot {
         Ok(())
     }
 
-    /// A snapshot of decoded objects.
-    pub fn from_entries<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> Snapshot {
-        let mut snap = Snapshot::default();
+    /// Adds decoded objects (copies of them) to their lists.
+    pub fn add_entries<'e>(&mut self, entries: impl IntoIterator<Item = &'e Entry>) {
         for e in entries {
-            snap.file(e.clone());
+            self.file(e.clone());
         }
-        snap
     }
 
     /// Files one decoded object into its list.

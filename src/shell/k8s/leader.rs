@@ -42,7 +42,8 @@ pub(crate) struct Leadership {
     /// Until when the Lease, as last read, is this replica's (unix milliseconds); `None`
     /// without election (no guard).
     confirmed_until: Option<Arc<Mutex<i64>>>,
-    tasks: Vec<JoinHandle<()>>,
+    /// The manager's task, which ends once the Lease is released.
+    task: Option<JoinHandle<()>>,
     /// The guard's task: it holds a receiver of the manager's, so it is stopped before the
     /// Lease is released (the manager releases when the last receiver is gone).
     guard: Option<JoinHandle<()>>,
@@ -54,7 +55,7 @@ impl Leadership {
     /// A replica without election: it always leads.
     pub(crate) fn always() -> Leadership {
         let (tx, rx) = watch::channel(true);
-        Leadership { manager: rx, confirmed_until: None, tasks: Vec::new(), guard: None, _always: Some(tx) }
+        Leadership { manager: rx, confirmed_until: None, task: None, guard: None, _always: Some(tx) }
     }
 
     /// Whether this replica leads now: the manager says so and the Lease, as last read,
@@ -75,20 +76,17 @@ impl Leadership {
     /// Releases the Lease (if held) and waits up to `grace` for it; false when it was not
     /// released in time.
     pub(crate) async fn release(self, grace: Duration) -> bool {
-        let Leadership { manager, tasks, guard, .. } = self;
+        let Leadership { manager, task, guard, .. } = self;
         if let Some(g) = guard {
             g.abort();
             let _ = g.await; // cancelled: its receiver is dropped
         }
         // Dropping the last receiver makes the lease manager release the Lease.
         drop(manager);
-        let mut ok = true;
-        for t in tasks {
-            if !t.is_finished() && tokio::time::timeout(grace, t).await.is_err() {
-                ok = false;
-            }
+        match task {
+            Some(t) => t.is_finished() || tokio::time::timeout(grace, t).await.is_ok(),
+            None => true,
         }
-        ok
     }
 }
 
@@ -126,7 +124,7 @@ pub(crate) async fn elect(client: &Client, name: &str, identity: &str) -> Result
     Ok(Leadership {
         manager: rx,
         confirmed_until: Some(confirmed_until),
-        tasks: vec![done],
+        task: Some(done),
         guard: Some(g),
         _always: None,
     })
@@ -211,7 +209,7 @@ mod tests {
         let l = Leadership {
             manager: rx,
             confirmed_until: Some(until.clone()),
-            tasks: Vec::new(),
+            task: None,
             guard: None,
             _always: Some(tx),
         };

@@ -130,9 +130,11 @@ impl Stores {
             // or a Deployment's own reach never looks up its own kind.
             let store = lock(&k.store);
             let kept = store.values().filter(|p| p.reach.within(touched, self));
+            // Filed straight into one snapshot: absorbing a snapshot per kind copied the lists
+            // kind after kind.
             let entries: Vec<&Entry> =
                 kept.map(|p| p.entry.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
-            snap.absorb(Snapshot::from_entries(entries));
+            snap.add_entries(entries);
         }
         snap.check_duplicates()?;
         super::read::add_references(client, snap).await
