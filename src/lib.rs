@@ -19,6 +19,7 @@ pub mod excerpt;
 pub(crate) mod inventory;
 pub(crate) mod model;
 pub(crate) mod mounts;
+pub(crate) mod nova;
 pub(crate) mod nova_cell;
 pub mod oslo;
 pub(crate) mod readiness;

@@ -26,6 +26,10 @@ pub(crate) struct CellContext {
     pub service_password: Option<String>,
     pub application_credential: Option<(String, String)>,
     pub novncproxy_base_url: Option<String>,
+    /// The Secret named by `spec.secret` (for hints; never its values).
+    pub secret: String,
+    /// `spec.tls.caBundleSecretName`: the control plane's CA bundle the cell's clients trust.
+    pub ca_bundle_secret: Option<String>,
     /// The chain as text, for messages and provenance.
     pub chain: String,
 }
@@ -148,6 +152,66 @@ pub(crate) fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Re
         service_user: text("serviceUser").unwrap_or_else(|| "nova".into()),
         service_password,
         application_credential,
+        secret: secret_name,
+        ca_bundle_secret: spec
+            .pointer("/tls/caBundleSecretName")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
         chain,
     })
+}
+
+/// The data-plane service of a NodeSet that deploys nova-compute (type `nova`), if any.
+pub(crate) fn nova_service<'g>(snap: &Snapshot, group: &'g HostGroup) -> Option<&'g str> {
+    group.services.value.iter().map(String::as_str).find(|s| snap.service_type(s) == crate::nova::SERVICE_TYPE)
+}
+
+/// The Keystone logins that can ask Nova about the model's nova computes: one per distinct
+/// (Keystone, region, user, project), from each compute's cell; and each compute whose cell
+/// cannot be resolved, with why (those nodes' Nova check is Unknown).
+pub(crate) fn logins(snap: &Snapshot, model: &crate::model::Model) -> (Vec<crate::nova::Login>, Vec<CellError>) {
+    let mut out: Vec<crate::nova::Login> = Vec::new();
+    let mut problems = Vec::new();
+    for g in &model.groups {
+        let Some(service) = nova_service(snap, g) else { continue };
+        for m in &g.members {
+            let cx = match resolve(snap, g, m) {
+                Ok(cx) => cx,
+                Err(e) => {
+                    problems.push(e);
+                    continue;
+                }
+            };
+            let login = login(snap, &cx, service);
+            match out.iter_mut().find(|l| l.key() == login.key()) {
+                Some(l) if !l.cells.contains(&cx.name) => l.cells.push(cx.name.clone()),
+                Some(_) => {}
+                None => out.push(login),
+            }
+        }
+    }
+    (out, problems)
+}
+
+/// How a cell's service user logs in: nova-operator's `01-nova.conf` (`project_name = service`,
+/// domains `Default`), trusting the NovaCell's CA bundle, else the nova service's `caCerts`.
+fn login(snap: &Snapshot, cx: &CellContext, service: &str) -> crate::nova::Login {
+    let ca = cx.ca_bundle_secret.clone().unwrap_or_else(|| snap.service_ca_certs(service));
+    let ca_bundle = snap
+        .secret(&ca)
+        .and_then(|s| s.body.data.get(crate::services::CA_BUNDLE_KEY))
+        .map(|b| String::from_utf8_lossy(b).into_owned());
+    crate::nova::Login {
+        auth_url: cx.keystone_internal_url.clone(),
+        region: cx.region.clone(),
+        user: cx.service_user.clone(),
+        domain: "Default".into(),
+        project: "service".into(),
+        password: cx.service_password.clone(),
+        application_credential: cx.application_credential.clone(),
+        ca_bundle,
+        secret: cx.secret.clone(),
+        cells: vec![cx.name.clone()],
+    }
 }

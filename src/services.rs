@@ -293,6 +293,9 @@ pub(crate) const DEFAULT_ROLE_SERVICES: &[&str] = &[
 
 /// The CRD default of `OpenStackDataPlaneService.spec.caCerts`.
 pub(crate) const DEFAULT_CA_CERTS: &str = "combined-ca-bundle";
+/// The key of the CA bundle Secret that holds the PEM bundle (edpm_install_certs reads it;
+/// the Nova client trusts it).
+pub(crate) const CA_BUNDLE_KEY: &str = "tls-ca-bundle.pem";
 
 pub(crate) fn find(name: &str) -> Option<&'static Service> {
     CATALOGUE.iter().find(|s| s.name == name)

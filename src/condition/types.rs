@@ -16,6 +16,9 @@ pub(crate) const SERVICES: &str = "ServicesReady";
 pub(crate) const RECONCILING: &str = "Reconciling";
 /// kstatus: a terminal failure no running Deployment will retry.
 pub(crate) const STALLED: &str = "Stalled";
+/// Phase 1, Nova's own view: nova-compute registered, up and enabled, its hypervisor known
+/// (nova-operator's `Nova<Thing>Ready` style; a member of `ServicesReady`).
+pub(crate) const NOVA_COMPUTE: &str = "NovaComputeReady";
 /// The node agent's own phase -1 and 0 checks, on the node.
 pub(crate) const NODE_AGENT: &str = "NodeAgentReady";
 

@@ -644,7 +644,7 @@ fn prefix_len(cidr: &str) -> Option<u8> {
 }
 
 /// `canonical_hostname` and the search domain it adds, as `populateInventoryFromIPAM` does.
-fn canonical(host_name: &str, dns_domain: &str) -> (String, Option<String>) {
+pub(crate) fn canonical(host_name: &str, dns_domain: &str) -> (String, Option<String>) {
     match host_name.split_once('.') {
         Some((_, domain)) => (host_name.to_string(), (domain != dns_domain).then(|| domain.to_string())),
         None if dns_domain.is_empty() => (host_name.to_string(), None),

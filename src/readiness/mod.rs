@@ -21,6 +21,7 @@ pub(crate) mod jobs;
 pub(crate) mod limit;
 pub(crate) mod names;
 mod node;
+mod nova;
 pub(crate) mod report;
 mod rollup;
 mod service;
@@ -136,8 +137,10 @@ pub(crate) fn evaluate(
     let leases: HashMap<&str, &crate::snapshot::evidence::Lease> =
         ev.leases.iter().map(|l| (l.id.name.as_str(), l)).collect();
     let jobs = jobs::Jobs::new(ev);
+    let saved = nova_saved(snap);
+    let nova = snap.evidence.nova.as_deref().or(saved.as_ref()).map(|e| nova::NovaContext::new(snap, e));
     let one = |group: &HostGroup| -> (Vec<NodeView>, NodeSetView) {
-        let cx = GroupContext::new(snap, group, phases, &jobs, opts);
+        let cx = GroupContext::new(snap, group, phases, &jobs, opts, nova.as_ref());
         let nodes: Vec<NodeView> = group.members.iter().map(|m| cx.node(m, &reports, &leases, now)).collect();
         let set = cx.rollup(&nodes, &rollups, now);
         (nodes, set)
@@ -168,6 +171,19 @@ pub(crate) fn evaluate(
         out.nodesets.push(set);
     }
     out
+}
+
+/// A directory source's saved Nova answer, when Nova was not asked live. (The shell refuses
+/// a broken one before it gets here; should one get here, it reads as Nova unavailable.)
+fn nova_saved(snap: &Snapshot) -> Option<crate::nova::NovaEvidence> {
+    use crate::nova::NovaEvidence;
+    if snap.evidence.nova.is_some() {
+        return None;
+    }
+    match crate::nova::answer::from_saved(&snap.evidence.nova_saved) {
+        Ok(a) => a.map(NovaEvidence::Answer),
+        Err(message) => Some(NovaEvidence::Unavailable { message, since: None, last_answer: None }),
+    }
 }
 
 /// The names a host may go by in a Job's summary: its inventory name, its key in the NodeSet,
@@ -201,6 +217,10 @@ struct GroupContext<'a> {
     outcomes: Vec<Vec<Option<Outcome<'a>>>>,
     /// Each run's services, as indices into `svcs`.
     run_svcs: Vec<Vec<usize>>,
+    /// The Nova evidence, when there is any.
+    nova: Option<&'a nova::NovaContext<'a>>,
+    /// This group's service that deploys nova-compute (type `nova`).
+    nova_service: Option<&'a str>,
 }
 
 struct SvcInfo<'a> {
@@ -218,6 +238,7 @@ impl<'a> GroupContext<'a> {
         phases: &'a PhaseMap,
         jobs: &'a jobs::Jobs<'a>,
         opts: Options,
+        nova: Option<&'a nova::NovaContext<'a>>,
     ) -> GroupContext<'a> {
         let ev = &snap.evidence;
         let (status, legacy) = match group.kind {
@@ -273,6 +294,8 @@ impl<'a> GroupContext<'a> {
             svcs,
             outcomes,
             run_svcs,
+            nova_service: nova.and_then(|_| crate::nova_cell::nova_service(snap, group)),
+            nova,
         };
         cx.drift = cx.drift();
         cx

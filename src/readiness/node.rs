@@ -78,11 +78,14 @@ impl<'a> GroupContext<'a> {
     /// Phases 0 and 1, from each service's state; the services' own conditions after them.
     fn phases(&self, m: &Member, g: &mut Gathered<'a>) {
         let names = self.limit_names(m);
-        let states: Vec<(&'a str, Phase, ServiceState)> = self
+        let mut states: Vec<(&'a str, Phase, ServiceState)> = self
             .services(&names)
             .into_iter()
             .map(|k| (self.svcs[k].name, self.svcs[k].phase, self.service_state(m, &names, k)))
             .collect();
+        if let Some(nova) = self.nova_member(m, &states) {
+            states.push(nova);
+        }
         for (ty, phase, label) in [
             (INFRASTRUCTURE, Phase::Infrastructure, "infrastructure"),
             (SERVICES, Phase::Services, "OpenStack"),

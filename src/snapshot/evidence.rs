@@ -352,6 +352,11 @@ pub struct Evidence {
     /// edpm-agent's own per-NodeSet status objects, as written last time.
     pub rollups: Vec<NodeReport>,
     pub leases: Vec<Lease>,
+    /// What Nova said of the computes, asked live by the shell (`None`: not asked).
+    pub(crate) nova: Option<std::sync::Arc<crate::nova::NovaEvidence>>,
+    /// Saved Nova answers found in a directory source (`openstack … -f json`, or the API's
+    /// JSON), used when Nova was not asked live.
+    pub(crate) nova_saved: Vec<crate::nova::Saved>,
 }
 
 impl Evidence {
@@ -366,6 +371,10 @@ impl Evidence {
         self.reports.extend(other.reports);
         self.rollups.extend(other.rollups);
         self.leases.extend(other.leases);
+        if other.nova.is_some() {
+            self.nova = other.nova;
+        }
+        self.nova_saved.extend(other.nova_saved);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -379,6 +388,7 @@ impl Evidence {
             && self.reports.is_empty()
             && self.rollups.is_empty()
             && self.leases.is_empty()
+            && self.nova_saved.is_empty()
     }
 }
 

@@ -90,6 +90,10 @@ pub enum SnapshotError {
         "{origin}: kind {kind} is not a kind of {group}; did you mean {suggestion}? The API server would refuse this object, so edpm-agent does too: fix the kind"
     )]
     KindTypo { origin: Origin, kind: String, group: String, suggestion: &'static str },
+    #[error(
+        "{origin}: this looks like a saved Nova answer, but {message}; save it again with `openstack compute service list -f json` (or `hypervisor list -f json`), or save the compute API's JSON as it came"
+    )]
+    NovaAnswer { origin: Origin, message: String },
     #[error("{kind}/{name} is defined twice: at {first} and at {second}; remove one of them")]
     Duplicate { kind: String, name: String, first: Origin, second: Origin },
 }
@@ -289,6 +293,21 @@ impl FilePart {
             let looks_like_object = doc.node.get("apiVersion").is_some() || doc.node.get("kind").is_some();
             self.objects += usize::from(looks_like_object);
             let origin = Origin::File { path: path.to_string(), line: doc.line };
+            // A saved Nova answer (`openstack … -f json`, or the compute API's JSON) is not an
+            // object: it becomes evidence.
+            if !looks_like_object && let Some(found) = crate::nova::answer::detect(&doc.node.to_value()) {
+                match found {
+                    Ok(part) => {
+                        let origin = format!("{path}:{}", doc.line);
+                        self.snap.evidence.nova_saved.push(crate::nova::Saved { origin, part });
+                        continue;
+                    }
+                    Err(message) => {
+                        self.error = Some(SnapshotError::NovaAnswer { origin, message });
+                        break;
+                    }
+                }
+            }
             let field_lines = if lines {
                 let mut entries = Vec::new();
                 doc.node.field_lines(&mut entries);

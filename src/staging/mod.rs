@@ -35,8 +35,7 @@ pub(crate) const CEPH_DIR: &str = "var/lib/openstack/config/ceph";
 pub(crate) const CEPH_SOURCE: &str = "/etc/ceph";
 pub(crate) const CONFIGS_DIR: &str = "var/lib/openstack/configs";
 pub(crate) const CACERTS_DIR: &str = "var/lib/openstack/cacerts";
-/// The key edpm_install_certs reads from the CA bundle Secret.
-pub(crate) const CA_BUNDLE_KEY: &str = "tls-ca-bundle.pem";
+pub(crate) use crate::services::CA_BUNDLE_KEY;
 pub(crate) const MANIFEST: &str = "var/lib/edpm-agent/staged.json";
 
 /// A file the node should have.
