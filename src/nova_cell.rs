@@ -164,13 +164,21 @@ pub(crate) fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Re
 
 /// The data-plane service of a NodeSet that deploys nova-compute (type `nova`), if any.
 pub(crate) fn nova_service<'g>(snap: &Snapshot, group: &'g HostGroup) -> Option<&'g str> {
-    group.services.value.iter().map(String::as_str).find(|s| snap.service_type(s) == crate::nova::SERVICE_TYPE)
+    group
+        .services
+        .value
+        .iter()
+        .map(String::as_str)
+        .find(|s| snap.service_type(s) == crate::nova::SERVICE_TYPE)
 }
 
 /// The Keystone logins that can ask Nova about the model's nova computes: one per distinct
 /// (Keystone, region, user, project), from each compute's cell; and each compute whose cell
 /// cannot be resolved, with why (those nodes' Nova check is Unknown).
-pub(crate) fn logins(snap: &Snapshot, model: &crate::model::Model) -> (Vec<crate::nova::Login>, Vec<CellError>) {
+pub(crate) fn logins(
+    snap: &Snapshot,
+    model: &crate::model::Model,
+) -> (Vec<crate::nova::Login>, Vec<CellError>) {
     let mut out: Vec<crate::nova::Login> = Vec::new();
     let mut problems = Vec::new();
     for g in &model.groups {

@@ -132,7 +132,12 @@ pub(crate) fn from_saved(saved: &[Saved]) -> Result<Option<NovaAnswer>, String> 
             files.join(", ")
         ));
     }
-    Ok(Some(NovaAnswer { source: format!("saved answer {}", files.join(", ")), observed_at: None, services, hypervisors }))
+    Ok(Some(NovaAnswer {
+        source: format!("saved answer {}", files.join(", ")),
+        observed_at: None,
+        services,
+        hypervisors,
+    }))
 }
 
 /// Whether a document that is not a Kubernetes object is a saved Nova answer, and if so what
@@ -353,10 +358,7 @@ mod tests {
         assert!(detect(&json!([])).is_none());
         assert!(detect(&json!("text")).is_none());
         let bad = json!({"services": [{"binary": "nova-compute", "host": 5}]});
-        assert_eq!(
-            detect(&bad).unwrap().unwrap_err(),
-            "services[0].host: expected text, found 5"
-        );
+        assert_eq!(detect(&bad).unwrap().unwrap_err(), "services[0].host: expected text, found 5");
         let err = services(&json!({"services": [{"binary": "nova-compute", "host": null}]})).unwrap_err();
         assert_eq!(err, "services[0]: no host");
     }
@@ -370,7 +372,8 @@ mod tests {
         let mut b = a.clone();
         b.reverse();
         b[0].updated_at = Some("t2".into());
-        let ans = |s| NovaAnswer { source: "x".into(), observed_at: Some(Time(1)), services: s, hypervisors: None };
+        let ans =
+            |s| NovaAnswer { source: "x".into(), observed_at: Some(Time(1)), services: s, hypervisors: None };
         assert_eq!(ans(a.clone()).steady(), ans(b.clone()).steady());
         b[1].state = Some("down".into());
         assert_ne!(ans(a).steady(), ans(b).steady());

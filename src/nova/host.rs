@@ -94,7 +94,14 @@ impl<'a> Index<'a> {
             hv_by_name.entry(name).or_default().push(i);
         }
         let hv_names_by_short = by_short(hv_by_name.keys());
-        Index { answer, services_by_name, service_names_by_short, hv_by_service_id, hv_by_name, hv_names_by_short }
+        Index {
+            answer,
+            services_by_name,
+            service_names_by_short,
+            hv_by_service_id,
+            hv_by_name,
+            hv_names_by_short,
+        }
     }
 
     /// The node's nova-compute service and its hypervisor, for the name Nova is expected to

@@ -120,7 +120,9 @@ fn condition(f: &Found<'_>, expected: &str) -> Condition {
         return Condition::unknown(
             NOVA_COMPUTE,
             UNAVAILABLE,
-            format!("Nova cannot reach the cell of nova-compute {host} (status UNKNOWN); check the cell's database and message bus"),
+            format!(
+                "Nova cannot reach the cell of nova-compute {host} (status UNKNOWN); check the cell's database and message bus"
+            ),
         );
     }
     match s.state.as_deref() {
@@ -176,7 +178,10 @@ fn condition(f: &Found<'_>, expected: &str) -> Condition {
         (true, Some(h)) => format!("; hypervisor {}", h.hostname),
         _ => "; hypervisors not checked (no hypervisor list)".to_string(),
     };
-    Condition { reason: "Ready".into(), ..Condition::true_(NOVA_COMPUTE, format!("nova-compute {host} is up and enabled{hv}")) }
+    Condition {
+        reason: "Ready".into(),
+        ..Condition::true_(NOVA_COMPUTE, format!("nova-compute {host} is up and enabled{hv}"))
+    }
 }
 
 fn found_lines(f: &Found<'_>) -> Vec<String> {
@@ -269,7 +274,11 @@ mod tests {
         assert!(lines.iter().any(|l| l == "hypervisor hv-ok: ok, state up, status enabled"), "{lines:?}");
         let (c, _) = judge(&ev, "down", true);
         assert_eq!((c.reason.as_str(), c.severity), (DOWN, Severity::Warning));
-        assert!(c.message.contains("forced down, last updated 2026-11-26T10:00:00.000000 UTC"), "{}", c.message);
+        assert!(
+            c.message.contains("forced down, last updated 2026-11-26T10:00:00.000000 UTC"),
+            "{}",
+            c.message
+        );
         let (c, _) = judge(&ev, "off", true);
         assert_eq!(c.reason, DISABLED);
         assert!(c.message.contains("Nova disabled it itself: AUTO: Connection to libvirt lost: 1"));

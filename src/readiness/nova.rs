@@ -35,7 +35,11 @@ impl<'a> NovaContext<'a> {
         let ipset = self.ipsets.get(host_name.as_str()).or_else(|| self.ipsets.get(m.key.as_str()));
         if let Some(set) = ipset
             && let Some(r) = set.body.reservations.iter().find(|r| {
-                r.service_network.as_deref().filter(|e| !e.is_empty()).unwrap_or(&r.network).eq_ignore_ascii_case("ctlplane")
+                r.service_network
+                    .as_deref()
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or(&r.network)
+                    .eq_ignore_ascii_case("ctlplane")
             })
         {
             let (name, _) = crate::inventory::build::canonical(host_name, &r.dns_domain);
@@ -46,7 +50,10 @@ impl<'a> NovaContext<'a> {
                 && let Some((_, v)) = vars.iter().find(|(k, _)| k == "canonical_hostname")
                 && let Some(name) = v.as_str().filter(|s| !s.is_empty())
             {
-                return Expected { name: name.to_string(), from: format!("canonical_hostname in {whose} ansibleVars") };
+                return Expected {
+                    name: name.to_string(),
+                    from: format!("canonical_hostname in {whose} ansibleVars"),
+                };
             }
         }
         Expected { name: host_name.clone(), from: "hostName".into() }
