@@ -1,6 +1,7 @@
 //! Test harnesses shared by edpm-agent's integration tests (`tests/`) and its benchmarks
 //! (`edpm-bench`): one implementation of the fake Kubernetes API server, so the benchmark
-//! measures against exactly the semantics the tests enforce, and one way to boot a real node
+//! measures against exactly the semantics the tests enforce; a fake Keystone + Nova compute API
+//! (`fake_nova`), for the Nova client's tests and benchmark; and one way to boot a real node
 //! (systemd and podman in a container).
 
 #![allow(
@@ -10,4 +11,5 @@
 )]
 
 pub mod fake_api;
+pub mod fake_nova;
 pub mod real_node;
