@@ -57,13 +57,15 @@ impl Client {
             message: "no X-Subject-Token in the answer".into(),
             hint: String::new(),
         })?;
-        let manila = manila_endpoint(&body, creds.region.as_deref()).ok_or_else(|| OpenStackError::Api {
-            step: step.clone(),
-            message: format!(
-                "the service catalog has no sharev2 endpoint{}",
-                creds.region.as_ref().map_or(String::new(), |r| format!(" in region {r}"))
-            ),
-            hint: "; check os-region in the Secret".into(),
+        let manila = catalog_endpoint(&body, "sharev2", creds.region.as_deref()).ok_or_else(|| {
+            OpenStackError::Api {
+                step: step.clone(),
+                message: format!(
+                    "the service catalog has no sharev2 endpoint{}",
+                    creds.region.as_ref().map_or(String::new(), |r| format!(" in region {r}"))
+                ),
+                hint: "; check os-region in the Secret".into(),
+            }
         })?;
         let get = |path: &str, what: &str| -> Result<Value, OpenStackError> {
             let url = format!("{}/{path}", manila.trim_end_matches('/'));
@@ -119,22 +121,55 @@ pub(crate) fn keystone_v3(auth_url: &str) -> String {
     if base.ends_with("/v3") { base.to_string() } else { format!("{base}/v3") }
 }
 
+/// The project a password login is scoped to: Manila's CSI Secrets name it by id, Nova's cell
+/// users (nova-operator's `01-nova.conf`) by name in a domain.
+pub(crate) enum Scope<'a> {
+    ProjectId(Option<&'a str>),
+    ProjectName { name: &'a str, domain: &'a str },
+}
+
+/// Keystone v3 password authentication: the user (in its domain) and the project scope.
+pub(crate) fn password_body(
+    user: Option<&str>,
+    domain: &str,
+    password: Option<&str>,
+    scope: Scope<'_>,
+) -> Value {
+    let scope = match scope {
+        Scope::ProjectId(id) => json!({"project": {"id": id}}),
+        Scope::ProjectName { name, domain } => json!({"project": {"name": name, "domain": {"name": domain}}}),
+    };
+    json!({"auth": {
+        "identity": {"methods": ["password"], "password": {"user": {
+            "name": user, "domain": {"name": domain}, "password": password}}},
+        "scope": scope}})
+}
+
+/// Keystone v3 application-credential authentication: the credential fixes the scope.
+pub(crate) fn application_credential_body(id: &str, secret: &str) -> Value {
+    json!({"auth": {"identity": {"methods": ["application_credential"],
+        "application_credential": {"id": id, "secret": secret}}}})
+}
+
 pub(crate) fn auth_body(c: &Credentials) -> Value {
     match (&c.application_credential_id, &c.application_credential_secret) {
-        (Some(id), Some(secret)) => json!({"auth": {"identity": {"methods": ["application_credential"],
-            "application_credential": {"id": id, "secret": secret}}}}),
-        _ => json!({"auth": {
-            "identity": {"methods": ["password"], "password": {"user": {
-                "name": c.user_name, "domain": {"name": c.domain_name.clone().unwrap_or_else(|| "Default".into())}, "password": c.password}}},
-            "scope": {"project": {"id": c.project_id}}}}),
+        (Some(id), Some(secret)) => application_credential_body(id, secret),
+        _ => password_body(
+            c.user_name.as_deref(),
+            c.domain_name.as_deref().unwrap_or("Default"),
+            c.password.as_deref(),
+            Scope::ProjectId(c.project_id.as_deref()),
+        ),
     }
 }
 
-/// The Manila v2 endpoint from a token's catalog: type `sharev2`, in the region when one is
-/// given, `internal` before `public`.
-pub(crate) fn manila_endpoint(token: &Value, region: Option<&str>) -> Option<String> {
+/// An endpoint from a token's catalog: the service of this type, in the region when one is
+/// given (`region_id`, else the older `region`), `internal` before `public` (a service's
+/// internal endpoint is the one inside the control plane's network, as nova's own
+/// `valid_interfaces = internal`).
+pub(crate) fn catalog_endpoint(token: &Value, service_type: &str, region: Option<&str>) -> Option<String> {
     let catalog = token.pointer("/token/catalog")?.as_array()?;
-    let service = catalog.iter().find(|s| s.get("type").and_then(Value::as_str) == Some("sharev2"))?;
+    let service = catalog.iter().find(|s| s.get("type").and_then(Value::as_str) == Some(service_type))?;
     let endpoints: Vec<&Value> = service
         .get("endpoints")?
         .as_array()?
@@ -200,9 +235,35 @@ mod tests {
                 {"interface": "public", "region_id": "regionOne", "url": "https://pub/v2"},
                 {"interface": "internal", "region_id": "regionTwo", "url": "https://other/v2"},
                 {"interface": "internal", "region_id": "regionOne", "url": "https://int/v2"}]}]}});
-        assert_eq!(manila_endpoint(&t, Some("regionOne")).as_deref(), Some("https://int/v2"));
-        assert_eq!(manila_endpoint(&t, Some("nowhere")), None);
+        assert_eq!(catalog_endpoint(&t, "sharev2", Some("regionOne")).as_deref(), Some("https://int/v2"));
+        assert_eq!(catalog_endpoint(&t, "sharev2", Some("nowhere")), None);
+        assert_eq!(catalog_endpoint(&t, "compute", Some("regionOne")), None);
+        // An endpoint with only the older `region` key, and a public one when no internal.
+        let t = json!({"token": {"catalog": [{"type": "compute", "endpoints": [
+            {"interface": "admin", "region": "regionOne", "url": "https://adm/v2.1"},
+            {"interface": "public", "region": "regionOne", "url": "https://pub/v2.1"}]}]}});
+        assert_eq!(catalog_endpoint(&t, "compute", Some("regionOne")).as_deref(), Some("https://pub/v2.1"));
         assert_eq!(keystone_v3("https://ks:5000"), "https://ks:5000/v3");
         assert_eq!(keystone_v3("https://ks:5000/v3/"), "https://ks:5000/v3");
+    }
+
+    #[test]
+    fn password_logins_scope_by_project_id_or_by_name_in_a_domain() {
+        let by_id = password_body(Some("u"), "Default", Some("pw"), Scope::ProjectId(Some("p1")));
+        assert_eq!(by_id["auth"]["scope"], json!({"project": {"id": "p1"}}));
+        let by_name = password_body(
+            Some("nova"),
+            "Default",
+            Some("pw"),
+            Scope::ProjectName { name: "service", domain: "Default" },
+        );
+        assert_eq!(
+            by_name["auth"]["scope"],
+            json!({"project": {"name": "service", "domain": {"name": "Default"}}})
+        );
+        assert_eq!(by_name["auth"]["identity"]["password"]["user"]["domain"]["name"], "Default");
+        let ac = application_credential_body("id", "s");
+        assert_eq!(ac["auth"]["identity"]["methods"], json!(["application_credential"]));
+        assert!(ac["auth"].get("scope").is_none());
     }
 }
