@@ -175,7 +175,6 @@ pub(crate) fn nova_service<'g>(snap: &Snapshot, group: &'g HostGroup) -> Option<
 /// The Keystone logins that can ask Nova about the model's nova computes: one per distinct
 /// (Keystone, region, user, project), from each compute's cell; and each compute whose cell
 /// cannot be resolved, with why (those nodes' Nova check is Unknown).
-#[allow(dead_code, reason = "for the Nova poller (issue 20), not wired yet")]
 pub(crate) fn logins(
     snap: &Snapshot,
     model: &crate::model::Model,

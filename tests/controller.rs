@@ -42,6 +42,10 @@ impl Controller {
             "100",
         ];
         args.extend_from_slice(extra);
+        // Nova's polling has its own scenario below; the examples' cluster has no NovaCell.
+        if !extra.contains(&"--nova-interval") {
+            args.push("--no-nova");
+        }
         let child = Command::new(bin())
             .args(&args)
             .env("EDPM_AGENT_LOG", "edpm_agent=info")
@@ -619,4 +623,60 @@ print(json.dumps(out))
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "not OpenMetrics: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Nova polled: the first writes already carry its verdicts; a steady cloud is asked again
+/// and again (one login, token cached) and nothing is written; a compute coming up is
+/// written; Nova failing turns the computes Unknown, and they recover after the backoff.
+#[test]
+fn nova_is_polled_and_only_an_answer_that_moves_a_verdict_is_written() {
+    use edpm_testkit::fake_nova::{self, FakeNova};
+    let nova = FakeNova::start();
+    crate::nova::program(&nova);
+    let api = crate::nova::cluster(&nova, fake_nova::PASSWORD);
+    let c = Controller::start(&api, &["--nova-interval", "1"]);
+    let reason = |node: &str| {
+        condition(&api, &format!("computes-{node}"), "NovaComputeReady")
+            .map(|c| c["reason"].as_str().unwrap().to_string())
+    };
+    wait_for("the first writes", Duration::from_secs(20), || reason("c-absent").is_some());
+    assert_eq!(reason("c-down").as_deref(), Some("ComputeServiceDown"));
+    assert_eq!(reason("c-ready").as_deref(), Some("Ready"));
+    let ready = condition(&api, "computes-c-down", "Ready").unwrap();
+    assert_eq!(ready["reason"], "ComputeServiceDown", "Ready mirrors it");
+
+    // Steady: asked every second, one login, no write.
+    let mut last = status_patches(&api).len();
+    wait_for("writes to settle", Duration::from_secs(10), || {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = status_patches(&api).len();
+        std::mem::replace(&mut last, now) == now
+    });
+    let (logins, asked) = (nova.keystone_requests(), nova.compute_requests());
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(nova.compute_requests() >= asked + 4, "polled: {} → {}", asked, nova.compute_requests());
+    assert_eq!(nova.keystone_requests(), logins, "the token is kept");
+    assert_eq!(status_patches(&api).len(), last, "a steady cloud writes nothing");
+
+    // c-down comes up: only its object (and the NodeSet's) are written.
+    crate::nova::program_with(&nova, &[("c-down", "up", "enabled")]);
+    wait_for("c-down Ready", Duration::from_secs(10), || reason("c-down").as_deref() == Some("Ready"));
+    std::thread::sleep(Duration::from_millis(500));
+    let written: Vec<String> = status_patches(&api).split_off(last);
+    assert!(
+        written.iter().all(|w| w.contains("computes-c-down") || w.contains("edpmnodesetstatuses")),
+        "{written:#?}"
+    );
+
+    // Nova fails twice: Unknown, then back after the backoff (2 s, then 4 s).
+    nova.fail_next("/compute", 503, 2);
+    wait_for("Unknown", Duration::from_secs(10), || {
+        reason("c-ready").as_deref() == Some("NovaAPIUnavailable")
+    });
+    let unknown = condition(&api, "computes-c-ready", "NovaComputeReady").unwrap();
+    assert_eq!(unknown["status"], "Unknown");
+    wait_for("recovered", Duration::from_secs(15), || reason("c-ready").as_deref() == Some("Ready"));
+    let (code, _, stderr) = c.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains(fake_nova::PASSWORD), "the password leaked into the log");
 }

@@ -237,6 +237,8 @@ fn goldens_for_the_examples() {
     golden("examples_explain_failed", &["--source", "examples", "status", "explain", "edpm-compute-5"]);
     golden("examples_explain_limited", &["--source", "examples", "status", "explain", "edpm-compute-4"]);
     golden("examples_explain_nodeset", &["--source", "examples", "status", "explain", "edpm-compute-cell1"]);
+    // Nova's evidence, from the saved answers in examples/status/nova-*.json.
+    golden("examples_explain_nova", &["--source", "examples", "status", "explain", "edpm-compute-3"]);
     golden("examples_unknown_node", &["--source", "examples", "status", "show", "--node", "edpm-compute-9"]);
 }
 

@@ -25,6 +25,9 @@ mod ansible;
 // The kube source against an in-test fake API server.
 mod kube;
 
+// NovaComputeReady: the status commands against a fake Keystone and compute API.
+mod nova;
+
 // `status controller` against the fake API server's watches: scenarios with their exact writes.
 mod controller;
 

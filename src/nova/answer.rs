@@ -84,7 +84,6 @@ pub(crate) enum NovaEvidence {
 
 impl NovaEvidence {
     /// For comparing one poll with the last: whether the nodes' verdicts could differ.
-    #[allow(dead_code, reason = "for the Nova poller (issue 20), not wired yet")]
     pub(crate) fn steady(&self) -> NovaEvidence {
         match self {
             NovaEvidence::Answer(a) => NovaEvidence::Answer(a.steady()),

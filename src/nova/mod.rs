@@ -13,8 +13,7 @@ pub(crate) mod answer;
 pub(crate) mod host;
 pub(crate) mod verdict;
 
-#[allow(unused_imports, reason = "for the Nova poller (issue 20), not wired yet")]
-pub(crate) use answer::{ComputeService, Hypervisor, NovaAnswer, NovaEvidence, Saved, SavedPart};
+pub(crate) use answer::{ComputeService, Hypervisor, NovaAnswer, NovaEvidence, Saved};
 pub(crate) use host::Index;
 
 /// The service type (`edpmServiceType`) of the data-plane service that deploys nova-compute.

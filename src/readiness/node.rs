@@ -83,8 +83,16 @@ impl<'a> GroupContext<'a> {
             .into_iter()
             .map(|k| (self.svcs[k].name, self.svcs[k].phase, self.service_state(m, &names, k)))
             .collect();
+        // Nova's verdict joins the phase once the nova service succeeded; before, it only
+        // says it waits, and the service's own condition is what blocks the phase.
+        let mut waiting = None;
         if let Some(nova) = self.nova_member(m, &states) {
-            states.push(nova);
+            self.keep(&mut g.evidence, crate::condition::types::NOVA_COMPUTE, nova.2.evidence.clone());
+            if nova.2.cond.reason == crate::nova::verdict::NOT_ASKED_YET {
+                waiting = Some(nova.2.cond);
+            } else {
+                states.push(nova);
+            }
         }
         for (ty, phase, label) in [
             (INFRASTRUCTURE, Phase::Infrastructure, "infrastructure"),
@@ -107,6 +115,7 @@ impl<'a> GroupContext<'a> {
             .find(|(_, _, st)| st.terminal)
             .map(|(s, _, st)| (*s, st.cond.reason.clone(), st.cond.message.clone()));
         g.fresh.extend(states.into_iter().map(|(_, _, st)| st.cond));
+        g.fresh.extend(waiting);
     }
 
     /// A phase's evidence: each service's state and what it was read from, then drift.
@@ -175,9 +184,11 @@ pub(super) fn phase_condition(
     members: &[&(&str, Phase, ServiceState)],
     drift: Option<&str>,
 ) -> (Condition, Option<String>) {
-    let total = members.len();
-    let done = members.iter().filter(|(_, _, s)| s.cond.is_true()).count();
-    if done == total {
+    // The Nova check is a member, not a service: the count is of services deployed.
+    let services = || members.iter().filter(|(n, _, _)| *n != super::nova::NOVA_MEMBER);
+    let total = services().count();
+    let done = services().filter(|(_, _, s)| s.cond.is_true()).count();
+    if members.iter().all(|(_, _, s)| s.cond.is_true()) {
         if let Some(d) = drift
             && total > 0
         {
@@ -186,11 +197,14 @@ pub(super) fn phase_condition(
                 Some("ConfigDrift".into()),
             );
         }
-        let msg = if total == 0 {
+        let mut msg = if total == 0 {
             format!("no {label} services")
         } else {
             format!("{done}/{total} {label} services deployed")
         };
+        if members.iter().any(|(n, _, _)| *n == super::nova::NOVA_MEMBER) {
+            msg.push_str("; nova-compute serving (Nova)");
+        }
         return (Condition::true_(ty, msg), None);
     }
     let worst = mirror(members.iter().map(|(_, _, s)| &s.cond), ty).expect("not all True, so not empty");

@@ -60,6 +60,10 @@ impl<'a> NovaContext<'a> {
     }
 }
 
+/// The name the Nova check goes by among a phase's members: it is no data-plane service, so
+/// phase messages do not count it as one deployed.
+pub(super) const NOVA_MEMBER: &str = "nova-compute";
+
 impl<'a> GroupContext<'a> {
     /// The node's `NovaComputeReady`, as one more phase-1 member, when its services include
     /// the group's nova service and Nova evidence is at hand.
@@ -79,6 +83,6 @@ impl<'a> GroupContext<'a> {
             Deployed { service, done: deployed.cond.is_true() },
         );
         let evidence = if self.opts.evidence { evidence } else { Vec::new() };
-        Some(("nova-compute", *phase, ServiceState { cond, running: None, terminal: false, evidence }))
+        Some((NOVA_MEMBER, *phase, ServiceState { cond, running: None, terminal: false, evidence }))
     }
 }

@@ -761,3 +761,81 @@ status: {failed: 1, active: 1}
     assert_eq!(kept.len(), api::RUN_HISTORY);
     assert_eq!((kept[0].attempt, kept[19].attempt), (11, 30));
 }
+
+/// The Nova check: a member of ServicesReady for the nodes that run nova, from a saved answer
+/// (the openstack client's JSON, read from a file of its own), with host names in either form.
+#[test]
+fn nova_says_whether_each_compute_really_serves() {
+    let done = deployment(
+        "d1",
+        "2026-11-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+        "",
+        "{}",
+    );
+    let mut snap = snapshot::from_file_text("t.yaml", &format!("{NODESET}{done}"), None).unwrap();
+    // c0 up with its hypervisor (Nova has the FQDN, the node the short name); c1 down;
+    // c2 up but not yet discovered.
+    let services = r#"[
+      {"ID": "s0", "Binary": "nova-compute", "Host": "C0.example.com", "Status": "enabled", "State": "up"},
+      {"ID": "s1", "Binary": "nova-compute", "Host": "c1", "Status": "enabled", "State": "down", "Updated At": "2026-11-23T11:00:00.000000"},
+      {"ID": "s2", "Binary": "nova-compute", "Host": "c2.example.com", "Status": "enabled", "State": "up"}]"#;
+    let hypervisors = r#"{"hypervisors": [{"id": "h0", "hypervisor_hostname": "c0.example.com",
+      "state": "up", "status": "enabled", "service": {"id": "s0", "host": "C0.example.com"}}]}"#;
+    for (name, text) in [("services.json", services), ("hypervisors.json", hypervisors)] {
+        snap.merge(snapshot::from_file_text(name, text, None).unwrap()).unwrap();
+    }
+    assert!(snap.not_manifests.is_empty(), "saved answers are evidence: {:?}", snap.not_manifests);
+    let model = crate::model::resolve(&snap).unwrap();
+    let r = evaluate(&snap, &model, &PhaseMap::default(), Options { evidence: true }, t(NOW));
+    let nova = crate::condition::types::NOVA_COMPUTE;
+    let c0 = node(&r, "c0");
+    assert_eq!(
+        cond(c0, nova).message,
+        "nova-compute c0.example.com (matched by short name; expected c0) is up and enabled; hypervisor c0.example.com"
+    );
+    assert!(cond(c0, READY).is_true(), "{:?}", c0.conditions);
+    assert_eq!(cond(c0, SERVICES).message, "2/2 OpenStack services deployed; nova-compute serving (Nova)");
+    let c1 = node(&r, "c1");
+    assert_eq!(
+        (cond(c1, nova).reason.as_str(), cond(c1, SERVICES).reason.as_str()),
+        ("ComputeServiceDown", "ComputeServiceDown")
+    );
+    assert!(cond(c1, SERVICES).message.starts_with("2/2 OpenStack services deployed; nova-compute: "));
+    assert_eq!(cond(c1, READY).severity, Severity::Warning);
+    let c2 = node(&r, "c2");
+    assert_eq!(cond(c2, nova).reason, "HypervisorMissing");
+    assert!(c2.evidence[nova].iter().any(|l| l == "hypervisor: none for this host"), "{:?}", c2.evidence);
+    assert_eq!(r.nodesets[0].counts.summary, "1/3");
+
+    // Without any Nova evidence nothing is claimed.
+    let plain = evaluate_text(&format!("{NODESET}{done}"), NOW);
+    assert!(node(&plain, "c1").conditions.get(nova).is_none());
+    assert!(cond(node(&plain, "c1"), READY).is_true());
+}
+
+#[test]
+fn a_node_not_running_nova_or_not_yet_deployed_is_not_judged_by_nova() {
+    let partial = deployment(
+        "d1",
+        "2026-11-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "Requested")],
+        "",
+        "{}",
+    );
+    let mut snap = snapshot::from_file_text("t.yaml", &format!("{NODESET}{partial}"), None).unwrap();
+    let services = r#"{"services": []}"#;
+    snap.merge(snapshot::from_file_text("s.json", services, None).unwrap()).unwrap();
+    let model = crate::model::resolve(&snap).unwrap();
+    let r = evaluate(&snap, &model, &PhaseMap::default(), Options { evidence: true }, t(NOW));
+    let c = cond(node(&r, "c0"), crate::condition::types::NOVA_COMPUTE);
+    assert_eq!((c.reason.as_str(), c.severity), ("Requested", Severity::Info));
+    assert_eq!(c.message, "waiting for the nova service to succeed on this node");
+    // A NodeSet without nova gets no Nova condition.
+    let no_nova = NODESET.replace("services: [configure-os, ovn, nova]", "services: [configure-os, ovn]");
+    let mut snap = snapshot::from_file_text("t.yaml", &no_nova, None).unwrap();
+    snap.merge(snapshot::from_file_text("s.json", services, None).unwrap()).unwrap();
+    let model = crate::model::resolve(&snap).unwrap();
+    let r = evaluate(&snap, &model, &PhaseMap::default(), Options::default(), t(NOW));
+    assert!(node(&r, "c0").conditions.get(crate::condition::types::NOVA_COMPUTE).is_none());
+}

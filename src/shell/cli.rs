@@ -214,6 +214,14 @@ pub struct RunArgs {
 pub struct StatusArgs {
     #[command(subcommand)]
     pub action: StatusAction,
+    /// With --source kube: do not ask Nova's API whether each compute's nova-compute is up
+    /// and its hypervisor known (NovaComputeReady is then left out). A saved answer in a
+    /// directory source is read either way.
+    #[arg(long, global = true)]
+    pub no_nova: bool,
+    /// How long one request to Keystone or Nova may take: seconds, or with a unit.
+    #[arg(long, global = true, value_name = "DURATION", default_value = "10")]
+    pub nova_timeout: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -304,6 +312,11 @@ pub enum StatusAction {
         /// looked for again: seconds, or with a unit.
         #[arg(long, value_name = "DURATION", default_value = "30")]
         crd_recheck: String,
+        /// How often Nova is asked about the computes (only while some node runs nova):
+        /// seconds, or with a unit; each wait is jittered by up to 10 %, and a Nova that
+        /// cannot be asked is asked again after a growing wait (up to 5 minutes).
+        #[arg(long, value_name = "DURATION", default_value = "30")]
+        nova_interval: String,
         #[command(flatten)]
         source: SourceArgs,
     },

@@ -58,7 +58,14 @@ pub(crate) fn references(s: &Snapshot) -> (BTreeSet<String>, BTreeSet<String>) {
     for o in &s.openstack {
         match o.id.kind.as_str() {
             "NovaCell" => {
-                secrets.extend(o.body.pointer("/spec/secret").and_then(Value::as_str).map(str::to_string))
+                secrets.extend(o.body.pointer("/spec/secret").and_then(Value::as_str).map(str::to_string));
+                // The CA bundle the Nova check trusts (`nova_cell::logins`).
+                secrets.extend(
+                    o.body
+                        .pointer("/spec/tls/caBundleSecretName")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                );
             }
             "OpenStackControlPlane" => {
                 volume_refs(o.body.get("spec").unwrap_or(&Value::Null), &mut cms, &mut secrets)

@@ -10,6 +10,8 @@
 //! `edpm-bench readiness`: the pure readiness evaluation of N nodes × S services (in process),
 //! and the write requests of `edpm-agent status report` against a fake API server, for a first
 //! report and an unchanged re-report.
+//! `edpm-bench nova`: what asking Nova adds to `status show` at 250 and 10,000 nodes (with and
+//! without `--no-nova`, interleaved), and the Keystone and compute requests one evaluation sends.
 //! `edpm-bench run`: the wall time `edpm-agent run` adds over calling ansible-runner directly,
 //! for a no-op play on N local hosts, rounds interleaved.
 //! `edpm-bench summarize`: `edpm-agent run --summarize-only` on a generated job_events
@@ -36,6 +38,7 @@ mod controller;
 mod inventory;
 mod node;
 mod node_real;
+mod nova;
 mod oslo;
 mod oslo_parse;
 mod readiness;
@@ -68,6 +71,7 @@ fn main() {
         Some("stage") => stage_bench(&args[1..]),
         Some("readiness") => readiness_bench(&args[1..]),
         Some("controller") => controller::controller_bench(&args[1..]),
+        Some("nova") => nova::nova_bench(&args[1..]),
         Some("node") if args.iter().any(|a| a == "--real") => node_real::node_real_bench(&args[1..]),
         Some("node") => node_bench(&args[1..]),
         Some("node-check") => node_real::node_check_here(&args[1..]),
@@ -80,7 +84,7 @@ fn main() {
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench controller [--nodes 10000] [--services 15] [--changes 20] [--churn-seconds 60] [--idle-seconds 60] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench node --real [--services 50] [--runs 9] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench controller [--nodes 10000] [--services 15] [--changes 20] [--churn-seconds 60] [--idle-seconds 60] | edpm-bench nova [--sizes 250,10000] [--runs 5] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench node --real [--services 50] [--runs 9] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");

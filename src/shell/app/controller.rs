@@ -40,6 +40,13 @@ pub(crate) struct Options {
     pub(crate) debounce: Duration,
     pub(crate) grace: Duration,
     pub(crate) crd_recheck: Duration,
+    /// Ask Nova about the computes (`NovaComputeReady`), unless `--no-nova`.
+    pub(crate) nova: Option<NovaPolling>,
+}
+
+pub(crate) struct NovaPolling {
+    pub(crate) interval: Duration,
+    pub(crate) timeout: Duration,
 }
 
 /// The longest a change waits for the burst it belongs to to end.
@@ -118,6 +125,14 @@ async fn control(
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| AppError::failure(format!("cannot watch for SIGINT: {e}")))?;
 
+    // Nova's answers, polled (`shell::app::nova`); a change that could move a verdict
+    // re-evaluates the NodeSets that run nova.
+    let (nova_tx, mut nova_changed) = tokio::sync::mpsc::unbounded_channel();
+    let nova = match &opts.nova {
+        Some(p) => Some(super::nova::Poller::start(p.interval, p.timeout, nova_tx)?),
+        None => None,
+    };
+    let nova_sets = std::cell::RefCell::new(std::collections::BTreeSet::new());
     let mut pending = Touch::none();
     let mut gather: Option<(Instant, Instant)> = None; // (first change, due)
     // NodeSet → when its first node agent Lease expires ("": a Lease naming no NodeSet).
@@ -163,7 +178,17 @@ async fn control(
                 }
                 let touched = std::mem::replace(&mut pending, Touch::none());
                 let skipped = std::cell::Cell::new(false);
-                let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics, leadership: &leadership, skipped: &skipped };
+                let cx = Cx {
+                    client,
+                    events: &recorder,
+                    stores: &stores,
+                    phases,
+                    metrics,
+                    leadership: &leadership,
+                    skipped: &skipped,
+                    nova: nova.as_ref(),
+                    nova_sets: &nova_sets,
+                };
                 let result = evaluate_in_batches(&cx, &touched, &mut expiries).await;
                 if skipped.get() && led {
                     // Writes were left out while leadership was unconfirmed, perhaps only for a
@@ -198,6 +223,14 @@ async fn control(
                 }
                 if leadership_moved(&leadership, &mut led, metrics, &identity) {
                     pending.add(Touch::All);
+                    gather = Some(schedule(gather, Duration::ZERO));
+                }
+            }
+            Some(()) = nova_changed.recv() => {
+                let sets = nova_sets.borrow().clone();
+                tracing::debug!(nodesets = sets.len(), "Nova's answer changed");
+                if !sets.is_empty() {
+                    pending.add(Touch::NodeSets(sets.into_iter().collect()));
                     gather = Some(schedule(gather, Duration::ZERO));
                 }
             }
@@ -274,6 +307,9 @@ struct Cx<'a> {
     leadership: &'a k8s::leader::Leadership,
     /// Set when an evaluation left its writes out for want of leadership.
     skipped: &'a std::cell::Cell<bool>,
+    nova: Option<&'a super::nova::Poller>,
+    /// The NodeSets whose nodes run nova, as last evaluated.
+    nova_sets: &'a std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 /// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
@@ -322,11 +358,28 @@ async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Insta
 
 /// Returns when each touched NodeSet's first node agent Lease expires.
 async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Instant>, AppError> {
-    let Cx { client, events, stores, phases, metrics, leadership, skipped } = *cx;
+    let Cx { client, events, stores, phases, metrics, leadership, skipped, nova, nova_sets } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
-    let snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
+    let mut snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
     let mut model = crate::model::resolve(&snap)?;
     model.groups.retain(|g| touched.includes(&g.name));
+    if let Some(poller) = nova {
+        {
+            let mut sets = nova_sets.borrow_mut();
+            for g in &model.groups {
+                if g.members.is_empty() || crate::nova_cell::nova_service(&snap, g).is_none() {
+                    sets.remove(&g.name);
+                } else {
+                    sets.insert(g.name.clone());
+                }
+            }
+        }
+        let logins = super::nova::logins(&snap, &model);
+        if logins.is_some() {
+            poller.offer(logins.as_ref());
+            snap.evidence.nova = poller.evidence().await;
+        }
+    }
     let now = clock();
     let r = readiness::evaluate(&snap, &model, phases, readiness::Options { evidence: false }, now);
     let ns = client.namespace().to_string();

@@ -9,6 +9,7 @@ mod errors;
 mod inventory;
 mod mounts;
 mod node;
+mod nova;
 mod oslo;
 mod output;
 mod pipeline;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
     }
     if let Command::Status(crate::shell::cli::StatusArgs {
         action: crate::shell::cli::StatusAction::Crds {},
+        ..
     }) = cli.command
     {
         return status::crds(out).map(Into::into);

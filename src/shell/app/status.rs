@@ -39,9 +39,15 @@ pub(super) fn run(
     }
     let mut cx = Context::new(&settings);
     cx.with_evidence = true;
+    let nova = NovaOpts {
+        ask: !args.no_nova && settings.sources.contains(&SourceSpec::Kube),
+        timeout: duration("--nova-timeout", &args.nova_timeout)?.max(Duration::from_secs(1)),
+        asker: std::cell::OnceCell::new(),
+    };
+    let nova = &nova;
     match args.action {
         StatusAction::Show { nodes, nodesets, format, .. } => {
-            let r = compute(&cx, false, now)?;
+            let r = compute(&cx, nova, false, now)?;
             let f = Filter { nodes, nodesets };
             check_selection(&r, &f)?;
             let text = match format {
@@ -57,7 +63,7 @@ pub(super) fn run(
             Ok(Exit::Success)
         }
         StatusAction::Explain { node, .. } => {
-            let r = compute(&cx, true, now)?;
+            let r = compute(&cx, nova, true, now)?;
             // A NodeSet or Role name explains its rollup.
             if let Some(set) = r.nodesets.iter().find(|s| s.name == node)
                 && !r.nodes.iter().any(|n| n.node == node)
@@ -77,10 +83,10 @@ pub(super) fn run(
             Ok(Exit::Success)
         }
         StatusAction::Report { status_dir, timeout, .. } => {
-            report(&cx, status_dir.as_deref(), &timeout, now, out)
+            report(&cx, nova, status_dir.as_deref(), &timeout, now, out)
         }
         StatusAction::Wait { phase, nodes, nodesets, timeout, interval, .. } => {
-            wait(&cx, &phase, Filter { nodes, nodesets }, &timeout, &interval, env, out)
+            wait(&cx, nova, &phase, Filter { nodes, nodesets }, &timeout, &interval, env, out)
         }
         StatusAction::Crds {} => crds(out),
         StatusAction::Controller {
@@ -91,6 +97,7 @@ pub(super) fn run(
             debounce_ms,
             grace_period,
             crd_recheck,
+            nova_interval,
             ..
         } => {
             let opts = super::controller::Options {
@@ -113,6 +120,10 @@ pub(super) fn run(
                     }
                     d => d,
                 },
+                nova: (!args.no_nova).then_some(super::controller::NovaPolling {
+                    interval: duration("--nova-interval", &nova_interval)?.max(Duration::from_secs(1)),
+                    timeout: nova.timeout,
+                }),
             };
             super::controller::run(&cx, opts, out)
         }
@@ -141,9 +152,17 @@ fn has_manifests(dir: &Path) -> bool {
     crate::shell::source::dir::manifest_files(dir).is_ok_and(|f| !f.is_empty())
 }
 
+/// Whether and how Nova is asked (with `--source kube`), and the client, made once per run.
+struct NovaOpts {
+    ask: bool,
+    timeout: Duration,
+    asker: std::cell::OnceCell<super::nova::Asker>,
+}
+
 /// The snapshot's evidence (the status objects already there, for `report`) and the readiness.
 fn compute_with(
     cx: &Context,
+    nova: &NovaOpts,
     evidence: bool,
     now: Time,
 ) -> Result<(crate::snapshot::evidence::Evidence, Readiness), AppError> {
@@ -152,13 +171,18 @@ fn compute_with(
     // Readiness of nothing would be vacuously Ready (and `wait` would return at once). A
     // NodeSet without nodes still has conditions to show.
     cx.check_not_empty(model.members().count() + model.groups.len(), &super::pipeline::Found::of(&snap))?;
+    // A saved Nova answer that cannot be used is bad input, not an Unknown.
+    crate::nova::answer::from_saved(&snap.evidence.nova_saved).map_err(AppError::invalid_input)?;
+    if nova.ask {
+        super::nova::ask_into(cx, &nova.asker, nova.timeout, &mut snap, &model, now)?;
+    }
     let phases = PhaseMap { overrides: cx.settings.service_phases.clone() };
     let r = readiness::evaluate(&snap, &model, &phases, Options { evidence }, now);
     Ok((std::mem::take(&mut snap.evidence), r))
 }
 
-fn compute(cx: &Context, evidence: bool, now: Time) -> Result<Readiness, AppError> {
-    compute_with(cx, evidence, now).map(|(_, r)| r)
+fn compute(cx: &Context, nova: &NovaOpts, evidence: bool, now: Time) -> Result<Readiness, AppError> {
+    compute_with(cx, nova, evidence, now).map(|(_, r)| r)
 }
 
 /// A node or NodeSet asked for by name must exist: a typo must not look like "nothing to do".
@@ -201,6 +225,7 @@ fn duration(flag: &str, text: &str) -> Result<Duration, AppError> {
 
 fn report(
     cx: &Context,
+    nova: &NovaOpts,
     status_dir: Option<&Path>,
     timeout: &str,
     now: Time,
@@ -213,7 +238,7 @@ fn report(
             "status report needs --source kube (to write to the cluster) or --status-dir DIR (to write files)",
         ));
     }
-    let (existing, r) = compute_with(cx, false, now)?;
+    let (existing, r) = compute_with(cx, nova, false, now)?;
     if to_cluster {
         let cluster = cx.cluster()?;
         let ns = cluster.client().namespace().to_string();
@@ -286,8 +311,10 @@ fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
 
 /// Polls until every selected node (or NodeSet) has the phase True: exit 0; a selected node
 /// `Stalled` (a terminal failure no running Deployment will retry): exit 12; time out: 11.
+#[allow(clippy::too_many_arguments)] // one per flag of `status wait`
 fn wait(
     cx: &Context,
+    nova: &NovaOpts,
     phase: &str,
     f: Filter,
     timeout: &str,
@@ -301,7 +328,7 @@ fn wait(
     let started = std::time::Instant::now();
     let mut checked = false;
     loop {
-        let r = compute(cx, false, now(env)?)?;
+        let r = compute(cx, nova, false, now(env)?)?;
         if !checked {
             check_selection(&r, &f)?;
             checked = true;

@@ -60,15 +60,13 @@ impl NovaClient {
     pub(crate) fn new(timeout: Duration) -> Result<NovaClient, OpenStackError> {
         // kube already brings rustls with ring; make it the process default once.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        // The system-roots client is built now, so that a broken TLS setup shows at start.
-        let http = build_http(timeout, None).map_err(|message| OpenStackError::Api {
-            step: "building the HTTP client for Nova".into(),
-            message,
-            hint: String::new(),
-        })?;
+        // HTTP clients are built on first use, for the CA bundle a login brings: a client
+        // with the system roots cannot be built where there are none (the controller's
+        // distroless image), and that must be an Unknown on the computes, not a controller
+        // that does not start.
         Ok(NovaClient {
             timeout,
-            http: Mutex::new(vec![(None, http)]),
+            http: Mutex::new(Vec::new()),
             sessions: Mutex::new(Vec::new()),
             keystone: AtomicU64::new(0),
             compute: AtomicU64::new(0),
