@@ -81,19 +81,24 @@ pub(crate) fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Re
             fix: "annotate the Node or its Role/NodeSet with the NovaCell this compute belongs to".into(),
         });
     };
-    let mut chain =
+    let chain =
         format!("{node} → {} {} ({}) → NovaCell {}", cell.field, cell.name, cell.object.short(), cell.name);
+    resolve_named(snap, &cell.name, chain)
+}
+
+/// The NovaCell named `name` and its Secret's keys; `chain` says how it was reached.
+fn resolve_named(snap: &Snapshot, name: &str, mut chain: String) -> Result<CellContext, CellError> {
     let fail = |chain: &str, problem: String, fix: &str| CellError {
         chain: chain.to_string(),
         problem,
         fix: fix.to_string(),
     };
-    let Some(obj) = snap.openstack_object("NovaCell", &cell.name) else {
+    let Some(obj) = snap.openstack_object("NovaCell", name) else {
         let known: Vec<&str> =
             snap.openstack.iter().filter(|o| o.id.kind == "NovaCell").map(|o| o.id.name.as_str()).collect();
         return Err(fail(
             &chain,
-            format!("not found{}", crate::model::did_you_mean(&cell.name, known.iter().copied())),
+            format!("not found{}", crate::model::did_you_mean(name, known.iter().copied())),
             "create the NovaCell or fix the annotation",
         ));
     };
@@ -136,11 +141,11 @@ pub(crate) fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Re
             "the nova service user's password belongs in this key",
         ));
     }
-    let cell_name = text("cellName").unwrap_or_else(|| cell.name.trim_start_matches("nova-").to_string());
+    let cell_name = text("cellName").unwrap_or_else(|| name.trim_start_matches("nova-").to_string());
     let namespace = obj.meta.namespace.clone().unwrap_or_else(|| "openstack".into());
     let vnc = spec.pointer("/noVNCProxyServiceTemplate/enabled").and_then(Value::as_bool).unwrap_or(false);
     Ok(CellContext {
-        name: cell.name.clone(),
+        name: name.to_string(),
         novncproxy_base_url: vnc
             .then(|| format!("http://nova-novncproxy-{cell_name}-public.{namespace}.svc:6080/vnc_lite.html")),
         cell_name,
@@ -172,34 +177,79 @@ pub(crate) fn nova_service<'g>(snap: &Snapshot, group: &'g HostGroup) -> Option<
         .find(|s| snap.service_type(s) == crate::nova::SERVICE_TYPE)
 }
 
-/// The Keystone logins that can ask Nova about the model's nova computes: one per distinct
-/// (Keystone, region, user, project), from each compute's cell; and each compute whose cell
-/// cannot be resolved, with why (those nodes' Nova check is Unknown).
-pub(crate) fn logins(
+/// The Keystone logins that can ask Nova about one group's computes: one per distinct
+/// (Keystone, region, user, project), from each compute's cell; `None` when the group runs no
+/// nova service. Nova's API answers for every cell, and nova-operator gives every cell the same
+/// service user, so a compute without a cell annotation (today's NodeSets rarely carry one)
+/// is asked about with the first NovaCell that resolves (cell1 before cell0). `Err` when no
+/// login can be made, with the first reason.
+pub(crate) fn group_logins(
     snap: &Snapshot,
-    model: &crate::model::Model,
-) -> (Vec<crate::nova::Login>, Vec<CellError>) {
+    g: &HostGroup,
+) -> Option<Result<Vec<crate::nova::Login>, String>> {
+    let service = nova_service(snap, g)?;
+    if g.members.is_empty() {
+        return None;
+    }
     let mut out: Vec<crate::nova::Login> = Vec::new();
-    let mut problems = Vec::new();
-    for g in &model.groups {
-        let Some(service) = nova_service(snap, g) else { continue };
-        for m in &g.members {
-            let cx = match resolve(snap, g, m) {
-                Ok(cx) => cx,
-                Err(e) => {
-                    problems.push(e);
-                    continue;
-                }
-            };
-            let login = login(snap, &cx, service);
-            match out.iter_mut().find(|l| l.key() == login.key()) {
-                Some(l) if !l.cells.contains(&cx.name) => l.cells.push(cx.name.clone()),
-                Some(_) => {}
-                None => out.push(login),
+    let mut problem: Option<CellError> = None;
+    let mut any_cell = false;
+    let add = |cx: &CellContext, out: &mut Vec<crate::nova::Login>| {
+        let login = login(snap, cx, service);
+        match out.iter_mut().find(|l| l.key() == login.key()) {
+            Some(l) if !l.cells.contains(&cx.name) => l.cells.push(cx.name.clone()),
+            Some(_) => {}
+            None => out.push(login),
+        }
+    };
+    for m in &g.members {
+        if m.cell(g).is_none() {
+            any_cell = true;
+            continue;
+        }
+        match resolve(snap, g, m) {
+            Ok(cx) => add(&cx, &mut out),
+            Err(e) => {
+                problem.get_or_insert(e);
             }
         }
     }
-    (out, problems)
+    if any_cell {
+        let mut cells: Vec<&str> =
+            snap.openstack.iter().filter(|o| o.id.kind == "NovaCell").map(|o| o.id.name.as_str()).collect();
+        // cell0 holds no computes: its user is the same, but a compute cell is the natural one.
+        cells.sort_by_key(|c| (c.ends_with("cell0"), *c));
+        let found = cells.iter().find_map(|c| {
+            let chain = format!(
+                "{} (no {} annotation) → NovaCell {c}",
+                g.id.short(),
+                crate::snapshot::resource::CELL_ANNOTATION
+            );
+            match resolve_named(snap, c, chain) {
+                Ok(cx) => Some(cx),
+                Err(e) => {
+                    problem.get_or_insert(e);
+                    None
+                }
+            }
+        });
+        match found {
+            Some(cx) => add(&cx, &mut out),
+            None if cells.is_empty() => {
+                problem.get_or_insert(CellError {
+                    chain: g.id.short(),
+                    problem: "no NovaCell in the namespace to ask Nova with".into(),
+                    fix: "deploy Nova (nova-operator creates the NovaCells), or pass --no-nova".into(),
+                });
+            }
+            None => {}
+        }
+    }
+    if out.is_empty() {
+        let why = problem.map_or_else(|| "no cell could be resolved".to_string(), |e| e.to_string());
+        return Some(Err(format!("no Keystone credentials for Nova: {why}")));
+    }
+    Some(Ok(out))
 }
 
 /// How a cell's service user logs in: nova-operator's `01-nova.conf` (`project_name = service`,

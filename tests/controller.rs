@@ -680,3 +680,35 @@ fn nova_is_polled_and_only_an_answer_that_moves_a_verdict_is_written() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains(fake_nova::PASSWORD), "the password leaked into the log");
 }
+
+/// The cell Secret's password is wrong at first: Unknown, naming the Secret; once fixed (the
+/// Secret is read again at the evaluation each failed ask causes) the computes are judged.
+/// When no NodeSet runs nova any more, Nova is asked no more.
+#[test]
+fn a_fixed_password_is_picked_up_and_polling_stops_without_nova() {
+    use edpm_testkit::fake_nova::{self, FakeNova};
+    let nova = FakeNova::start();
+    crate::nova::program(&nova);
+    let api = crate::nova::cluster(&nova, "wrong-password-123");
+    let c = Controller::start(&api, &["--nova-interval", "1"]);
+    let ready = || condition(&api, "computes-c-ready", "NovaComputeReady");
+    wait_for("Unknown", Duration::from_secs(20), || ready().is_some_and(|c| c["status"] == "Unknown"));
+    let msg = ready().unwrap()["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("Secret nova-cell1 were rejected"), "{msg}");
+    let mut secret = api.object("Secret", "nova-cell1").unwrap();
+    secret["data"]["ServicePassword"] = json!(crate::nova::b64(fake_nova::PASSWORD));
+    api.put_replace(secret);
+    wait_for("judged", Duration::from_secs(20), || ready().is_some_and(|c| c["status"] == "True"));
+
+    let mut set = api.object("OpenStackDataPlaneNodeSet", "computes").unwrap();
+    set["spec"]["services"] = json!(["configure-os"]);
+    api.put_replace(set);
+    wait_for("the Nova condition gone", Duration::from_secs(20), || ready().is_none());
+    std::thread::sleep(Duration::from_millis(1500));
+    let asked = nova.compute_requests();
+    std::thread::sleep(Duration::from_millis(3000));
+    assert_eq!(nova.compute_requests(), asked, "no node runs nova: Nova is not asked");
+    let (code, _, stderr) = c.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains(fake_nova::PASSWORD) && !stderr.contains("wrong-password-123"), "{stderr}");
+}

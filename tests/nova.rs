@@ -112,7 +112,7 @@ pub fn program_with(nova: &FakeNova, changed: &[(&str, &str, &str)]) {
     nova.set_hypervisors(hypervisors);
 }
 
-fn b64(s: &str) -> String {
+pub fn b64(s: &str) -> String {
     const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for c in s.as_bytes().chunks(3) {
@@ -282,4 +282,32 @@ fn a_broken_saved_answer_is_refused_and_names_its_file() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn without_a_cell_annotation_any_novacell_user_asks_and_without_any_novacell_it_is_unknown() {
+    let nova = FakeNova::start();
+    program(&nova);
+    let api = cluster(&nova, fake_nova::PASSWORD);
+    // Today's NodeSets rarely carry nova.openstack.org/cell: Nova answers for every cell, and
+    // every cell has the same service user.
+    let mut set = api.object("OpenStackDataPlaneNodeSet", "computes").unwrap();
+    set["metadata"]["annotations"] = json!({});
+    set.as_object_mut().unwrap().remove("status");
+    api.put_replace(set);
+    let v = verdicts(&show(&api, &[]));
+    assert_eq!((v["c-ready"].0.as_str(), v["c-down"].1.as_str()), ("True", "ComputeServiceDown"), "{v:?}");
+    // No NovaCell at all: nothing to ask with, so Unknown, saying what to do.
+    let api2 = FakeApi::start();
+    api2.add_readiness_crds();
+    api2.add_crd("nova.openstack.org", "v1beta1", "novacells");
+    for kind in ["OpenStackDataPlaneNodeSet", "OpenStackDataPlaneDeployment"] {
+        let name = if kind.ends_with("NodeSet") { "computes" } else { "deploy" };
+        api2.put(api.object(kind, name).unwrap());
+    }
+    let v = verdicts(&show(&api2, &[]));
+    let (status, reason, _, message) = &v["c-ready"];
+    assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "NovaAPIUnavailable"));
+    assert!(message.contains("no NovaCell in the namespace"), "{message}");
+    assert_eq!(nova.requests().len(), 3, "the second cluster asked nothing");
 }

@@ -146,7 +146,10 @@ pub(crate) fn from_saved(saved: &[Saved]) -> Result<Option<NovaAnswer>, String> 
 pub(crate) fn detect(v: &Value) -> Option<Result<SavedPart, String>> {
     match v {
         Value::Object(o) => {
+            // An empty `services` list (Helm values, anything) says nothing about Nova; an
+            // empty hypervisor list does: nothing is discovered yet.
             if let Some(list) = o.get("services").and_then(Value::as_array)
+                && !list.is_empty()
                 && list.iter().all(|s| s.get("binary").is_some() && s.get("host").is_some())
             {
                 return Some(services(v).map(SavedPart::Services));
@@ -354,6 +357,8 @@ mod tests {
     fn other_documents_are_not_taken_for_answers_and_broken_answers_say_where() {
         // A Helm values file with a `services` list is not Nova's.
         assert!(detect(&json!({"services": ["nova", "ovn"]})).is_none());
+        assert!(detect(&json!({"services": []})).is_none());
+        assert!(matches!(detect(&json!({"hypervisors": []})), Some(Ok(SavedPart::Hypervisors(_)))));
         assert!(detect(&json!([{"name": "x"}])).is_none());
         assert!(detect(&json!([])).is_none());
         assert!(detect(&json!("text")).is_none());

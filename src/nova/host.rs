@@ -5,15 +5,16 @@
 //! 1. both sides are compared ASCII-lowercased without a trailing dot (DNS is
 //!    case-insensitive, and so is MySQL's default collation);
 //! 2. the node's expected name first (its `canonical_hostname`, else its `hostName`);
-//! 3. else, by short name (the first label): accepted only when exactly one nova-compute host
-//!    has it, and said so in the evidence (`matched by short name`): an FQDN expected and a
-//!    short name in Nova, or the other way round. Two hosts with that short name match
-//!    neither (`c0.site-a` and `c0.site-b`);
+//! 3. else across the short/full divide (one side without a dot): a full name expected finds
+//!    Nova's bare short name, a bare name expected finds the one full name starting with it;
+//!    said so in the evidence (`matched by short name`). Two different full names never
+//!    match (`c0.site-a` is not `c0.site-b`), and a bare name two full names start with
+//!    matches neither;
 //! 4. names starting with `localhost` never match (libvirt's own rule for names it cannot
 //!    trust);
 //! 5. a hypervisor belongs to the matched service by `service.id` (API answers), else by
-//!    `service.host`, else (the CLI's list, which has neither) by `Hypervisor Hostname` against
-//!    the service's host and the expected name, by the same rules.
+//!    `service.host` exactly; the CLI's rows, which name no service, by `Hypervisor Hostname`
+//!    against the service's host and the expected name, by the same rules.
 //!
 //! The index is built once per answer, so a data plane of 10,000 nodes is matched in linear
 //! time.
@@ -38,12 +39,65 @@ fn trusted(normalized: &str) -> bool {
 /// The answer's rows by name.
 pub(crate) struct Index<'a> {
     answer: &'a NovaAnswer,
-    services_by_name: HashMap<String, Vec<usize>>,
-    /// Short name → the distinct full names having it.
-    service_names_by_short: HashMap<String, Vec<String>>,
+    services: Names,
     hv_by_service_id: HashMap<&'a str, Vec<usize>>,
-    hv_by_name: HashMap<String, Vec<usize>>,
-    hv_names_by_short: HashMap<String, Vec<String>>,
+    /// API rows: by their service's host.
+    hv_by_service_host: HashMap<String, Vec<usize>>,
+    /// CLI rows (no service named): by the hypervisor's own name.
+    hv_by_hostname: Names,
+}
+
+/// Rows by normalized name, and the full names (with a dot) by their short name.
+#[derive(Default)]
+struct Names {
+    by_name: HashMap<String, Vec<usize>>,
+    qualified_by_short: HashMap<String, Vec<String>>,
+}
+
+/// How a wanted name matched a set of names.
+enum NameMatch<'m> {
+    Exact(&'m [usize]),
+    /// Across the short/full divide: one side has no dot; the name as the answer has it.
+    Short(String, &'m [usize]),
+    /// A bare name that more than one full name starts with.
+    Ambiguous(Vec<String>),
+    None,
+}
+
+impl Names {
+    fn add(&mut self, name: String, row: usize) {
+        self.by_name.entry(name).or_default().push(row);
+    }
+
+    fn finish(&mut self) {
+        for n in self.by_name.keys().filter(|n| trusted(n) && n.contains('.')) {
+            self.qualified_by_short.entry(short(n).to_string()).or_default().push(n.clone());
+        }
+        for v in self.qualified_by_short.values_mut() {
+            v.sort();
+        }
+    }
+
+    /// `want` (normalized, trusted) exactly; else, when one side is a bare name, by the short
+    /// name: a full name wanted matches the bare one; a bare name wanted matches the one full
+    /// name that starts with it. Two different full names never match each other.
+    fn find(&self, want: &str) -> NameMatch<'_> {
+        if let Some(rows) = self.by_name.get(want) {
+            return NameMatch::Exact(rows);
+        }
+        if want.contains('.') {
+            let bare = short(want);
+            return match self.by_name.get(bare) {
+                Some(rows) => NameMatch::Short(bare.to_string(), rows),
+                None => NameMatch::None,
+            };
+        }
+        match self.qualified_by_short.get(want).map(Vec::as_slice) {
+            Some([one]) => NameMatch::Short(one.clone(), &self.by_name[one]),
+            Some(many) if !many.is_empty() => NameMatch::Ambiguous(many.to_vec()),
+            _ => NameMatch::None,
+        }
+    }
 }
 
 /// How the node's service was found.
@@ -78,30 +132,25 @@ pub(crate) enum Lookup<'a> {
 
 impl<'a> Index<'a> {
     pub(crate) fn new(answer: &'a NovaAnswer) -> Index<'a> {
-        let mut services_by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut services = Names::default();
         for (i, s) in answer.services.iter().enumerate() {
-            services_by_name.entry(normalize(&s.host)).or_default().push(i);
+            services.add(normalize(&s.host), i);
         }
-        let service_names_by_short = by_short(services_by_name.keys());
+        services.finish();
         let mut hv_by_service_id: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut hv_by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut hv_by_service_host: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut hv_by_hostname = Names::default();
         for (i, h) in answer.hypervisors.iter().flatten().enumerate() {
-            if let Some(id) = h.service_id.as_deref() {
+            if let Some(id) = h.service_id.as_deref().filter(|id| !id.is_empty()) {
                 hv_by_service_id.entry(id).or_default().push(i);
             }
-            // By the service's host when the answer names it, else by the hypervisor's name.
-            let name = normalize(h.service_host.as_deref().unwrap_or(&h.hostname));
-            hv_by_name.entry(name).or_default().push(i);
+            match h.service_host.as_deref() {
+                Some(host) => hv_by_service_host.entry(normalize(host)).or_default().push(i),
+                None => hv_by_hostname.add(normalize(&h.hostname), i),
+            }
         }
-        let hv_names_by_short = by_short(hv_by_name.keys());
-        Index {
-            answer,
-            services_by_name,
-            service_names_by_short,
-            hv_by_service_id,
-            hv_by_name,
-            hv_names_by_short,
-        }
+        hv_by_hostname.finish();
+        Index { answer, services, hv_by_service_id, hv_by_service_host, hv_by_hostname }
     }
 
     /// The node's nova-compute service and its hypervisor, for the name Nova is expected to
@@ -111,13 +160,11 @@ impl<'a> Index<'a> {
         if !trusted(&want) {
             return Lookup::NotRegistered;
         }
-        let (rows, how) = match self.services_by_name.get(&want) {
-            Some(rows) => (rows, HostMatch::Exact),
-            None => match self.service_names_by_short.get(short(&want)).map(Vec::as_slice) {
-                Some([one]) => (&self.services_by_name[one], HostMatch::Short { nova: one.clone() }),
-                Some(many) if !many.is_empty() => return Lookup::Ambiguous(many.to_vec()),
-                _ => return Lookup::NotRegistered,
-            },
+        let (rows, how) = match self.services.find(&want) {
+            NameMatch::Exact(rows) => (rows, HostMatch::Exact),
+            NameMatch::Short(nova, rows) => (rows, HostMatch::Short { nova }),
+            NameMatch::Ambiguous(names) => return Lookup::Ambiguous(names),
+            NameMatch::None => return Lookup::NotRegistered,
         };
         let services = &self.answer.services;
         // Several rows for one host: the one a hypervisor references, else one that is up,
@@ -145,36 +192,29 @@ impl<'a> Index<'a> {
         })
     }
 
+    /// An API row names its service: joined by its id, else by its host, exactly. A CLI row
+    /// names none: joined by its own name (libvirt's, usually `hostname -f`) against the
+    /// service's host, then the expected name, by the same rules as services.
     fn hypervisor(&self, service: &ComputeService, want: &str) -> Option<&'a Hypervisor> {
         let all = self.answer.hypervisors.as_deref()?;
-        if let Some(i) = self.hv_by_service_id.get(service.id.as_str()).and_then(|v| v.first())
-            && !service.id.is_empty()
+        let first = |rows: &[usize]| rows.first().map(|i| &all[*i]);
+        if !service.id.is_empty()
+            && let Some(h) = self.hv_by_service_id.get(service.id.as_str()).and_then(|v| first(v))
         {
-            return Some(&all[*i]);
+            return Some(h);
         }
         let host = normalize(&service.host);
+        if let Some(h) = self.hv_by_service_host.get(&host).and_then(|v| first(v)) {
+            return Some(h);
+        }
         for name in [host.as_str(), want] {
-            if let Some(i) = self.hv_by_name.get(name).and_then(|v| v.first()) {
-                return Some(&all[*i]);
+            match self.hv_by_hostname.find(name) {
+                NameMatch::Exact(rows) | NameMatch::Short(_, rows) => return first(rows),
+                NameMatch::Ambiguous(_) | NameMatch::None => {}
             }
         }
-        // Libvirt's name may be the FQDN where Nova's host is short, or the other way round.
-        match self.hv_names_by_short.get(short(&host)).map(Vec::as_slice) {
-            Some([one]) => self.hv_by_name[one].first().map(|i| &all[*i]),
-            _ => None,
-        }
+        None
     }
-}
-
-fn by_short<'k>(names: impl Iterator<Item = &'k String>) -> HashMap<String, Vec<String>> {
-    let mut out: HashMap<String, Vec<String>> = HashMap::new();
-    for n in names.filter(|n| trusted(n)) {
-        out.entry(short(n).to_string()).or_default().push(n.clone());
-    }
-    for v in out.values_mut() {
-        v.sort();
-    }
-    out
 }
 
 #[cfg(test)]
@@ -240,6 +280,19 @@ mod tests {
         // Short ↔ short.
         assert_eq!(found(ix.find("c1")).how, HostMatch::Exact);
         assert!(matches!(ix.find("c2.ctlplane.example.com"), Lookup::NotRegistered));
+        // Two different full names never match, though their first labels do.
+        assert!(matches!(ix.find("c0.other.example.com"), Lookup::NotRegistered));
+        assert!(matches!(ix.find("c1.lab"), Lookup::Found(_)), "a full name finds the bare one");
+    }
+
+    #[test]
+    fn an_api_hypervisor_of_another_full_name_is_not_taken() {
+        let a = answer(
+            vec![svc("1", "c0.site-a", "up")],
+            Some(vec![hv("h", "c0.site-b", Some(("9", "c0.site-b")))]),
+        );
+        let f = found(Index::new(&a).find("c0.site-a"));
+        assert!(f.checked && f.hypervisor.is_none(), "{f:?}");
     }
 
     #[test]

@@ -824,7 +824,7 @@ fn a_node_not_running_nova_or_not_yet_deployed_is_not_judged_by_nova() {
         "{}",
     );
     let mut snap = snapshot::from_file_text("t.yaml", &format!("{NODESET}{partial}"), None).unwrap();
-    let services = r#"{"services": []}"#;
+    let services = r#"{"services": [{"binary": "nova-compute", "host": "elsewhere", "state": "up", "status": "enabled"}]}"#;
     snap.merge(snapshot::from_file_text("s.json", services, None).unwrap()).unwrap();
     let model = crate::model::resolve(&snap).unwrap();
     let r = evaluate(&snap, &model, &PhaseMap::default(), Options { evidence: true }, t(NOW));

@@ -34,6 +34,41 @@ pub fn readiness(text: &str, runs: usize) -> Result<ReadinessTimes, String> {
     Ok(ReadinessTimes { nodes: counts.0, conditions: counts.1, load, evaluate })
 }
 
+/// What Nova's evidence adds to one readiness evaluation, in process: the same snapshot
+/// evaluated without and with a Nova answer (the saved-answer files given, as a directory
+/// source would hold them), interleaved; (without, with) per run, and the number of nodes
+/// that got `NovaComputeReady`.
+pub fn readiness_nova(
+    text: &str,
+    answer: &[(&str, &str)],
+    runs: usize,
+) -> Result<(Vec<Duration>, Vec<Duration>, usize), String> {
+    let plain = crate::snapshot::from_file_text("bench.yaml", text, None).map_err(|e| e.to_string())?;
+    let mut with = plain.clone();
+    for (name, json) in answer {
+        with.merge(crate::snapshot::from_file_text(name, json, None).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    }
+    let model = crate::model::resolve(&plain).map_err(|e| e.to_string())?;
+    let phases = crate::readiness::PhaseMap::default();
+    let now = crate::condition::Time::from_unix(1_795_435_200);
+    let (mut a, mut b, mut judged) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..runs.max(1) {
+        for (snap, out) in [(&plain, &mut a), (&with, &mut b)] {
+            let t = Instant::now();
+            let r =
+                crate::readiness::evaluate(snap, &model, &phases, crate::readiness::Options::default(), now);
+            out.push(t.elapsed());
+            judged = r
+                .nodes
+                .iter()
+                .filter(|n| n.conditions.get(crate::condition::types::NOVA_COMPUTE).is_some())
+                .count();
+        }
+    }
+    Ok((a, b, judged))
+}
+
 /// What `node` measured: one full check (collect the facts, evaluate them) per run.
 pub struct NodeCheckTimes {
     /// The first check of a fresh agent: every staged file is hashed.

@@ -50,6 +50,23 @@ fn one_size(agent: &std::path::Path, nodes: usize, runs: usize) -> Result<(), St
         }
         api.put(d);
     }
+    // The evaluation alone, in process: the same answer as saved files.
+    let saved_services = json!({"services": services}).to_string();
+    let saved_hypervisors = json!({"hypervisors": hypervisors}).to_string();
+    let (without, with, judged) = edpm_agent::shell::bench::readiness_nova(
+        &text,
+        &[("services.json", &saved_services), ("hypervisors.json", &saved_hypervisors)],
+        runs,
+    )?;
+    let med = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    println!(
+        "{nodes} nodes: readiness::evaluate in process, median of {runs}: {} without Nova evidence, {} with it ({judged} nodes judged by Nova)",
+        ms(med(without)),
+        ms(med(with))
+    );
     nova.set_services(services);
     nova.set_hypervisors(hypervisors);
     api.put(json!({"apiVersion": "nova.openstack.org/v1beta1", "kind": "NovaCell",

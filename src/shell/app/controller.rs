@@ -364,19 +364,27 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
     let mut model = crate::model::resolve(&snap)?;
     model.groups.retain(|g| touched.includes(&g.name));
     if let Some(poller) = nova {
+        // Each touched NodeSet's logins, replacing what the poller had of it; a NodeSet gone
+        // or no longer running nova drops out (and with the last, the polling stops).
+        let evaluated: Vec<String> = match touched {
+            Touch::NodeSets(sets) => sets.iter().cloned().collect(),
+            Touch::All => model.groups.iter().map(|g| g.name.clone()).collect(),
+        };
+        let found: Vec<(String, Result<Vec<crate::nova::Login>, String>)> = model
+            .groups
+            .iter()
+            .filter_map(|g| crate::nova_cell::group_logins(&snap, g).map(|l| (g.name.clone(), l)))
+            .collect();
         {
             let mut sets = nova_sets.borrow_mut();
-            for g in &model.groups {
-                if g.members.is_empty() || crate::nova_cell::nova_service(&snap, g).is_none() {
-                    sets.remove(&g.name);
-                } else {
-                    sets.insert(g.name.clone());
-                }
+            for name in &evaluated {
+                sets.remove(name);
             }
+            sets.extend(found.iter().map(|(name, _)| name.clone()));
         }
-        let logins = super::nova::logins(&snap, &model);
-        if logins.is_some() {
-            poller.offer(logins.as_ref());
+        let runs_nova = !found.is_empty();
+        poller.offer(&evaluated, found);
+        if runs_nova {
             snap.evidence.nova = poller.evidence().await;
         }
     }

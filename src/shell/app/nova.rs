@@ -13,24 +13,49 @@ use crate::nova::{Login, NovaEvidence};
 use crate::shell::openstack::nova::NovaClient;
 use crate::snapshot::Snapshot;
 
-/// The logins that can ask Nova about the model's nova computes; `None` when no node runs a
-/// service of type `nova` (then Nova is not asked at all). When no login can be made, the
-/// first reason why, for an Unavailable.
+/// The logins that can ask Nova about the model's nova computes (every group's, merged);
+/// `None` when no node runs a service of type `nova` (then Nova is not asked at all).
 pub(super) fn logins(snap: &Snapshot, model: &Model) -> Option<Result<Vec<Login>, String>> {
-    if !model
-        .groups
-        .iter()
-        .any(|g| !g.members.is_empty() && crate::nova_cell::nova_service(snap, g).is_some())
-    {
+    union(model.groups.iter().filter_map(|g| crate::nova_cell::group_logins(snap, g)))
+}
+
+/// Logins merged (each once), or the first reason when none could be made.
+fn union(
+    found: impl IntoIterator<Item = impl std::borrow::Borrow<Result<Vec<Login>, String>>>,
+) -> Option<Result<Vec<Login>, String>> {
+    let mut any = false;
+    let mut logins: Vec<Login> = Vec::new();
+    let mut problem = None;
+    for f in found {
+        any = true;
+        match f.borrow() {
+            Ok(v) => {
+                for l in v {
+                    match logins.iter_mut().find(|x| x.key() == l.key() && x.password == l.password) {
+                        Some(x) => {
+                            for c in &l.cells {
+                                if !x.cells.contains(c) {
+                                    x.cells.push(c.clone());
+                                }
+                            }
+                        }
+                        None => logins.push(l.clone()),
+                    }
+                }
+            }
+            Err(why) => {
+                problem.get_or_insert_with(|| why.clone());
+            }
+        }
+    }
+    if !any {
         return None;
     }
-    let (logins, problems) = crate::nova_cell::logins(snap, model);
-    if logins.is_empty() {
-        let why =
-            problems.first().map_or_else(|| "no cell could be resolved".to_string(), ToString::to_string);
-        return Some(Err(format!("no Keystone credentials for Nova: {why}")));
+    logins.sort();
+    match (logins.is_empty(), problem) {
+        (true, Some(why)) => Some(Err(why)),
+        _ => Some(Ok(logins)),
     }
-    Some(Ok(logins))
 }
 
 /// A Nova client and what its last answers were.
@@ -107,24 +132,35 @@ pub(super) fn ask_into(
 
 /// The controller's Nova poller: asks every `interval` (jittered by up to 10 %) while some
 /// node runs nova, backs off (doubling, up to 5 minutes) while Nova cannot be asked, and says
-/// so on `changed` only when the answer could move a verdict (times aside), so a steady cloud
-/// makes no writes.
+/// so on `changed` when an answer could move a verdict (times aside: a steady cloud makes no
+/// writes), and after each failed ask (so that the NodeSets are evaluated again and their
+/// Secrets read again: a fixed password is picked up). Logins are kept per NodeSet, replaced
+/// at each evaluation of it, and dropped with it; a change of them is asked about at once.
 pub(crate) struct Poller {
     asker: Arc<Asker>,
     shared: Arc<Mutex<Shared>>,
+    wake: Arc<tokio::sync::Notify>,
 }
+
+/// What an evaluation or the poller asks with: the logins, or why there are none.
+type Logins = Result<Vec<Login>, String>;
 
 #[derive(Default)]
 struct Shared {
-    /// The logins the last evaluations found, by session (`None`: no node runs nova).
-    logins: std::collections::BTreeMap<(String, String, String, String, String), Login>,
-    /// Why no login could be made, when none could.
-    problem: Option<String>,
-    latest: Option<Arc<NovaEvidence>>,
+    /// NodeSet → its logins (or why it has none); only NodeSets that run nova.
+    by_set: std::collections::BTreeMap<String, Result<Vec<Login>, String>>,
+    /// The last evidence and the logins it was asked with.
+    latest: Option<(Arc<NovaEvidence>, Logins)>,
 }
 
 /// The longest wait between asks while Nova cannot be asked.
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+/// The wait before the next ask: the interval after an answer; after a failure, twice the
+/// last wait, at least the interval and at most [`BACKOFF_MAX`].
+fn next_wait(last: Duration, interval: Duration, answered: bool) -> Duration {
+    if answered { interval } else { (last * 2).clamp(interval, BACKOFF_MAX.max(interval)) }
+}
 
 impl Poller {
     pub(crate) fn start(
@@ -132,29 +168,29 @@ impl Poller {
         timeout: Duration,
         changed: tokio::sync::mpsc::UnboundedSender<()>,
     ) -> Result<Poller, AppError> {
-        let poller = Poller { asker: Arc::new(Asker::new(timeout)?), shared: Arc::default() };
-        let (asker, shared) = (poller.asker.clone(), poller.shared.clone());
+        let poller = Poller {
+            asker: Arc::new(Asker::new(timeout)?),
+            shared: Arc::default(),
+            wake: Arc::new(tokio::sync::Notify::new()),
+        };
+        let (asker, shared, wake) = (poller.asker.clone(), poller.shared.clone(), poller.wake.clone());
         tokio::spawn(async move {
             let mut wait = interval;
             loop {
-                tokio::time::sleep(spread(wait)).await;
+                tokio::select! {
+                    () = tokio::time::sleep(spread(wait)) => {}
+                    () = wake.notified() => {}
+                }
                 let Some(logins) = lock(&shared).logins() else {
                     wait = interval;
                     continue;
                 };
                 let ev = asker.ask(&logins, clock()).await;
+                let answered = matches!(ev, NovaEvidence::Answer(_));
                 let (keystone, compute) = asker.counts();
-                tracing::debug!(
-                    keystone,
-                    compute,
-                    answered = matches!(ev, NovaEvidence::Answer(_)),
-                    "asked Nova"
-                );
-                wait = match ev {
-                    NovaEvidence::Answer(_) => interval,
-                    NovaEvidence::Unavailable { .. } => (wait * 2).clamp(interval, BACKOFF_MAX.max(interval)),
-                };
-                if lock(&shared).publish(ev) && changed.send(()).is_err() {
+                tracing::debug!(keystone, compute, answered, "asked Nova");
+                wait = next_wait(wait, interval, answered);
+                if (lock(&shared).publish(ev, logins) || !answered) && changed.send(()).is_err() {
                     break;
                 }
             }
@@ -162,53 +198,48 @@ impl Poller {
         Ok(poller)
     }
 
-    /// Notes the logins an evaluation found (`None`: its NodeSets run no nova).
-    pub(crate) fn offer(&self, logins: Option<&Result<Vec<Login>, String>>) {
+    /// Notes what an evaluation of `evaluated` found: each NodeSet's logins (`None`: it runs
+    /// no nova, or is gone). A change of the logins wakes the poller.
+    pub(crate) fn offer(&self, evaluated: &[String], found: Vec<(String, Result<Vec<Login>, String>)>) {
         let mut s = lock(&self.shared);
-        match logins {
-            None => {}
-            Some(Ok(v)) => {
-                for l in v {
-                    let k = l.key();
-                    let key =
-                        (k.0.to_string(), k.1.to_string(), k.2.to_string(), k.3.to_string(), k.4.to_string());
-                    s.logins.insert(key, l.clone());
-                }
-                s.problem = None;
-            }
-            Some(Err(why)) => s.problem = Some(why.clone()),
+        let before = s.logins();
+        for name in evaluated {
+            s.by_set.remove(name);
+        }
+        s.by_set.extend(found);
+        if s.logins() != before {
+            self.wake.notify_one();
         }
     }
 
     /// The evidence for an evaluation whose NodeSets run nova: the last answer, or, before
-    /// the first, one asked now (so that no status is written without it).
+    /// the first or when the logins changed since, one asked now (so that no status is
+    /// written without Nova's answer, or with one asked as somebody else).
     pub(crate) async fn evidence(&self) -> Option<Arc<NovaEvidence>> {
         let logins = {
             let s = lock(&self.shared);
-            if let Some(latest) = &s.latest {
-                return Some(latest.clone());
+            let logins = s.logins()?;
+            match &s.latest {
+                Some((ev, asked)) if *asked == logins => return Some(ev.clone()),
+                _ => logins,
             }
-            s.logins()?
         };
         let ev = self.asker.ask(&logins, clock()).await;
         let mut s = lock(&self.shared);
-        s.publish(ev);
-        s.latest.clone()
+        s.publish(ev, logins);
+        s.latest.as_ref().map(|(ev, _)| ev.clone())
     }
 }
 
 impl Shared {
     fn logins(&self) -> Option<Result<Vec<Login>, String>> {
-        if !self.logins.is_empty() {
-            return Some(Ok(self.logins.values().cloned().collect()));
-        }
-        self.problem.clone().map(Err)
+        union(self.by_set.values())
     }
 
     /// Keeps the new evidence; true when it could move a verdict.
-    fn publish(&mut self, ev: NovaEvidence) -> bool {
-        let changed = self.latest.as_ref().is_none_or(|old| old.steady() != ev.steady());
-        self.latest = Some(Arc::new(ev));
+    fn publish(&mut self, ev: NovaEvidence, logins: Result<Vec<Login>, String>) -> bool {
+        let changed = self.latest.as_ref().is_none_or(|(old, _)| old.steady() != ev.steady());
+        self.latest = Some((Arc::new(ev), logins));
         changed
     }
 }
@@ -226,4 +257,87 @@ fn spread(d: Duration) -> Duration {
 fn clock() -> Time {
     use crate::node::shell::agent_loop::Clock;
     crate::node::shell::agent_loop::SystemClock.now()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wait_doubles_while_nova_fails_up_to_five_minutes_and_resets_on_an_answer() {
+        let i = Duration::from_secs(30);
+        let mut w = i;
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            w = next_wait(w, i, false);
+            seen.push(w.as_secs());
+        }
+        assert_eq!(seen, [60, 120, 240, 300, 300, 300]);
+        assert_eq!(next_wait(w, i, true), i);
+        // An interval above the cap is kept.
+        assert_eq!(next_wait(Duration::from_secs(600), Duration::from_secs(600), false).as_secs(), 600);
+    }
+
+    #[test]
+    fn the_spread_stays_within_ten_percent() {
+        for _ in 0..200 {
+            let d = spread(Duration::from_secs(30)).as_millis();
+            assert!((27_000..=33_000).contains(&d), "{d}");
+        }
+    }
+
+    fn login(user: &str, password: &str, cell: &str) -> Login {
+        Login {
+            auth_url: "http://ks".into(),
+            region: "regionOne".into(),
+            user: user.into(),
+            domain: "Default".into(),
+            project: "service".into(),
+            password: Some(password.into()),
+            application_credential: None,
+            ca_bundle: None,
+            secret: format!("{cell}-secret"),
+            cells: vec![cell.into()],
+        }
+    }
+
+    #[test]
+    fn logins_merge_per_session_and_a_set_without_any_gives_its_reason() {
+        let a = Ok(vec![login("nova", "p", "nova-cell1")]);
+        let b = Ok(vec![login("nova", "p", "nova-cell2")]);
+        let merged = union([&a, &b]).unwrap().unwrap();
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].cells, ["nova-cell1", "nova-cell2"]);
+        // A rotated password is another login: asked with, not merged away.
+        let c = Ok(vec![login("nova", "q", "nova-cell3")]);
+        assert_eq!(union([&a, &c]).unwrap().unwrap().len(), 2);
+        let bad: Result<Vec<Login>, String> = Err("no NovaCell".into());
+        assert_eq!(union([&bad]), Some(Err("no NovaCell".into())));
+        assert_eq!(
+            union([&bad, &a]).unwrap().unwrap().len(),
+            1,
+            "one set's problem does not hide another's login"
+        );
+        assert_eq!(union(Vec::<&Result<Vec<Login>, String>>::new()), None);
+    }
+
+    #[tokio::test]
+    async fn the_poller_keeps_logins_per_nodeset_and_forgets_a_nodeset_gone() {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(1), tx).unwrap();
+        p.offer(
+            &["a".into(), "b".into()],
+            vec![
+                ("a".into(), Ok(vec![login("nova", "p", "c1")])),
+                ("b".into(), Ok(vec![login("nova2", "p", "c2")])),
+            ],
+        );
+        assert_eq!(lock(&p.shared).logins().unwrap().unwrap().len(), 2);
+        // b evaluated again, without nova (or deleted): its login goes.
+        p.offer(&["b".into()], vec![]);
+        let left = lock(&p.shared).logins().unwrap().unwrap();
+        assert_eq!((left.len(), left[0].user.as_str()), (1, "nova"));
+        p.offer(&["a".into()], vec![]);
+        assert_eq!(lock(&p.shared).logins(), None, "no node runs nova: nothing to ask");
+    }
 }

@@ -111,7 +111,10 @@ impl NovaClient {
                 }
             }
         }
-        answer.source = format!("Nova API {}", asked.join(", "));
+        answer.source = format!(
+            "Nova API {} (compute {SERVICES_MICROVERSION} services, {HYPERVISORS_MICROVERSION} hypervisors)",
+            asked.join(", ")
+        );
         NovaEvidence::Answer(answer)
     }
 
@@ -143,23 +146,28 @@ impl NovaClient {
             Call { client: self, http: &http, login, now, session: &mut session, relogged: &mut relogged };
         let url = format!("{endpoint}/os-services?binary=nova-compute");
         let body = call.get(&url, SERVICES_MICROVERSION).await?;
-        let found = services(&body).map_err(|e| unparsable(login, &url, &e))?;
+        let found = services(&body).map_err(|e| unparsable(login, &call.session.token, &url, &e))?;
         let mut url = format!("{endpoint}/os-hypervisors/detail");
         let mut seen = vec![url.clone()];
         let mut all = Vec::new();
         loop {
             let page = call.get(&url, HYPERVISORS_MICROVERSION).await?;
-            all.extend(hypervisors(&page).map_err(|e| unparsable(login, &url, &e))?);
-            let Some(next) = next_page(&page) else { break };
-            // Nova's href is absolute (its own idea of its URL, `[api] compute_link_prefix`
-            // aside): followed as given.
-            if seen.iter().any(|s| s == next) || seen.len() >= MAX_PAGES {
+            all.extend(hypervisors(&page).map_err(|e| unparsable(login, &call.session.token, &url, &e))?);
+            let Some(link) = next_page(&page) else { break };
+            // Only the link's query (`limit`, `marker`) is taken, on the catalog's endpoint:
+            // Nova builds the href from its own idea of its URL (behind a TLS-terminating
+            // proxy often `http://` or the public name), and the token must go nowhere else.
+            let next = match link.split_once('?') {
+                Some((_, query)) => format!("{endpoint}/os-hypervisors/detail?{query}"),
+                None => String::new(),
+            };
+            if next.is_empty() || seen.contains(&next) || seen.len() >= MAX_PAGES {
                 return Err(format!(
-                    "Nova {url}: the hypervisor pages do not end (the next link {} repeats, or more than {MAX_PAGES} pages); check the Nova API's [api] max_limit",
-                    echo(login, next)
+                    "Nova {url}: the hypervisor pages do not end (the next link {} has no query, repeats, or there are more than {MAX_PAGES} pages); check the Nova API's [api] max_limit",
+                    echo(login, &call.session.token, link)
                 ));
             }
-            url = next.to_string();
+            url = next;
             seen.push(url.clone());
         }
         Ok(Some((endpoint, found, all)))
@@ -228,7 +236,7 @@ impl NovaClient {
             } else {
                 "check that Keystone is up".into()
             };
-            return Err(format!("{step}: HTTP {status}{}; {hint}", fault(login, &bytes)));
+            return Err(format!("{step}: HTTP {status}{}; {hint}", fault(login, "", &bytes)));
         }
         let body: Value = serde_json::from_slice(&bytes)
             .map_err(|e| format!("{step}: the answer is not JSON ({e}); {reach}"))?;
@@ -283,7 +291,7 @@ impl Call<'_> {
             let resp = self
                 .http
                 .get(url)
-                .header("X-Auth-Token", &self.session.token)
+                .header("X-Auth-Token", sensitive(&self.session.token)?)
                 .header("OpenStack-API-Version", format!("compute {microversion}"))
                 .send()
                 .await
@@ -316,11 +324,25 @@ impl Call<'_> {
                     406 => format!("the Nova API does not offer microversion {microversion}"),
                     _ => "check that the Nova API is up (the nova-api pods and their logs)".into(),
                 };
-                return Err(format!("{step}: HTTP {status}{}; {hint}", fault(self.login, &bytes)));
+                return Err(format!(
+                    "{step}: HTTP {status}{}; {hint}",
+                    fault(self.login, &self.session.token, &bytes)
+                ));
             }
-            return serde_json::from_slice(&bytes).map_err(|e| unparsable(self.login, url, &e.to_string()));
+            return serde_json::from_slice(&bytes)
+                .map_err(|e| unparsable(self.login, &self.session.token, url, &e.to_string()));
         }
     }
+}
+
+/// The token as a header value marked sensitive, so that no debug output of the request
+/// shows it.
+fn sensitive(token: &str) -> Result<reqwest::header::HeaderValue, String> {
+    let mut v = reqwest::header::HeaderValue::from_str(token).map_err(|_| {
+        "Keystone's token is not a valid header value; check that the URL is Keystone's".to_string()
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
 }
 
 fn unavailable(message: String) -> NovaEvidence {
@@ -328,17 +350,25 @@ fn unavailable(message: String) -> NovaEvidence {
 }
 
 /// A parser's complaint quotes the answer's values: redacted like any server text.
-fn unparsable(login: &Login, url: &str, problem: &str) -> String {
+fn unparsable(login: &Login, token: &str, url: &str, problem: &str) -> String {
     format!(
         "Nova {url}: the answer cannot be read ({}); check that the endpoint is Nova's compute API v2.1",
-        Redactor::new(login.secrets()).redact(problem)
+        redactor(login, token).redact(problem)
     )
 }
 
 /// Text a server sent, as a message may quote it: cut, and with the login's secrets masked
 /// (a server that echoes a request must not make us print the password).
-fn echo(login: &Login, text: &str) -> String {
-    Redactor::new(login.secrets()).redact(&crate::excerpt::echo(text).to_string())
+fn echo(login: &Login, token: &str, text: &str) -> String {
+    redactor(login, token).redact(&crate::excerpt::echo(text).to_string())
+}
+
+/// The login's secrets and the token in use: what no message may show ("Could not find
+/// token: …" quotes one).
+fn redactor(login: &Login, token: &str) -> Redactor {
+    let mut secrets = login.secrets();
+    secrets.extend(Some(token.to_string()).filter(|t| !t.is_empty()));
+    Redactor::new(secrets)
 }
 
 /// `NovaCell nova-cell1: ` (the cells that log in this way), to start a message with.
@@ -422,11 +452,11 @@ fn transport(step: &str, e: &reqwest::Error, timeout: Duration, reach: &str) -> 
 
 /// The message of an OpenStack fault body (`{"<kind>": {"code": …, "message": "…"}}`, or
 /// Keystone's `{"error": {…}}`), cut for a message: ` (message)`, or nothing.
-fn fault(login: &Login, body: &[u8]) -> String {
+fn fault(login: &Login, token: &str, body: &[u8]) -> String {
     let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(body) else { return String::new() };
     o.values()
         .find_map(|v| v.get("message").and_then(Value::as_str))
-        .map_or(String::new(), |m| format!(" ({})", echo(login, m)))
+        .map_or(String::new(), |m| format!(" ({})", echo(login, token, m)))
 }
 
 #[cfg(test)]
@@ -514,7 +544,10 @@ mod tests {
                 "GET /compute/v2.1/os-hypervisors/detail?marker=h3 compute=2.53",
             ]
         );
-        assert_eq!(a.source, format!("Nova API {}", f.compute_url()));
+        assert_eq!(
+            a.source,
+            format!("Nova API {} (compute 2.69 services, 2.53 hypervisors)", f.compute_url())
+        );
         assert_eq!(a.observed_at, Some(Time(T0)));
         let hosts: Vec<&str> = a.services.iter().map(|s| s.host.as_str()).collect();
         assert_eq!(hosts, ["c0.example.com", "c1.example.com", "c2.example.com"]);
@@ -748,6 +781,18 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn next_page_links_to_another_host_are_followed_on_the_catalog_endpoint() {
+        let f = started();
+        f.set_page_size(2);
+        // As Nova behind a TLS-terminating proxy writes its links: the token must not go there.
+        f.set_link_prefix("http://nova-public.invalid/v2.1");
+        let a = answer(client().ask(&[login(&f)], Time(T0)).await);
+        assert_eq!(a.hypervisors.as_ref().map(Vec::len), Some(5));
+        assert_eq!(f.requests().len(), 5, "{:?}", f.requests());
+        assert!(f.requests()[4].ends_with("detail?marker=h3 compute=2.53"), "{:?}", f.requests());
+    }
+
+    #[tokio::test]
     async fn logins_that_reach_the_same_nova_ask_it_once() {
         let f = started();
         let mut other = login(&f);
@@ -757,7 +802,10 @@ mod tests {
         let a = answer(client().ask(&[login(&f), other], Time(T0)).await);
         assert_eq!(a.services.len(), 3);
         assert_eq!(f.requests(), [LOGIN, SERVICES, HYPERVISORS, LOGIN]);
-        assert_eq!(a.source, format!("Nova API {}", f.compute_url()));
+        assert_eq!(
+            a.source,
+            format!("Nova API {} (compute 2.69 services, 2.53 hypervisors)", f.compute_url())
+        );
         // No login at all is said, not asked.
         assert!(message(client().ask(&[], Time(T0)).await).starts_with("no NovaCell gives a login"));
     }

@@ -64,6 +64,8 @@ struct State {
     bodies: Vec<(String, String)>,
     keystone: u64,
     compute: u64,
+    /// What the next-page links start with instead of this server's own compute URL.
+    link_prefix: Option<String>,
 }
 
 impl State {
@@ -96,6 +98,7 @@ impl FakeNova {
             bodies: Vec::new(),
             keystone: 0,
             compute: 0,
+            link_prefix: None,
         }));
         let s = state.clone();
         std::thread::spawn(move || {
@@ -123,6 +126,12 @@ impl FakeNova {
 
     pub fn set_hypervisors(&self, hypervisors: Vec<Value>) {
         self.state.lock().unwrap().hypervisors = hypervisors;
+    }
+
+    /// Next-page links as a Nova behind a proxy writes them (`https://nova-public.example/v2.1`):
+    /// a client must follow them on its catalog endpoint, not send its token there.
+    pub fn set_link_prefix(&self, prefix: &str) {
+        self.state.lock().unwrap().link_prefix = Some(prefix.to_string());
     }
 
     /// Nova's `[api] max_limit`: the most hypervisors on one page.
@@ -385,6 +394,13 @@ fn answer(
                         .filter(|r| param("binary").is_none_or(|b| r["binary"] == b))
                         .filter(|r| param("host").is_none_or(|h| r["host"] == h))
                         .cloned()
+                        .map(|mut r| {
+                            // Every compute heartbeats: the row's time moves at each answer.
+                            if r.get("updated_at").is_some_and(|t| !t.is_null()) {
+                                r["updated_at"] = json!(iso8601(now).trim_end_matches('Z'));
+                            }
+                            r
+                        })
                         .collect();
                     (200, String::new(), json!({"services": rows}))
                 }
@@ -410,7 +426,9 @@ fn answer(
                     // request's own parameters (an explicit limit) and setting the marker.
                     if limit > 0 && page.len() == limit {
                         let last = page[limit - 1]["id"].as_str().unwrap_or_default().to_string();
-                        let mut next = format!("http://{addr}/compute/v2.1/os-hypervisors/detail?");
+                        let prefix =
+                            s.link_prefix.clone().unwrap_or_else(|| format!("http://{addr}/compute/v2.1"));
+                        let mut next = format!("{prefix}/os-hypervisors/detail?");
                         if let Some(l) = param("limit") {
                             next.push_str(&format!("limit={l}&"));
                         }
