@@ -252,6 +252,70 @@ pub(crate) fn group_logins(
     Some(Ok(out))
 }
 
+/// The keys of a Secret named by `--nova-credentials`: the openstack client's environment
+/// variables (`OS_CACERT` holds the PEM bundle itself, not a path).
+pub(crate) const CREDENTIAL_KEYS: &[&str] = &[
+    "OS_AUTH_URL",
+    "OS_USERNAME",
+    "OS_PASSWORD",
+    "OS_PROJECT_NAME",
+    "OS_USER_DOMAIN_NAME",
+    "OS_PROJECT_DOMAIN_NAME",
+    "OS_REGION_NAME",
+    "OS_APPLICATION_CREDENTIAL_ID",
+    "OS_APPLICATION_CREDENTIAL_SECRET",
+    "OS_CACERT",
+];
+
+/// A login from an explicitly named Secret (`--nova-credentials`), which every compute is
+/// asked about with; `Err` names the Secret and the key to fix, never a value.
+pub(crate) fn explicit_login(snap: &Snapshot, name: &str) -> Result<crate::nova::Login, String> {
+    let Some(secret) = snap.secret(name) else {
+        return Err(format!(
+            "Secret {name} (--nova-credentials) not found; create it with the keys {}",
+            CREDENTIAL_KEYS[..4].join(", ")
+        ));
+    };
+    let key = |k: &str| {
+        secret
+            .body
+            .data
+            .get(k)
+            .map(|v| String::from_utf8_lossy(v).trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let need = |k: &str| {
+        key(k).ok_or_else(|| format!("Secret {name} (--nova-credentials): key {k} is missing or empty"))
+    };
+    let auth_url = need("OS_AUTH_URL")?;
+    let application_credential =
+        key("OS_APPLICATION_CREDENTIAL_ID").zip(key("OS_APPLICATION_CREDENTIAL_SECRET"));
+    let (user, password, project) = if application_credential.is_some() {
+        (key("OS_USERNAME").unwrap_or_default(), None, key("OS_PROJECT_NAME").unwrap_or_default())
+    } else {
+        (need("OS_USERNAME")?, Some(need("OS_PASSWORD")?), need("OS_PROJECT_NAME")?)
+    };
+    let user_domain = key("OS_USER_DOMAIN_NAME").unwrap_or_else(|| "Default".into());
+    let project_domain = key("OS_PROJECT_DOMAIN_NAME").unwrap_or_else(|| user_domain.clone());
+    if project_domain != user_domain {
+        return Err(format!(
+            "Secret {name} (--nova-credentials): OS_USER_DOMAIN_NAME and OS_PROJECT_DOMAIN_NAME differ; edpm-agent logs in with one domain for both (use a user of the project's domain)"
+        ));
+    }
+    Ok(crate::nova::Login {
+        auth_url,
+        region: key("OS_REGION_NAME").unwrap_or_else(|| DEFAULT_REGION.into()),
+        user,
+        domain: user_domain,
+        project,
+        password,
+        application_credential,
+        ca_bundle: key("OS_CACERT"),
+        secret: name.to_string(),
+        cells: Vec::new(),
+    })
+}
+
 /// How a cell's service user logs in: nova-operator's `01-nova.conf` (`project_name = service`,
 /// domains `Default`), trusting the NovaCell's CA bundle, else the nova service's `caCerts`.
 fn login(snap: &Snapshot, cx: &CellContext, service: &str) -> crate::nova::Login {
@@ -271,5 +335,44 @@ fn login(snap: &Snapshot, cx: &CellContext, service: &str) -> crate::nova::Login
         ca_bundle,
         secret: cx.secret.clone(),
         cells: vec![cx.name.clone()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_explicit_secret_gives_one_login_and_names_the_key_to_fix() {
+        let text = r#"
+apiVersion: v1
+kind: Secret
+metadata: {name: check, namespace: openstack}
+stringData: {OS_AUTH_URL: "https://ks:5000", OS_USERNAME: admin, OS_PASSWORD: s3cret-pass, OS_PROJECT_NAME: admin}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: half, namespace: openstack}
+stringData: {OS_AUTH_URL: "https://ks:5000", OS_USERNAME: admin}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: split, namespace: openstack}
+stringData: {OS_AUTH_URL: "https://ks:5000", OS_USERNAME: a, OS_PASSWORD: p, OS_PROJECT_NAME: x, OS_PROJECT_DOMAIN_NAME: other}
+"#;
+        let snap = crate::snapshot::from_file_text("s.yaml", text, None).unwrap();
+        let l = super::explicit_login(&snap, "check").unwrap();
+        assert_eq!(
+            (l.user.as_str(), l.project.as_str(), l.domain.as_str(), l.region.as_str()),
+            ("admin", "admin", "Default", "regionOne")
+        );
+        assert_eq!(l.secrets(), ["s3cret-pass"]);
+        assert!(!format!("{l:?}").contains("s3cret-pass"));
+        let e = super::explicit_login(&snap, "half").unwrap_err();
+        assert_eq!(e, "Secret half (--nova-credentials): key OS_PASSWORD is missing or empty");
+        assert!(super::explicit_login(&snap, "split").unwrap_err().contains("differ"));
+        assert!(
+            super::explicit_login(&snap, "none")
+                .unwrap_err()
+                .starts_with("Secret none (--nova-credentials) not found")
+        );
     }
 }

@@ -639,7 +639,9 @@ fn nova_is_polled_and_only_an_answer_that_moves_a_verdict_is_written() {
         condition(&api, &format!("computes-{node}"), "NovaComputeReady")
             .map(|c| c["reason"].as_str().unwrap().to_string())
     };
-    wait_for("the first writes", Duration::from_secs(20), || reason("c-absent").is_some());
+    wait_for("the first writes", Duration::from_secs(20), || {
+        crate::nova::NODES.iter().all(|(host, _)| reason(host.split('.').next().unwrap()).is_some())
+    });
     assert_eq!(reason("c-down").as_deref(), Some("ComputeServiceDown"));
     assert_eq!(reason("c-ready").as_deref(), Some("Ready"));
     let ready = condition(&api, "computes-c-down", "Ready").unwrap();
@@ -711,4 +713,29 @@ fn a_fixed_password_is_picked_up_and_polling_stops_without_nova() {
     let (code, _, stderr) = c.stop();
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains(fake_nova::PASSWORD) && !stderr.contains("wrong-password-123"), "{stderr}");
+}
+
+/// `--nova-credentials`: the controller logs in with the named Secret, read by name.
+#[test]
+fn the_controller_asks_nova_with_an_explicitly_named_secret() {
+    use edpm_testkit::fake_nova::{self, FakeNova};
+    let nova = FakeNova::start();
+    crate::nova::program(&nova);
+    let api = crate::nova::cluster(&nova, "the-cells-wrong-password");
+    let b64 = crate::nova::b64;
+    api.put(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-check", "namespace": "openstack"},
+        "type": "Opaque", "data": {
+            "OS_AUTH_URL": b64(&nova.auth_url()), "OS_USERNAME": b64(fake_nova::USER),
+            "OS_PASSWORD": b64(fake_nova::PASSWORD), "OS_PROJECT_NAME": b64(fake_nova::PROJECT)}}));
+    let c = Controller::start(&api, &["--nova-interval", "1", "--nova-credentials", "nova-check"]);
+    wait_for("judged", Duration::from_secs(20), || {
+        condition(&api, "computes-c-ready", "NovaComputeReady").is_some_and(|c| c["status"] == "True")
+    });
+    wait_for("c-down judged", Duration::from_secs(10), || {
+        condition(&api, "computes-c-down", "NovaComputeReady")
+            .is_some_and(|c| c["reason"] == "ComputeServiceDown")
+    });
+    let (code, _, _) = c.stop();
+    assert_eq!(code, Some(0));
 }

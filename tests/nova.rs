@@ -311,3 +311,29 @@ fn without_a_cell_annotation_any_novacell_user_asks_and_without_any_novacell_it_
     assert!(message.contains("no NovaCell in the namespace"), "{message}");
     assert_eq!(nova.requests().len(), 3, "the second cluster asked nothing");
 }
+
+#[test]
+fn an_explicit_credentials_secret_is_read_by_name_and_used_for_every_compute() {
+    let nova = FakeNova::start();
+    program(&nova);
+    // The cells' own password is wrong: only the named Secret can log in.
+    let api = cluster(&nova, "the-cells-wrong-password");
+    api.put(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-check", "namespace": "openstack"},
+        "type": "Opaque", "data": {
+            "OS_AUTH_URL": b64(&nova.auth_url()), "OS_USERNAME": b64(fake_nova::USER),
+            "OS_PASSWORD": b64(fake_nova::PASSWORD), "OS_PROJECT_NAME": b64(fake_nova::PROJECT)}}));
+    let v = verdicts(&show(&api, &["--nova-credentials", "nova-check"]));
+    assert_eq!((v["c-ready"].0.as_str(), v["c-down"].1.as_str()), ("True", "ComputeServiceDown"), "{v:?}");
+    let secrets: Vec<String> = api.requests().into_iter().filter(|r| r.contains("/secrets")).collect();
+    assert!(
+        secrets.iter().all(|r| r.starts_with("GET") && !r.ends_with("/secrets") && !r.contains("/secrets?")),
+        "got by name, never listed: {secrets:?}"
+    );
+    // Absent: Unknown, naming the Secret and what to do.
+    let out = show(&api, &["--nova-credentials", "nope"]);
+    let v = verdicts(&out);
+    assert_eq!(v["c-ready"].1, "NovaAPIUnavailable");
+    assert!(v["c-ready"].3.contains("Secret nope (--nova-credentials) not found"), "{}", v["c-ready"].3);
+    assert!(!out.stdout.contains("the-cells-wrong-password") && !out.stdout.contains(fake_nova::PASSWORD));
+}

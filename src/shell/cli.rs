@@ -219,6 +219,12 @@ pub struct StatusArgs {
     /// directory source is read either way.
     #[arg(long, global = true)]
     pub no_nova: bool,
+    /// With --source kube: ask Nova with the credentials in this Secret (got by name; keys
+    /// OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME, optional OS_USER_DOMAIN_NAME,
+    /// OS_PROJECT_DOMAIN_NAME, OS_REGION_NAME, OS_APPLICATION_CREDENTIAL_ID/_SECRET, and
+    /// OS_CACERT holding the PEM bundle) instead of each cell's service user.
+    #[arg(long, global = true, value_name = "SECRET")]
+    pub nova_credentials: Option<String>,
     /// How long one request to Keystone or Nova may take: seconds, or with a unit.
     #[arg(long, global = true, value_name = "DURATION", default_value = "10")]
     pub nova_timeout: String,

@@ -47,6 +47,8 @@ pub(crate) struct Options {
 pub(crate) struct NovaPolling {
     pub(crate) interval: Duration,
     pub(crate) timeout: Duration,
+    /// `--nova-credentials`: a Secret to log in with instead of the cells' users.
+    pub(crate) credentials: Option<String>,
 }
 
 /// The longest a change waits for the burst it belongs to to end.
@@ -129,7 +131,7 @@ async fn control(
     // re-evaluates the NodeSets that run nova.
     let (nova_tx, mut nova_changed) = tokio::sync::mpsc::unbounded_channel();
     let nova = match &opts.nova {
-        Some(p) => Some(super::nova::Poller::start(p.interval, p.timeout, nova_tx)?),
+        Some(p) => Some(super::nova::Poller::start(p.interval, p.timeout, p.credentials.clone(), nova_tx)?),
         None => None,
     };
     let nova_sets = std::cell::RefCell::new(std::collections::BTreeSet::new());
@@ -370,10 +372,16 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
             Touch::NodeSets(sets) => sets.iter().cloned().collect(),
             Touch::All => model.groups.iter().map(|g| g.name.clone()).collect(),
         };
+        let explicit = match poller.credentials() {
+            Some(name) => Some(super::nova::explicit(client, name).await),
+            None => None,
+        };
         let found: Vec<(String, Result<Vec<crate::nova::Login>, String>)> = model
             .groups
             .iter()
-            .filter_map(|g| crate::nova_cell::group_logins(&snap, g).map(|l| (g.name.clone(), l)))
+            .filter_map(|g| {
+                super::nova::group_logins(&snap, g, explicit.as_ref()).map(|l| (g.name.clone(), l))
+            })
             .collect();
         {
             let mut sets = nova_sets.borrow_mut();

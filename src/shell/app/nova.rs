@@ -15,8 +15,34 @@ use crate::snapshot::Snapshot;
 
 /// The logins that can ask Nova about the model's nova computes (every group's, merged);
 /// `None` when no node runs a service of type `nova` (then Nova is not asked at all).
-pub(super) fn logins(snap: &Snapshot, model: &Model) -> Option<Result<Vec<Login>, String>> {
-    union(model.groups.iter().filter_map(|g| crate::nova_cell::group_logins(snap, g)))
+pub(super) fn logins(
+    snap: &Snapshot,
+    model: &Model,
+    explicit: Option<&Result<Login, String>>,
+) -> Option<Result<Vec<Login>, String>> {
+    union(model.groups.iter().filter_map(|g| group_logins(snap, g, explicit)))
+}
+
+/// One group's logins: the explicitly named Secret's for every group that runs nova, else
+/// its cells' (`nova_cell::group_logins`).
+pub(super) fn group_logins(
+    snap: &Snapshot,
+    g: &crate::model::HostGroup,
+    explicit: Option<&Result<Login, String>>,
+) -> Option<Result<Vec<Login>, String>> {
+    match explicit {
+        Some(e) => (!g.members.is_empty() && crate::nova_cell::nova_service(snap, g).is_some())
+            .then(|| e.clone().map(|l| vec![l])),
+        None => crate::nova_cell::group_logins(snap, g),
+    }
+}
+
+/// The login of a Secret named by `--nova-credentials`, read by name (never listed).
+pub(super) async fn explicit(client: &crate::shell::k8s::Client, name: &str) -> Result<Login, String> {
+    match crate::shell::k8s::read::secret_by_name(client, name).await {
+        Ok(snap) => crate::nova_cell::explicit_login(&snap, name),
+        Err(e) => Err(format!("Secret {name} (--nova-credentials) cannot be read: {e}")),
+    }
 }
 
 /// Logins merged (each once), or the first reason when none could be made.
@@ -108,15 +134,21 @@ impl Asker {
 
 /// For the one-shot `status` commands: asks Nova when the snapshot came from the cluster and
 /// some node runs nova, and files the answer as evidence.
+#[allow(clippy::too_many_arguments)] // the run's Nova settings, one by one
 pub(super) fn ask_into(
     cx: &super::Context,
     asker: &std::cell::OnceCell<Asker>,
     timeout: Duration,
+    credentials: Option<&str>,
     snap: &mut Snapshot,
     model: &Model,
     now: Time,
 ) -> Result<(), AppError> {
-    let Some(logins) = logins(snap, model) else { return Ok(()) };
+    let explicit = match credentials {
+        Some(name) => Some(cx.cluster()?.block_on(explicit(cx.cluster()?.client(), name))),
+        None => None,
+    };
+    let Some(logins) = logins(snap, model, explicit.as_ref()) else { return Ok(()) };
     let asker = match asker.get() {
         Some(a) => a,
         None => {
@@ -138,6 +170,8 @@ pub(super) fn ask_into(
 /// at each evaluation of it, and dropped with it; a change of them is asked about at once.
 pub(crate) struct Poller {
     asker: Arc<Asker>,
+    /// `--nova-credentials`.
+    credentials: Option<String>,
     shared: Arc<Mutex<Shared>>,
     wake: Arc<tokio::sync::Notify>,
 }
@@ -166,10 +200,12 @@ impl Poller {
     pub(crate) fn start(
         interval: Duration,
         timeout: Duration,
+        credentials: Option<String>,
         changed: tokio::sync::mpsc::UnboundedSender<()>,
     ) -> Result<Poller, AppError> {
         let poller = Poller {
             asker: Arc::new(Asker::new(timeout)?),
+            credentials,
             shared: Arc::default(),
             wake: Arc::new(tokio::sync::Notify::new()),
         };
@@ -196,6 +232,11 @@ impl Poller {
             }
         });
         Ok(poller)
+    }
+
+    /// The Secret named by `--nova-credentials`, if any.
+    pub(crate) fn credentials(&self) -> Option<&str> {
+        self.credentials.as_deref()
     }
 
     /// Notes what an evaluation of `evaluated` found: each NodeSet's logins (`None`: it runs
@@ -324,7 +365,7 @@ mod tests {
     #[tokio::test]
     async fn the_poller_keeps_logins_per_nodeset_and_forgets_a_nodeset_gone() {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(1), tx).unwrap();
+        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(1), None, tx).unwrap();
         p.offer(
             &["a".into(), "b".into()],
             vec![

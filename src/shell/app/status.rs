@@ -42,6 +42,7 @@ pub(super) fn run(
     let nova = NovaOpts {
         ask: !args.no_nova && settings.sources.contains(&SourceSpec::Kube),
         timeout: duration("--nova-timeout", &args.nova_timeout)?.max(Duration::from_secs(1)),
+        credentials: args.nova_credentials.clone(),
         asker: std::cell::OnceCell::new(),
     };
     let nova = &nova;
@@ -123,6 +124,7 @@ pub(super) fn run(
                 nova: (!args.no_nova).then_some(super::controller::NovaPolling {
                     interval: duration("--nova-interval", &nova_interval)?.max(Duration::from_secs(1)),
                     timeout: nova.timeout,
+                    credentials: nova.credentials.clone(),
                 }),
             };
             super::controller::run(&cx, opts, out)
@@ -156,6 +158,8 @@ fn has_manifests(dir: &Path) -> bool {
 struct NovaOpts {
     ask: bool,
     timeout: Duration,
+    /// `--nova-credentials`: the Secret to log in with instead of the cells' users.
+    credentials: Option<String>,
     asker: std::cell::OnceCell<super::nova::Asker>,
 }
 
@@ -174,7 +178,15 @@ fn compute_with(
     // A saved Nova answer that cannot be used is bad input, not an Unknown.
     crate::nova::answer::from_saved(&snap.evidence.nova_saved).map_err(AppError::invalid_input)?;
     if nova.ask {
-        super::nova::ask_into(cx, &nova.asker, nova.timeout, &mut snap, &model, now)?;
+        super::nova::ask_into(
+            cx,
+            &nova.asker,
+            nova.timeout,
+            nova.credentials.as_deref(),
+            &mut snap,
+            &model,
+            now,
+        )?;
     }
     let phases = PhaseMap { overrides: cx.settings.service_phases.clone() };
     let r = readiness::evaluate(&snap, &model, &phases, Options { evidence }, now);

@@ -299,6 +299,17 @@ pub(super) async fn add_references(client: &Client, mut snap: Snapshot) -> Resul
     Ok(snap)
 }
 
+/// One Secret, got by name (never listed), as a snapshot holding it (empty when it does not
+/// exist): for a Secret named on the command line (`status --nova-credentials`).
+pub(crate) async fn secret_by_name(client: &Client, name: &str) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+    match get(client, &api, "secret", name).await? {
+        Some(value) => Ok(Snapshot::from_documents(vec![located(&ns, typed(value, "Secret"))], None)?),
+        None => Ok(Snapshot::default()),
+    }
+}
+
 /// Fetches one object as JSON; a missing one is `None`, so that the model can report the
 /// whole reference chain that needed it.
 async fn get<K>(client: &Client, api: &Api<K>, what: &str, name: &str) -> Result<Option<Value>, Error>
