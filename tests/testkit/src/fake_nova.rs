@@ -21,8 +21,7 @@
 //! One thread per connection, one request per connection (`Connection: close`), like
 //! `tests/util/fake_openstack.rs`.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -82,8 +81,6 @@ pub struct FakeNova {
 
 impl FakeNova {
     pub fn start() -> FakeNova {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State {
             services: Vec::new(),
             hypervisors: Vec::new(),
@@ -101,12 +98,7 @@ impl FakeNova {
             link_prefix: None,
         }));
         let s = state.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming().flatten() {
-                let s = s.clone();
-                std::thread::spawn(move || serve(conn, addr, &s));
-            }
-        });
+        let addr = crate::http::serve(move |req, addr| serve(req, addr, &s));
         FakeNova { addr, state }
     }
 
@@ -226,44 +218,16 @@ pub fn iso8601(unix: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000000Z", secs / 3600, secs % 3600 / 60, secs % 60)
 }
 
-fn serve(conn: TcpStream, addr: SocketAddr, state: &Mutex<State>) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() || line.is_empty() {
-        return;
-    }
-    let mut headers = Vec::new();
-    let mut length = 0;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
-            break;
-        }
-        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
-            length = v.trim().parse().unwrap_or(0);
-        }
-        headers.push(h.trim_end().to_string());
-    }
-    let mut body = vec![0; length];
-    let _ = reader.read_exact(&mut body);
-    let body = String::from_utf8_lossy(&body).into_owned();
-    let mut words = line.split_whitespace();
-    let (method, target) = (words.next().unwrap_or("").to_string(), words.next().unwrap_or("").to_string());
-    let header = |name: &str| {
-        headers.iter().find_map(|h| {
-            h.split_once(':')
-                .filter(|(k, _)| k.trim().eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.trim().to_string())
-        })
-    };
-    let logged = match header("OpenStack-API-Version") {
+fn serve(req: &crate::http::Request, addr: SocketAddr, state: &Mutex<State>) -> (u16, String, Value) {
+    let (method, target, body) = (&req.method, &req.target, &req.body);
+    let logged = match req.header("OpenStack-API-Version") {
         Some(v) => format!("{method} {target} {}", v.replacen(' ', "=", 1)),
         None => format!("{method} {target}"),
     };
     let fault = {
         let mut s = state.lock().unwrap();
         s.requests.push(logged.clone());
-        s.raw.push(format!("{}\r\n{}\r\n\r\n{body}", line.trim_end(), headers.join("\r\n")));
+        s.raw.push(format!("{}\r\n{}\r\n\r\n{body}", req.line, req.headers.join("\r\n")));
         s.bodies.push((logged, body.clone()));
         if target.starts_with("/v3") {
             s.keystone += 1;
@@ -276,7 +240,7 @@ fn serve(conn: TcpStream, addr: SocketAddr, state: &Mutex<State>) {
             f.clone()
         })
     };
-    let (code, extra, value) = match fault {
+    match fault {
         Some(Fault::Status(code)) => (
             code,
             String::new(),
@@ -284,33 +248,9 @@ fn serve(conn: TcpStream, addr: SocketAddr, state: &Mutex<State>) {
         ),
         Some(Fault::Delay(d)) => {
             std::thread::sleep(d);
-            answer(&method, &target, &body, header("X-Auth-Token"), addr, state)
+            answer(method, target, body, req.header("X-Auth-Token"), addr, state)
         }
-        None => answer(&method, &target, &body, header("X-Auth-Token"), addr, state),
-    };
-    let body = value.to_string();
-    let resp = format!(
-        "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        reason(code),
-        body.len()
-    );
-    let mut conn = conn;
-    let _ = conn.write_all(resp.as_bytes());
-}
-
-fn reason(code: u16) -> &'static str {
-    match code {
-        200 => "OK",
-        201 => "Created",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        406 => "Not Acceptable",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        _ => "Other",
+        None => answer(method, target, body, req.header("X-Auth-Token"), addr, state),
     }
 }
 

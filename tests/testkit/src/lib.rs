@@ -12,4 +12,5 @@
 
 pub mod fake_api;
 pub mod fake_nova;
+pub mod http;
 pub mod real_node;
