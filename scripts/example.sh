@@ -3,7 +3,8 @@
 # the data-plane objects, prints the Ansible inventory as Ansible reads it, explains a variable,
 # renders the oslo.config files of every node, shows which extraMounts reach a service, stages
 # one node's files under target/example-root, derives the NovaExternalCompute CRs, shows every
-# node's phase -1/0/1 readiness, and runs a local playbook as the AnsibleEE job entrypoint would.
+# node's phase -1/0/1 readiness (with Nova's own view of a compute, from a saved answer), and
+# runs a local playbook as the AnsibleEE job entrypoint would.
 # Ends with a summary of what was produced and where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +59,8 @@ echo "== edpm-agent --source examples status show (phase -1/0/1 readiness of eve
 EDPM_AGENT_CONFIG= $bin --source examples status show
 echo "== edpm-agent --source examples status explain edpm-compute-5 (why it is not ready, with the evidence)"
 EDPM_AGENT_CONFIG= $bin --source examples status explain edpm-compute-5
+echo "== edpm-agent --source examples status explain edpm-compute-3: NovaComputeReady, Nova's own view (saved answers in examples/status/nova-*.json)"
+EDPM_AGENT_CONFIG= $bin --source examples status explain edpm-compute-3 | awk '/^NovaComputeReady/{p=1} /^Reconciling/{p=0} p'
 echo "== edpm-agent --source examples status report --status-dir $out/status (the status objects it would apply)"
 EDPM_AGENT_CONFIG= $bin --source examples status report --status-dir "$out/status"
 echo "== edpm-agent run: the AnsibleEE job entrypoint, offline, on a local playbook (examples/runner)"
