@@ -447,7 +447,14 @@ fn transport(step: &str, e: &reqwest::Error, timeout: Duration, reach: &str) -> 
         cause = inner;
     }
     let verb = if e.is_connect() { "cannot connect" } else { "the request failed" };
-    format!("{step}: {verb} ({cause}); {reach}")
+    let text = cause.to_string();
+    if text.contains("certificate") {
+        return format!(
+            "{step}: {verb} ({text}); check that the CA bundle (the NovaCell's spec.tls.caBundleSecretName, else the nova service's caCerts, key {}) holds the CA that signed this server's certificate",
+            crate::services::CA_BUNDLE_KEY
+        );
+    }
+    format!("{step}: {verb} ({text}); {reach}")
 }
 
 /// The message of an OpenStack fault body (`{"<kind>": {"code": …, "message": "…"}}`, or
@@ -840,5 +847,34 @@ mod tests {
         l.auth_url = "http://127.0.0.1:9".into();
         let m = message(client().ask(&[l], Time(T0)).await);
         assert!(m.contains("Keystone http://127.0.0.1:9/v3/auth/tokens: cannot connect ("), "{m}");
+    }
+
+    /// Over HTTPS: the control plane's CA bundle is what is trusted, and only it.
+    #[tokio::test]
+    async fn tls_trusts_the_ca_bundle_and_only_it() {
+        // A test CA and a certificate for 127.0.0.1 it signed (valid until 2126), and another CA.
+        const CA: &str = include_str!("../../../tests/fixtures/tls/ca.pem");
+        const OTHER_CA: &str = include_str!("../../../tests/fixtures/tls/other-ca.pem");
+        const CERT: &str = include_str!("../../../tests/fixtures/tls/server.pem");
+        const KEY: &str = include_str!("../../../tests/fixtures/tls/server.key");
+        let f = FakeNova::start_tls(CERT, KEY);
+        f.set_clock(T0);
+        f.set_services(vec![fake::service("s0", "c0.example.com", "up", "enabled")]);
+        let mut l = login(&f);
+        assert!(l.auth_url.starts_with("https://127.0.0.1:"), "{}", l.auth_url);
+        l.ca_bundle = Some(CA.into());
+        let a = answer(client().ask(&[l.clone()], Time(T0)).await);
+        assert_eq!(a.services.len(), 1);
+        assert_eq!(f.requests(), [LOGIN, SERVICES, HYPERVISORS]);
+        // Another CA: the handshake fails, and the message says to check the CA bundle.
+        l.ca_bundle = Some(OTHER_CA.into());
+        let m = message(client().ask(&[l], Time(T0)).await);
+        assert!(
+            m.contains("Keystone https://127.0.0.1:")
+                && m.contains("cannot connect (invalid peer certificate"),
+            "{m}"
+        );
+        assert!(m.ends_with("holds the CA that signed this server's certificate"), "{m}");
+        assert_eq!(f.requests().len(), 3, "nothing reached the server past the handshake");
     }
 }

@@ -65,6 +65,8 @@ struct State {
     compute: u64,
     /// What the next-page links start with instead of this server's own compute URL.
     link_prefix: Option<String>,
+    /// `http` or `https`: the scheme of the URLs the catalog and the links give.
+    scheme: &'static str,
 }
 
 impl State {
@@ -76,11 +78,23 @@ impl State {
 
 pub struct FakeNova {
     pub addr: SocketAddr,
+    scheme: &'static str,
     state: Arc<Mutex<State>>,
 }
 
 impl FakeNova {
     pub fn start() -> FakeNova {
+        FakeNova::start_with(None)
+    }
+
+    /// Over TLS with this certificate chain and key (PEM): `tests/fixtures/tls/` has a test CA
+    /// (`ca.pem`) and a certificate for 127.0.0.1 it signed (`server.pem`, `server.key`).
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> FakeNova {
+        FakeNova::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> FakeNova {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let state = Arc::new(Mutex::new(State {
             services: Vec::new(),
             hypervisors: Vec::new(),
@@ -96,20 +110,25 @@ impl FakeNova {
             keystone: 0,
             compute: 0,
             link_prefix: None,
+            scheme,
         }));
         let s = state.clone();
-        let addr = crate::http::serve(move |req, addr| serve(req, addr, &s));
-        FakeNova { addr, state }
+        let handle = move |req: &crate::http::Request, addr| serve(req, addr, &s);
+        let addr = match tls {
+            None => crate::http::serve(handle),
+            Some((cert, key)) => crate::http::serve_tls(cert, key, handle),
+        };
+        FakeNova { addr, scheme, state }
     }
 
     /// Keystone's URL as a NovaCell's `keystoneAuthURL` gives it (without `/v3`).
     pub fn auth_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     /// The compute endpoint the catalog offers as `internal` in [`REGION`].
     pub fn compute_url(&self) -> String {
-        format!("http://{}/compute/v2.1", self.addr)
+        format!("{}://{}/compute/v2.1", self.scheme, self.addr)
     }
 
     pub fn set_services(&self, services: Vec<Value>) {
@@ -301,6 +320,7 @@ fn answer(
             let expires = now + s.lifetime;
             s.tokens.push((token.clone(), expires));
             let method = if by_password { "password" } else { "application_credential" };
+            let scheme = s.scheme;
             let body = json!({"token": {
                 "methods": [method],
                 "issued_at": iso8601(now),
@@ -310,14 +330,14 @@ fn answer(
                 "roles": [{"id": "r-admin", "name": "admin"}, {"id": "r-service", "name": "service"}],
                 "catalog": [
                     {"type": "identity", "name": "keystone", "id": "s-keystone", "endpoints": [
-                        {"interface": "internal", "region_id": REGION, "region": REGION, "url": format!("http://{addr}/v3"), "id": "e-1"}]},
+                        {"interface": "internal", "region_id": REGION, "region": REGION, "url": format!("{scheme}://{addr}/v3"), "id": "e-1"}]},
                     {"type": "compute", "name": "nova", "id": "s-nova", "endpoints": [
                         {"interface": "public", "region_id": REGION, "region": REGION,
                          "url": "http://nova-public.invalid:8774/v2.1", "id": "e-2"},
                         {"interface": "internal", "region_id": "regionTwo", "region": "regionTwo",
                          "url": "http://nova-internal.region-two.invalid:8774/v2.1", "id": "e-3"},
                         {"interface": "internal", "region_id": REGION, "region": REGION,
-                         "url": format!("http://{addr}/compute/v2.1"), "id": "e-4"}]}]}});
+                         "url": format!("{scheme}://{addr}/compute/v2.1"), "id": "e-4"}]}]}});
             (201, format!("X-Subject-Token: {token}\r\n"), body)
         }
         ("GET", p) if p.starts_with("/compute/") => {
@@ -366,8 +386,10 @@ fn answer(
                     // request's own parameters (an explicit limit) and setting the marker.
                     if limit > 0 && page.len() == limit {
                         let last = page[limit - 1]["id"].as_str().unwrap_or_default().to_string();
-                        let prefix =
-                            s.link_prefix.clone().unwrap_or_else(|| format!("http://{addr}/compute/v2.1"));
+                        let prefix = s
+                            .link_prefix
+                            .clone()
+                            .unwrap_or_else(|| format!("{}://{addr}/compute/v2.1", s.scheme));
                         let mut next = format!("{prefix}/os-hypervisors/detail?");
                         if let Some(l) = param("limit") {
                             next.push_str(&format!("limit={l}&"));

@@ -1,9 +1,10 @@
 //! The bit of HTTP/1.1 the fake OpenStack services speak (`fake_nova`, and the Manila fake of
 //! the integration tests): one request per connection, `Content-Length` bodies, JSON answers,
-//! `Connection: close`. A thread per connection, so a slow answer delays no other.
+//! `Connection: close`. A thread per connection, so a slow answer delays no other. Plain, or
+//! TLS (rustls) with a given certificate, for the clients' CA-bundle paths.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 
 use serde_json::Value;
 
@@ -36,16 +37,46 @@ pub fn serve<F>(handle: F) -> SocketAddr
 where
     F: Fn(&Request, SocketAddr) -> (u16, String, Value) + Send + Sync + 'static,
 {
+    serve_with(None, handle)
+}
+
+/// [`serve`] over TLS, with this certificate chain and key (PEM); the client must trust the
+/// chain's CA.
+pub fn serve_tls<F>(cert_pem: &str, key_pem: &str, handle: F) -> SocketAddr
+where
+    F: Fn(&Request, SocketAddr) -> (u16, String, Value) + Send + Sync + 'static,
+{
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<_, _>>().unwrap();
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    serve_with(Some(std::sync::Arc::new(config)), handle)
+}
+
+fn serve_with<F>(tls: Option<std::sync::Arc<rustls::ServerConfig>>, handle: F) -> SocketAddr
+where
+    F: Fn(&Request, SocketAddr) -> (u16, String, Value) + Send + Sync + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let handle = std::sync::Arc::new(handle);
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
-            let handle = handle.clone();
-            std::thread::spawn(move || {
-                if let Some(req) = read(&conn) {
-                    let (code, extra, value) = handle(&req, addr);
-                    respond(conn, code, &extra, &value);
+            let (handle, tls) = (handle.clone(), tls.clone());
+            std::thread::spawn(move || match tls {
+                None => exchange(BufReader::new(conn), addr, &*handle),
+                Some(config) => {
+                    // A client that does not trust the certificate ends the handshake: no answer.
+                    let Ok(server) = rustls::ServerConnection::new(config) else { return };
+                    exchange(BufReader::new(rustls::StreamOwned::new(server, conn)), addr, &*handle);
                 }
             });
         }
@@ -53,8 +84,18 @@ where
     addr
 }
 
-fn read(conn: &TcpStream) -> Option<Request> {
-    let mut reader = BufReader::new(conn.try_clone().ok()?);
+fn exchange<S: Read + Write>(
+    mut reader: BufReader<S>,
+    addr: SocketAddr,
+    handle: &dyn Fn(&Request, SocketAddr) -> (u16, String, Value),
+) {
+    if let Some(req) = read(&mut reader) {
+        let (code, extra, value) = handle(&req, addr);
+        respond(reader.get_mut(), code, &extra, &value);
+    }
+}
+
+fn read<S: Read>(reader: &mut BufReader<S>) -> Option<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() || line.is_empty() {
         return None;
@@ -84,7 +125,7 @@ fn read(conn: &TcpStream) -> Option<Request> {
     })
 }
 
-fn respond(mut conn: TcpStream, code: u16, extra: &str, value: &Value) {
+fn respond<W: Write>(conn: &mut W, code: u16, extra: &str, value: &Value) {
     let body = value.to_string();
     let resp = format!(
         "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -92,6 +133,7 @@ fn respond(mut conn: TcpStream, code: u16, extra: &str, value: &Value) {
         body.len()
     );
     let _ = conn.write_all(resp.as_bytes());
+    let _ = conn.flush();
 }
 
 fn reason(code: u16) -> &'static str {
