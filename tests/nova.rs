@@ -337,3 +337,26 @@ fn an_explicit_credentials_secret_is_read_by_name_and_used_for_every_compute() {
     assert!(v["c-ready"].3.contains("Secret nope (--nova-credentials) not found"), "{}", v["c-ready"].3);
     assert!(!out.stdout.contains("the-cells-wrong-password") && !out.stdout.contains(fake_nova::PASSWORD));
 }
+
+#[test]
+fn over_https_the_novacells_ca_bundle_is_trusted() {
+    let fixture = |name: &str| {
+        std::fs::read_to_string(crate::util::repo().join("tests/fixtures/tls").join(name)).unwrap()
+    };
+    let nova = FakeNova::start_tls(&fixture("server.pem"), &fixture("server.key"));
+    program(&nova);
+    let api = cluster(&nova, fake_nova::PASSWORD);
+    // Without the bundle the system roots are asked, and they do not know the test CA.
+    let v = verdicts(&show(&api, &[]));
+    assert_eq!(v["c-ready"].1, "NovaAPIUnavailable", "{:?}", v["c-ready"]);
+    assert!(v["c-ready"].3.contains("certificate"), "{}", v["c-ready"].3);
+    // nova-operator's NovaCell names the control plane's bundle, read by name.
+    let mut cell = api.object("NovaCell", "nova-cell1").unwrap();
+    cell["spec"]["tls"] = json!({"caBundleSecretName": "combined-ca-bundle"});
+    api.put_replace(cell);
+    api.put(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "combined-ca-bundle", "namespace": "openstack"},
+        "data": {"tls-ca-bundle.pem": b64(&fixture("ca.pem"))}}));
+    let v = verdicts(&show(&api, &[]));
+    assert_eq!((v["c-ready"].0.as_str(), v["c-down"].1.as_str()), ("True", "ComputeServiceDown"), "{v:?}");
+}
