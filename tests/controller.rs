@@ -42,13 +42,15 @@ impl Controller {
             "100",
         ];
         args.extend_from_slice(extra);
-        // Nova's polling has its own scenario below; the examples' cluster has no NovaCell.
-        if !extra.contains(&"--nova-interval") {
+        // Nova's polling has its own scenarios below (logged at debug, so that every field
+        // of every line is checked for secrets); the examples' cluster has no NovaCell.
+        let nova = extra.contains(&"--nova-interval");
+        if !nova {
             args.push("--no-nova");
         }
         let child = Command::new(bin())
             .args(&args)
-            .env("EDPM_AGENT_LOG", "edpm_agent=info")
+            .env("EDPM_AGENT_LOG", if nova { "edpm_agent=debug" } else { "edpm_agent=info" })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -680,7 +682,9 @@ fn nova_is_polled_and_only_an_answer_that_moves_a_verdict_is_written() {
     wait_for("recovered", Duration::from_secs(15), || reason("c-ready").as_deref() == Some("Ready"));
     let (code, _, stderr) = c.stop();
     assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("asked Nova"), "logged at debug: {stderr}");
     assert!(!stderr.contains(fake_nova::PASSWORD), "the password leaked into the log");
+    assert!(!stderr.contains("tok-"), "a token leaked into the log");
 }
 
 /// The cell Secret's password is wrong at first: Unknown, naming the Secret; once fixed (the
