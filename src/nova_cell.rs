@@ -288,8 +288,23 @@ pub(crate) fn explicit_login(snap: &Snapshot, name: &str) -> Result<crate::nova:
         key(k).ok_or_else(|| format!("Secret {name} (--nova-credentials): key {k} is missing or empty"))
     };
     let auth_url = need("OS_AUTH_URL")?;
-    let application_credential =
-        key("OS_APPLICATION_CREDENTIAL_ID").zip(key("OS_APPLICATION_CREDENTIAL_SECRET"));
+    let application_credential = match (
+        key("OS_APPLICATION_CREDENTIAL_ID"),
+        key("OS_APPLICATION_CREDENTIAL_SECRET"),
+    ) {
+        (Some(id), Some(secret)) => Some((id, secret)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(format!(
+                "Secret {name} (--nova-credentials): key OS_APPLICATION_CREDENTIAL_SECRET is missing or empty (OS_APPLICATION_CREDENTIAL_ID is set)"
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(format!(
+                "Secret {name} (--nova-credentials): key OS_APPLICATION_CREDENTIAL_ID is missing or empty (OS_APPLICATION_CREDENTIAL_SECRET is set)"
+            ));
+        }
+    };
     let (user, password, project) = if application_credential.is_some() {
         (key("OS_USERNAME").unwrap_or_default(), None, key("OS_PROJECT_NAME").unwrap_or_default())
     } else {
@@ -313,6 +328,7 @@ pub(crate) fn explicit_login(snap: &Snapshot, name: &str) -> Result<crate::nova:
         ca_bundle: key("OS_CACERT"),
         secret: name.to_string(),
         cells: Vec::new(),
+        from: crate::nova::LoginFrom::Explicit,
     })
 }
 
@@ -335,6 +351,7 @@ fn login(snap: &Snapshot, cx: &CellContext, service: &str) -> crate::nova::Login
         ca_bundle,
         secret: cx.secret.clone(),
         cells: vec![cx.name.clone()],
+        from: crate::nova::LoginFrom::Cell,
     }
 }
 
@@ -369,6 +386,17 @@ stringData: {OS_AUTH_URL: "https://ks:5000", OS_USERNAME: a, OS_PASSWORD: p, OS_
         let e = super::explicit_login(&snap, "half").unwrap_err();
         assert_eq!(e, "Secret half (--nova-credentials): key OS_PASSWORD is missing or empty");
         assert!(super::explicit_login(&snap, "split").unwrap_err().contains("differ"));
+        let half_ac = crate::snapshot::from_file_text(
+            "h.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: ac}\nstringData: {OS_AUTH_URL: x, OS_APPLICATION_CREDENTIAL_ID: id}\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            super::explicit_login(&half_ac, "ac").unwrap_err(),
+            "Secret ac (--nova-credentials): key OS_APPLICATION_CREDENTIAL_SECRET is missing or empty (OS_APPLICATION_CREDENTIAL_ID is set)"
+        );
+        assert_eq!(l.from, crate::nova::LoginFrom::Explicit);
         assert!(
             super::explicit_login(&snap, "none")
                 .unwrap_err()

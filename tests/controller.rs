@@ -740,6 +740,12 @@ fn the_controller_asks_nova_with_an_explicitly_named_secret() {
         condition(&api, "computes-c-down", "NovaComputeReady")
             .is_some_and(|c| c["reason"] == "ComputeServiceDown")
     });
-    let (code, _, _) = c.stop();
-    assert_eq!(code, Some(0));
+    let (code, _, stderr) = c.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains(fake_nova::PASSWORD) && !stderr.contains("tok-"), "a secret in the log");
+    let secrets: Vec<String> = api.requests().into_iter().filter(|r| r.contains("/secrets")).collect();
+    assert!(
+        secrets.iter().all(|r| r.starts_with("GET") && !r.ends_with("/secrets") && !r.contains("/secrets?")),
+        "got by name, never listed: {secrets:?}"
+    );
 }

@@ -48,6 +48,42 @@ pub(crate) struct Login {
     pub secret: String,
     /// The cells (NovaCell names) that log in this way, for messages.
     pub cells: Vec<String>,
+    /// Where the credentials came from, for the keys a message tells to check.
+    pub from: LoginFrom,
+}
+
+/// Where a login's credentials came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum LoginFrom {
+    /// A NovaCell's Secret (nova-operator's keys).
+    Cell,
+    /// The Secret named by `--nova-credentials` (the openstack client's `OS_*` keys).
+    Explicit,
+}
+
+impl LoginFrom {
+    /// The keys to check when Keystone rejects the credentials.
+    pub(crate) fn credential_keys(self) -> &'static str {
+        match self {
+            LoginFrom::Cell => "ServicePassword (or ACID and ACSecret)",
+            LoginFrom::Explicit => {
+                "OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME (or OS_APPLICATION_CREDENTIAL_ID and OS_APPLICATION_CREDENTIAL_SECRET)"
+            }
+        }
+    }
+
+    /// Where the CA bundle the client trusts comes from.
+    pub(crate) fn ca_source(self) -> String {
+        match self {
+            LoginFrom::Cell => format!(
+                "key {} of the NovaCell's spec.tls.caBundleSecretName, else of the nova service's caCerts Secret",
+                crate::services::CA_BUNDLE_KEY
+            ),
+            LoginFrom::Explicit => {
+                "key OS_CACERT of the --nova-credentials Secret, which holds the PEM bundle itself, not a path".into()
+            }
+        }
+    }
 }
 
 impl Login {

@@ -332,6 +332,11 @@ async fn evaluate_in_batches(
             let names = cx.stores.group_names();
             let ns = cx.client.namespace();
             cx.metrics.forget_nodesets(ns, |set| names.binary_search_by(|n| n.as_str().cmp(set)).is_err());
+            // A NodeSet deleted while the watch was down has no event of its own.
+            if let Some(p) = cx.nova {
+                p.retain(&names);
+            }
+            cx.nova_sets.borrow_mut().retain(|set| names.contains(set));
             expiries.clear();
             names
         }
@@ -372,9 +377,16 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
             Touch::NodeSets(sets) => sets.iter().cloned().collect(),
             Touch::All => model.groups.iter().map(|g| g.name.clone()).collect(),
         };
+        let runs_nova = model
+            .groups
+            .iter()
+            .any(|g| !g.members.is_empty() && crate::nova_cell::nova_service(&snap, g).is_some());
+        // The named Secret is read only for an evaluation that needs it; a failure to read it
+        // (other than its absence) fails the evaluation, retried, rather than turning every
+        // compute Unknown for an API server's hiccup.
         let explicit = match poller.credentials() {
-            Some(name) => Some(super::nova::explicit(client, name).await),
-            None => None,
+            Some(name) if runs_nova => Some(super::nova::explicit(client, name).await?),
+            _ => None,
         };
         let found: Vec<(String, Result<Vec<crate::nova::Login>, String>)> = model
             .groups

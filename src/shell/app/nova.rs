@@ -37,12 +37,17 @@ pub(super) fn group_logins(
     }
 }
 
-/// The login of a Secret named by `--nova-credentials`, read by name (never listed).
-pub(super) async fn explicit(client: &crate::shell::k8s::Client, name: &str) -> Result<Login, String> {
-    match crate::shell::k8s::read::secret_by_name(client, name).await {
-        Ok(snap) => crate::nova_cell::explicit_login(&snap, name),
-        Err(e) => Err(format!("Secret {name} (--nova-credentials) cannot be read: {e}")),
-    }
+/// The login of a Secret named by `--nova-credentials`, read by name (never listed): its
+/// absence or a missing key is the nodes' Unknown (`Err` inside); a failure to read it is the
+/// command's (or the evaluation's) error.
+pub(super) async fn explicit(
+    client: &crate::shell::k8s::Client,
+    name: &str,
+) -> Result<Result<Login, String>, AppError> {
+    let snap = crate::shell::k8s::read::secret_by_name(client, name)
+        .await
+        .map_err(|e| AppError::failure(format!("Secret {name} (--nova-credentials) cannot be read: {e}")))?;
+    Ok(crate::nova_cell::explicit_login(&snap, name))
 }
 
 /// Logins merged (each once), or the first reason when none could be made.
@@ -145,7 +150,7 @@ pub(super) fn ask_into(
     now: Time,
 ) -> Result<(), AppError> {
     let explicit = match credentials {
-        Some(name) => Some(cx.cluster()?.block_on(explicit(cx.cluster()?.client(), name))),
+        Some(name) => Some(cx.cluster()?.block_on(explicit(cx.cluster()?.client(), name))?),
         None => None,
     };
     let Some(logins) = logins(snap, model, explicit.as_ref()) else { return Ok(()) };
@@ -166,14 +171,24 @@ pub(super) fn ask_into(
 /// node runs nova, backs off (doubling, up to 5 minutes) while Nova cannot be asked, and says
 /// so on `changed` when an answer could move a verdict (times aside: a steady cloud makes no
 /// writes), and after each failed ask (so that the NodeSets are evaluated again and their
-/// Secrets read again: a fixed password is picked up). Logins are kept per NodeSet, replaced
-/// at each evaluation of it, and dropped with it; a change of them is asked about at once.
+/// Secrets read again: a fixed password is picked up at the next ask). Logins are kept per
+/// NodeSet, replaced at each evaluation of it, and dropped with it; a change of them is asked
+/// about at once. One ask at a time: the poll task and an evaluation that needs an answer
+/// take turns, and the second reuses the first's answer when it was asked with the same logins.
 pub(crate) struct Poller {
-    asker: Arc<Asker>,
+    inner: Arc<Inner>,
     /// `--nova-credentials`.
     credentials: Option<String>,
-    shared: Arc<Mutex<Shared>>,
-    wake: Arc<tokio::sync::Notify>,
+}
+
+struct Inner {
+    asker: Asker,
+    shared: Mutex<Shared>,
+    /// Held while asking (across the network wait): one ask at a time.
+    asking: tokio::sync::Mutex<()>,
+    /// Wakes the poll task when the logins changed.
+    wake: tokio::sync::Notify,
+    changed: tokio::sync::mpsc::UnboundedSender<()>,
 }
 
 /// What an evaluation or the poller asks with: the logins, or why there are none.
@@ -182,7 +197,7 @@ type Logins = Result<Vec<Login>, String>;
 #[derive(Default)]
 struct Shared {
     /// NodeSet → its logins (or why it has none); only NodeSets that run nova.
-    by_set: std::collections::BTreeMap<String, Result<Vec<Login>, String>>,
+    by_set: std::collections::BTreeMap<String, Logins>,
     /// The last evidence and the logins it was asked with.
     latest: Option<(Arc<NovaEvidence>, Logins)>,
 }
@@ -196,6 +211,16 @@ fn next_wait(last: Duration, interval: Duration, answered: bool) -> Duration {
     if answered { interval } else { (last * 2).clamp(interval, BACKOFF_MAX.max(interval)) }
 }
 
+/// Why the poll task asks.
+#[derive(Clone, Copy, PartialEq)]
+enum Why {
+    /// Its interval passed: asked even when the last answer is current, to refresh it.
+    Due,
+    /// The logins changed (or an evaluation needs an answer): not when the last answer was
+    /// already asked with the current logins.
+    LoginsChanged,
+}
+
 impl Poller {
     pub(crate) fn start(
         interval: Duration,
@@ -203,35 +228,31 @@ impl Poller {
         credentials: Option<String>,
         changed: tokio::sync::mpsc::UnboundedSender<()>,
     ) -> Result<Poller, AppError> {
-        let poller = Poller {
-            asker: Arc::new(Asker::new(timeout)?),
-            credentials,
-            shared: Arc::default(),
-            wake: Arc::new(tokio::sync::Notify::new()),
-        };
-        let (asker, shared, wake) = (poller.asker.clone(), poller.shared.clone(), poller.wake.clone());
+        let inner = Arc::new(Inner {
+            asker: Asker::new(timeout)?,
+            shared: Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
+            wake: tokio::sync::Notify::new(),
+            changed,
+        });
+        let task = inner.clone();
         tokio::spawn(async move {
             let mut wait = interval;
             loop {
-                tokio::select! {
-                    () = tokio::time::sleep(spread(wait)) => {}
-                    () = wake.notified() => {}
-                }
-                let Some(logins) = lock(&shared).logins() else {
-                    wait = interval;
-                    continue;
+                let why = tokio::select! {
+                    () = tokio::time::sleep(spread(wait)) => Why::Due,
+                    () = task.wake.notified() => Why::LoginsChanged,
                 };
-                let ev = asker.ask(&logins, clock()).await;
-                let answered = matches!(ev, NovaEvidence::Answer(_));
-                let (keystone, compute) = asker.counts();
-                tracing::debug!(keystone, compute, answered, "asked Nova");
-                wait = next_wait(wait, interval, answered);
-                if (lock(&shared).publish(ev, logins) || !answered) && changed.send(()).is_err() {
+                match task.ask(why).await {
+                    None => wait = interval,
+                    Some((answered, _)) => wait = next_wait(wait, interval, answered),
+                }
+                if task.changed.is_closed() {
                     break;
                 }
             }
         });
-        Ok(poller)
+        Ok(Poller { inner, credentials })
     }
 
     /// The Secret named by `--nova-credentials`, if any.
@@ -239,49 +260,78 @@ impl Poller {
         self.credentials.as_deref()
     }
 
-    /// Notes what an evaluation of `evaluated` found: each NodeSet's logins (`None`: it runs
-    /// no nova, or is gone). A change of the logins wakes the poller.
-    pub(crate) fn offer(&self, evaluated: &[String], found: Vec<(String, Result<Vec<Login>, String>)>) {
-        let mut s = lock(&self.shared);
+    /// Notes what an evaluation of `evaluated` found: each NodeSet's logins (none: it runs no
+    /// nova, or is gone). A change of the logins wakes the poller.
+    pub(crate) fn offer(&self, evaluated: &[String], found: Vec<(String, Logins)>) {
+        let mut s = lock(&self.inner.shared);
         let before = s.logins();
         for name in evaluated {
             s.by_set.remove(name);
         }
         s.by_set.extend(found);
         if s.logins() != before {
-            self.wake.notify_one();
+            self.inner.wake.notify_one();
         }
     }
 
-    /// The evidence for an evaluation whose NodeSets run nova: the last answer, or, before
-    /// the first or when the logins changed since, one asked now (so that no status is
-    /// written without Nova's answer, or with one asked as somebody else).
+    /// Forgets the NodeSets not in `existing` (an evaluation of everything: a NodeSet deleted
+    /// while the watch was down has no event of its own).
+    pub(crate) fn retain(&self, existing: &[String]) {
+        let mut s = lock(&self.inner.shared);
+        let before = s.logins();
+        s.by_set.retain(|name, _| existing.contains(name));
+        if s.logins() != before {
+            self.inner.wake.notify_one();
+        }
+    }
+
+    /// The evidence for an evaluation whose NodeSets run nova: the last answer when it was
+    /// asked with the current logins, else one asked now (so that no status is written without
+    /// Nova's answer, or with one asked as somebody else).
     pub(crate) async fn evidence(&self) -> Option<Arc<NovaEvidence>> {
+        self.inner.ask(Why::LoginsChanged).await.map(|(_, ev)| ev)
+    }
+}
+
+impl Inner {
+    /// Asks Nova with the current logins (one ask at a time), unless `why` allows reusing an
+    /// answer already asked with them; publishes it and says on `changed` when it could move a
+    /// verdict or could not be had. `None`: no NodeSet runs nova. Else whether Nova answered,
+    /// and the evidence now current.
+    async fn ask(&self, why: Why) -> Option<(bool, Arc<NovaEvidence>)> {
+        let _turn = self.asking.lock().await;
         let logins = {
             let s = lock(&self.shared);
             let logins = s.logins()?;
-            match &s.latest {
-                Some((ev, asked)) if *asked == logins => return Some(ev.clone()),
-                _ => logins,
+            if why == Why::LoginsChanged
+                && let Some((ev, asked)) = &s.latest
+                && *asked == logins
+            {
+                return Some((matches!(**ev, NovaEvidence::Answer(_)), ev.clone()));
             }
+            logins
         };
         let ev = self.asker.ask(&logins, clock()).await;
-        let mut s = lock(&self.shared);
-        s.publish(ev, logins);
-        s.latest.as_ref().map(|(ev, _)| ev.clone())
+        let answered = matches!(ev, NovaEvidence::Answer(_));
+        let (keystone, compute) = self.asker.counts();
+        tracing::debug!(keystone, compute, answered, "asked Nova");
+        let ev = Arc::new(ev);
+        let changed = {
+            let mut s = lock(&self.shared);
+            let changed = s.latest.as_ref().is_none_or(|(old, _)| old.steady() != ev.steady());
+            s.latest = Some((ev.clone(), logins));
+            changed
+        };
+        if changed || !answered {
+            let _ = self.changed.send(());
+        }
+        Some((answered, ev))
     }
 }
 
 impl Shared {
-    fn logins(&self) -> Option<Result<Vec<Login>, String>> {
+    fn logins(&self) -> Option<Logins> {
         union(self.by_set.values())
-    }
-
-    /// Keeps the new evidence; true when it could move a verdict.
-    fn publish(&mut self, ev: NovaEvidence, logins: Result<Vec<Login>, String>) -> bool {
-        let changed = self.latest.as_ref().is_none_or(|(old, _)| old.steady() != ev.steady());
-        self.latest = Some((Arc::new(ev), logins));
-        changed
     }
 }
 
@@ -339,6 +389,7 @@ mod tests {
             ca_bundle: None,
             secret: format!("{cell}-secret"),
             cells: vec![cell.into()],
+            from: crate::nova::LoginFrom::Cell,
         }
     }
 
@@ -363,6 +414,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn one_ask_serves_the_woken_poller_and_the_evaluation_and_its_answer_is_told() {
+        use edpm_testkit::fake_nova::{self as fake, FakeNova};
+        let f = FakeNova::start();
+        f.set_services(vec![fake::service("s0", "c0", "up", "enabled")]);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(2), None, tx).unwrap();
+        let l = Login {
+            auth_url: f.auth_url(),
+            user: fake::USER.into(),
+            password: Some(fake::PASSWORD.into()),
+            ..login(fake::USER, fake::PASSWORD, "nova-cell1")
+        };
+        // The new logins wake the poll task, and the evaluation wants an answer at once.
+        p.offer(&["a".into()], vec![("a".into(), Ok(vec![l]))]);
+        let ev = p.evidence().await.unwrap();
+        assert!(matches!(*ev, NovaEvidence::Answer(_)), "{ev:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!((f.keystone_requests(), f.compute_requests()), (1, 2), "one ask: {:?}", f.requests());
+        // The first answer is told, so that the other NodeSets running nova get it too.
+        assert!(rx.try_recv().is_ok());
+        assert!(rx.try_recv().is_err(), "told once");
+        // Asked again with the same logins: the answer is reused.
+        p.evidence().await.unwrap();
+        assert_eq!(f.compute_requests(), 2);
+        // Everything evaluated, and the NodeSet is gone: nothing to ask with any more.
+        p.retain(&[]);
+        assert!(p.evidence().await.is_none());
+    }
+
+    #[tokio::test]
     async fn the_poller_keeps_logins_per_nodeset_and_forgets_a_nodeset_gone() {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(1), None, tx).unwrap();
@@ -373,12 +454,12 @@ mod tests {
                 ("b".into(), Ok(vec![login("nova2", "p", "c2")])),
             ],
         );
-        assert_eq!(lock(&p.shared).logins().unwrap().unwrap().len(), 2);
+        assert_eq!(lock(&p.inner.shared).logins().unwrap().unwrap().len(), 2);
         // b evaluated again, without nova (or deleted): its login goes.
         p.offer(&["b".into()], vec![]);
-        let left = lock(&p.shared).logins().unwrap().unwrap();
+        let left = lock(&p.inner.shared).logins().unwrap().unwrap();
         assert_eq!((left.len(), left[0].user.as_str()), (1, "nova"));
         p.offer(&["a".into()], vec![]);
-        assert_eq!(lock(&p.shared).logins(), None, "no node runs nova: nothing to ask");
+        assert_eq!(lock(&p.inner.shared).logins(), None, "no node runs nova: nothing to ask");
     }
 }

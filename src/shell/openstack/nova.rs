@@ -180,7 +180,7 @@ impl NovaClient {
         if let Some((_, c)) = clients.iter().find(|(k, _)| k.as_deref() == ca) {
             return Ok(c.clone());
         }
-        let c = build_http(self.timeout, ca)?;
+        let c = build_http(self.timeout, ca, login)?;
         clients.push((ca.map(str::to_string), c.clone()));
         Ok(c)
     }
@@ -210,7 +210,8 @@ impl NovaClient {
             ),
             (None, None) => {
                 return Err(format!(
-                    "{step}: no password and no application credential to log in with; set ServicePassword (or ACID and ACSecret) in Secret {}",
+                    "{step}: no password and no application credential to log in with; set {} in Secret {}",
+                    login.from.credential_keys(),
                     login.secret
                 ));
             }
@@ -223,15 +224,21 @@ impl NovaClient {
             .json(&body)
             .send()
             .await
-            .map_err(|e| transport(&step, &e, self.timeout, reach))?;
+            .map_err(|e| transport(&step, &e, self.timeout, reach, login))?;
         let status = resp.status();
         let token = resp.headers().get("X-Subject-Token").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let bytes = read(resp, &step, self.timeout, reach).await?;
+        let bytes = read(resp, &step, self.timeout, reach, login).await?;
         if !status.is_success() {
             let hint = if status.as_u16() == 401 {
                 format!(
-                    "the credentials in Secret {} were rejected; check its ServicePassword (or ACID and ACSecret) and the NovaCell's serviceUser ({})",
-                    login.secret, login.user
+                    "the credentials in Secret {} were rejected; check its {}{}",
+                    login.secret,
+                    login.from.credential_keys(),
+                    match login.from {
+                        crate::nova::LoginFrom::Cell =>
+                            format!(" and the NovaCell's serviceUser ({})", login.user),
+                        crate::nova::LoginFrom::Explicit => String::new(),
+                    }
                 )
             } else {
                 "check that Keystone is up".into()
@@ -295,10 +302,10 @@ impl Call<'_> {
                 .header("OpenStack-API-Version", format!("compute {microversion}"))
                 .send()
                 .await
-                .map_err(|e| transport(&step, &e, self.client.timeout, reach))?;
+                .map_err(|e| transport(&step, &e, self.client.timeout, reach, self.login))?;
             let status = resp.status();
             tracing::debug!(%url, status = status.as_u16(), "Nova answered");
-            let bytes = read(resp, &step, self.client.timeout, reach).await?;
+            let bytes = read(resp, &step, self.client.timeout, reach, self.login).await?;
             if status.as_u16() == 401 {
                 self.client.forget(self.login);
                 if *self.relogged {
@@ -397,13 +404,10 @@ fn keystone_time(s: &str) -> Option<Time> {
     Time::parse(s).or_else(|| Time::parse(&format!("{s}Z")))
 }
 
-fn build_http(timeout: Duration, ca_bundle: Option<&str>) -> Result<reqwest::Client, String> {
+fn build_http(timeout: Duration, ca_bundle: Option<&str>, login: &Login) -> Result<reqwest::Client, String> {
     let mut b = reqwest::Client::builder().timeout(timeout);
     if let Some(pem) = ca_bundle {
-        let what = format!(
-            "the CA bundle (key {} of the NovaCell's spec.tls.caBundleSecretName, else of the nova service's caCerts Secret)",
-            crate::services::CA_BUNDLE_KEY
-        );
+        let what = format!("the CA bundle ({})", login.from.ca_source());
         let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
             .map_err(|e| format!("{what} cannot be read ({e}); it must hold PEM certificates"))?;
         if certs.is_empty() {
@@ -421,9 +425,10 @@ async fn read(
     step: &str,
     timeout: Duration,
     reach: &str,
+    login: &Login,
 ) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(step, &e, timeout, reach))? {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| transport(step, &e, timeout, reach, login))? {
         if out.len() + chunk.len() > MAX_ANSWER {
             return Err(format!(
                 "{step}: the answer is larger than {} MiB; check that this is Nova",
@@ -436,7 +441,7 @@ async fn read(
 }
 
 /// A failed request, as what happened (no answer in time, or cannot connect and why).
-fn transport(step: &str, e: &reqwest::Error, timeout: Duration, reach: &str) -> String {
+fn transport(step: &str, e: &reqwest::Error, timeout: Duration, reach: &str, login: &Login) -> String {
     if e.is_timeout() {
         return format!("{step}: no answer in time (within {timeout:?}); {reach}");
     }
@@ -450,8 +455,8 @@ fn transport(step: &str, e: &reqwest::Error, timeout: Duration, reach: &str) -> 
     let text = cause.to_string();
     if text.contains("certificate") {
         return format!(
-            "{step}: {verb} ({text}); check that the CA bundle (the NovaCell's spec.tls.caBundleSecretName, else the nova service's caCerts, key {}) holds the CA that signed this server's certificate",
-            crate::services::CA_BUNDLE_KEY
+            "{step}: {verb} ({text}); check that the CA bundle ({}) holds the CA that signed this server's certificate",
+            login.from.ca_source()
         );
     }
     format!("{step}: {verb} ({text}); {reach}")
@@ -514,6 +519,7 @@ mod tests {
             ca_bundle: None,
             secret: "nova-cell1".into(),
             cells: vec!["nova-cell1".into()],
+            from: crate::nova::LoginFrom::Cell,
         }
     }
 
