@@ -177,6 +177,12 @@ pub(crate) fn nova_service<'g>(snap: &Snapshot, group: &'g HostGroup) -> Option<
         .find(|s| snap.service_type(s) == crate::nova::SERVICE_TYPE)
 }
 
+/// The group's nova service when it has nodes to ask Nova about: the one test of "this
+/// NodeSet runs nova" that asking (status, the controller's poller) goes by.
+pub(crate) fn runs_nova<'g>(snap: &Snapshot, g: &'g HostGroup) -> Option<&'g str> {
+    nova_service(snap, g).filter(|_| !g.members.is_empty())
+}
+
 /// The Keystone logins that can ask Nova about one group's computes: one per distinct
 /// (Keystone, region, user, project), from each compute's cell; `None` when the group runs no
 /// nova service. Nova's API answers for every cell, and nova-operator gives every cell the same
@@ -187,10 +193,7 @@ pub(crate) fn group_logins(
     snap: &Snapshot,
     g: &HostGroup,
 ) -> Option<Result<Vec<crate::nova::Login>, String>> {
-    let service = nova_service(snap, g)?;
-    if g.members.is_empty() {
-        return None;
-    }
+    let service = runs_nova(snap, g)?;
     let mut out: Vec<crate::nova::Login> = Vec::new();
     let mut problem: Option<CellError> = None;
     let mut any_cell = false;

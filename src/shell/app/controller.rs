@@ -130,11 +130,10 @@ async fn control(
     // Nova's answers, polled (`shell::app::nova`); a change that could move a verdict
     // re-evaluates the NodeSets that run nova.
     let (nova_tx, mut nova_changed) = tokio::sync::mpsc::unbounded_channel();
-    let nova = match &opts.nova {
-        Some(p) => Some(super::nova::Poller::start(p.interval, p.timeout, p.credentials.clone(), nova_tx)?),
-        None => None,
-    };
-    let nova_sets = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let nova = opts
+        .nova
+        .as_ref()
+        .map(|p| super::nova::Poller::start(p.interval, p.timeout, p.credentials.clone(), nova_tx));
     let mut pending = Touch::none();
     let mut gather: Option<(Instant, Instant)> = None; // (first change, due)
     // NodeSet → when its first node agent Lease expires ("": a Lease naming no NodeSet).
@@ -189,7 +188,6 @@ async fn control(
                     leadership: &leadership,
                     skipped: &skipped,
                     nova: nova.as_ref(),
-                    nova_sets: &nova_sets,
                 };
                 let result = evaluate_in_batches(&cx, &touched, &mut expiries).await;
                 if skipped.get() && led {
@@ -229,7 +227,7 @@ async fn control(
                 }
             }
             Some(()) = nova_changed.recv() => {
-                let sets = nova_sets.borrow().clone();
+                let sets = nova.as_ref().map(super::nova::Poller::nodesets).unwrap_or_default();
                 tracing::debug!(nodesets = sets.len(), "Nova's answer changed");
                 if !sets.is_empty() {
                     pending.add(Touch::NodeSets(sets.into_iter().collect()));
@@ -310,8 +308,6 @@ struct Cx<'a> {
     /// Set when an evaluation left its writes out for want of leadership.
     skipped: &'a std::cell::Cell<bool>,
     nova: Option<&'a super::nova::Poller>,
-    /// The NodeSets whose nodes run nova, as last evaluated.
-    nova_sets: &'a std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 /// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
@@ -336,7 +332,6 @@ async fn evaluate_in_batches(
             if let Some(p) = cx.nova {
                 p.retain(&names);
             }
-            cx.nova_sets.borrow_mut().retain(|set| names.contains(set));
             expiries.clear();
             names
         }
@@ -365,48 +360,13 @@ async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Insta
 
 /// Returns when each touched NodeSet's first node agent Lease expires.
 async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Instant>, AppError> {
-    let Cx { client, events, stores, phases, metrics, leadership, skipped, nova, nova_sets } = *cx;
+    let Cx { client, events, stores, phases, metrics, leadership, skipped, nova } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
     let mut snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
     let mut model = crate::model::resolve(&snap)?;
     model.groups.retain(|g| touched.includes(&g.name));
     if let Some(poller) = nova {
-        // Each touched NodeSet's logins, replacing what the poller had of it; a NodeSet gone
-        // or no longer running nova drops out (and with the last, the polling stops).
-        let evaluated: Vec<String> = match touched {
-            Touch::NodeSets(sets) => sets.iter().cloned().collect(),
-            Touch::All => model.groups.iter().map(|g| g.name.clone()).collect(),
-        };
-        let runs_nova = model
-            .groups
-            .iter()
-            .any(|g| !g.members.is_empty() && crate::nova_cell::nova_service(&snap, g).is_some());
-        // The named Secret is read only for an evaluation that needs it; a failure to read it
-        // (other than its absence) fails the evaluation, retried, rather than turning every
-        // compute Unknown for an API server's hiccup.
-        let explicit = match poller.credentials() {
-            Some(name) if runs_nova => Some(super::nova::explicit(client, name).await?),
-            _ => None,
-        };
-        let found: Vec<(String, Result<Vec<crate::nova::Login>, String>)> = model
-            .groups
-            .iter()
-            .filter_map(|g| {
-                super::nova::group_logins(&snap, g, explicit.as_ref()).map(|l| (g.name.clone(), l))
-            })
-            .collect();
-        {
-            let mut sets = nova_sets.borrow_mut();
-            for name in &evaluated {
-                sets.remove(name);
-            }
-            sets.extend(found.iter().map(|(name, _)| name.clone()));
-        }
-        let runs_nova = !found.is_empty();
-        poller.offer(&evaluated, found);
-        if runs_nova {
-            snap.evidence.nova = poller.evidence().await;
-        }
+        snap.evidence.nova = poller.for_evaluation(client, &snap, &model, touched).await?;
     }
     let now = clock();
     let r = readiness::evaluate(&snap, &model, phases, readiness::Options { evidence: false }, now);

@@ -31,8 +31,7 @@ pub(super) fn group_logins(
     explicit: Option<&Result<Login, String>>,
 ) -> Option<Result<Vec<Login>, String>> {
     match explicit {
-        Some(e) => (!g.members.is_empty() && crate::nova_cell::nova_service(snap, g).is_some())
-            .then(|| e.clone().map(|l| vec![l])),
+        Some(e) => crate::nova_cell::runs_nova(snap, g).map(|_| e.clone().map(|l| vec![l])),
         None => crate::nova_cell::group_logins(snap, g),
     }
 }
@@ -104,9 +103,8 @@ struct Track {
 }
 
 impl Asker {
-    pub(crate) fn new(timeout: Duration) -> Result<Asker, AppError> {
-        let client = NovaClient::new(timeout).map_err(|e| AppError::failure(e.to_string()))?;
-        Ok(Asker { client, track: Mutex::default() })
+    pub(crate) fn new(timeout: Duration) -> Asker {
+        Asker { client: NovaClient::new(timeout), track: Mutex::default() }
     }
 
     /// One answer for these logins (or the reason none could be made), with the failure
@@ -154,13 +152,7 @@ pub(super) fn ask_into(
         None => None,
     };
     let Some(logins) = logins(snap, model, explicit.as_ref()) else { return Ok(()) };
-    let asker = match asker.get() {
-        Some(a) => a,
-        None => {
-            let made = Asker::new(timeout)?;
-            asker.get_or_init(|| made)
-        }
-    };
+    let asker = asker.get_or_init(|| Asker::new(timeout));
     let cluster = cx.cluster()?;
     let ev = cluster.block_on(asker.ask(&logins, now));
     snap.evidence.nova = Some(Arc::new(ev));
@@ -227,9 +219,9 @@ impl Poller {
         timeout: Duration,
         credentials: Option<String>,
         changed: tokio::sync::mpsc::UnboundedSender<()>,
-    ) -> Result<Poller, AppError> {
+    ) -> Poller {
         let inner = Arc::new(Inner {
-            asker: Asker::new(timeout)?,
+            asker: Asker::new(timeout),
             shared: Mutex::default(),
             asking: tokio::sync::Mutex::new(()),
             wake: tokio::sync::Notify::new(),
@@ -252,17 +244,48 @@ impl Poller {
                 }
             }
         });
-        Ok(Poller { inner, credentials })
+        Poller { inner, credentials }
     }
 
-    /// The Secret named by `--nova-credentials`, if any.
-    pub(crate) fn credentials(&self) -> Option<&str> {
-        self.credentials.as_deref()
+    /// The NodeSets that run nova, as last evaluated: those an answer that changed reaches.
+    pub(crate) fn nodesets(&self) -> std::collections::BTreeSet<String> {
+        lock(&self.inner.shared).by_set.keys().cloned().collect()
+    }
+
+    /// An evaluation's part: each touched NodeSet's logins replace what the poller had of it (a
+    /// NodeSet gone or no longer running nova drops out, and with the last the polling stops);
+    /// then the evidence, when a touched NodeSet runs nova. The `--nova-credentials` Secret is
+    /// read only then; a failure to read it (other than its absence) fails the evaluation,
+    /// retried, rather than turning every compute Unknown for an API server's hiccup.
+    pub(crate) async fn for_evaluation(
+        &self,
+        client: &crate::shell::k8s::Client,
+        snap: &Snapshot,
+        model: &Model,
+        touched: &crate::readiness::touch::Touch,
+    ) -> Result<Option<Arc<NovaEvidence>>, AppError> {
+        use crate::readiness::touch::Touch;
+        let evaluated: Vec<String> = match touched {
+            Touch::NodeSets(sets) => sets.iter().cloned().collect(),
+            Touch::All => model.groups.iter().map(|g| g.name.clone()).collect(),
+        };
+        let runs_nova = model.groups.iter().any(|g| crate::nova_cell::runs_nova(snap, g).is_some());
+        let explicit = match self.credentials.as_deref() {
+            Some(name) if runs_nova => Some(explicit(client, name).await?),
+            _ => None,
+        };
+        let found: Vec<(String, Logins)> = model
+            .groups
+            .iter()
+            .filter_map(|g| group_logins(snap, g, explicit.as_ref()).map(|l| (g.name.clone(), l)))
+            .collect();
+        self.offer(&evaluated, found);
+        Ok(if runs_nova { self.evidence().await } else { None })
     }
 
     /// Notes what an evaluation of `evaluated` found: each NodeSet's logins (none: it runs no
     /// nova, or is gone). A change of the logins wakes the poller.
-    pub(crate) fn offer(&self, evaluated: &[String], found: Vec<(String, Logins)>) {
+    fn offer(&self, evaluated: &[String], found: Vec<(String, Logins)>) {
         let mut s = lock(&self.inner.shared);
         let before = s.logins();
         for name in evaluated {
@@ -288,7 +311,7 @@ impl Poller {
     /// The evidence for an evaluation whose NodeSets run nova: the last answer when it was
     /// asked with the current logins, else one asked now (so that no status is written without
     /// Nova's answer, or with one asked as somebody else).
-    pub(crate) async fn evidence(&self) -> Option<Arc<NovaEvidence>> {
+    async fn evidence(&self) -> Option<Arc<NovaEvidence>> {
         self.inner.ask(Why::LoginsChanged).await.map(|(_, ev)| ev)
     }
 }
@@ -419,7 +442,7 @@ mod tests {
         let f = FakeNova::start();
         f.set_services(vec![fake::service("s0", "c0", "up", "enabled")]);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(2), None, tx).unwrap();
+        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(2), None, tx);
         let l = Login {
             auth_url: f.auth_url(),
             user: fake::USER.into(),
@@ -446,7 +469,7 @@ mod tests {
     #[tokio::test]
     async fn the_poller_keeps_logins_per_nodeset_and_forgets_a_nodeset_gone() {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(1), None, tx).unwrap();
+        let p = Poller::start(Duration::from_secs(3600), Duration::from_secs(1), None, tx);
         p.offer(
             &["a".into(), "b".into()],
             vec![

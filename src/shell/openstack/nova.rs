@@ -13,9 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{
-    OpenStackError, Scope, application_credential_body, catalog_endpoint, keystone_v3, password_body,
-};
+use super::{Scope, application_credential_body, catalog_endpoint, keystone_v3, password_body};
 use crate::condition::Time;
 use crate::nova::answer::{hypervisors, next_page, services};
 use crate::nova::{HYPERVISORS_MICROVERSION, Login, NovaAnswer, NovaEvidence, SERVICES_MICROVERSION};
@@ -57,20 +55,20 @@ pub(crate) struct NovaClient {
 
 impl NovaClient {
     /// A client whose every request (connect, send, whole answer) gives up after `timeout`.
-    pub(crate) fn new(timeout: Duration) -> Result<NovaClient, OpenStackError> {
+    pub(crate) fn new(timeout: Duration) -> NovaClient {
         // kube already brings rustls with ring; make it the process default once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         // HTTP clients are built on first use, for the CA bundle a login brings: a client
         // with the system roots cannot be built where there are none (the controller's
         // distroless image), and that must be an Unknown on the computes, not a controller
         // that does not start.
-        Ok(NovaClient {
+        NovaClient {
             timeout,
             http: Mutex::new(Vec::new()),
             sessions: Mutex::new(Vec::new()),
             keystone: AtomicU64::new(0),
             compute: AtomicU64::new(0),
-        })
+        }
     }
 
     /// One answer from every login (normally one; logins that reach a compute endpoint
@@ -524,7 +522,7 @@ mod tests {
     }
 
     fn client() -> NovaClient {
-        NovaClient::new(Duration::from_secs(2)).unwrap()
+        NovaClient::new(Duration::from_secs(2))
     }
 
     fn answer(e: NovaEvidence) -> NovaAnswer {
@@ -702,7 +700,7 @@ mod tests {
     async fn no_answer_in_time_makes_nova_unavailable() {
         let f = started();
         f.delay_next("/compute/v2.1/os-services", Duration::from_millis(1500), 1);
-        let c = NovaClient::new(Duration::from_millis(500)).unwrap();
+        let c = NovaClient::new(Duration::from_millis(500));
         let started = std::time::Instant::now();
         let m = message(c.ask(&[login(&f)], Time(T0)).await);
         assert!(started.elapsed() < Duration::from_millis(1400), "{:?}", started.elapsed());
