@@ -8,6 +8,7 @@
 //! This shortens; it does not hide. Values that may come from a Secret must still be redacted
 //! (or left out) by the caller before they are echoed.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// The most characters of input a message quotes. Longer input keeps this many, then the
@@ -86,6 +87,61 @@ pub fn cut_quoted(message: &str) -> String {
     }
 }
 
+/// `s` safe to print on a terminal: every control character (C0, DEL, C1) is written as an
+/// escape (`\e`, `\r`, `\n`, `\t`, `\x07`, `\u{9b}`), so that text from input (a host name,
+/// a node key, a task's message, a disabled reason) can never move the cursor, rewrite a line,
+/// ring the bell or fake a table row. A backslash stays as it is: the escapes are for a
+/// person reading, not a parser. For one-line places (table cells, log lines, messages).
+pub fn printable(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_printable(&mut out, c);
+    }
+    Cow::Owned(out)
+}
+
+/// Like [`printable`], but keeps line breaks (`\n`) and tabs: for multi-line human output
+/// (an explanation, a failed task's output) whose lines are the reader's own.
+pub fn printable_lines(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c == '\n' || c == '\t' {
+            out.push(c);
+        } else {
+            push_printable(&mut out, c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `s` holds a control character [`printable`] would escape.
+pub fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+fn push_printable(out: &mut String, c: char) {
+    use fmt::Write as _;
+    match c {
+        '\u{1b}' => out.push_str("\\e"),
+        '\r' => out.push_str("\\r"),
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x80 && c.is_control() => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c if c.is_control() => {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
 /// A decoder's message about a value that must not be shown (a Secret's): in serde's
 /// `invalid type`/`invalid value` messages every quoted part (`` `…` `` or `"…"`) becomes
 /// `(not shown)`, and a base64 complaint, which names the offending
@@ -123,6 +179,26 @@ pub fn hide_quoted(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_nothing_else_changes() {
+        assert!(matches!(printable("edpm-compute-0 ok é"), Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}[2Jb\rc\u{7}d\ne\tf\u{7f}g\u{9b}h"),
+            "a\\e[2Jb\\rc\\x07d\\ne\\tf\\x7fg\\u{9b}h"
+        );
+        assert_eq!(printable_lines("line 1\n\tline \u{1b}2\r"), "line 1\n\tline \\e2\\r");
+        assert!(has_control("x\u{0}") && !has_control("x y"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn printable_text_has_no_control_character(s in proptest::collection::vec(proptest::char::any(), 0..64)) {
+            let s: String = s.into_iter().collect();
+            proptest::prop_assert!(!has_control(&printable(&s)));
+            proptest::prop_assert!(!printable_lines(&s).chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+        }
+    }
 
     #[test]
     fn hidden_values_leave_the_words_around_them() {

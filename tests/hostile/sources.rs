@@ -1,98 +1,11 @@
-//! Hostile and faulty input, class by class, through the binary: files that are not regular
-//! files (links, FIFOs, devices, sockets) as outputs and as manifests, encodings, unknown
-//! kinds, empty inventories, label selectors, duplicate keys in JSON, and the words errors use.
-//! Filesystem cases use real links, FIFOs and devices in temporary directories.
+//! Manifests and outputs: files that are not regular files (links, FIFOs, devices, sockets),
+//! encodings, unknown kinds, empty inventories, label selectors, duplicate keys in JSON, and
+//! the words errors use.
 
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use crate::util::{Output, bin, repo, run};
-
-/// A copy of examples/nodeset (a NodeSet deployment: hosts, ConfigMaps, Secrets) to add to.
-fn nodeset_copy(dir: &Path) -> PathBuf {
-    let src = dir.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    for e in std::fs::read_dir(repo().join("examples/nodeset")).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_file() {
-            std::fs::copy(&p, src.join(p.file_name().unwrap())).unwrap();
-        }
-    }
-    src
-}
-
-/// Runs the binary, killing it (and failing) if it has not finished in 30 s: a hang must
-/// fail the test, not the CI job.
-fn run_bounded(args: &[&str]) -> Output {
-    let mut child = Command::new(bin())
-        .args(args)
-        .current_dir(repo())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if started.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("edpm-agent {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo {}", path.display());
-}
-
-/// A Unix socket bound at `path`; kept open by the returned listener.
-fn socket(path: &Path) -> std::os::unix::net::UnixListener {
-    std::os::unix::net::UnixListener::bind(path).unwrap()
-}
-
-/// A character device node (a copy of /dev/null's numbers) when running as root; `None` (and a
-/// notice) otherwise, where the /dev/zero and /dev/full links stand in for it.
-fn char_device(path: &Path) -> Option<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: the device-node case is covered by links to /dev/zero and /dev/full only");
-        return None;
-    }
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid C string; 1:3 is /dev/null.
-    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
-    (rc == 0).then_some(())
-}
-
-/// What is at `path`, without following a link.
-fn file_kind(path: &Path) -> &'static str {
-    match std::fs::symlink_metadata(path) {
-        Err(_) => "missing",
-        Ok(m) if m.file_type().is_symlink() => "link",
-        Ok(m) if m.file_type().is_fifo() => "fifo",
-        Ok(m) if m.file_type().is_socket() => "socket",
-        Ok(m) if m.file_type().is_char_device() => "char",
-        Ok(m) if m.file_type().is_dir() => "dir",
-        Ok(_) => "file",
-    }
-}
+use super::{char_device, file_kind, mkfifo, nodeset_copy, run_bounded, socket};
+use crate::util::{Output, run};
 
 /// Every output flag refuses every kind of path that is not a regular file, leaves it as it
 /// was, and says what it is; `-` and `/dev/stdout` are the output stream.

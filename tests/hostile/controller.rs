@@ -1,0 +1,1 @@
+//! `status controller`: shutdown, health and leadership when the API is slow, hangs or lies about time.

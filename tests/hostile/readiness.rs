@@ -1,0 +1,1 @@
+//! The status commands' verdicts on a directory source: evidence that is missing, conflicting or malformed never reads Ready.

@@ -1,0 +1,1 @@
+//! Control characters and secrets in every human output: tables, explanations, logs, errors.
