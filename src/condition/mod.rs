@@ -185,6 +185,28 @@ impl Condition {
             || self.message != old.message
     }
 
+    /// How bad a reading is, for choosing among conflicting copies of one type: False is
+    /// worse than Unknown, which is worse than True; among False, by severity (a False
+    /// without severity is still False here, unlike in [`mirror`]'s ranking). Higher is worse.
+    fn badness(&self) -> u8 {
+        match (self.status, self.severity) {
+            (Status::True, _) => 0,
+            (Status::Unknown, _) => 1,
+            (Status::False, Severity::None) => 2,
+            (Status::False, Severity::Info) => 3,
+            (Status::False, Severity::Warning) => 4,
+            (Status::False, Severity::Error) => 5,
+        }
+    }
+
+    /// `True Ready`, `False Error (Error)`: the condition's reading in a few words.
+    pub fn reading(&self) -> String {
+        match self.severity {
+            Severity::None => format!("{} {}", self.status_word(), self.reason),
+            s => format!("{} {} ({s:?})", self.status_word(), self.reason),
+        }
+    }
+
     /// Mirror priority (lib-common `groupOrder`): lower is more important. A False condition
     /// without a severity ranks below every True one, as upstream ranks it.
     fn level(&self) -> u8 {
@@ -213,8 +235,46 @@ fn order(a: &Condition, b: &Condition) -> Ordering {
 }
 
 impl Conditions {
+    /// The condition of `type_`. A list the API server keeps as a map-list holds each type
+    /// once; one written by hand, or by an older operator, may hold it twice: then the worst
+    /// of them, so conflicting evidence never reads better than its worst part
+    /// ([`Conditions::conflicts`] names it).
     pub fn get(&self, type_: &str) -> Option<&Condition> {
-        self.0.iter().find(|c| c.type_ == type_)
+        let mut found: Option<&Condition> = None;
+        for c in self.0.iter().filter(|c| c.type_ == type_) {
+            found = match found {
+                Some(b) if c.badness() <= b.badness() => Some(b),
+                _ => Some(c),
+            };
+        }
+        found
+    }
+
+    /// The types this list holds more than once with different readings, each with its
+    /// readings in list order (`True Ready`, `False Error`): what `explain` names as a conflict.
+    pub fn conflicts(&self) -> Vec<(&str, Vec<String>)> {
+        let mut out: Vec<(&str, Vec<String>)> = Vec::new();
+        for (i, c) in self.0.iter().enumerate() {
+            if self.0[..i].iter().any(|p| p.type_ == c.type_) {
+                continue;
+            }
+            let same: Vec<&Condition> = self.0[i..].iter().filter(|x| x.type_ == c.type_).collect();
+            if same.len() > 1 && same.iter().any(|x| x.differs_from(c)) {
+                out.push((c.type_.as_str(), same.iter().map(|x| x.reading()).collect()));
+            }
+        }
+        out
+    }
+
+    /// The conflict over `type_`, as one line for `explain`: `None` when the list holds it
+    /// at most once (or every copy says the same).
+    pub fn conflict_line(&self, type_: &str, place: &str) -> Option<String> {
+        let (_, readings) = self.conflicts().into_iter().find(|(t, _)| *t == type_)?;
+        Some(format!(
+            "conflict: {place} holds {} {type_} conditions ({}); the worst counts",
+            readings.len(),
+            readings.join(", ")
+        ))
     }
 
     /// lib-common `Set`: adds or replaces the condition of `c.type_`. Its
@@ -335,6 +395,28 @@ mod tests {
             cs.set(changed, now);
             assert_eq!(cs.get("X").unwrap().last_transition_time, now, "change {i}");
         }
+    }
+
+    #[test]
+    fn a_type_held_twice_reads_as_its_worst_copy_and_is_named_a_conflict() {
+        let ok = Condition::true_("ServiceNovaDeploymentReady", "done");
+        let failed = Condition::false_("ServiceNovaDeploymentReady", "Error", Severity::Error, "nova failed");
+        let waiting = Condition::unknown("ServiceNovaDeploymentReady", "Init", "");
+        for list in [vec![ok.clone(), failed.clone()], vec![failed.clone(), ok.clone()]] {
+            let cs = Conditions(list);
+            assert_eq!(cs.get("ServiceNovaDeploymentReady"), Some(&failed), "the worst, in either order");
+            let line = cs.conflict_line("ServiceNovaDeploymentReady", "Deployment d").unwrap();
+            assert!(line.contains("2 ServiceNovaDeploymentReady") && line.contains("False Error"), "{line}");
+        }
+        let cs = Conditions(vec![ok.clone(), waiting.clone()]);
+        assert_eq!(cs.get("ServiceNovaDeploymentReady"), Some(&waiting));
+        // A False without severity is still worse than True here.
+        let bare = Condition::false_("X", "Requested", Severity::None, "");
+        let cs = Conditions(vec![bare.clone(), Condition::true_("X", "")]);
+        assert_eq!(cs.get("X"), Some(&bare));
+        // Copies that say the same are no conflict; a single one neither.
+        assert!(Conditions(vec![ok.clone(), ok.clone()]).conflicts().is_empty());
+        assert!(Conditions(vec![ok]).conflict_line("ServiceNovaDeploymentReady", "x").is_none());
     }
 
     #[test]

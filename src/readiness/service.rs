@@ -59,10 +59,33 @@ impl<'a> GroupContext<'a> {
                 format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
             }
         };
+        if keep && let Some(conds) = run.conds {
+            for t in [ty, crate::condition::types::NODESET_DEPLOYMENT_READY] {
+                evidence.extend(conds.conflict_line(t, &source()));
+            }
+        }
         match *outcome {
             Outcome::Done(c) => {
                 if keep {
                     evidence.push(format!("{}: {ty} True ({})", source(), c.message));
+                }
+                // The condition says done, but the Job that ran the service failed for good and
+                // its summary names this host: the worst reading wins.
+                if let Some(failure) = self.job_contradicts(m, info, run, c) {
+                    evidence.push(format!(
+                        "conflict: {} says {ty} True, but {}; the failure counts",
+                        source(),
+                        failure.message
+                    ));
+                    return Some(self.failed(
+                        m,
+                        service,
+                        ty,
+                        run,
+                        &failure,
+                        info.global,
+                        std::mem::take(evidence),
+                    ));
                 }
                 // The run's condition is of this very type: shared as it is.
                 let evidence = std::mem::take(evidence);
@@ -103,6 +126,33 @@ impl<'a> GroupContext<'a> {
                 None
             }
         }
+    }
+
+    /// A Job of the service in `run` that failed for good (`BackoffLimitExceeded`, or any
+    /// `Failed` condition) while its summary (the operator's copy, else the newest attempt's)
+    /// names this host as failed or unreachable: a `BackoffLimitExceeded` condition of the
+    /// service's type that says so, for [`Self::failed`].
+    fn job_contradicts(&self, m: &Member, info: &SvcInfo, run: &Run, done: &Condition) -> Option<Condition> {
+        let job = self.jobs.job(info.name, run.name, &self.group.name)?;
+        let failed = job.condition("Failed")?;
+        let names = member_names(m);
+        let named = |list: &[String]| list.iter().any(|h| names.contains(&h.as_str()));
+        let summary = deploy::summary(run, info.name, &self.group.name, info.global)
+            .map(|(_, s)| s)
+            .or_else(|| self.jobs.attempts(&job.id.name).first().map(|a| &a.summary))?;
+        if !named(&summary.failed_host_list) && !named(&summary.unreachable_host_list) {
+            return None;
+        }
+        let reason = failed.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("Failed");
+        let mut c = Condition::false_(
+            &info.ty,
+            "BackoffLimitExceeded",
+            Severity::Error,
+            format!("Job {} failed ({reason}) and its summary names this host", job.id.name),
+        );
+        // A Job condition carries no time the snapshot keeps: the service condition's.
+        c.last_transition_time = done.last_transition_time;
+        Some(c)
     }
 
     /// A failed service: only the hosts its Job's summary names fail; without a summary the
