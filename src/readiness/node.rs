@@ -131,7 +131,9 @@ impl<'a> GroupContext<'a> {
         lines
     }
 
-    /// The node agent's conditions, as it last reported them; Unknown once its Lease expired.
+    /// The node agent's conditions, as it last reported them, while its Lease supports them:
+    /// present, readable and unexpired. Otherwise each is Unknown, with a reason that says
+    /// which: the Lease expired, is missing, cannot be read, or is dated too far ahead.
     fn agent_conditions(
         &self,
         previous: Option<&Conditions>,
@@ -139,33 +141,61 @@ impl<'a> GroupContext<'a> {
         now: Time,
         evidence: &mut BTreeMap<String, Vec<String>>,
     ) -> Vec<Condition> {
+        use crate::snapshot::evidence::Heartbeat;
         let mut agent: Vec<Condition> = previous
             .map(|p| p.iter().filter(|c| is_agent_condition(&c.type_)).cloned().collect())
             .unwrap_or_default();
-        if let Some(lease) = lease
-            && let Some(expires) = lease.expires()
-            && expires < now
-        {
-            let renewed = lease.spec.renew_time.clone().unwrap_or_default();
-            for c in &mut agent {
-                *c = Condition {
-                    last_transition_time: c.last_transition_time,
-                    ..Condition::unknown(
-                        &c.type_,
-                        "AgentHeartbeatExpired",
-                        format!(
-                            "the node agent's Lease {} expired at {expires} (last renewed {renewed})",
-                            lease.id.name
-                        ),
-                    )
-                };
-            }
-            self.keep(
-                evidence,
-                NODE_AGENT,
-                vec![format!("Lease {}: renewed {renewed}, expired {expires}", lease.id.name)],
-            );
+        if agent.is_empty() {
+            return agent;
         }
+        let (reason, message, line) = match lease.map(|l| (l, l.heartbeat(now))) {
+            Some((l, Heartbeat::Alive { renewed, expires })) => {
+                self.keep(
+                    evidence,
+                    NODE_AGENT,
+                    vec![format!("Lease {}: renewed {renewed}, valid until {expires}", l.id.name)],
+                );
+                return agent;
+            }
+            Some((l, Heartbeat::Expired { renewed, expires })) => (
+                "AgentHeartbeatExpired",
+                format!("the node agent's Lease {} expired at {expires} (last renewed {renewed})", l.id.name),
+                format!("Lease {}: renewed {renewed}, expired {expires}", l.id.name),
+            ),
+            Some((l, Heartbeat::Skewed { renewed, ahead })) => (
+                "AgentClockSkew",
+                format!(
+                    "the node agent's Lease {} says it was renewed at {renewed}, {ahead} s ahead of this clock and more than the Lease lasts: a clock is wrong (check NTP on the node); its reports are no evidence until the clocks agree",
+                    l.id.name
+                ),
+                format!("Lease {}: renewTime {renewed} is {ahead} s ahead of now", l.id.name),
+            ),
+            Some((l, Heartbeat::Unreadable(why))) => (
+                "AgentLeaseUnreadable",
+                format!("the node agent's Lease {} cannot vouch for its reports: {why}", l.id.name),
+                format!("Lease {}: {why}", l.id.name),
+            ),
+            None => {
+                (
+                    "AgentLeaseMissing",
+                    "the node agent reported, but it has no Lease: nothing says it is still alive (edpm-agent status report creates the Lease; the agent renews it)".to_string(),
+                    "no Lease for this node".to_string(),
+                )
+            }
+        };
+        // An expired Lease turned the reports Unknown when it ended; for the other readings
+        // nobody knows when, so the reported time stays.
+        let since = match lease.map(|l| l.heartbeat(now)) {
+            Some(Heartbeat::Expired { expires, .. }) => Some(expires),
+            _ => None,
+        };
+        for c in &mut agent {
+            *c = Condition {
+                last_transition_time: since.unwrap_or(c.last_transition_time),
+                ..Condition::unknown(&c.type_, reason, message.clone())
+            };
+        }
+        self.keep(evidence, NODE_AGENT, vec![line]);
         agent
     }
 

@@ -160,7 +160,7 @@ pub(crate) fn touched_parts(
 pub(crate) fn next_expiries(ev: &Evidence, now: Time) -> BTreeMap<String, Time> {
     let mut out: BTreeMap<String, Time> = BTreeMap::new();
     for l in &ev.leases {
-        let Some(t) = l.expires().filter(|t| *t > now) else { continue };
+        let Some(t) = l.alive_until(now).filter(|t| *t > now) else { continue };
         let set = l.meta.labels.get(NODESET_LABEL).cloned().unwrap_or_default();
         let slot = out.entry(set).or_insert(t);
         *slot = (*slot).min(t);

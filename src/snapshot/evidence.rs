@@ -323,14 +323,97 @@ pub struct LeaseSpec {
 pub struct Lease {
     pub id: ObjRef,
     pub meta: Meta,
-    pub spec: LeaseSpec,
+    /// `None`: the object has no `spec` at all.
+    pub spec: Option<LeaseSpec>,
+    /// When the controller, by its own clock, last saw `renewTime` change (`None` outside the
+    /// controller). client-go's leader election judges a holder this way: a Lease whose
+    /// `renewTime` stops moving ends a duration after it was last seen to move, whatever the
+    /// holder's clock wrote.
+    pub observed: Option<Time>,
+}
+
+/// The longest `leaseDurationSeconds` read as a heartbeat: a day. kubelet's node Leases last
+/// 40 s and the node agent's default is the same; a longer one would keep a dead node's last
+/// word alive, and an absurd one (2^63 s) would overflow any clock.
+pub(crate) const MAX_LEASE_SECONDS: i64 = 86_400;
+
+/// What a node agent's Lease says of its heartbeat at `now`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heartbeat {
+    /// Renewed, and unexpired until `expires`.
+    Alive { renewed: Time, expires: Time },
+    /// Its time ran out at `expires`.
+    Expired { renewed: Time, expires: Time },
+    /// `renewTime` is further ahead of `now` than the Lease lasts: the node's clock (or the
+    /// writer's) is wrong, and such a time is no evidence of anything.
+    Skewed { renewed: Time, ahead: i64 },
+    /// The Lease cannot support anything; the text says which field is wrong.
+    Unreadable(String),
 }
 
 impl Lease {
-    /// When the holder's claim ends: renew time plus duration; `None` when never renewed.
-    pub fn expires(&self) -> Option<Time> {
-        let renewed = Time::parse(self.spec.renew_time.as_deref()?)?;
-        Some(Time(renewed.0 + self.spec.lease_duration_seconds.unwrap_or(0)))
+    /// The heartbeat as of `now` (see [`Heartbeat`]). With `observed` (the controller), the
+    /// end is a duration after `renewTime` was last seen to change; else a duration after
+    /// `renewTime` itself.
+    pub fn heartbeat(&self, now: Time) -> Heartbeat {
+        let Some(spec) = &self.spec else {
+            return Heartbeat::Unreadable("it has no spec".into());
+        };
+        let Some(text) = spec.renew_time.as_deref() else {
+            return Heartbeat::Unreadable("spec.renewTime is not set: it was never renewed".into());
+        };
+        let Some(renewed) = Time::parse(text) else {
+            return Heartbeat::Unreadable(format!(
+                "spec.renewTime {} is not an RFC 3339 time",
+                crate::excerpt::echo(&crate::excerpt::printable(text)).debug()
+            ));
+        };
+        let duration = match spec.lease_duration_seconds {
+            None => return Heartbeat::Unreadable("spec.leaseDurationSeconds is not set".into()),
+            Some(d) if !(1..=MAX_LEASE_SECONDS).contains(&d) => {
+                return Heartbeat::Unreadable(format!(
+                    "spec.leaseDurationSeconds {d} is outside 1–{MAX_LEASE_SECONDS} s"
+                ));
+            }
+            Some(d) => d,
+        };
+        let ahead = renewed.0.saturating_sub(now.0);
+        if ahead > duration {
+            return Heartbeat::Skewed { renewed, ahead };
+        }
+        let from = self.observed.unwrap_or(renewed);
+        let expires = Time(from.0.saturating_add(duration));
+        if expires < now {
+            Heartbeat::Expired { renewed, expires }
+        } else {
+            Heartbeat::Alive { renewed, expires }
+        }
+    }
+
+    /// When the heartbeat ends, if it is alive at `now`: when the controller must look again.
+    pub fn alive_until(&self, now: Time) -> Option<Time> {
+        match self.heartbeat(now) {
+            Heartbeat::Alive { expires, .. } => Some(expires),
+            _ => None,
+        }
+    }
+
+    /// `spec.renewTime` as written, for the controller's comparison of two readings.
+    pub fn renew_time(&self) -> Option<&str> {
+        self.spec.as_ref()?.renew_time.as_deref()
+    }
+
+    /// Sets [`Lease::observed`] for a reading arriving at `now` (the controller's clock),
+    /// given the previous reading of the same Lease: unchanged `renewTime` keeps the time it
+    /// was last seen to move; a changed one was renewed now. A Lease seen for the first time
+    /// counts from its `renewTime` when that is not in the future (a long-dead node's Lease
+    /// is expired at once, as the status commands judge it), else from now.
+    pub fn observe(&mut self, previous: Option<&Lease>, now: Time) {
+        self.observed = match previous {
+            Some(p) if p.renew_time() == self.renew_time() => p.observed.or(Some(now)),
+            Some(_) => Some(now),
+            None => Some(self.renew_time().and_then(Time::parse).map_or(now, |r| r.min(now))),
+        };
     }
 }
 
@@ -399,4 +482,94 @@ where
     T: Default + Deserialize<'de>,
 {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::resource::Origin;
+
+    fn lease(renew: Option<&str>, duration: Option<i64>) -> Lease {
+        Lease {
+            id: ObjRef::new("Lease", "n", Origin::Api { namespace: "openstack".into() }),
+            meta: Meta::default(),
+            spec: Some(LeaseSpec {
+                holder_identity: None,
+                lease_duration_seconds: duration,
+                renew_time: renew.map(str::to_string),
+            }),
+            observed: None,
+        }
+    }
+
+    const NOW: &str = "2026-11-23T12:00:00Z";
+
+    fn now() -> Time {
+        Time::parse(NOW).unwrap()
+    }
+
+    #[test]
+    fn only_a_present_readable_unexpired_lease_is_alive() {
+        let alive = lease(Some("2026-11-23T11:59:50Z"), Some(40));
+        assert!(
+            matches!(alive.heartbeat(now()), Heartbeat::Alive { expires, .. } if expires == Time(now().0 + 30))
+        );
+        assert!(matches!(
+            lease(Some("2026-11-23T11:59:00Z"), Some(40)).heartbeat(now()),
+            Heartbeat::Expired { .. }
+        ));
+        // Ahead of now, but by less than it lasts: a small skew, still alive.
+        assert!(matches!(
+            lease(Some("2026-11-23T12:00:30Z"), Some(40)).heartbeat(now()),
+            Heartbeat::Alive { .. }
+        ));
+        assert_eq!(
+            lease(Some("2099-01-01T00:00:00Z"), Some(40)).heartbeat(now()),
+            Heartbeat::Skewed {
+                renewed: Time::parse("2099-01-01T00:00:00Z").unwrap(),
+                ahead: Time::parse("2099-01-01T00:00:00Z").unwrap().0 - now().0
+            }
+        );
+        for (l, says) in [
+            (lease(None, Some(40)), "never renewed"),
+            (lease(Some("yesterday\u{1b}[2J"), Some(40)), "not an RFC 3339 time"),
+            (lease(Some(NOW), None), "leaseDurationSeconds is not set"),
+            (lease(Some(NOW), Some(0)), "outside 1–86400"),
+            (lease(Some(NOW), Some(i64::MAX)), "9223372036854775807 is outside"),
+            (lease(Some(NOW), Some(-5)), "outside"),
+            (Lease { spec: None, ..lease(None, None) }, "no spec"),
+        ] {
+            match l.heartbeat(now()) {
+                Heartbeat::Unreadable(why) => {
+                    assert!(why.contains(says), "{why}");
+                    assert!(!crate::excerpt::has_control(&why), "{why:?}");
+                }
+                other => panic!("{says}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_controller_judges_a_lease_by_when_it_saw_it_move() {
+        let t = |s: i64| Time(now().0 + s);
+        // First seen with a renewTime in the past: counts from it (a dead node is dead at once).
+        let mut first = lease(Some("2026-11-23T11:59:00Z"), Some(40));
+        first.observe(None, now());
+        assert_eq!(first.observed, Some(t(-60)));
+        assert!(matches!(first.heartbeat(now()), Heartbeat::Expired { .. }));
+        // First seen dated ahead (within its duration): counts from now, not from the future.
+        let mut ahead = lease(Some("2026-11-23T12:00:30Z"), Some(40));
+        ahead.observe(None, now());
+        assert_eq!(ahead.observed, Some(now()));
+        // It never moves again: it ends 40 s after the controller saw it, not 70 s.
+        let mut same = lease(Some("2026-11-23T12:00:30Z"), Some(40));
+        same.observe(Some(&ahead), t(20));
+        assert_eq!(same.observed, Some(now()));
+        assert!(matches!(same.heartbeat(t(41)), Heartbeat::Expired { expires, .. } if expires == t(40)));
+        // A renewal seen moves it, whatever the time written.
+        let mut moved = lease(Some("2026-11-23T12:00:35Z"), Some(40));
+        moved.observe(Some(&same), t(30));
+        assert_eq!(moved.observed, Some(t(30)));
+        assert!(matches!(moved.heartbeat(t(41)), Heartbeat::Alive { .. }));
+    }
 }

@@ -521,8 +521,12 @@ impl Entry {
                 Entry::Rollup(Box::new(evidence::NodeReport { id, meta, spec, status }))
             }
             KnownKind::Lease => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                Entry::Lease(Box::new(evidence::Lease { id, meta, spec }))
+                // A Lease without spec is kept: it is evidence of nothing, and readiness says so.
+                let spec = match node.get("spec") {
+                    Some(n) if !n.is_null() => Some(resource::decode_node("spec", n).map_err(invalid)?),
+                    _ => None,
+                };
+                Entry::Lease(Box::new(evidence::Lease { id, meta, spec, observed: None }))
             }
             KnownKind::Service => Entry::Service(object!("spec")),
             KnownKind::IpSet => Entry::IpSet(object!("status")),

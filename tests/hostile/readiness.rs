@@ -1,1 +1,213 @@
-//! The status commands' verdicts on a directory source: evidence that is missing, conflicting or malformed never reads Ready.
+//! The status commands' verdicts on a directory source: evidence that is missing, conflicting
+//! or malformed never reads Ready. Each case starts from the examples' NodeSet deployment
+//! (`examples/{controlplane,nodeset,status}`), where edpm-compute-3 is Ready, and spoils one
+//! piece of evidence.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::util::{Output, repo, run};
+
+const NOW: &str = "2026-11-23T12:00:00Z";
+const CELL1: &str = "edpm-compute-cell1";
+/// edpm-compute-3's status object and Lease.
+const OBJECT: &str = "edpm-compute-cell1-edpm-compute-3";
+
+/// A copy of the examples' NodeSet deployment with its evidence, to spoil.
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub src: PathBuf,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        for sub in ["controlplane", "nodeset", "status"] {
+            let to = src.join(sub);
+            std::fs::create_dir_all(&to).unwrap();
+            for e in std::fs::read_dir(repo().join("examples").join(sub)).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+                }
+            }
+        }
+        Fixture { _dir: dir, src }
+    }
+
+    /// Adds one object (or a saved answer) as a JSON file of its own.
+    pub fn add(&self, file: &str, v: &Value) {
+        std::fs::write(self.src.join(file), serde_json::to_string_pretty(v).unwrap()).unwrap();
+    }
+
+    /// Edits the examples' Deployments and Jobs (`status/deployments.yaml`), kept as JSON.
+    pub fn edit_deployments(&self, f: impl FnOnce(&mut Vec<Value>)) {
+        let path = self.src.join("status/deployments.yaml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut docs: Vec<Value> = serde_saphyr::from_multiple::<Value>(&text)
+            .unwrap()
+            .into_iter()
+            .filter(|d| d.is_object())
+            .collect();
+        f(&mut docs);
+        std::fs::remove_file(&path).unwrap();
+        self.add("status/deployments.json", &json!({"apiVersion": "v1", "kind": "List", "items": docs}));
+    }
+
+    pub fn status(&self, args: &[&str]) -> Output {
+        let src = self.src.to_str().unwrap();
+        let mut all = vec!["--source", src, "status"];
+        all.extend_from_slice(args);
+        run(&all, &[("EDPM_AGENT_NOW", NOW)])
+    }
+}
+
+/// The named Deployment among `docs`.
+pub fn deployment<'a>(docs: &'a mut [Value], name: &str) -> &'a mut Value {
+    docs.iter_mut()
+        .find(|d| d["kind"] == "OpenStackDataPlaneDeployment" && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no Deployment {name}"))
+}
+
+/// The JSON of `status show -o json` for one node.
+fn node_json(out: &Output, node: &str) -> Value {
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+    let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
+    nodes
+        .into_iter()
+        .find(|n| n["name"] == node)
+        .unwrap_or_else(|| panic!("no node {node} in {}", out.stdout))
+}
+
+fn condition(node: &Value, ty: &str) -> Value {
+    node["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == ty).cloned())
+        .unwrap_or(Value::Null)
+}
+
+fn ready(f: &Fixture, node: &str) -> Value {
+    condition(&node_json(&f.status(&["show", "--format", "json"]), node), "Ready")
+}
+
+#[test]
+fn the_fixture_starts_with_edpm_compute_3_ready() {
+    let f = Fixture::new();
+    assert_eq!(ready(&f, "edpm-compute-3")["status"], "True");
+}
+
+/// A duplicated condition type (an extra True beside the real False) reads as its worst copy,
+/// and `explain` names the conflict.
+#[test]
+fn a_condition_held_twice_reads_as_its_worst_copy() {
+    let f = Fixture::new();
+    f.edit_deployments(|docs| {
+        let conds =
+            deployment(docs, "edpm-deployment")["status"]["nodeSetConditions"][CELL1].as_array_mut().unwrap();
+        let i = conds.iter().position(|c| c["type"] == "ServiceNovaDeploymentReady").unwrap();
+        // The True stays first; the False after it is the real reading.
+        conds.insert(
+            i + 1,
+            json!({"type": "ServiceNovaDeploymentReady", "status": "False", "severity": "Error",
+                "reason": "Error", "message": "nova failed", "lastTransitionTime": "2026-11-01T10:42:00Z"}),
+        );
+    });
+    let r = ready(&f, "edpm-compute-3");
+    assert_eq!(r["status"], "False", "{r}");
+    let out = f.status(&["explain", "edpm-compute-3"]);
+    assert!(
+        out.stdout.contains("conflict:") && out.stdout.contains("2 ServiceNovaDeploymentReady conditions"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A service condition True while its Job ended BackoffLimitExceeded and the Job's summary
+/// names the host: the failure counts.
+#[test]
+fn a_true_service_condition_does_not_outweigh_its_failed_job() {
+    let f = Fixture::new();
+    f.edit_deployments(|docs| {
+        let d = deployment(docs, "edpm-deployment");
+        for c in d["status"]["nodeSetConditions"]["edpm-compute-cell2"].as_array_mut().unwrap() {
+            c["status"] = json!("True");
+            c["reason"] = json!("Ready");
+            c.as_object_mut().unwrap().remove("severity");
+        }
+    });
+    let r = ready(&f, "edpm-compute-5");
+    assert_eq!((r["status"].as_str(), r["reason"].as_str()), (Some("False"), Some("HostFailed")), "{r}");
+    let out = f.status(&["explain", "edpm-compute-5"]);
+    assert!(out.stdout.contains("conflict:") && out.stdout.contains("the failure counts"), "{}", out.stdout);
+}
+
+/// edpm-compute-3's status object as the node agent left it: NodeAgentReady True.
+fn agent_report() -> Value {
+    json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus",
+        "metadata": {"name": OBJECT, "namespace": "openstack"},
+        "spec": {"nodeSet": CELL1, "nodeSetKind": "OpenStackDataPlaneNodeSet", "node": "edpm-compute-3"},
+        "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready",
+            "message": "all checks pass", "lastTransitionTime": "2026-11-23T11:00:00Z"}]}})
+}
+
+fn lease(spec: Option<Value>) -> Value {
+    let mut l = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": OBJECT, "namespace": "openstack",
+            "labels": {"agent.edpm.openstack.org/nodeset": CELL1}}});
+    if let Some(s) = spec {
+        l["spec"] = s;
+    }
+    l
+}
+
+/// Only a present, readable, unexpired Lease supports the node agent's last word: a Lease
+/// dated in the future beyond its duration (clock skew), unreadable, never renewed, without
+/// spec, or missing, turns it Unknown with a reason that says which.
+#[test]
+fn the_node_agents_word_needs_a_live_lease() {
+    let renewed = |t: &str, d: Value| {
+        Some(json!({"holderIdentity": "edpm-compute-3", "leaseDurationSeconds": d, "renewTime": t}))
+    };
+    let cases: Vec<(&str, Option<Value>, &str, &str)> = vec![
+        ("alive", renewed("2026-11-23T11:59:50.000000Z", json!(40)), "True", "Ready"),
+        ("expired", renewed("2026-11-23T11:50:00Z", json!(40)), "Unknown", "AgentHeartbeatExpired"),
+        ("dated in 2099", renewed("2099-01-01T00:00:00Z", json!(40)), "Unknown", "AgentClockSkew"),
+        ("unparseable renewTime", renewed("soon", json!(40)), "Unknown", "AgentLeaseUnreadable"),
+        (
+            "absurd duration",
+            renewed("2026-11-23T11:59:50Z", json!(9223372036854775807_i64)),
+            "Unknown",
+            "AgentLeaseUnreadable",
+        ),
+        (
+            "never renewed",
+            Some(json!({"holderIdentity": "x", "leaseDurationSeconds": 40})),
+            "Unknown",
+            "AgentLeaseUnreadable",
+        ),
+        ("no spec", None, "Unknown", "AgentLeaseUnreadable"),
+    ];
+    for (what, spec, status, reason) in cases {
+        let f = Fixture::new();
+        f.add("report.json", &agent_report());
+        f.add("lease.json", &lease(spec));
+        let n = node_json(&f.status(&["show", "--format", "json"]), "edpm-compute-3");
+        let agent = condition(&n, "NodeAgentReady");
+        assert_eq!(
+            (agent["status"].as_str(), agent["reason"].as_str()),
+            (Some(status), Some(reason)),
+            "{what}: {agent}"
+        );
+        assert_eq!(condition(&n, "Ready")["status"] == "True", status == "True", "{what}: {n}");
+        assert!(!agent["message"].as_str().unwrap_or("").contains("1970"), "{what}: {agent}");
+    }
+    // No Lease at all.
+    let f = Fixture::new();
+    f.add("report.json", &agent_report());
+    let n = node_json(&f.status(&["show", "--format", "json"]), "edpm-compute-3");
+    assert_eq!(condition(&n, "NodeAgentReady")["reason"], "AgentLeaseMissing", "{n}");
+    assert_eq!(condition(&n, "Ready")["status"], "Unknown", "{n}");
+}

@@ -260,7 +260,8 @@ impl Watch {
                 }
                 Ok(watcher::Event::InitApply(o)) => {
                     // No event each: the listing's end touches everything.
-                    let (name, part) = self.part(o);
+                    let (name, mut part) = self.part(o);
+                    self.observe(&name, &mut part);
                     listing.get_or_insert_with(Store::new).insert(name, part);
                     Ok(())
                 }
@@ -270,7 +271,8 @@ impl Watch {
                     self.tx.send(WatchEvent::Synced { kind })
                 }
                 Ok(watcher::Event::Apply(o)) => {
-                    let (name, part) = self.part(o);
+                    let (name, mut part) = self.part(o);
+                    self.observe(&name, &mut part);
                     let reach = part.reach.clone();
                     lock(&self.store).insert(name, part);
                     self.tx.send(WatchEvent::Changed { kind, reach })
@@ -293,6 +295,25 @@ impl Watch {
                 return; // the controller is gone
             }
         }
+    }
+
+    /// A node agent's Lease is judged by when this controller saw its `renewTime` move, by
+    /// its own clock (`Lease::observe`), so a holder whose clock is wrong can neither keep a
+    /// dead node alive nor cut a live one short. The previous reading is the store's (a
+    /// relist keeps the times of Leases that did not move).
+    fn observe(&self, name: &str, part: &mut Part) {
+        let Ok(Entry::Lease(lease)) = &mut part.entry else { return };
+        let now = crate::condition::Time::from_unix(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        );
+        let store = lock(&self.store);
+        let previous = match store.get(name).map(|p| &p.entry) {
+            Some(Ok(Entry::Lease(p))) => Some(p.as_ref()),
+            _ => None,
+        };
+        lease.observe(previous, now);
     }
 
     /// Decodes an object into its stored part.
