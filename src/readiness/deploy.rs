@@ -32,6 +32,9 @@ pub(crate) struct Run<'a> {
     pub deployment: Option<&'a Deployment>,
     /// Read from the NodeSet's copies, not from the Deployment object.
     pub from_nodeset_copy: bool,
+    /// Why this run cannot be put in order (a `creationTimestamp` that is not a time): what
+    /// it and the runs around it say of a node cannot be weighed, so it is named instead.
+    pub unordered: Option<String>,
 }
 
 /// Where a run stands as a whole (upstream's `checkDeployment` reading of
@@ -147,6 +150,7 @@ pub(crate) fn runs<'a>(
                 summaries,
                 deployment: None,
                 from_nodeset_copy: true,
+                unordered: None,
             });
         }
     }
@@ -178,7 +182,20 @@ fn deployment_run<'a>(
     } else {
         services.iter().map(String::as_str).collect()
     };
-    let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse);
+    let (created, unordered) = match d.meta.creation_timestamp.as_deref() {
+        None => (None, None),
+        Some(text) => match Time::parse(text) {
+            Some(t) => (Some(t), None),
+            None => (
+                None,
+                Some(format!(
+                    "Deployment {} metadata.creationTimestamp {} is not an RFC 3339 time, so which Deployment ran last cannot be told; fix or remove the field",
+                    d.id.name,
+                    crate::excerpt::echo(&crate::excerpt::printable(text)).debug()
+                )),
+            ),
+        },
+    };
     let updated = newest(d.status.conditions.iter().chain(conds.into_iter().flat_map(|c| c.iter())));
     Run {
         name: &d.id.name,
@@ -191,6 +208,7 @@ fn deployment_run<'a>(
         summaries,
         deployment: Some(d),
         from_nodeset_copy: from_copy,
+        unordered,
     }
 }
 

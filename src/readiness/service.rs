@@ -11,6 +11,17 @@ impl<'a> GroupContext<'a> {
         let keep = self.opts.evidence;
         let mut evidence = Vec::new();
         let mut newest_covering = true;
+        // A run that cannot be put in order: no run's word on this node can be weighed.
+        if let Some(why) = self
+            .runs
+            .iter()
+            .filter(|r| r.runs(info.name) && r.covers(names))
+            .find_map(|r| r.unordered.as_deref())
+        {
+            evidence.push(why.to_string());
+            let cond = Condition::unknown(&info.ty, "InvalidEvidence", why);
+            return ServiceState { cond, running: None, terminal: false, evidence };
+        }
         for (idx, run) in self.runs.iter().enumerate().rev() {
             if self.states[idx] == RunState::NotStarted {
                 if keep && run.runs(info.name) && run.covers(names) {

@@ -211,3 +211,27 @@ fn the_node_agents_word_needs_a_live_lease() {
     assert_eq!(condition(&n, "NodeAgentReady")["reason"], "AgentLeaseMissing", "{n}");
     assert_eq!(condition(&n, "Ready")["status"], "Unknown", "{n}");
 }
+
+/// A Deployment whose creationTimestamp is not a time cannot be put in order: the nodes it
+/// covers read Unknown and name it, instead of reading as if it were the oldest (which made
+/// edpm-compute-4, with a nova retry running on it, Ready).
+#[test]
+fn a_deployment_that_cannot_be_ordered_is_named_not_reordered() {
+    let f = Fixture::new();
+    f.edit_deployments(|docs| {
+        deployment(docs, "edpm-deployment-nova-retry")["metadata"]["creationTimestamp"] =
+            json!("last tuesday");
+    });
+    let n = node_json(&f.status(&["show", "--format", "json"]), "edpm-compute-4");
+    let nova = condition(&n, "ServiceNovaDeploymentReady");
+    assert_eq!(
+        (nova["status"].as_str(), nova["reason"].as_str()),
+        (Some("Unknown"), Some("InvalidEvidence")),
+        "{nova}"
+    );
+    let message = nova["message"].as_str().unwrap();
+    assert!(message.contains("edpm-deployment-nova-retry metadata.creationTimestamp"), "{message}");
+    assert_ne!(condition(&n, "Ready")["status"], "True", "{n}");
+    // The node it does not cover keeps its verdict.
+    assert_eq!(ready(&f, "edpm-compute-3")["status"], "True");
+}
