@@ -146,11 +146,13 @@ pub(crate) fn from_saved(saved: &[Saved]) -> Result<Option<NovaAnswer>, String> 
 pub(crate) fn detect(v: &Value) -> Option<Result<SavedPart, String>> {
     match v {
         Value::Object(o) => {
-            // An empty `services` list (Helm values, anything) says nothing about Nova; an
-            // empty hypervisor list does: nothing is discovered yet.
+            // `GET /os-services` answers `{"services": [...]}` and nothing else: an empty list
+            // there is an answer (a fresh cloud, no compute registered yet). A `services` list
+            // beside other keys (Helm values, anything) is Nova's only when its rows are
+            // (each has a `binary`); a row without `host` is then bad input, not skipped.
             if let Some(list) = o.get("services").and_then(Value::as_array)
-                && !list.is_empty()
-                && list.iter().all(|s| s.get("binary").is_some() && s.get("host").is_some())
+                && ((list.is_empty() && o.len() == 1)
+                    || (!list.is_empty() && list.iter().all(|s| s.get("binary").is_some())))
             {
                 return Some(services(v).map(SavedPart::Services));
             }
@@ -357,7 +359,13 @@ mod tests {
     fn other_documents_are_not_taken_for_answers_and_broken_answers_say_where() {
         // A Helm values file with a `services` list is not Nova's.
         assert!(detect(&json!({"services": ["nova", "ovn"]})).is_none());
-        assert!(detect(&json!({"services": []})).is_none());
+        // An answer with no compute registered yet is an answer; beside other keys it is not.
+        assert_eq!(detect(&json!({"services": []})).unwrap().unwrap(), SavedPart::Services(Vec::new()));
+        assert!(detect(&json!({"services": [], "image": "x"})).is_none());
+        // A row without its host is Nova's answer, broken: named, not skipped.
+        let e =
+            detect(&json!({"services": [{"binary": "nova-compute", "state": "up"}]})).unwrap().unwrap_err();
+        assert_eq!(e, "services[0]: no host");
         assert!(matches!(detect(&json!({"hypervisors": []})), Some(Ok(SavedPart::Hypervisors(_)))));
         assert!(detect(&json!([{"name": "x"}])).is_none());
         assert!(detect(&json!([])).is_none());

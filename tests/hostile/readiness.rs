@@ -235,3 +235,39 @@ fn a_deployment_that_cannot_be_ordered_is_named_not_reordered() {
     // The node it does not cover keeps its verdict.
     assert_eq!(ready(&f, "edpm-compute-3")["status"], "True");
 }
+
+/// A saved Nova answer of a fresh cloud (`{"services": []}`, no compute registered yet) is an
+/// answer: every compute reads ComputeServiceNotRegistered, with or without an empty
+/// hypervisor list beside it. A service row without its host is bad input, named.
+#[test]
+fn an_empty_nova_service_list_is_an_answer() {
+    for hypervisors in [None, Some(json!({"hypervisors": []}))] {
+        let f = Fixture::new();
+        std::fs::remove_file(f.src.join("status/nova-hypervisors.json")).unwrap();
+        f.add("status/nova-compute-services.json", &json!({"services": []}));
+        if let Some(h) = &hypervisors {
+            f.add("status/nova-hypervisors.json", h);
+        }
+        let out = f.status(&["show", "--format", "json"]);
+        let n = node_json(&out, "edpm-compute-3");
+        let nova = condition(&n, "NovaComputeReady");
+        assert_eq!(
+            (nova["status"].as_str(), nova["reason"].as_str()),
+            (Some("False"), Some("ComputeServiceNotRegistered")),
+            "{hypervisors:?}: {n}"
+        );
+        assert_ne!(condition(&n, "Ready")["status"], "True");
+    }
+    let f = Fixture::new();
+    f.add(
+        "status/nova-compute-services.json",
+        &json!({"services": [{"id": 1, "binary": "nova-compute", "state": "up", "status": "enabled"}]}),
+    );
+    let out = f.status(&["show"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("nova-compute-services.json") && out.stderr.contains("no host"),
+        "{}",
+        out.stderr
+    );
+}
