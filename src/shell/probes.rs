@@ -44,6 +44,7 @@ pub(crate) struct Metrics {
     reconcile_seconds: Histogram,
     watch_restarts: Family<Labels, Counter>,
     api_errors: Family<Labels, Counter>,
+    skipped: Family<Labels, Counter>,
     leader: Gauge,
     /// The process and its watches are alive: the loop ticked recently (unix seconds).
     pub(crate) heartbeat: AtomicU64,
@@ -168,6 +169,12 @@ impl Metrics {
             "API requests that failed, by verb and code",
             api_errors.clone(),
         );
+        let skipped = Family::<Labels, Counter>::default();
+        registry.register(
+            "skipped_objects",
+            "edpm-agent's own status objects that could not be decoded and were skipped, by kind (once per evaluation that met one)",
+            skipped.clone(),
+        );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica leads (writes), else 0", leader.clone());
         Metrics {
@@ -177,6 +184,7 @@ impl Metrics {
             reconcile_seconds,
             watch_restarts,
             api_errors,
+            skipped,
             leader,
             heartbeat: AtomicU64::new(now_secs()),
             synced: AtomicBool::new(false),
@@ -219,6 +227,10 @@ impl Metrics {
     pub(crate) fn api_error(&self, verb: &str, code: Option<u16>) {
         let code = code.map_or_else(|| "none".to_string(), |c| c.to_string());
         self.api_errors.get_or_create(&vec![("verb".into(), verb.into()), ("code".into(), code)]).inc();
+    }
+
+    pub(crate) fn skipped(&self, kind: &str) {
+        self.skipped.get_or_create(&vec![("kind".into(), kind.into())]).inc();
     }
 
     pub(crate) fn set_leader(&self, leading: bool) {

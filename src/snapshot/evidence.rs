@@ -307,6 +307,17 @@ pub struct NodeReport {
     pub status: NodeReportStatus,
 }
 
+/// One of edpm-agent's own status objects that does not decode (a field another writer
+/// broke, a hand-edited copy): it is skipped, as if absent, and reported, so one bad object
+/// never stops every other node's evaluation and write.
+#[derive(Debug, Clone)]
+pub struct Unreadable {
+    pub id: ObjRef,
+    pub uid: Option<String>,
+    /// What is wrong, naming the field.
+    pub problem: String,
+}
+
 /// A `coordination.k8s.io/v1 Lease` (the node agent's heartbeat).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -435,6 +446,8 @@ pub struct Evidence {
     /// edpm-agent's own per-NodeSet status objects, as written last time.
     pub rollups: Vec<NodeReport>,
     pub leases: Vec<Lease>,
+    /// edpm-agent's own status objects that did not decode: skipped, reported by the shell.
+    pub unreadable: Vec<Unreadable>,
     /// What Nova said of the computes, asked live by the shell (`None`: not asked).
     pub(crate) nova: Option<std::sync::Arc<crate::nova::NovaEvidence>>,
     /// Saved Nova answers found in a directory source (`openstack … -f json`, or the API's
@@ -454,6 +467,7 @@ impl Evidence {
         self.reports.extend(other.reports);
         self.rollups.extend(other.rollups);
         self.leases.extend(other.leases);
+        self.unreadable.extend(other.unreadable);
         if other.nova.is_some() {
             self.nova = other.nova;
         }

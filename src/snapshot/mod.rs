@@ -384,6 +384,8 @@ pub enum Entry {
     NodeReport(Box<evidence::NodeReport>),
     Rollup(Box<evidence::NodeReport>),
     Lease(Box<evidence::Lease>),
+    /// One of edpm-agent's own status objects that does not decode.
+    Unreadable(Box<evidence::Unreadable>),
     Service(Box<Object<ServiceSpec>>),
     IpSet(Box<Object<IpSetStatus>>),
     NetConfig(Box<Object<NetConfigSpec>>),
@@ -510,15 +512,26 @@ impl Entry {
                 let status = resource::decode_node("status", part("status")).map_err(invalid)?;
                 Entry::BaremetalSet(Box::new(evidence::BaremetalSet { id, meta, status }))
             }
-            KnownKind::NodeReport => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                Entry::NodeReport(Box::new(evidence::NodeReport { id, meta, spec, status }))
-            }
-            KnownKind::RollupReport => {
-                let spec = resource::decode_node("spec", part("spec")).map_err(invalid)?;
-                let status = resource::decode_node("status", part("status")).map_err(invalid)?;
-                Entry::Rollup(Box::new(evidence::NodeReport { id, meta, spec, status }))
+            // edpm-agent's own objects: one that does not decode is skipped and reported (its
+            // next write replaces it), never a failure of every node's evaluation.
+            KnownKind::NodeReport | KnownKind::RollupReport => {
+                let decoded = resource::decode_node("spec", part("spec"))
+                    .and_then(|spec| Ok((spec, resource::decode_node("status", part("status"))?)));
+                match decoded {
+                    Ok((spec, status)) => {
+                        let report = Box::new(evidence::NodeReport { id, meta, spec, status });
+                        if known == KnownKind::NodeReport {
+                            Entry::NodeReport(report)
+                        } else {
+                            Entry::Rollup(report)
+                        }
+                    }
+                    Err(e) => Entry::Unreadable(Box::new(evidence::Unreadable {
+                        uid: meta.uid.clone(),
+                        problem: crate::excerpt::printable(&e.to_string()).into_owned(),
+                        id,
+                    })),
+                }
             }
             KnownKind::Lease => {
                 // A Lease without spec is kept: it is evidence of nothing, and readiness says so.
@@ -632,6 +645,7 @@ impl Snapshot {
             Entry::NodeReport(r) => self.evidence.reports.push(*r),
             Entry::Rollup(r) => self.evidence.rollups.push(*r),
             Entry::Lease(l) => self.evidence.leases.push(*l),
+            Entry::Unreadable(u) => self.evidence.unreadable.push(*u),
             Entry::Service(o) => self.services.push(*o),
             Entry::IpSet(o) => self.ipsets.push(*o),
             Entry::NetConfig(o) => self.netconfigs.push(*o),

@@ -271,3 +271,22 @@ fn an_empty_nova_service_list_is_an_answer() {
         out.stderr
     );
 }
+
+/// One of edpm-agent's own status objects that does not decode is named on stderr and
+/// skipped: every node is still evaluated (it used to fail the whole command, exit 3).
+#[test]
+fn one_unreadable_status_object_is_skipped_not_fatal() {
+    let f = Fixture::new();
+    let mut broken = agent_report();
+    broken["status"]["conditions"][0]["status"] = json!("Maybe");
+    f.add("report.json", &broken);
+    let out = f.status(&["show", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("EDPMNodeStatus/{OBJECT}")) && out.stderr.contains("skipped"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(condition(&node_json(&out, "edpm-compute-3"), "Ready")["status"], "True");
+    assert_eq!(condition(&node_json(&out, "edpm-compute-5"), "Ready")["status"], "False");
+}

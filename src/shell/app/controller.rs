@@ -363,6 +363,10 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
     let Cx { client, events, stores, phases, metrics, leadership, skipped, nova } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
     let mut snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
+    for u in &snap.evidence.unreadable {
+        tracing::warn!("{}", super::pipeline::unreadable_warning(u));
+        metrics.skipped(&u.id.kind);
+    }
     let mut model = crate::model::resolve(&snap)?;
     model.groups.retain(|g| touched.includes(&g.name));
     if let Some(poller) = nova {
@@ -396,6 +400,12 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
                 dropped,
                 "more transitions than Events sent at once; the status objects say them all"
             );
+        }
+        if !snap.evidence.unreadable.is_empty() && may_write() {
+            let failed = events.unreadable(&snap.evidence.unreadable).await;
+            for _ in 0..failed {
+                metrics.api_error("create", None);
+            }
         }
         if !told.is_empty() && may_write() {
             let failed = events.publish(&told).await;

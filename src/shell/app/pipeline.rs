@@ -64,11 +64,12 @@ impl<'s> Context<'s> {
     /// instead, through [`Context::snapshot_quiet`]).
     fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
         let snap = self.snapshot_quiet(lines)?;
-        for u in &snap.unknown_kinds {
+        let unreadable = snap.evidence.unreadable.iter().map(unreadable_warning);
+        for u in snap.unknown_kinds.iter().map(ToString::to_string).chain(unreadable) {
             if self.script {
                 tracing::warn!("{u}");
             } else {
-                super::output::warn(&u.to_string());
+                super::output::warn(&u);
             }
         }
         Ok(snap)
@@ -220,4 +221,12 @@ fn spread(
 ) -> Vec<inventory::build::GroupVars> {
     let groups: Vec<usize> = (0..n).collect();
     crate::shell::parallel::map(&groups, |i| work(*i))
+}
+
+/// The warning for one of edpm-agent's status objects that does not decode: it was skipped.
+pub(crate) fn unreadable_warning(u: &crate::snapshot::evidence::Unreadable) -> String {
+    format!(
+        "{} cannot be read ({}): skipped, as if absent; its node is still evaluated, and `status report` (or the controller) writes it anew",
+        u.id, u.problem
+    )
 }

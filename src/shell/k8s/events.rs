@@ -38,15 +38,7 @@ impl Events {
                 uid: t.uid.clone(),
                 ..Default::default()
             };
-            let mut note = format!("{} {} → {}: {}", t.type_, t.from, t.to, t.message);
-            if note.len() > NOTE_LIMIT {
-                let mut end = NOTE_LIMIT - '…'.len_utf8();
-                while !note.is_char_boundary(end) {
-                    end -= 1;
-                }
-                note.truncate(end);
-                note.push('…');
-            }
+            let note = cut(format!("{} {} → {}: {}", t.type_, t.from, t.to, t.message));
             let event = Event {
                 type_: if t.warning { EventType::Warning } else { EventType::Normal },
                 reason: t.reason.chars().take(128).collect(),
@@ -61,4 +53,45 @@ impl Events {
         }
         failed
     }
+
+    /// A Warning Event on each of edpm-agent's status objects that could not be decoded and
+    /// was skipped; returns how many failed.
+    pub(crate) async fn unreadable(&self, objects: &[crate::snapshot::evidence::Unreadable]) -> usize {
+        let mut failed = 0;
+        for u in objects {
+            let regarding = ObjectReference {
+                api_version: Some(api::API_VERSION.into()),
+                kind: Some(u.id.kind.to_string()),
+                name: Some(u.id.name.clone()),
+                namespace: Some(self.namespace.clone()),
+                uid: u.uid.clone(),
+                ..Default::default()
+            };
+            let event = Event {
+                type_: EventType::Warning,
+                reason: "Unreadable".into(),
+                note: Some(cut(format!("cannot be decoded, skipped until rewritten: {}", u.problem))),
+                action: "Evaluated".into(),
+                secondary: None,
+            };
+            if let Err(e) = self.recorder.publish(&event, &regarding).await {
+                failed += 1;
+                tracing::warn!(object = %u.id.name, error = %e, "cannot record an Event");
+            }
+        }
+        failed
+    }
+}
+
+/// A note cut to what the API server takes.
+fn cut(mut note: String) -> String {
+    if note.len() > NOTE_LIMIT {
+        let mut end = NOTE_LIMIT - '…'.len_utf8();
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+        note.push('…');
+    }
+    note
 }
