@@ -31,6 +31,31 @@ pub(crate) const NODESET_KIND: &str = "EDPMNodeSetStatus";
 /// Labels on every object, for selection (`kubectl get edpmnode -l agent.edpm.openstack.org/nodeset=x`).
 pub(crate) const NODESET_LABEL: &str = "agent.edpm.openstack.org/nodeset";
 pub(crate) const NODE_LABEL: &str = "agent.edpm.openstack.org/node";
+/// The whole node (and NodeSet) name, on objects whose label had to be shortened
+/// (`names::label_value`): label values are at most 63 characters, node FQDNs are not.
+pub(crate) const NODE_ANNOTATION: &str = "agent.edpm.openstack.org/node";
+pub(crate) const NODESET_ANNOTATION: &str = "agent.edpm.openstack.org/nodeset";
+
+/// The labels of an object of `node` (when given) of `nodeset`, each a valid label value,
+/// and the annotations that keep the whole names that had to be shortened.
+pub(crate) fn labels_and_annotations(
+    nodeset: &str,
+    node: Option<&str>,
+) -> (std::collections::BTreeMap<String, String>, std::collections::BTreeMap<String, String>) {
+    let mut labels = std::collections::BTreeMap::new();
+    let mut annotations = std::collections::BTreeMap::new();
+    for (label, annotation, value) in
+        [(NODESET_LABEL, NODESET_ANNOTATION, Some(nodeset)), (NODE_LABEL, NODE_ANNOTATION, node)]
+    {
+        let Some(value) = value else { continue };
+        let short = super::names::label_value(value);
+        if short != value {
+            annotations.insert(annotation.to_string(), value.to_string());
+        }
+        labels.insert(label.to_string(), short);
+    }
+    (labels, annotations)
+}
 
 /// Which model the node comes from: a NodeSet node, or a seeds' Node of a Role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

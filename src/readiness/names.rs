@@ -66,6 +66,36 @@ pub(crate) fn node_object(nodeset: &str, node: &str) -> String {
     format!("{}-{hash}", base.trim_end_matches('-'))
 }
 
+/// A label value for `s`: `s` itself when it is one (at most 63 characters of
+/// `[A-Za-z0-9-_.]`, alphanumeric at both ends), else shortened as object names are (unlike
+/// characters made `-`, cut, and the hash of the whole), so a 70-character node FQDN labels its
+/// objects instead of making the API server refuse them (422). Whoever shortens also keeps the
+/// whole name in an annotation ([`super::api::NODE_ANNOTATION`]).
+pub(crate) fn label_value(s: &str) -> String {
+    if is_label_value(s) {
+        return s.to_string();
+    }
+    let digest = Sha256::digest(s.as_bytes());
+    let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let mapped: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+        .take(MAX_LABEL - 9)
+        .collect();
+    let base = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if base.is_empty() { hash } else { format!("{base}-{hash}") }
+}
+
+/// apimachinery's `IsValidLabelValue`.
+pub(crate) fn is_label_value(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.is_empty()
+        || (b.len() <= MAX_LABEL
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')))
+}
+
 /// The `EDPMNodeSetStatus` of a NodeSet or Role: its own name (already DNS-1123).
 pub(crate) fn nodeset_object(nodeset: &str) -> String {
     let clean = dns_label_chars(nodeset);
@@ -95,6 +125,21 @@ mod tests {
             job_name("configure-network", "edpm-deployment-20260801", "compute-rack-a-nodeset", false),
             "configure-network-edpm-deployment-20260801-compute-rac-9640dc69"
         );
+    }
+
+    #[test]
+    fn label_values_are_valid_stable_and_distinct() {
+        assert_eq!(label_value("edpm-compute-3"), "edpm-compute-3");
+        assert_eq!(label_value("Compute_0.example"), "Compute_0.example");
+        let fqdn = format!("edpm-compute-{}.ctlplane.example.com", "x".repeat(40));
+        assert!(fqdn.len() > MAX_LABEL);
+        let v = label_value(&fqdn);
+        assert!(is_label_value(&v) && v.len() <= MAX_LABEL, "{v}");
+        assert_eq!(v, label_value(&fqdn));
+        assert_ne!(v, label_value(&fqdn.replace("com", "org")));
+        for odd in ["-x-", "a b", "é", "", "x".repeat(200).as_str(), "..."] {
+            assert!(is_label_value(&label_value(odd)), "{odd:?}: {}", label_value(odd));
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use super::api::{
-    EdpmNodeSetStatus, EdpmNodeSetStatusSpec, EdpmNodeStatus, EdpmNodeStatusSpec, NODE_LABEL, NODESET_LABEL,
-    NodeSetStatus, NodeStatus,
+    EdpmNodeSetStatus, EdpmNodeSetStatusSpec, EdpmNodeStatus, EdpmNodeStatusSpec, NodeSetStatus, NodeStatus,
+    labels_and_annotations,
 };
 use super::{NodeSetView, NodeView, Owner, Readiness, is_agent_condition};
 use crate::condition::{Conditions, Status};
@@ -65,7 +65,12 @@ pub(crate) fn plan(r: &Readiness, existing: &Evidence, namespace: &str) -> Vec<W
     out
 }
 
-fn meta(name: &str, namespace: &str, owner: &Owner, labels: BTreeMap<String, String>) -> ObjectMeta {
+fn meta(
+    name: &str,
+    namespace: &str,
+    owner: &Owner,
+    (labels, annotations): (BTreeMap<String, String>, BTreeMap<String, String>),
+) -> ObjectMeta {
     let owner_references = owner.uid.as_ref().map(|uid| {
         vec![OwnerReference {
             api_version: "dataplane.openstack.org/v1beta1".into(),
@@ -80,6 +85,7 @@ fn meta(name: &str, namespace: &str, owner: &Owner, labels: BTreeMap<String, Str
         name: Some(name.to_string()),
         namespace: Some(namespace.to_string()),
         labels: Some(labels),
+        annotations: (!annotations.is_empty()).then_some(annotations),
         owner_references,
         ..Default::default()
     }
@@ -101,8 +107,13 @@ fn written(conds: &Conditions) -> Conditions {
 }
 
 /// Whether the existing object's metadata and spec already say what we would.
-fn object_matches(existing: &NodeReport, labels: &BTreeMap<String, String>, owner: &Owner) -> bool {
-    let labels_ok = labels.iter().all(|(k, v)| existing.meta.labels.get(k) == Some(v));
+fn object_matches(
+    existing: &NodeReport,
+    (labels, annotations): &(BTreeMap<String, String>, BTreeMap<String, String>),
+    owner: &Owner,
+) -> bool {
+    let labels_ok = labels.iter().all(|(k, v)| existing.meta.labels.get(k) == Some(v))
+        && annotations.iter().all(|(k, v)| existing.meta.annotations.get(k) == Some(v));
     // The reader keeps no ownerReferences; an owner UID seen now but absent then is not
     // knowable here, so only labels decide (the owner is set when the object is created).
     let _ = owner;
@@ -119,10 +130,7 @@ fn status_matches(existing: &NodeReport, ours: &Conditions, generation: Option<i
 }
 
 fn node_write(n: &NodeView, existing: Option<&NodeReport>, namespace: &str) -> Write {
-    let labels = BTreeMap::from([
-        (NODESET_LABEL.to_string(), n.nodeset.clone()),
-        (NODE_LABEL.to_string(), n.node.clone()),
-    ]);
+    let labels = labels_and_annotations(&n.nodeset, Some(&n.node));
     let conds = written(&n.conditions);
     let generation = existing.and_then(|e| e.meta.generation).or(Some(1));
     let object = EdpmNodeStatus {
@@ -152,7 +160,7 @@ fn node_write(n: &NodeView, existing: Option<&NodeReport>, namespace: &str) -> W
 }
 
 fn nodeset_write(s: &NodeSetView, existing: Option<&NodeReport>, namespace: &str) -> Write {
-    let labels = BTreeMap::from([(NODESET_LABEL.to_string(), s.name.clone())]);
+    let labels = labels_and_annotations(&s.name, None);
     let generation = existing.and_then(|e| e.meta.generation).or(Some(1));
     let object = EdpmNodeSetStatus {
         metadata: meta(&s.object, s.namespace.as_deref().unwrap_or(namespace), &s.owner, labels.clone()),

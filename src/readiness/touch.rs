@@ -161,7 +161,13 @@ pub(crate) fn next_expiries(ev: &Evidence, now: Time) -> BTreeMap<String, Time> 
     let mut out: BTreeMap<String, Time> = BTreeMap::new();
     for l in &ev.leases {
         let Some(t) = l.alive_until(now).filter(|t| *t > now) else { continue };
-        let set = l.meta.labels.get(NODESET_LABEL).cloned().unwrap_or_default();
+        // The whole name when the label had to be shortened (`api::labels_and_annotations`).
+        let set = l
+            .meta
+            .annotations
+            .get(super::api::NODESET_ANNOTATION)
+            .or_else(|| l.meta.labels.get(NODESET_LABEL));
+        let set = set.cloned().unwrap_or_default();
         let slot = out.entry(set).or_insert(t);
         *slot = (*slot).min(t);
     }

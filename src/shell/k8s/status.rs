@@ -198,10 +198,12 @@ pub(crate) async fn ensure_leases(
         let api = api.clone();
         let params = params.clone();
         async move {
-            let body = serde_json::json!({
-                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": name, "labels": {api::NODE_LABEL: node, api::NODESET_LABEL: nodeset}},
-            });
+            let (labels, annotations) = api::labels_and_annotations(&nodeset, Some(&node));
+            let mut metadata = serde_json::json!({"name": name, "labels": labels});
+            if !annotations.is_empty() {
+                metadata["annotations"] = serde_json::json!(annotations);
+            }
+            let body = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata});
             let action = format!("creating Lease {name} for its node agent");
             let patch = Patch::Apply(&body);
             let mut requests = 0;

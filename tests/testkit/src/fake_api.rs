@@ -222,6 +222,11 @@ impl FakeApi {
         st.find(kind, name).and_then(|k| st.objects.get(&k)).cloned()
     }
 
+    /// Every stored object of `kind`.
+    pub fn objects(&self, kind: &str) -> Vec<Value> {
+        self.state.lock().unwrap().objects.values().filter(|o| o["kind"] == kind).cloned().collect()
+    }
+
     /// Request bodies seen for paths containing `path`, as JSON.
     pub fn bodies(&self, path: &str) -> Vec<Value> {
         self.state
@@ -349,6 +354,24 @@ fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
     let Ok(patch) = serde_json::from_slice::<Value>(body) else {
         return status(400, "body is not JSON");
     };
+    // The API server's validation of label values (apimachinery `IsValidLabelValue`).
+    for (k, v) in patch["metadata"]["labels"].as_object().into_iter().flatten() {
+        let v = v.as_str().unwrap_or("");
+        let b = v.as_bytes();
+        let valid = v.is_empty()
+            || (b.len() <= 63
+                && b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')));
+        if !valid {
+            return status(
+                422,
+                &format!(
+                    "metadata.labels: Invalid value: \"{v}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', must start and end with an alphanumeric character, and be no more than 63 characters ({k})"
+                ),
+            );
+        }
+    }
     let mut guard = state.lock().unwrap();
     let st = &mut *guard;
     let key: Key = (a.api_version.into(), a.plural.into(), a.ns.into(), a.name.into());
@@ -469,6 +492,11 @@ fn apply(state: &Mutex<State>, a: Apply, body: &[u8]) -> (u16, Value) {
             for (k, v) in labels {
                 obj["metadata"]["labels"][k] = v.clone();
                 mine.labels.insert(k.clone());
+            }
+        }
+        if let Some(annotations) = patch["metadata"]["annotations"].as_object() {
+            for (k, v) in annotations {
+                obj["metadata"]["annotations"][k] = v.clone();
             }
         }
         if let Some(refs) = patch["metadata"].get("ownerReferences") {
