@@ -21,6 +21,10 @@ impl<'a> GroupContext<'a> {
         for &(service, deployment, job) in &self.own_jobs {
             let attempts = self.jobs.attempts(&job.id.name);
             let covered = self.runs.iter().find(|r| r.name == deployment).map(|r| r.covers(&limit_names));
+            // Attempts are numbered from the Job's own count of ended pods, not from the pods
+            // still there: when the oldest pod is gone, the others keep their numbers.
+            let ended = job.status.failed.saturating_add(job.status.succeeded);
+            let total = usize::try_from(ended).unwrap_or(0).max(attempts.len());
             for (i, a) in attempts.iter().enumerate() {
                 let s = &a.summary;
                 let result = if named(&s.failed_host_list) {
@@ -38,10 +42,11 @@ impl<'a> GroupContext<'a> {
                     deployment: deployment.to_string(),
                     service: service.to_string(),
                     job: job.id.name.clone(),
-                    attempt: (attempts.len() - i) as u32,
+                    attempt: u32::try_from(total - i).unwrap_or(u32::MAX),
                     result: result.to_string(),
                     finished: a.terminated.finished_at.clone(),
                     failed_task: names.iter().find_map(|n| s.host_failures.get(*n)).cloned(),
+                    pod: Some(a.pod.id.name.clone()),
                 });
             }
         }
@@ -49,15 +54,19 @@ impl<'a> GroupContext<'a> {
     }
 }
 
-/// `previous` with `seen` on top (the same Job and attempt replaced), oldest first by finish
-/// time (unknown last), the newest [`RUN_HISTORY`] kept.
+/// `previous` with what `seen` adds, oldest first by finish time (unknown last), the newest
+/// [`RUN_HISTORY`] kept. A recorded attempt is never rewritten: an attempt seen again (the
+/// same pod; for records from before pods were kept, the same Job and attempt) keeps its
+/// record, so a pod that disappears or a renumbering can neither drop nor change it.
 pub(crate) fn merge(previous: &[NodeRun], seen: Vec<NodeRun>) -> Vec<NodeRun> {
-    let mut all: Vec<NodeRun> = previous
-        .iter()
-        .filter(|p| !seen.iter().any(|s| s.job == p.job && s.attempt == p.attempt))
-        .cloned()
-        .collect();
-    all.extend(seen);
+    let recorded = |s: &NodeRun| {
+        previous.iter().any(|p| match (&p.pod, &s.pod) {
+            (Some(a), Some(b)) => a == b && p.job == s.job,
+            _ => p.job == s.job && p.attempt == s.attempt,
+        })
+    };
+    let mut all: Vec<NodeRun> = previous.to_vec();
+    all.extend(seen.into_iter().filter(|s| !recorded(s)));
     // RFC 3339 times in UTC compare as text; a run not finished yet sorts last.
     all.sort_by(|a, b| {
         (a.finished.is_none(), a.finished.as_deref(), &a.job, a.attempt).cmp(&(

@@ -297,6 +297,10 @@ pub struct NodeRun {
     /// Why the host failed: the runner's `hostFailures` entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_task: Option<String>,
+    /// The attempt's pod: what keeps a recorded attempt the same record after its pod (or an
+    /// older one) is gone. Absent from records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
 }
 
 #[derive(Debug, Clone)]

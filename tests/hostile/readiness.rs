@@ -290,3 +290,47 @@ fn one_unreadable_status_object_is_skipped_not_fatal() {
     assert_eq!(condition(&node_json(&out, "edpm-compute-3"), "Ready")["status"], "True");
     assert_eq!(condition(&node_json(&out, "edpm-compute-5"), "Ready")["status"], "False");
 }
+
+/// The runs edpm-compute-5's status object records, from a report into `dir`.
+fn recorded_runs(f: &Fixture, dir: &std::path::Path) -> Vec<Value> {
+    let out = f.status(&["report", "--status-dir", dir.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text =
+        std::fs::read_to_string(dir.join("edpmnodestatus-edpm-compute-cell2-edpm-compute-5.yaml")).unwrap();
+    let v: Value = serde_saphyr::from_str(&text).unwrap();
+    v["status"]["runs"].as_array().cloned().unwrap_or_default()
+}
+
+/// The run history outlives the pods: when a Job's oldest pod is gone, the attempts recorded
+/// keep their numbers and records (they used to be renumbered, and attempt 1 was lost).
+#[test]
+fn a_recorded_attempt_outlives_its_pod() {
+    let f = Fixture::new();
+    // The Job has run twice: both pods are still there.
+    f.edit_deployments(|docs| {
+        let job = docs
+            .iter_mut()
+            .find(|d| d["metadata"]["name"] == "nova-edpm-deployment-edpm-compute-cell2")
+            .unwrap();
+        job["status"]["failed"] = json!(2);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let before = recorded_runs(&f, dir.path());
+    let attempts: Vec<(u64, String)> = before
+        .iter()
+        .map(|r| (r["attempt"].as_u64().unwrap(), r["finished"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(attempts.iter().map(|a| a.0).collect::<Vec<_>>(), [1, 2], "{before:?}");
+    // The older pod is deleted (a TTL, a person): the record of attempt 1 stays as it was.
+    let pods = f.src.join("status/pods.yaml");
+    let text = std::fs::read_to_string(&pods).unwrap();
+    let mut list: Value = serde_saphyr::from_str(&text).unwrap();
+    list["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|p| p["metadata"]["name"] != "nova-edpm-deployment-edpm-compute-cell2-2hq9s");
+    std::fs::remove_file(&pods).unwrap();
+    f.add("status/pods.json", &list);
+    let after = recorded_runs(&f, dir.path());
+    assert_eq!(after, before, "the recorded attempts are never rewritten");
+}
