@@ -755,6 +755,7 @@ status: {failed: 1, active: 1}
             result: "ok".into(),
             finished: Some(format!("2026-11-01T10:{i:02}:00Z")),
             failed_task: None,
+            pod: Some(format!("j-{i}")),
         })
         .collect();
     let kept = history::merge(&many[..25], many[25..].to_vec());
