@@ -38,7 +38,9 @@ impl std::fmt::Display for Diagnostic {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        write!(f, "{sev}: {}: {}: {}", self.object, self.field, self.message)
+        // Names and values echoed from input never reach the terminal raw.
+        let line = format!("{}: {}: {}", self.object, self.field, self.message);
+        write!(f, "{sev}: {}", crate::excerpt::printable(&line))
     }
 }
 
@@ -293,6 +295,14 @@ fn check_service_configs(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     }
 }
 
+/// A name with a control character in it: Ansible would use it as it is, and every terminal
+/// and log would show something else (a rewritten line, a fake table row).
+fn control_message(what: &str) -> String {
+    format!(
+        "the {what} holds a control character (shown escaped); Ansible would use it as it is and every terminal would show something else: rename it"
+    )
+}
+
 fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     check_tls(snap, m, r);
     check_service_configs(snap, m, r);
@@ -325,9 +335,15 @@ fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
                 }
             }
         }
+        if crate::excerpt::has_control(&g.name) {
+            r.error(&g.id, "metadata.name", control_message("name"));
+        }
         for mem in &g.members {
             let here = (mem.id.clone(), mem.key.clone());
             check_section(snap, &mem.id, &mem.section, r);
+            if crate::excerpt::has_control(&mem.key) {
+                r.error(&mem.id, format!("node key {}", echo(&mem.key)), control_message("node key"));
+            }
             if !is_hostname(&mem.host_name.value) {
                 r.error(
                     &mem.id,

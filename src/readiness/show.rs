@@ -9,6 +9,7 @@ use super::{
     NodeView, Readiness, SERVICES,
 };
 use crate::condition::{Condition, READY, Severity, Status};
+use crate::excerpt::{printable, printable_lines};
 
 /// What to show of a readiness computation.
 #[derive(Debug, Clone, Default)]
@@ -171,8 +172,8 @@ fn strip_paint(s: &str, colour: bool) -> String {
 pub(crate) fn explain(n: &NodeView) -> String {
     let mut out = format!(
         "node {} (host {}, {} {}, status object {})\n",
-        n.node,
-        n.host_name,
+        printable(&n.node),
+        printable(&n.host_name),
         match n.kind {
             super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
             super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
@@ -187,11 +188,11 @@ pub(crate) fn explain(n: &NodeView) -> String {
         };
         format!(
             "{}: {}{sev} {} since {}\n    {}\n",
-            c.type_,
+            printable(&c.type_),
             c.status_word(),
-            c.reason,
+            printable(&c.reason),
             c.last_transition_time,
-            c.message
+            printable(&c.message)
         )
     };
     for ty in [READY, BAREMETAL, INFRASTRUCTURE, SERVICES] {
@@ -219,25 +220,31 @@ pub(crate) fn explain(n: &NodeView) -> String {
         out.push_str(&format!("Runs ({}, oldest first):\n", n.runs.len()));
         for r in &n.runs {
             let why = r.failed_task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
+            // One line per run, whatever the task's message held.
             out.push_str(&format!(
-                "    - {} Deployment {} {} (job {}, attempt {}): {}{why}\n",
-                r.finished.as_deref().unwrap_or("(running)"),
-                r.deployment,
-                r.service,
-                r.job,
-                r.attempt,
-                r.result
+                "    - {}\n",
+                printable(&format!(
+                    "{} Deployment {} {} (job {}, attempt {}): {}{why}",
+                    r.finished.as_deref().unwrap_or("(running)"),
+                    r.deployment,
+                    r.service,
+                    r.job,
+                    r.attempt,
+                    r.result
+                ))
             ));
         }
     }
-    out
+    // Text from the cluster (names, messages, a task's output) never reaches the terminal raw:
+    // its control characters are escaped; the line breaks are this text's own.
+    printable_lines(&out).into_owned()
 }
 
 /// A line of evidence; an indented one is where the line above was read from.
 fn evidence_line(e: &str) -> String {
     match e.strip_prefix("  ") {
-        Some(from) => format!("        {from}\n"),
-        None => format!("    - {e}\n"),
+        Some(from) => format!("        {}\n", printable(from)),
+        None => format!("    - {}\n", printable(e)),
     }
 }
 
@@ -260,17 +267,17 @@ pub(crate) fn explain_nodeset(s: &NodeSetView) -> String {
         };
         out.push_str(&format!(
             "{}: {}{sev} {} since {}\n    {}\n",
-            c.type_,
+            printable(&c.type_),
             c.status_word(),
-            c.reason,
+            printable(&c.reason),
             c.last_transition_time,
-            c.message
+            printable(&c.message)
         ));
         for e in s.evidence.get(&c.type_).into_iter().flatten() {
-            out.push_str(&format!("    - {e}\n"));
+            out.push_str(&format!("    - {}\n", printable(e)));
         }
     }
-    out
+    printable_lines(&out).into_owned()
 }
 
 /// Cells of the phase columns, padded and painted.
@@ -288,7 +295,7 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, width: usize, colour: bool)
         super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
         super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
     };
-    let mut head = format!("{kind} {}: {} nodes ready  ", set.name, set.counts.summary);
+    let mut head = format!("{kind} {}: {} nodes ready  ", printable(&set.name), set.counts.summary);
     for (label, ty) in [("-1", NODESET_BAREMETAL), ("0", NODESET_INFRASTRUCTURE), ("1", NODESET_SERVICES)] {
         let c = cell(set.conditions.get(ty));
         head.push_str(&format!("{label} "));
@@ -297,7 +304,7 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, width: usize, colour: bool)
     out.push_str(head.trim_end());
     out.push('\n');
     if let Some(c) = set.conditions.get(READY).filter(|c| !c.is_true()) {
-        out.push_str(&fit(&format!("  {}: {}", c.reason, c.message), width));
+        out.push_str(&fit(&printable(&format!("  {}: {}", c.reason, c.message)), width));
         out.push('\n');
     }
 }
@@ -314,7 +321,7 @@ fn node_line(n: &NodeView, nw: usize, width: usize, colour: bool) -> String {
             (None, None) => String::new(),
         }
     };
-    let mut line = format!("  {:<nw$} ", fit(&n.node, nw));
+    let mut line = format!("  {:<nw$} ", fit(&printable(&n.node), nw));
     let phases = [
         cell(n.conditions.get(BAREMETAL)),
         cell(n.conditions.get(INFRASTRUCTURE)),
@@ -323,7 +330,7 @@ fn node_line(n: &NodeView, nw: usize, width: usize, colour: bool) -> String {
     ];
     cells(&mut line, phases, colour);
     let used = 2 + nw + 1 + 3 * 5 + 6;
-    line.push_str(&fit(&why, width.saturating_sub(used)));
+    line.push_str(&fit(&printable(&why), width.saturating_sub(used)));
     let mut line = line.trim_end().to_string();
     line.push('\n');
     line

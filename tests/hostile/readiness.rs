@@ -42,18 +42,29 @@ impl Fixture {
         std::fs::write(self.src.join(file), serde_json::to_string_pretty(v).unwrap()).unwrap();
     }
 
-    /// Edits the examples' Deployments and Jobs (`status/deployments.yaml`), kept as JSON.
-    pub fn edit_deployments(&self, f: impl FnOnce(&mut Vec<Value>)) {
-        let path = self.src.join("status/deployments.yaml");
+    /// Edits the objects of one of the examples' YAML files (`status/deployments.yaml`),
+    /// which is then kept as a JSON List beside the others.
+    pub fn edit(&self, file: &str, f: impl FnOnce(&mut Vec<Value>)) {
+        let path = self.src.join(file);
         let text = std::fs::read_to_string(&path).unwrap();
         let mut docs: Vec<Value> = serde_saphyr::from_multiple::<Value>(&text)
             .unwrap()
             .into_iter()
-            .filter(|d| d.is_object())
+            .flat_map(|d| match d["items"].as_array() {
+                Some(items) if d["kind"] == "List" => items.clone(),
+                _ => vec![d],
+            })
+            .filter(|d| d.get("kind").is_some())
             .collect();
         f(&mut docs);
         std::fs::remove_file(&path).unwrap();
-        self.add("status/deployments.json", &json!({"apiVersion": "v1", "kind": "List", "items": docs}));
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": docs});
+        std::fs::write(path.with_extension("json"), serde_json::to_string_pretty(&list).unwrap()).unwrap();
+    }
+
+    /// Edits the examples' Deployments and Jobs.
+    pub fn edit_deployments(&self, f: impl FnOnce(&mut Vec<Value>)) {
+        self.edit("status/deployments.yaml", f);
     }
 
     pub fn status(&self, args: &[&str]) -> Output {

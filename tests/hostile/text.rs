@@ -1,1 +1,66 @@
 //! Control characters and secrets in every human output: tables, explanations, logs, errors.
+
+use serde_json::json;
+
+use super::readiness::Fixture;
+use crate::util::run;
+
+/// What a hostile name or message holds: clear the screen, go back to the start of the line
+/// and write a fake table row, ring the bell.
+const HOSTILE: &str = "\u{1b}[2J\rFAKE-ROW ok ok ok ok\u{7}";
+
+fn assert_no_controls(what: &str, text: &str) {
+    let bad: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n').collect();
+    assert!(bad.is_empty(), "{what} printed control characters {bad:?}:\n{text}");
+}
+
+/// A node key, a Nova disabled reason and a pod's hostFailures holding ESC, CR and BEL are
+/// shown escaped by `status show` and `status explain`; `validate` flags the key as an error
+/// (it used to exit 0 echoing it raw).
+#[test]
+fn hostile_text_is_escaped_in_status_and_flagged_by_validate() {
+    let f = Fixture::new();
+    let key = format!("edpm-compute-9{HOSTILE}");
+    f.edit("nodeset/nodesets.yaml", |docs| {
+        let set = docs.iter_mut().find(|d| d["metadata"]["name"] == "edpm-compute-cell1").unwrap();
+        set["spec"]["nodes"][&key] =
+            json!({"hostName": "edpm-compute-9", "ansible": {"ansibleHost": "192.168.122.109"}});
+    });
+    f.edit("status/pods.yaml", |pods| {
+        for p in pods.iter_mut() {
+            let c = &mut p["status"]["containerStatuses"][0]["state"]["terminated"];
+            if let Some(m) = c["message"].as_str() {
+                // Inside the termination message's JSON the characters are JSON escapes.
+                let escaped = serde_json::to_string(HOSTILE).unwrap();
+                c["message"] =
+                    json!(m.replace("Deploy nova", &format!("Deploy nova{}", escaped.trim_matches('"'))));
+            }
+        }
+    });
+    f.add(
+        "status/nova-compute-services.json",
+        &json!({"services": [
+            {"id": "1", "binary": "nova-compute", "host": "edpm-compute-3.ctlplane.example.com", "state": "up",
+                "status": "disabled", "disabled_reason": format!("maintenance{HOSTILE}")},
+            {"id": "2", "binary": "nova-compute", "host": "edpm-compute-4.lab.example.com", "state": "up", "status": "enabled"}]}),
+    );
+    let out = f.status(&["show"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_no_controls("status show", &out.stdout);
+    assert!(out.stdout.contains("edpm-compute-9\\e[2J"), "{}", out.stdout);
+    for node in ["edpm-compute-3", "edpm-compute-5", key.as_str()] {
+        let out = f.status(&["explain", node]);
+        assert_eq!(out.code, 0, "{node}: {}", out.stderr);
+        assert_no_controls("status explain", &out.stdout);
+        assert!(out.stdout.contains("\\e[2J\\rFAKE-ROW"), "{node}: {}", out.stdout);
+    }
+    let src = f.src.to_str().unwrap();
+    let out = run(&["--source", src, "validate"], &[]);
+    assert_eq!(out.code, 9, "validate fails: {}\n{}", out.stdout, out.stderr);
+    assert_no_controls("validate", &out.stdout);
+    assert!(
+        out.stdout.contains("control character") && out.stdout.contains("edpm-compute-9\\e"),
+        "{}",
+        out.stdout
+    );
+}
