@@ -37,7 +37,8 @@ fn main() -> ExitCode {
             let _ = out.flush();
             #[allow(clippy::disallowed_macros, reason = "the one line an error prints")]
             {
-                eprintln!("edpm-agent: error: {e}");
+                // One line, whatever input the message quotes.
+                eprintln!("edpm-agent: error: {}", edpm_agent::excerpt::printable(&e.to_string()));
             }
             e.code().into()
         }

@@ -69,7 +69,7 @@ pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, A
 /// stderr must stay empty on success (callers log instead).
 #[allow(clippy::disallowed_macros, reason = "the one place warnings reach stderr")]
 pub(crate) fn warn(message: &str) {
-    eprintln!("edpm-agent: warning: {message}");
+    eprintln!("edpm-agent: warning: {}", crate::excerpt::printable(message));
 }
 
 /// Our stdout for the play's output pump (a thread): a duplicate descriptor, so that the
