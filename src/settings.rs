@@ -171,6 +171,8 @@ pub(crate) enum SettingsError {
 
 pub(crate) const DEFAULT_SSH_KEY_DIR: &str = "/runner/env/ssh_key";
 pub(crate) const DEFAULT_KUBE_TIMEOUT: Duration = Duration::from_secs(15);
+/// The Kubernetes timeouts accepted, in seconds.
+pub(crate) const KUBE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
 /// Prefix of environment variables that set default images, e.g.
 /// `EDPM_AGENT_IMAGE_EDPM_NOVA_COMPUTE_IMAGE=...` sets `edpm_nova_compute_image`.
 pub(crate) const IMAGE_ENV_PREFIX: &str = "EDPM_AGENT_IMAGE_";
@@ -222,13 +224,33 @@ pub(crate) fn resolve(
     if sources.is_empty() {
         return Err(SettingsError::NoSource);
     }
+    // 0 would fail every request; hours would leave a hung API server hanging the command.
     let kube_timeout = match non_empty("EDPM_AGENT_KUBE_TIMEOUT") {
-        Some(v) => Duration::from_secs(v.parse().map_err(|_| SettingsError::Env {
-            name: "EDPM_AGENT_KUBE_TIMEOUT".into(),
-            value: v.clone(),
-            message: "expected a whole number of seconds".into(),
-        })?),
-        None => file.kube_timeout_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_KUBE_TIMEOUT),
+        Some(v) => Duration::from_secs(v.parse().ok().filter(|n| KUBE_TIMEOUT_RANGE.contains(n)).ok_or_else(
+            || SettingsError::Env {
+                name: "EDPM_AGENT_KUBE_TIMEOUT".into(),
+                value: v.clone(),
+                message: format!(
+                    "expected a whole number of seconds from {} to {}",
+                    KUBE_TIMEOUT_RANGE.start(),
+                    KUBE_TIMEOUT_RANGE.end()
+                ),
+            },
+        )?),
+        None => match file.kube_timeout_seconds {
+            Some(n) if !KUBE_TIMEOUT_RANGE.contains(&n) => {
+                return Err(SettingsError::File {
+                    path: file_path.as_deref().map(|p| p.display().to_string()).unwrap_or_default(),
+                    message: format!(
+                        "kube_timeout_seconds {n} is outside {}-{} seconds",
+                        KUBE_TIMEOUT_RANGE.start(),
+                        KUBE_TIMEOUT_RANGE.end()
+                    ),
+                });
+            }
+            Some(n) => Duration::from_secs(n),
+            None => DEFAULT_KUBE_TIMEOUT,
+        },
     };
     let mut images = file.images.clone();
     let mut image_origins: BTreeMap<String, Origin> = images

@@ -82,6 +82,7 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
             context: None,
             timeout: config.request_timeout,
             attempts: 2,
+            deadline: None,
         };
         let client = crate::shell::k8s::Client::connect(&settings).await?;
         let api = crate::shell::k8s::node_agent::NodeObjects { client, object: config.object.clone(), holder: config.node.clone() };

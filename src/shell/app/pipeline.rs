@@ -20,6 +20,9 @@ pub(crate) struct Context<'s> {
     /// Running as Ansible's inventory script (`inventory --list`/`--host`): warnings go to the
     /// log (`-v`), never to stderr, which must stay empty on success.
     pub(crate) script: bool,
+    /// When the whole command must be done (`status report --timeout`), set before the
+    /// cluster is first used: every request ends by then.
+    deadline: std::cell::Cell<Option<std::time::Instant>>,
 }
 
 /// Snapshot, model and inventory, built once.
@@ -31,7 +34,13 @@ pub(crate) struct Pipeline {
 
 impl<'s> Context<'s> {
     pub(crate) fn new(settings: &'s Settings) -> Context<'s> {
-        Context { settings, cluster: OnceCell::new(), with_evidence: false, script: false }
+        Context {
+            settings,
+            cluster: OnceCell::new(),
+            with_evidence: false,
+            script: false,
+            deadline: std::cell::Cell::new(None),
+        }
     }
 
     /// The cluster connection, made on first use.
@@ -43,6 +52,11 @@ impl<'s> Context<'s> {
         Ok(self.cluster.get_or_init(|| made))
     }
 
+    /// Bounds everything the command asks of the cluster from now on by `time`.
+    pub(crate) fn set_deadline(&self, time: std::time::Duration) {
+        self.deadline.set(Some(std::time::Instant::now() + time));
+    }
+
     /// The Kubernetes client's settings, from the run's.
     pub(crate) fn k8s_settings(&self) -> k8s::Settings {
         let s = self.settings;
@@ -52,6 +66,7 @@ impl<'s> Context<'s> {
             context: s.context.clone(),
             timeout: s.kube_timeout,
             attempts: 4,
+            deadline: self.deadline.get(),
         }
     }
 

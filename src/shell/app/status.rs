@@ -216,23 +216,41 @@ fn check_selection(r: &Readiness, f: &Filter) -> Result<(), AppError> {
     Ok(())
 }
 
-/// `30`, `30s`, `5m`, `1h`.
+/// The longest duration a flag takes: a week. Longer is a typo, and an absurd one
+/// (18446744073709551615 s) would overflow every clock it is added to.
+const MAX_FLAG_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// `30`, `30s`, `1.5`, `0.5m`, `5m`, `1h`: seconds, or a number with s, m or h; decimals
+/// are taken; at most a week.
 fn duration(flag: &str, text: &str) -> Result<Duration, AppError> {
     let t = text.trim();
-    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+    let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
         Some(i) => (&t[..i], &t[i..]),
         None => (t, "s"),
     };
-    let n: u64 = num.parse().map_err(|_| {
-        AppError::usage(format!("{flag} {text:?}: give seconds, or a number with s, m or h (90s, 10m, 1h)"))
-    })?;
+    let shown = crate::excerpt::printable(text);
+    let n: f64 = match num.parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 && !num.is_empty() => n,
+        _ => {
+            return Err(AppError::usage(format!(
+                "{flag} {shown:?}: give seconds, or a number with s, m or h (90, 1.5s, 10m, 1h)"
+            )));
+        }
+    };
     let secs = match unit {
         "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        _ => return Err(AppError::usage(format!("{flag} {text:?}: the unit must be s, m or h"))),
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => {
+            return Err(AppError::usage(format!(
+                "{flag} {shown:?}: the unit must be s, m or h (decimals are fine: 1.5s, 0.5m)"
+            )));
+        }
     };
-    Ok(Duration::from_secs(secs))
+    if secs > MAX_FLAG_SECONDS {
+        return Err(AppError::usage(format!("{flag} {shown:?}: at most a week (168h)")));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 fn report(
@@ -244,6 +262,10 @@ fn report(
     out: &mut dyn Write,
 ) -> Result<Exit, AppError> {
     let deadline = duration("--timeout", timeout)?;
+    // --timeout bounds the whole command: reading, asking Nova and writing.
+    let started = std::time::Instant::now();
+    cx.set_deadline(deadline);
+    let left = || deadline.saturating_sub(started.elapsed());
     let to_cluster = cx.settings.sources.contains(&SourceSpec::Kube);
     if !to_cluster && status_dir.is_none() {
         return Err(AppError::usage(
@@ -255,18 +277,14 @@ fn report(
         let cluster = cx.cluster()?;
         let ns = cluster.client().namespace().to_string();
         let writes = readiness::report::plan(&r, &existing, &ns);
-        let outcome = cluster.block_on(crate::shell::k8s::status::apply(
-            cluster.client(),
-            writes,
-            deadline,
-            &|| true,
-        ))?;
+        let outcome =
+            cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, left(), &|| true))?;
         // Each node agent's Lease, created once: the agent may only patch it.
         let missing = readiness::report::missing_leases(&r, &existing);
         let leases = if missing.is_empty() {
             0
         } else {
-            cluster.block_on(crate::shell::k8s::status::ensure_leases(cluster.client(), missing, deadline))?
+            cluster.block_on(crate::shell::k8s::status::ensure_leases(cluster.client(), missing, left()))?
         };
         let lease_note =
             if leases > 0 { format!(", {leases} node agent Lease(s) created") } else { String::new() };
@@ -338,9 +356,19 @@ fn wait(
     let timeout = duration("--timeout", timeout)?;
     let interval = duration("--interval", interval)?.max(Duration::from_millis(100));
     let started = std::time::Instant::now();
+    // Reading the cluster is bounded by the same time: a hung API server is a timeout too.
+    cx.set_deadline(timeout);
     let mut checked = false;
     loop {
-        let r = compute(cx, nova, false, now(env)?)?;
+        let r = match compute(cx, nova, false, now(env)?) {
+            Ok(r) => r,
+            Err(e) if started.elapsed() >= timeout => {
+                return Err(AppError::timeout(format!(
+                    "timed out after {timeout:?} before the cluster answered: {e}"
+                )));
+            }
+            Err(e) => return Err(e),
+        };
         if !checked {
             check_selection(&r, &f)?;
             checked = true;

@@ -36,7 +36,15 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
     /// Attempts per request, including the first.
     pub(crate) attempts: u32,
+    /// When the whole command must be done (`status report --timeout`): every request, its
+    /// retries and the credential plugin end by then, and retries use all of it.
+    pub(crate) deadline: Option<std::time::Instant>,
 }
+
+/// The command's own time (`--timeout`) ran out: no request is sent or waited for past it.
+#[derive(Debug, thiserror::Error)]
+#[error("the command's --timeout ran out")]
+pub(crate) struct DeadlinePassed;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Error {
@@ -135,12 +143,22 @@ impl Client {
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, kube::Error> {
         // The layer's budget is the timeout; one more attempt's worth of slack keeps its own
-        // last answer in view.
+        // last answer in view. A command deadline cuts it shorter.
         let bound = self.settings.timeout * 2;
-        match tokio::time::timeout(bound, fut).await {
+        let left = self.left();
+        if left.is_some_and(|l| l.is_zero()) {
+            return Err(kube::Error::Service(Box::new(DeadlinePassed)));
+        }
+        match tokio::time::timeout(left.map_or(bound, |l| l.min(bound)), fut).await {
             Ok(r) => r,
+            Err(_) if left.is_some_and(|l| l <= bound) => Err(kube::Error::Service(Box::new(DeadlinePassed))),
             Err(_) => Err(kube::Error::Service(format!("no response within {:?}", bound).into())),
         }
+    }
+
+    /// What is left of the command's time, when it has a deadline.
+    pub(crate) fn left(&self) -> Option<Duration> {
+        self.settings.deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()))
     }
 
     /// The error for a failed request, naming the request and what to do.
@@ -196,6 +214,10 @@ fn request_error(action: String, e: &kube::Error) -> Error {
             };
             (format!("API server answered {} {}: {}", s.code, s.reason, s.message), hint)
         }
+        kube::Error::Service(s) if s.downcast_ref::<DeadlinePassed>().is_some() => (
+            "the command's --timeout ran out before it was answered".to_string(),
+            "; give a longer --timeout, or check why the API server is slow",
+        ),
         kube::Error::HyperError(_) | kube::Error::Service(_) => {
             (error_chain(e), "; check that the API server is reachable and the kubeconfig points at it")
         }

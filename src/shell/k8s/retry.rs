@@ -20,7 +20,11 @@ use super::Settings;
 
 /// The kube client with the retry layer on top of kube's default stack.
 pub(super) fn client(config: kube::Config, settings: &Settings) -> Result<kube::Client, kube::Error> {
-    let policy = ApiRetry::new(settings.attempts, settings.timeout);
+    let policy = match settings.deadline {
+        // The user gave the command a time: retries may use all of it.
+        Some(d) => ApiRetry::until(Instant::from_std(d)),
+        None => ApiRetry::new(settings.attempts, settings.timeout),
+    };
     Ok(kube::client::ClientBuilder::try_from(config)?
         // Retry needs a cloneable service; the buffer makes kube's boxed stack one.
         .with_layer(&BufferLayer::new(64))
@@ -34,6 +38,8 @@ pub(super) struct ApiRetry {
     budget: Duration,
     /// Set at the first retry decision: the policy is cloned per request.
     deadline: Option<Instant>,
+    /// The command's own deadline, which bounds every request's retries instead.
+    until: Option<Instant>,
     done: u32,
     delay: Duration,
 }
@@ -43,12 +49,20 @@ const MAX_DELAY: Duration = Duration::from_secs(3);
 
 impl ApiRetry {
     pub(super) fn new(attempts: u32, budget: Duration) -> ApiRetry {
-        ApiRetry { attempts: attempts.max(1), budget, deadline: None, done: 1, delay: FIRST_DELAY }
+        ApiRetry { attempts: attempts.max(1), budget, deadline: None, until: None, done: 1, delay: FIRST_DELAY }
+    }
+
+    /// Retries as long as the wait ends before `until`, however many attempts that is.
+    pub(super) fn until(until: Instant) -> ApiRetry {
+        ApiRetry { until: Some(until), ..ApiRetry::new(u32::MAX, Duration::ZERO) }
     }
 
     /// The wait before the next attempt, or `None` to stop. `retry_after` is the server's.
     pub(super) fn next_wait(&mut self, now: Instant, retry_after: Option<Duration>) -> Option<Duration> {
-        let deadline = *self.deadline.get_or_insert(now + self.budget);
+        let deadline = match self.until {
+            Some(u) => u,
+            None => *self.deadline.get_or_insert(now + self.budget),
+        };
         if self.done >= self.attempts {
             return None;
         }
@@ -131,6 +145,17 @@ mod tests {
         let mut p = ApiRetry::new(10, Duration::from_secs(5));
         assert_eq!(p.next_wait(now, Some(Duration::from_secs(2))), Some(Duration::from_secs(2)));
         assert_eq!(p.next_wait(now, Some(Duration::from_secs(6))), None, "past the budget: stop");
+    }
+
+    #[test]
+    fn a_command_deadline_bounds_the_retries_instead_of_attempts() {
+        let now = Instant::now();
+        let mut p = ApiRetry::until(now + Duration::from_secs(20));
+        // 503s for a while: far more than four attempts, each wait ending before the deadline.
+        let waits: Vec<_> = std::iter::from_fn(|| p.next_wait(now, None)).take(50).collect();
+        assert_eq!(waits.len(), 50, "retries go on while the command has time");
+        let mut p = ApiRetry::until(now + Duration::from_secs(1));
+        assert_eq!(p.next_wait(now, Some(Duration::from_secs(2))), None, "a wait past the deadline: stop");
     }
 
     #[test]
