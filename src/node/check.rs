@@ -7,6 +7,10 @@
 //! `deployed_services.yaml`: its `edpm_<container>.service` units are active
 //! (`UnitInactive`), their quadlet `config_hash` is what the container runs with
 //! (`ConfigHashMismatch`), and their podman health checks pass (`HealthcheckFailing`).
+//!
+//! Messages quote what the node holds (host names, file excerpts, what podman said): every
+//! one passes the redactor and has its control characters escaped on its way out, whatever
+//! the shell already did, because conditions are read by people and stored in the API.
 
 use crate::condition::types::NODE_AGENT;
 use crate::condition::{Condition, Severity};
@@ -21,6 +25,11 @@ type Problem = (&'static str, Severity, String);
 pub(crate) fn evaluate(f: &Facts, expect: &Expect) -> Vec<Condition> {
     let mut out = vec![node_condition(f, expect)];
     out.extend(service_conditions(f));
+    let redactor = crate::redact::Redactor::default();
+    for c in &mut out {
+        let masked = redactor.redact(&c.message);
+        c.message = crate::excerpt::printable(&masked).into_owned();
+    }
     out
 }
 
