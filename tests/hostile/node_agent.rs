@@ -234,6 +234,67 @@ fn waits_for_file(file: &Path, within: Duration) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// It says Ready when it is not.
+
+#[test]
+fn deployed_services_of_the_wrong_shape_are_facts_unavailable_naming_the_file_and_key() {
+    let n = Node::new();
+    let cfg = n.config("");
+    for (text, key) in [
+        // A typo in the top-level key: read before as "0 deployed service(s)", Ready.
+        ("servics:\n  nova:\n    containers: [nova_compute]\n", "services"),
+        // A typo in a service's key: read before as "0 container(s) active", Ready.
+        ("services:\n  nova:\n    container: [nova_compute]\n", "services.nova.containers"),
+        ("services: [nova]\n", "services"),
+        ("services:\n  nova: [nova_compute]\n", "services.nova"),
+        ("- nova\n", "services"),
+    ] {
+        n.write("var/lib/edpm-config/deployed_services.yaml", text);
+        let (_, v) = n.once(&cfg);
+        let c = cond(&v, "NodeAgentReady");
+        assert_eq!(
+            (c["status"].as_str(), c["reason"].as_str()),
+            (Some("Unknown"), Some("FactsUnavailable")),
+            "{text:?}: {c}"
+        );
+        let m = message(c);
+        assert!(m.contains("deployed_services.yaml") && m.contains(key), "{text:?}: {m}");
+        assert!(!m.contains("deployed service(s)"), "{m}");
+        assert_eq!(v["ready"], false);
+    }
+    // What edpm-ansible writes when nothing is deployed (and reads an empty file as) is not a
+    // problem.
+    for text in ["services: {}\n", ""] {
+        n.write("var/lib/edpm-config/deployed_services.yaml", text);
+        let (_, v) = n.once(&cfg);
+        assert_eq!(cond(&v, "NodeAgentReady")["status"], "True", "{text:?}: {v}");
+    }
+}
+
+#[test]
+fn without_podman_under_the_root_the_runtime_is_not_called_present() {
+    let n = Node::new();
+    let cfg = n.config("");
+    std::fs::remove_file(n.root.join("usr/bin/podman")).unwrap();
+    std::fs::remove_file(n.root.join("var/lib/edpm-config/deployed_services.yaml")).unwrap();
+    let (_, v) = n.once(&cfg);
+    let m = message(cond(&v, "NodeAgentReady")).to_string();
+    assert!(!m.contains("container runtime present"), "{m}");
+    assert!(m.contains("no container runtime"), "{m}");
+
+    // Something that is not a program in podman's place is no runtime either.
+    std::fs::create_dir_all(n.root.join("usr/bin/podman")).unwrap();
+    let (_, v) = n.once(&cfg);
+    assert!(!message(cond(&v, "NodeAgentReady")).contains("container runtime present"), "{v}");
+    n.write(
+        "var/lib/edpm-config/deployed_services.yaml",
+        "services:\n  nova:\n    containers: [nova_compute]\n",
+    );
+    let (_, v) = n.once(&cfg);
+    assert_eq!(cond(&v, "NodeAgentReady")["reason"], "ContainerRuntimeMissing", "{v}");
+}
+
+// ---------------------------------------------------------------------------------------------
 // It leaks secrets.
 
 #[test]
@@ -492,6 +553,23 @@ fn an_absurd_watchdog_interval_neither_panics_nor_spins() {
 
 // ---------------------------------------------------------------------------------------------
 // Messages.
+
+#[test]
+fn a_blank_pretty_name_falls_back_to_id_and_version() {
+    let n = Node::new();
+    n.write("etc/os-release", "PRETTY_NAME=\" \"\nID=centos\nVERSION_ID=\"9\"\n");
+    let (_, v) = n.once(&n.config("  os: centos 9\n"));
+    assert_eq!(cond(&v, "NodeAgentReady")["status"], "True", "{v}");
+    let (_, v) = n.once(&n.config("  os: Fedora\n"));
+    let m = message(cond(&v, "NodeAgentReady"));
+    assert!(m.contains("booted \"centos 9\""), "{m}");
+    // Nothing to go by: said so, not matched against a blank.
+    n.write("etc/os-release", "PRETTY_NAME=\"\"\n");
+    let (_, v) = n.once(&n.config("  os: Fedora\n"));
+    let c = cond(&v, "NodeAgentReady");
+    assert_eq!(c["reason"], "FactsUnavailable", "{c}");
+    assert!(message(c).contains("etc/os-release"), "{c}");
+}
 
 #[test]
 fn an_empty_expected_os_is_refused() {

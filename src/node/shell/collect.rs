@@ -121,14 +121,7 @@ impl Host {
 
     fn os(&self) -> Result<String, String> {
         let text = self.read("etc/os-release").map_err(|e| format!("etc/os-release: {e}"))?;
-        let field = |k: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{k}=")))
-                .map(|v| v.trim().trim_matches('"').to_string())
-        };
-        Ok(field("PRETTY_NAME").unwrap_or_else(|| {
-            format!("{} {}", field("ID").unwrap_or_default(), field("VERSION_ID").unwrap_or_default())
-        }))
+        crate::node::facts::os_name(&text).map_err(|e| format!("etc/os-release {e}"))
     }
 
     fn network(&self) -> Option<(String, Result<i32, String>)> {
@@ -218,11 +211,7 @@ impl Host {
 
     fn deployed(&self) -> Option<Result<DeployedServices, String>> {
         match self.read(DEPLOYED_SERVICES) {
-            Ok(t) => Some(
-                crate::yaml::ansible::<Option<DeployedServices>>(&t)
-                    .map(Option::unwrap_or_default)
-                    .map_err(|e| format!("{DEPLOYED_SERVICES}: {e}")),
-            ),
+            Ok(t) => Some(DeployedServices::parse(&t).map_err(|e| format!("{DEPLOYED_SERVICES} {e}"))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(Err(format!("{DEPLOYED_SERVICES}: {e}"))),
         }
