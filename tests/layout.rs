@@ -5,8 +5,8 @@
 //! - only `shell::k8s` talks to the Kubernetes API server, only `shell::openstack` to
 //!   OpenStack's APIs. (`kube`'s `CustomResource` derive and its resource traits describe
 //!   types and are pure; its client, `Api` and configuration are not.)
-//! - only `runner::shell::supervise` (and the node agent's read-only queries in
-//!   `node::shell::collect`) spawn or signal processes.
+//! - only `runner::shell::supervise` (the play) and `shell::process` (every other program,
+//!   bounded: the node agent's queries, exec credential plugins) spawn or signal processes.
 //!
 //! Whole files are read; only the items marked `#[cfg(test)]` (the test module, inline or in
 //! its own file) and comments are left out: tests may read fixtures.
@@ -323,13 +323,23 @@ fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
 }
 
 #[test]
-fn only_the_supervisor_and_the_node_agents_collector_spawn_processes() {
-    let allowed = [Path::new("runner/shell/supervise.rs"), Path::new("node/shell/collect.rs")];
+fn only_the_supervisor_and_shell_process_spawn_processes() {
+    let allowed = [Path::new("runner/shell/supervise.rs"), Path::new("shell/process.rs")];
     for s in sources().iter().filter(|s| !allowed.contains(&s.rel.as_path()) && !s.rel.starts_with("bin")) {
-        for p in ["Command::new", "process::Command", "libc::kill", "libc::fork", "libc::exec"] {
+        for p in [
+            "Command::new",
+            "process::Command",
+            "CommandExt",
+            "libc::kill",
+            "libc::fork",
+            "libc::exec",
+            "libc::posix_spawn",
+            "libc::waitpid",
+            "libc::waitid",
+        ] {
             assert!(
                 !s.code.contains(p),
-                "src/{} uses {p}; only src/runner/shell/supervise.rs (and node::shell::collect's queries) spawn or signal processes",
+                "src/{} uses {p}; only src/runner/shell/supervise.rs (the play) and src/shell/process.rs (every other program: shell::process::run) spawn, signal or reap processes",
                 s.rel.display()
             );
         }

@@ -7,6 +7,10 @@
 //! `deployed_services.yaml`: its `edpm_<container>.service` units are active
 //! (`UnitInactive`), their quadlet `config_hash` is what the container runs with
 //! (`ConfigHashMismatch`), and their podman health checks pass (`HealthcheckFailing`).
+//!
+//! Messages quote what the node holds (host names, file excerpts, what podman said): every
+//! one passes the redactor and has its control characters escaped on its way out, whatever
+//! the shell already did, because conditions are read by people and stored in the API.
 
 use crate::condition::types::NODE_AGENT;
 use crate::condition::{Condition, Severity};
@@ -21,6 +25,11 @@ type Problem = (&'static str, Severity, String);
 pub(crate) fn evaluate(f: &Facts, expect: &Expect) -> Vec<Condition> {
     let mut out = vec![node_condition(f, expect)];
     out.extend(service_conditions(f));
+    let redactor = crate::redact::Redactor::default();
+    for c in &mut out {
+        let masked = redactor.redact(&c.message);
+        c.message = crate::excerpt::printable(&masked).into_owned();
+    }
     out
 }
 
@@ -89,8 +98,12 @@ fn node_condition(f: &Facts, expect: &Expect) -> Condition {
         problems.push((
             "ContainerRuntimeMissing",
             Severity::Error,
-            "services are deployed but podman is not installed".into(),
+            "services are deployed but podman is not installed (no program at usr/bin/podman)".into(),
         ));
+    }
+    // A file of the wrong shape says nothing about what runs: not "0 deployed service(s)".
+    if let Some(Err(e)) = &f.deployed {
+        unknown.push(e.clone());
     }
     let staged_count = match &f.staged {
         Ok((count, drift)) => {
@@ -140,10 +153,13 @@ fn node_condition(f: &Facts, expect: &Expect) -> Condition {
         Some(Ok(d)) => format!("{} deployed service(s)", d.services.len()),
         _ => "no services deployed yet".into(),
     };
+    // Only services need the runtime (they are refused above without it): before them, its
+    // absence is said, not counted against the node.
+    let runtime = if f.runtime.is_some() { "container runtime present" } else { "no container runtime yet" };
     Condition::true_(
         NODE_AGENT,
         format!(
-            "host name, addresses and network as given; container runtime present; {staged_count} staged file(s) as staged; {services}"
+            "host name, addresses and network as given; {runtime}; {staged_count} staged file(s) as staged; {services}"
         ),
     )
 }
@@ -156,7 +172,7 @@ fn service_conditions(f: &Facts) -> Vec<Condition> {
             return vec![Condition::unknown(
                 crate::condition::types::SERVICES_RUNTIME,
                 "FactsUnavailable",
-                format!("cannot read deployed_services.yaml: {e}"),
+                format!("cannot check: {e}"),
             )];
         }
     };
@@ -379,12 +395,48 @@ mod tests {
     }
 
     #[test]
-    fn nothing_deployed_is_not_a_problem() {
+    fn nothing_deployed_is_not_a_problem_and_no_runtime_is_not_called_present() {
         let mut f = healthy();
         f.deployed = None;
         f.runtime = None;
         let cs = evaluate(&f, &expect());
         assert_eq!(cs.len(), 1);
         assert!(cs[0].is_true() && cs[0].message.ends_with("no services deployed yet"), "{:?}", cs[0]);
+        assert!(cs[0].message.contains("; no container runtime yet;"), "{}", cs[0].message);
+        assert!(
+            get(&evaluate(&healthy(), &expect()), NODE_AGENT)
+                .message
+                .contains("; container runtime present;")
+        );
+    }
+
+    #[test]
+    fn a_deployed_services_file_of_the_wrong_shape_leaves_the_node_unknown() {
+        let mut f = healthy();
+        f.deployed = Some(Err("var/lib/edpm-config/deployed_services.yaml has no `services` key".into()));
+        let cs = evaluate(&f, &expect());
+        let c = get(&cs, NODE_AGENT);
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+        assert!(c.message.contains("deployed_services.yaml has no `services` key"), "{}", c.message);
+        // A real problem still decides the reason.
+        f.hostname = Ok("elsewhere".into());
+        assert_eq!(get(&evaluate(&f, &expect()), NODE_AGENT).reason, "HostnameMismatch");
+    }
+
+    #[test]
+    fn messages_are_redacted_and_escaped_whatever_the_facts_hold() {
+        let mut f = healthy();
+        f.containers = Err("podman exited with code 125: Error: dial postgres://nova:S3cretPassw0rd@db/nova: password=hunter2hunter2".into());
+        f.hostname = Ok("evil\u{1b}[2J\rhost".into());
+        let cs = evaluate(&f, &expect());
+        for c in &cs {
+            assert!(
+                !c.message.contains("S3cretPassw0rd") && !c.message.contains("hunter2hunter2"),
+                "{}",
+                c.message
+            );
+            assert!(!c.message.chars().any(char::is_control), "{:?}", c.message);
+        }
+        assert!(get(&cs, "ServiceNovaRuntimeReady").message.contains("postgres://nova:********@db/nova"));
     }
 }

@@ -38,6 +38,8 @@ pub(crate) struct AgentConfig {
     pub lease_duration: Duration,
     pub heartbeat: Duration,
     pub request_timeout: Duration,
+    /// The limit on each `systemctl` and `podman` query.
+    pub command_timeout: Duration,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +69,8 @@ struct File {
     heartbeat_seconds: Option<u64>,
     #[serde(default)]
     request_timeout_seconds: Option<u64>,
+    #[serde(default)]
+    command_timeout_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -81,11 +85,28 @@ pub(crate) const LEASE_INTERVAL: Duration = Duration::from_secs(10);
 pub(crate) const LEASE_DURATION: Duration = Duration::from_secs(40);
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(300);
 pub(crate) const CHECK_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Each duration setting: its key, default and accepted range in seconds. Zero would spin or
+/// never answer; past the range, timers overflow or never fire (a Lease of a hundred years is
+/// a Lease that never expires), so both are refused at start rather than met later.
+const DURATIONS: [(&str, Duration, u64, u64); 6] = [
+    ("check_interval_seconds", CHECK_INTERVAL, 1, 86_400),
+    ("lease_interval_seconds", LEASE_INTERVAL, 1, 3_600),
+    ("lease_duration_seconds", LEASE_DURATION, 2, 86_400),
+    ("heartbeat_seconds", HEARTBEAT, 1, 86_400),
+    ("request_timeout_seconds", REQUEST_TIMEOUT, 1, 600),
+    ("command_timeout_seconds", COMMAND_TIMEOUT, 1, 600),
+];
 
 pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
     let err = |message: String| ConfigError { path: path.display().to_string(), message };
     // The manifests' YAML reader: its errors name the line and say what to do, in our words.
-    let at = |line: u32, message: String| ConfigError { path: format!("{}:{line}", path.display()), message };
+    let at = |line: u32, message: String| match line {
+        0 => err(message),
+        _ => ConfigError { path: format!("{}:{line}", path.display()), message },
+    };
     let docs = crate::yaml::documents(text).map_err(|e| at(e.line as u32, e.message))?;
     if let Some(extra) = docs.get(1) {
         return Err(at(extra.line, "a second document; the node agent config is one mapping".into()));
@@ -109,7 +130,24 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
             return Err(err("neither object nor nodeset is set: name the node's EDPMNodeStatus (`edpm-agent status show --format json` prints it as \"object\"), or its NodeSet (or Role) to derive it".into()));
         }
     };
-    let secs = |v: Option<u64>, d: Duration| v.map(Duration::from_secs).unwrap_or(d);
+    // A value out of range names its line, key and the range.
+    let secs = |key: &str, v: Option<u64>| -> Result<Duration, ConfigError> {
+        let Some((_, default, min, max)) = DURATIONS.iter().find(|d| d.0 == key) else {
+            return Err(err(format!("{key}: no such setting")));
+        };
+        match v {
+            None => Ok(*default),
+            Some(v) if (*min..=*max).contains(&v) => Ok(Duration::from_secs(v)),
+            Some(v) => Err(at(
+                node.get(key).map_or(0, |n| n.line),
+                format!(
+                    "{key} is {v}; give a whole number of seconds from {min} to {max} (default {})",
+                    default.as_secs()
+                ),
+            )),
+        }
+    };
+    let expect = check_expect(f.expect, node, &at)?;
     let c = AgentConfig {
         kubeconfig: f
             .kubeconfig
@@ -118,12 +156,13 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
         object,
         node: f.node,
         root: f.root.unwrap_or_else(|| PathBuf::from("/")),
-        expect: f.expect,
-        check_interval: secs(f.check_interval_seconds, CHECK_INTERVAL),
-        lease_interval: secs(f.lease_interval_seconds, LEASE_INTERVAL),
-        lease_duration: secs(f.lease_duration_seconds, LEASE_DURATION),
-        heartbeat: secs(f.heartbeat_seconds, HEARTBEAT),
-        request_timeout: secs(f.request_timeout_seconds, Duration::from_secs(10)),
+        expect,
+        check_interval: secs("check_interval_seconds", f.check_interval_seconds)?,
+        lease_interval: secs("lease_interval_seconds", f.lease_interval_seconds)?,
+        lease_duration: secs("lease_duration_seconds", f.lease_duration_seconds)?,
+        heartbeat: secs("heartbeat_seconds", f.heartbeat_seconds)?,
+        request_timeout: secs("request_timeout_seconds", f.request_timeout_seconds)?,
+        command_timeout: secs("command_timeout_seconds", f.command_timeout_seconds)?,
     };
     if c.lease_interval >= c.lease_duration {
         return Err(err(format!(
@@ -132,10 +171,30 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
             c.lease_duration.as_secs()
         )));
     }
-    if c.check_interval.is_zero() || c.lease_interval.is_zero() {
-        return Err(err("intervals must be at least one second".into()));
-    }
     Ok(c)
+}
+
+/// What the node should be, checked: a blank expectation would match any node (`os: ""` is a
+/// substring of every OS name) or none, so it is refused; leave the key out to not check it.
+fn check_expect(
+    e: Expect,
+    node: &crate::yaml::Node<'_>,
+    at: &dyn Fn(u32, String) -> ConfigError,
+) -> Result<Expect, ConfigError> {
+    let line = |key: &str| node.get("expect").and_then(|x| x.get(key)).map_or(0, |n| n.line);
+    if e.os.as_deref().is_some_and(|o| o.trim().is_empty()) {
+        return Err(at(
+            line("os"),
+            "expect.os is empty, which every OS name contains; give a part of the node's PRETTY_NAME (\"CentOS Stream 9\"), or leave expect.os out".into(),
+        ));
+    }
+    if e.hostname.as_deref().is_some_and(|h| h.trim().is_empty()) {
+        return Err(at(
+            line("hostname"),
+            "expect.hostname is empty; give the node's host name, or leave expect.hostname out".into(),
+        ));
+    }
+    Ok(e)
 }
 
 #[cfg(test)]
@@ -169,6 +228,51 @@ mod tests {
         );
         let e = parse(Path::new("n.yaml"), "namespace: o\nnode: c\n").unwrap_err();
         assert!(e.to_string().contains("neither object nor nodeset"), "{e}");
+    }
+
+    #[test]
+    fn durations_out_of_range_are_refused_naming_line_key_and_range() {
+        let base = "namespace: o\nobject: x\nnode: c\n";
+        for (key, _, min, max) in DURATIONS {
+            for v in [0, max + 1, i64::MAX as u64, u64::MAX] {
+                if v >= min && v <= max {
+                    continue;
+                }
+                let e = parse(Path::new("n.yaml"), &format!("{base}{key}: {v}\n")).unwrap_err().to_string();
+                assert_eq!(
+                    e,
+                    format!(
+                        "node agent config n.yaml:4: {key} is {v}; give a whole number of seconds from {min} to {max} (default {})",
+                        DURATIONS.iter().find(|d| d.0 == key).unwrap().1.as_secs()
+                    )
+                );
+            }
+        }
+        let e =
+            parse(Path::new("n.yaml"), &format!("{base}heartbeat_seconds: -1\n")).unwrap_err().to_string();
+        assert!(e.starts_with("node agent config n.yaml:4: field heartbeat_seconds:"), "{e}");
+        let c = parse(
+            Path::new("n.yaml"),
+            &format!("{base}check_interval_seconds: 86400\nrequest_timeout_seconds: 1\ncommand_timeout_seconds: 600\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.check_interval, c.request_timeout, c.command_timeout),
+            (Duration::from_secs(86_400), Duration::from_secs(1), Duration::from_secs(600))
+        );
+        let c = parse(Path::new("n.yaml"), base).unwrap();
+        assert_eq!((c.request_timeout, c.command_timeout), (REQUEST_TIMEOUT, COMMAND_TIMEOUT));
+    }
+
+    #[test]
+    fn blank_expectations_are_refused() {
+        let base = "namespace: o\nobject: x\nnode: c\nexpect:\n";
+        let e = parse(Path::new("n.yaml"), &format!("{base}  os: ''\n")).unwrap_err().to_string();
+        assert!(e.starts_with("node agent config n.yaml:5: expect.os is empty"), "{e}");
+        let e = parse(Path::new("n.yaml"), &format!("{base}  addresses: []\n  hostname: ' '\n")).unwrap_err();
+        assert!(e.to_string().starts_with("node agent config n.yaml:6: expect.hostname is empty"), "{e}");
+        let c = parse(Path::new("n.yaml"), &format!("{base}  os: CentOS\n")).unwrap();
+        assert_eq!(c.expect.os.as_deref(), Some("CentOS"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The imperative shell shared by every command: the command line (`cli`, `app`), the
 //! sources (`source`, and `k8s`, the one module that talks to the API server), files
-//! (`files`, `node_root`), OpenStack's APIs (`openstack`) and spreading work over cores
-//! (`parallel`).
+//! (`files`, `node_root`), OpenStack's APIs (`openstack`), spreading work over cores
+//! (`parallel`) and running a program for its answer, bounded (`process`).
 
 pub mod app;
 #[doc(hidden)]
@@ -14,4 +14,5 @@ pub(crate) mod node_root;
 pub(crate) mod openstack;
 pub(crate) mod parallel;
 pub(crate) mod probes;
+pub(crate) mod process;
 pub(crate) mod source;

@@ -66,6 +66,12 @@ pub(crate) struct Stats {
 const MIN_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
+/// `now + d`, or a year from now when `d` is past what an `Instant` holds: the settings are
+/// checked (`node::config`), this keeps any other duration from panicking the loop.
+fn after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d).unwrap_or_else(|| now + Duration::from_secs(365 * 86_400))
+}
+
 /// Between half and all of `d`.
 fn jitter(d: Duration) -> Duration {
     use std::hash::{BuildHasher, Hasher};
@@ -107,8 +113,8 @@ pub(crate) async fn run<A: AgentApi>(
     let mut sent: Option<Conditions> = None;
     let start = Instant::now();
     let (mut next_check, mut next_lease, mut next_send) = (start, start, start);
-    let mut next_heartbeat = start + iv.heartbeat;
-    let mut next_watchdog = iv.watchdog.map(|w| start + w);
+    let mut next_heartbeat = after(start, iv.heartbeat);
+    let mut next_watchdog = iv.watchdog.map(|w| after(start, w));
     let (mut send_backoff, mut lease_backoff) = (Backoff::default(), Backoff::default());
     macro_rules! or_stop {
         ($fut:expr) => {
@@ -136,7 +142,7 @@ pub(crate) async fn run<A: AgentApi>(
         {
             notify.watchdog();
             stats.watchdogs += 1;
-            next_watchdog = iv.watchdog.map(|d| now + d);
+            next_watchdog = iv.watchdog.map(|d| after(now, d));
         }
 
         if now >= next_check {
@@ -159,7 +165,7 @@ pub(crate) async fn run<A: AgentApi>(
                 }
                 Err(e) => tracing::error!(error = %e, "the check did not complete"),
             }
-            next_check = now + iv.check;
+            next_check = after(now, iv.check);
         }
 
         if let Some(conds) = &current {
@@ -172,7 +178,7 @@ pub(crate) async fn run<A: AgentApi>(
                             tracing::info!(conditions = conds.0.len(), "status sent");
                         }
                         sent = Some(conds.clone());
-                        next_heartbeat = now + iv.heartbeat;
+                        next_heartbeat = after(now, iv.heartbeat);
                         send_backoff.succeeded();
                         next_send = now;
                     }
@@ -180,7 +186,7 @@ pub(crate) async fn run<A: AgentApi>(
                         stats.failed_requests += 1;
                         let wait = send_backoff.failed();
                         tracing::warn!(error = %e, retry_in = ?wait, "cannot send status; keeping the latest state");
-                        next_send = now + wait;
+                        next_send = after(now, wait);
                     }
                 }
             }
@@ -191,13 +197,13 @@ pub(crate) async fn run<A: AgentApi>(
                 Ok(()) => {
                     stats.lease_renewals += 1;
                     lease_backoff.succeeded();
-                    next_lease = now + iv.lease;
+                    next_lease = after(now, iv.lease);
                 }
                 Err(e) => {
                     stats.failed_requests += 1;
-                    let wait = lease_backoff.failed().min(iv.lease.max(MIN_BACKOFF) * 6);
+                    let wait = lease_backoff.failed().min(iv.lease.max(MIN_BACKOFF).saturating_mul(6));
                     tracing::warn!(error = %e, retry_in = ?wait, "cannot renew the Lease");
-                    next_lease = now + wait;
+                    next_lease = after(now, wait);
                 }
             }
         }
@@ -362,6 +368,22 @@ mod tests {
             "HostnameMismatch",
             "the latest state, not the first"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn durations_past_what_an_instant_holds_do_not_panic() {
+        let api = FakeApi::default();
+        let iv = Intervals {
+            check: Duration::MAX,
+            lease: Duration::MAX,
+            lease_duration: Duration::MAX,
+            heartbeat: Duration::MAX,
+            watchdog: Some(Duration::MAX),
+        };
+        let stop = async { tokio::time::sleep(Duration::from_secs(60)).await };
+        let collector = Arc::new(FixedFacts(Mutex::new(facts("c0"))));
+        let stats = run(&Expect::default(), &iv, collector, &api, &Clock0, &Notes::default(), stop).await;
+        assert_eq!((stats.checks, stats.status_writes, stats.lease_renewals), (1, 1, 1), "{stats:?}");
     }
 
     #[tokio::test]

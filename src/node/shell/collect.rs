@@ -6,18 +6,20 @@
 //! return codes, `stage`'s manifest and the files it records (hashed again only when their
 //! size, mtime or inode changed since the last check), `deployed_services.yaml` and the
 //! quadlet files; and it asks `systemctl show` (one call for every unit) and `podman ps` (one
-//! call for every container), at once, for the runtime. Commands are looked up on `PATH`.
+//! call for every container), at once, for the runtime. Commands are looked up on `PATH` and
+//! run through `shell::process`: in their own process group, killed at `command_timeout`
+//! (or at once on [`Host::cancel`], the agent's SIGTERM), their output capped.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::node::facts::{ContainerState, DeployedServices, Facts, StagedDrift, UnitState};
+use crate::shell::process::{self, Cancel};
 
 pub(crate) trait Collect: Send + Sync {
     fn collect(&self) -> Facts;
@@ -27,7 +29,12 @@ pub(crate) const DEPLOYED_SERVICES: &str = "var/lib/edpm-config/deployed_service
 const NETWORK_RETURN_CODES: [&str; 2] =
     ["var/lib/edpm-config/os-net-config.returncode", "var/lib/edpm-config/nmstate.returncode"];
 const QUADLET_DIR: &str = "etc/containers/systemd";
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
+/// `podman ps --all --format json` is 1–3 KB a container: a few hundred containers fit many
+/// times over. Past this, the answer is refused rather than read half.
+const OUTPUT_CAP: usize = 8 << 20;
+/// Variables systemd gives the agent that are the agent's own: a program it asks (podman
+/// knows `NOTIFY_SOCKET`) must not report to systemd in its name.
+const OWN_VARIABLES: [&str; 4] = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS"];
 
 /// What decides whether a staged file is hashed again: size, inode, and modification and
 /// change times to the nanosecond (an edit keeping size and mtime still moves ctime).
@@ -47,11 +54,31 @@ pub(crate) struct Host {
     seen: Mutex<HashMap<String, (StatKey, String)>>,
     /// `stage`'s manifest as last read, with the stat it had: read again only when it changed.
     manifest: Mutex<Option<(StatKey, Arc<crate::staging::Manifest>)>>,
+    /// The limit on each `systemctl` and `podman` query.
+    command_timeout: Duration,
+    /// Set on shutdown: the query in flight is killed, none starts.
+    cancel: Cancel,
 }
 
 impl Host {
     pub(crate) fn new(root: PathBuf) -> Host {
-        Host { root, seen: Mutex::new(HashMap::new()), manifest: Mutex::new(None) }
+        Host {
+            root,
+            seen: Mutex::new(HashMap::new()),
+            manifest: Mutex::new(None),
+            command_timeout: crate::node::config::COMMAND_TIMEOUT,
+            cancel: Cancel::new(),
+        }
+    }
+
+    pub(crate) fn with_command_timeout(mut self, timeout: Duration) -> Host {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// What stops the queries: cancel it on shutdown.
+    pub(crate) fn cancel(&self) -> Cancel {
+        self.cancel.clone()
     }
 
     /// A small text file under the root: a regular file only (a FIFO would block the loop),
@@ -94,14 +121,7 @@ impl Host {
 
     fn os(&self) -> Result<String, String> {
         let text = self.read("etc/os-release").map_err(|e| format!("etc/os-release: {e}"))?;
-        let field = |k: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{k}=")))
-                .map(|v| v.trim().trim_matches('"').to_string())
-        };
-        Ok(field("PRETTY_NAME").unwrap_or_else(|| {
-            format!("{} {}", field("ID").unwrap_or_default(), field("VERSION_ID").unwrap_or_default())
-        }))
+        crate::node::facts::os_name(&text).map_err(|e| format!("etc/os-release {e}"))
     }
 
     fn network(&self) -> Option<(String, Result<i32, String>)> {
@@ -191,11 +211,7 @@ impl Host {
 
     fn deployed(&self) -> Option<Result<DeployedServices, String>> {
         match self.read(DEPLOYED_SERVICES) {
-            Ok(t) => Some(
-                crate::yaml::ansible::<Option<DeployedServices>>(&t)
-                    .map(Option::unwrap_or_default)
-                    .map_err(|e| format!("{DEPLOYED_SERVICES}: {e}")),
-            ),
+            Ok(t) => Some(DeployedServices::parse(&t).map_err(|e| format!("{DEPLOYED_SERVICES} {e}"))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(Err(format!("{DEPLOYED_SERVICES}: {e}"))),
         }
@@ -214,9 +230,32 @@ impl Host {
         out
     }
 
+    /// podman, when a file is in its place (links followed): a directory there is no runtime.
+    /// (Its mode is not looked at: test and benchmark roots stand an empty file in for it.)
     fn runtime(&self) -> Option<String> {
         let p = self.root.join("usr/bin/podman");
-        p.exists().then(|| p.display().to_string())
+        std::fs::metadata(&p).ok().filter(std::fs::Metadata::is_file).map(|_| p.display().to_string())
+    }
+
+    /// Runs one query, bounded; its stdout. Every error names the program and what happened;
+    /// text from its stderr is redacted and escaped by `shell::process`.
+    fn query(&self, program: &str, args: &[&str]) -> Result<String, String> {
+        let mut spec =
+            process::Spec::new(program, self.command_timeout, OUTPUT_CAP).args(args.iter().copied());
+        for v in OWN_VARIABLES {
+            spec = spec.env_remove(v);
+        }
+        let out = process::run(&spec, Some(&self.cancel))
+            .and_then(process::Output::success)
+            .map_err(|e| e.to_string())?;
+        tracing::debug!(program, elapsed = ?out.elapsed, bytes = out.stdout.total, "query answered");
+        if out.stdout.is_cut() {
+            return Err(format!(
+                "{program} printed {} bytes, more than the {OUTPUT_CAP} an answer may have; its answer was not read",
+                out.stdout.total
+            ));
+        }
+        String::from_utf8(out.stdout.bytes).map_err(|_| format!("{program} printed text that is not UTF-8"))
     }
 }
 
@@ -232,8 +271,8 @@ impl Collect for Host {
         // mostly starting up): asked at once, a check waits for the slower, not both
         // (BENCHMARKS.md, node agent on real parts).
         let (units, containers_state) = std::thread::scope(|s| {
-            let ps = s.spawn(|| if containers.is_empty() { Ok(BTreeMap::new()) } else { podman_ps() });
-            let units = if units.is_empty() { Ok(BTreeMap::new()) } else { systemctl_show(&units) };
+            let ps = s.spawn(|| if containers.is_empty() { Ok(BTreeMap::new()) } else { self.podman_ps() });
+            let units = if units.is_empty() { Ok(BTreeMap::new()) } else { self.systemctl_show(&units) };
             (units, ps.join().unwrap_or_else(|_| Err("podman ps: the query thread panicked".into())))
         });
         Facts {
@@ -279,58 +318,20 @@ fn local_v6(text: &str) -> Vec<IpAddr> {
         .collect()
 }
 
-/// Runs a command, bounded in time; its stdout.
-fn run(program: &str, args: &[String]) -> Result<String, String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    let started = Instant::now();
-    let mut stdout = child.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(o) = stdout.as_mut() {
-            let _ = std::io::Read::read_to_string(o, &mut s);
-        }
-        s
-    });
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let out = reader.join().unwrap_or_default();
-                if status.success() {
-                    return Ok(out);
-                }
-                let mut err = String::new();
-                if let Some(mut e) = child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
-                }
-                return Err(format!("{program} failed ({status}): {}", err.lines().next().unwrap_or("")));
-            }
-            Ok(None) if started.elapsed() > COMMAND_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{program} did not answer within {COMMAND_TIMEOUT:?}"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("{program}: {e}")),
-        }
+impl Host {
+    /// `systemctl show` of every unit at once: blocks of `Key=value` separated by blank lines.
+    fn systemctl_show(&self, units: &[String]) -> Result<BTreeMap<String, UnitState>, String> {
+        let mut args = vec!["show", "--property=Id,LoadState,ActiveState,SubState,NeedDaemonReload", "--"];
+        args.extend(units.iter().map(String::as_str));
+        let out = self.query("systemctl", &args)?;
+        Ok(parse_show(&out))
     }
-}
 
-/// `systemctl show` of every unit at once: blocks of `Key=value` separated by blank lines.
-pub(crate) fn systemctl_show(units: &[String]) -> Result<BTreeMap<String, UnitState>, String> {
-    let mut args = vec![
-        "show".to_string(),
-        "--property=Id,LoadState,ActiveState,SubState,NeedDaemonReload".into(),
-        "--".into(),
-    ];
-    args.extend(units.iter().cloned());
-    let out = run("systemctl", &args)?;
-    Ok(parse_show(&out))
+    /// `podman ps --all --format json`: every container's name, health and `config_hash` label.
+    fn podman_ps(&self) -> Result<BTreeMap<String, ContainerState>, String> {
+        let out = self.query("podman", &["ps", "--all", "--format", "json"])?;
+        parse_ps(&out)
+    }
 }
 
 pub(crate) fn parse_show(out: &str) -> BTreeMap<String, UnitState> {
@@ -353,12 +354,6 @@ pub(crate) fn parse_show(out: &str) -> BTreeMap<String, UnitState> {
         }
     }
     map
-}
-
-/// `podman ps --all --format json`: every container's name, health and `config_hash` label.
-pub(crate) fn podman_ps() -> Result<BTreeMap<String, ContainerState>, String> {
-    let out = run("podman", &["ps".into(), "--all".into(), "--format".into(), "json".into()])?;
-    parse_ps(&out)
 }
 
 pub(crate) fn parse_ps(out: &str) -> Result<BTreeMap<String, ContainerState>, String> {

@@ -33,5 +33,27 @@ impl Notify for Systemd {
 
 /// How often to send `WATCHDOG=1`: half of `WATCHDOG_USEC`, when systemd set it for us.
 pub(crate) fn watchdog_interval() -> Option<Duration> {
-    sd_notify::watchdog_enabled().map(|d| d / 2)
+    interval_for(sd_notify::watchdog_enabled())
+}
+
+/// Half the watchdog period, kept within what a timer can do: 0 (which systemd never sets)
+/// is no watchdog rather than a loop that does nothing but notify, and a period of centuries
+/// is a notification an hour.
+fn interval_for(watchdog: Option<Duration>) -> Option<Duration> {
+    let half = watchdog.filter(|d| !d.is_zero())? / 2;
+    Some(half.clamp(Duration::from_millis(100), Duration::from_secs(3600)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watchdog_intervals_are_bounded() {
+        assert_eq!(interval_for(None), None);
+        assert_eq!(interval_for(Some(Duration::ZERO)), None);
+        assert_eq!(interval_for(Some(Duration::from_secs(60))), Some(Duration::from_secs(30)));
+        assert_eq!(interval_for(Some(Duration::from_micros(1))), Some(Duration::from_millis(100)));
+        assert_eq!(interval_for(Some(Duration::from_micros(u64::MAX))), Some(Duration::from_secs(3600)));
+    }
 }

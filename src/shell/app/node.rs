@@ -1,7 +1,9 @@
 //! `node`: the node agent. `--once` collects and checks once and prints the result; otherwise
 //! it runs the loop (`node::shell::agent_loop`) until SIGTERM or SIGINT, reporting through the API with
-//! the kubeconfig its config file names.
+//! the kubeconfig its config file names. Either way SIGTERM or SIGINT kills the `systemctl` or
+//! `podman` query in flight (with its process group), so stopping never waits for one.
 
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,9 +43,27 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
     let root =
         args.root.clone().or_else(|| config.as_ref().map(|c| c.root.clone())).unwrap_or_else(|| "/".into());
     let expect = config.as_ref().map(|c| c.expect.clone()).unwrap_or_default();
-    let host = Host::new(root.clone());
+    let host = Host::new(root.clone())
+        .with_command_timeout(config.as_ref().map_or(node::config::COMMAND_TIMEOUT, |c| c.command_timeout));
+    let cancel = host.cancel();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
     if args.once {
-        let facts = host.collect();
+        let facts = rt.block_on(async {
+            let stop = stop_signal();
+            let check = tokio::task::spawn_blocking(move || host.collect());
+            tokio::select! {
+                facts = check => facts.map_err(|e| AppError::failure(format!("the check did not complete: {e}"))),
+                signal = stop => {
+                    cancel.cancel();
+                    Err(AppError::failure(format!(
+                        "interrupted by {signal}: the check was stopped and the systemctl and podman queries it ran were killed"
+                    )))
+                }
+            }
+        })?;
         let conds = Conditions::carry_times(
             node::evaluate(&facts, &expect),
             &Conditions::default(),
@@ -71,10 +91,6 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
     let Some(config) = config else {
         return Err(AppError::usage("the node agent needs --config"));
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
     rt.block_on(async {
         let settings = crate::shell::k8s::Settings {
             namespace: Some(config.namespace.clone()),
@@ -93,17 +109,12 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
             heartbeat: config.heartbeat,
             watchdog: notify::watchdog_interval(),
         };
-        let shutdown = async {
-            use tokio::signal::unix::{SignalKind, signal};
-            match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-                (Ok(mut term), Ok(mut int)) => {
-                    tokio::select! {
-                        _ = term.recv() => {}
-                        _ = int.recv() => {}
-                    }
-                }
-                _ => std::future::pending::<()>().await,
-            }
+        let stop = stop_signal();
+        let shutdown = async move {
+            let signal = stop.await;
+            // The check in flight may be waiting on podman: kill it now, not at its limit.
+            cancel.cancel();
+            tracing::info!(signal, "stopping");
         };
         tracing::info!(object = %config.object, namespace = %config.namespace, root = %config.root.display(), "node agent starting");
         let collector: Arc<dyn Collect> = Arc::new(host);
@@ -112,4 +123,23 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
         )
     })?;
     Ok(Exit::Success)
+}
+
+/// SIGTERM or SIGINT, whichever comes first (its name). The handlers are installed when this
+/// is called, not when it is first awaited: a signal that arrives while the check starts is
+/// not lost. Never completes when they cannot be installed. Call within the runtime.
+fn stop_signal() -> impl Future<Output = &'static str> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let streams = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    async move {
+        match streams {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => "SIGTERM",
+                    _ = int.recv() => "SIGINT",
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    }
 }
