@@ -73,6 +73,9 @@ pub struct Snapshot {
     /// Files that hold no Kubernetes object at all (settings files, Helm values beside the
     /// manifests): skipped whole, named so the shell can log them.
     pub not_manifests: Vec<String>,
+    /// Kinds the API server does not serve (a list answered 404: the CRD is not installed),
+    /// as `plural.group`: said when nothing was found.
+    pub not_served: Vec<String>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -714,6 +717,7 @@ impl Snapshot {
             unknown_kinds: join(&mut parts, |p| &mut p.unknown_kinds),
             deselected: parts.iter().map(|p| p.deselected).sum(),
             not_manifests: join(&mut parts, |p| &mut p.not_manifests),
+            not_served: join(&mut parts, |p| &mut p.not_served),
         }
     }
 

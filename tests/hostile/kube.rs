@@ -1,9 +1,13 @@
 //! The Kubernetes client: credentials (exec plugins, CA data), timeouts over a whole command,
 //! partial and refused answers, and names the API server would refuse.
 
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
 use serde_json::{Value, json};
 
 use crate::status_api::cluster;
+use crate::util::fake_api::Fault;
 use crate::util::run;
 
 const NOW: (&str, &str) = ("EDPM_AGENT_NOW", "2026-11-23T12:00:00Z");
@@ -41,4 +45,130 @@ fn long_node_names_make_valid_labels_and_keep_the_whole_name() {
         let label = objs[0]["metadata"]["labels"]["agent.edpm.openstack.org/node"].as_str().unwrap();
         assert!(label.len() <= 63 && label.starts_with("edpm-compute-r"), "{kind}: {label}");
     }
+}
+
+/// Runs the binary like `util::run`, killing it (and failing) past `limit`; returns how long
+/// it took.
+fn run_within(args: &[&str], env: &[(&str, &str)], limit: Duration) -> (crate::util::Output, Duration) {
+    let mut cmd = Command::new(crate::util::bin());
+    cmd.args(args).env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for var in ["PATH", "HOME", "TMPDIR"] {
+        if let Ok(v) = std::env::var(var) {
+            cmd.env(var, v);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    // Read both pipes on threads, so a chatty child never blocks on a full pipe.
+    let (mut so, mut se) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut so, &mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut se, &mut s);
+        s
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("edpm-agent {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = started.elapsed();
+    let out = crate::util::Output {
+        code: status.code().unwrap_or(-1),
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    };
+    (out, took)
+}
+
+fn report_args(api: &crate::util::fake_api::FakeApi, timeout: &str) -> Vec<String> {
+    let kc = api.kubeconfig();
+    [
+        "--source",
+        "kube",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "status",
+        "report",
+        "--no-nova",
+        "--timeout",
+        timeout,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// `status report --timeout 5` against an API server that takes 2 s per answer: the whole
+/// command ends about when its --timeout does (it took 96 s: 57 requests one after another),
+/// and says that the time ran out.
+#[test]
+fn report_timeout_bounds_the_whole_command() {
+    let api = cluster();
+    api.fault("/", Fault::Delay(Duration::from_secs(2)), 10_000);
+    let args = report_args(&api, "5");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, took) = run_within(&args, &[NOW], Duration::from_secs(60));
+    assert!(took < Duration::from_secs(12), "took {took:?}: {}", out.stderr);
+    assert_eq!(out.code, 7, "{}", out.stderr);
+    assert!(out.stderr.contains("--timeout ran out"), "{}", out.stderr);
+}
+
+/// 503 on writes is retried for as long as --timeout allows (it gave up after four attempts,
+/// 1.2 s, and exited 7 despite --timeout 20).
+#[test]
+fn write_retries_use_the_time_the_user_gave() {
+    let api = cluster();
+    // Six 503s in a row for one object's writes: more than four attempts, less than 30 s.
+    api.fault("/edpmnodestatuses/edpm-compute-cell2-edpm-compute-5", Fault::Status(503), 6);
+    let args = report_args(&api, "30");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, _) = run_within(&args, &[NOW], Duration::from_secs(60));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(api.object("EDPMNodeStatus", "edpm-compute-cell2-edpm-compute-5").is_some());
+}
+
+/// When some writes land and others do not, the error says how many landed and which did not.
+#[test]
+fn a_partial_write_says_what_landed_and_what_did_not() {
+    let api = cluster();
+    api.fault("/edpmnodestatuses/edpm-compute-cell2-edpm-compute-5", Fault::Status(503), 100_000);
+    let args = report_args(&api, "3");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, _) = run_within(&args, &[NOW], Duration::from_secs(60));
+    assert_eq!(out.code, 7, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("of 5 written")
+            && out.stderr.contains("not written: EDPMNodeStatus edpm-compute-cell2-edpm-compute-5"),
+        "{}",
+        out.stderr
+    );
+    assert!(api.object("EDPMNodeStatus", "edpm-compute-cell1-edpm-compute-3").is_some(), "the others landed");
+}
+
+/// A cluster that serves none of the data-plane kinds (every list answers 404): "no hosts"
+/// says the kinds are not served and what to check.
+#[test]
+fn kinds_not_served_are_named_when_nothing_is_found() {
+    let api = crate::util::fake_api::FakeApi::start();
+    let kc = api.kubeconfig();
+    let out = run(&["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "inventory", "--list"], &[]);
+    assert_eq!(out.code, 13, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("does not serve")
+            && out.stderr.contains("openstackdataplanenodesets.dataplane.openstack.org"),
+        "{}",
+        out.stderr
+    );
 }

@@ -186,6 +186,8 @@ pub(crate) struct Found {
     deselected: usize,
     unknown: usize,
     not_manifests: usize,
+    /// Data-plane kinds the API server does not serve.
+    not_served: Vec<String>,
 }
 
 impl Found {
@@ -205,6 +207,12 @@ impl Found {
             deselected: snap.deselected,
             unknown: snap.unknown_kinds.len(),
             not_manifests: snap.not_manifests.len(),
+            not_served: snap
+                .not_served
+                .iter()
+                .filter(|k| k.ends_with(".dataplane.openstack.org"))
+                .cloned()
+                .collect(),
         }
     }
 }
@@ -224,6 +232,13 @@ impl std::fmt::Display for Found {
         }
         if self.not_manifests > 0 {
             write!(f, ", {} file(s) holding no Kubernetes object", self.not_manifests)?;
+        }
+        if !self.not_served.is_empty() {
+            write!(
+                f,
+                "; the API server does not serve {} (404: are openstack-operator's CRDs installed, and is this the right cluster and context?)",
+                self.not_served.join(", ")
+            )?;
         }
         Ok(())
     }

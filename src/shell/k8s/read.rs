@@ -6,6 +6,7 @@
 //! decoding as a manifest, so both sources yield identical models. A kind whose CRD is not
 //! installed answers 404 to a list and is read as empty.
 
+use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
@@ -237,35 +238,61 @@ pub(super) const LISTED: &[Listed] = &[
     },
 ];
 
+/// How many lists or gets are in flight at once: a slow API server costs the slowest answer
+/// per round, not the sum of all answers, and the server is not flooded.
+const READ_CONCURRENCY: usize = 8;
+
 /// Reads the snapshot of the client's namespace. `selector` applies to the kinds that
-/// produce hosts.
+/// produce hosts. The kinds are listed a few at a time; their objects keep the list's order.
 pub(crate) async fn snapshot(
     client: &Client,
     selector: Option<&str>,
     with_evidence: bool,
 ) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
+    let kinds: Vec<&Listed> = LISTED.iter().filter(|l| with_evidence || !l.evidence).collect();
+    let lists = futures::stream::iter(kinds.iter().map(|l| list_kind(client, &ns, l, selector)))
+        .buffered(READ_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
     let mut docs = Vec::new();
-    for l in LISTED.iter().filter(|l| with_evidence || !l.evidence) {
-        let ar = l.resource();
-        let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &ar);
-        let mut lp = ListParams::default();
-        if let Some(sel) = l.selector(selector) {
-            lp = lp.labels(&sel);
-        }
-        let action = format!("listing {} in namespace {ns}", l.name());
-        let list = match client.within_time(api.list(&lp)).await {
-            Ok(list) => list,
-            // The CRD is not installed: that operator is not deployed, so there is nothing of
-            // this kind to read. (v1, batch/v1 and coordination.k8s.io/v1 are built in.)
-            Err(kube::Error::Api(s)) if s.code == 404 => continue,
-            Err(e) => return Err(client.error(action, &e).into()),
-        };
-        for item in list.items {
-            docs.push(located(&ns, listed_json(&action, l, &item)?));
+    let mut not_served = Vec::new();
+    for (l, listed) in kinds.iter().zip(lists) {
+        match listed? {
+            Some(items) => docs.extend(items),
+            None => not_served.push(l.name()),
         }
     }
-    with_references(client, docs).await
+    let mut snap = with_references(client, docs).await?;
+    snap.not_served = not_served;
+    Ok(snap)
+}
+
+/// One kind's objects; `None` when the API server does not serve the kind (404: its CRD is
+/// not installed, that operator is not deployed; v1, batch/v1 and coordination.k8s.io/v1 are
+/// built in).
+async fn list_kind(
+    client: &Client,
+    ns: &str,
+    l: &Listed,
+    selector: Option<&str>,
+) -> Result<Option<Vec<Located<'static>>>, ReadError> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), ns, &l.resource());
+    let mut lp = ListParams::default();
+    if let Some(sel) = l.selector(selector) {
+        lp = lp.labels(&sel);
+    }
+    let action = format!("listing {} in namespace {ns}", l.name());
+    let list = match client.within_time(api.list(&lp)).await {
+        Ok(list) => list,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(e) => return Err(client.error(action, &e).into()),
+    };
+    let mut docs = Vec::with_capacity(list.items.len());
+    for item in list.items {
+        docs.push(located(ns, listed_json(&action, l, &item)?));
+    }
+    Ok(Some(docs))
 }
 
 /// The snapshot of `docs` and of the ConfigMaps and Secrets they reference, got by name.
@@ -280,17 +307,24 @@ pub(super) async fn with_references(
 pub(super) async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
     let (config_maps, secrets) = crate::snapshot::refs::references(&snap);
+    let config_map_api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
+    let secret_api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+    // A few at a time, in the order the references were found.
+    let config_maps =
+        futures::stream::iter(config_maps.iter().map(|name| get(client, &config_map_api, "configmap", name)))
+            .buffered(READ_CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await;
+    let secrets = futures::stream::iter(secrets.iter().map(|name| get(client, &secret_api, "secret", name)))
+        .buffered(READ_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
     let mut docs = Vec::new();
-    for name in config_maps {
-        let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
-        if let Some(value) = get(client, &api, "configmap", &name).await? {
-            docs.push(located(&ns, typed(value, "ConfigMap")));
-        }
-    }
-    for name in secrets {
-        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
-        if let Some(value) = get(client, &api, "secret", &name).await? {
-            docs.push(located(&ns, typed(value, "Secret")));
+    for (got, kind) in
+        config_maps.into_iter().map(|g| (g, "ConfigMap")).chain(secrets.into_iter().map(|g| (g, "Secret")))
+    {
+        if let Some(value) = got? {
+            docs.push(located(&ns, typed(value, kind)));
         }
     }
     if !docs.is_empty() {

@@ -63,25 +63,30 @@ pub(crate) async fn apply(
             needed
         })
         .collect();
-    let run = futures::stream::iter(todo.into_iter().map(|w| write_one(client, w, may_write)))
-        .buffer_unordered(CONCURRENCY)
-        .collect::<Vec<_>>();
-    let results = match tokio::time::timeout(deadline, run).await {
-        Ok(r) => r,
-        Err(_) => {
-            return Err(Error::Request {
-                action: "writing edpm-agent status objects".into(),
-                message: format!("not finished within {deadline:?}"),
-                hint: "; the next report sends the latest state (it is recomputed from the evidence)".into(),
-                code: None,
-            });
+    let total = todo.len();
+    let names: Vec<String> = todo.iter().map(|w| format!("{} {}", w.kind, w.name)).collect();
+    // Results are gathered as they come, so that a deadline passing mid-way still knows what
+    // landed.
+    let results = std::sync::Mutex::new(Vec::with_capacity(total));
+    let run = futures::stream::iter(todo.into_iter().map(|w| {
+        let label = format!("{} {}", w.kind, w.name);
+        let results = &results;
+        async move {
+            let r = write_one(client, w, may_write).await;
+            results.lock().unwrap_or_else(|e| e.into_inner()).push((label, r));
         }
-    };
+    }))
+    .buffer_unordered(CONCURRENCY)
+    .collect::<Vec<()>>();
+    let finished = tokio::time::timeout(deadline, run).await.is_ok();
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut first_error = None;
-    for r in results {
+    let mut landed = std::collections::BTreeSet::new();
+    for (label, r) in results {
         match r {
             Ok((name, created, requests)) => {
                 outcome.requests += requests;
+                landed.insert(label);
                 if created { outcome.created.push(name) } else { outcome.updated.push(name) }
             }
             Err(e) => {
@@ -91,10 +96,28 @@ pub(crate) async fn apply(
     }
     outcome.created.sort();
     outcome.updated.sort();
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(outcome),
+    if finished && first_error.is_none() {
+        return Ok(outcome);
     }
+    // Some landed, some did not: say which, so nobody reads a partial write as none or all.
+    let missing: Vec<&str> = names.iter().filter(|n| !landed.contains(*n)).map(String::as_str).collect();
+    let shown = missing.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+    let more = if missing.len() > 5 { format!(" and {} more", missing.len() - 5) } else { String::new() };
+    let code = first_error.as_ref().and_then(Error::code);
+    let why = match first_error {
+        Some(e) => e.to_string(),
+        None => format!("not finished within {deadline:?}"),
+    };
+    Err(Error::Request {
+        action: "writing edpm-agent status objects".into(),
+        message: format!(
+            "{} of {total} written; not written: {shown}{more}; first failure: {why}",
+            landed.len()
+        ),
+        hint: "; the next report sends the latest state of every object (it is recomputed from the evidence)"
+            .into(),
+        code,
+    })
 }
 
 /// One object: (name, created, requests sent).
