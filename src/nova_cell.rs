@@ -330,6 +330,7 @@ pub(crate) fn explicit_login(snap: &Snapshot, name: &str) -> Result<crate::nova:
         application_credential,
         ca_bundle: key("OS_CACERT"),
         secret: name.to_string(),
+        ca_secret: Some(name.to_string()),
         cells: Vec::new(),
         from: crate::nova::LoginFrom::Explicit,
     })
@@ -353,6 +354,7 @@ fn login(snap: &Snapshot, cx: &CellContext, service: &str) -> crate::nova::Login
         application_credential: cx.application_credential.clone(),
         ca_bundle,
         secret: cx.secret.clone(),
+        ca_secret: Some(ca),
         cells: vec![cx.name.clone()],
         from: crate::nova::LoginFrom::Cell,
     }

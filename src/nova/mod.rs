@@ -46,6 +46,9 @@ pub(crate) struct Login {
     pub ca_bundle: Option<String>,
     /// The Secret that holds the credentials, named in a 401's hint (never its values).
     pub secret: String,
+    /// The Secret the CA bundle was looked for in (a NovaCell's `spec.tls.caBundleSecretName`,
+    /// else the nova service's `caCerts`); the credentials' Secret for `--nova-credentials`.
+    pub ca_secret: Option<String>,
     /// The cells (NovaCell names) that log in this way, for messages.
     pub cells: Vec<String>,
     /// Where the credentials came from, for the keys a message tells to check.
@@ -87,6 +90,16 @@ impl LoginFrom {
 }
 
 impl Login {
+    /// Where the CA bundle came from, as a message names it: `Secret combined-ca-bundle key
+    /// tls-ca-bundle.pem`.
+    pub(crate) fn ca_where(&self) -> String {
+        match (self.from, &self.ca_secret) {
+            (LoginFrom::Cell, Some(s)) => format!("Secret {s} key {}", crate::services::CA_BUNDLE_KEY),
+            (LoginFrom::Explicit, _) => format!("Secret {} key OS_CACERT", self.secret),
+            (LoginFrom::Cell, None) => self.from.ca_source(),
+        }
+    }
+
     /// What makes two logins the same session (the cells and the hint aside).
     pub(crate) fn key(&self) -> (&str, &str, &str, &str, &str) {
         (&self.auth_url, &self.region, &self.user, &self.domain, &self.project)

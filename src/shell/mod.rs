@@ -1,7 +1,8 @@
 //! The imperative shell shared by every command: the command line (`cli`, `app`), the
 //! sources (`source`, and `k8s`, the one module that talks to the API server), files
 //! (`files`, `node_root`), OpenStack's APIs (`openstack`), spreading work over cores
-//! (`parallel`) and running a program for its answer, bounded (`process`).
+//! (`parallel`), running a program for its answer, bounded (`process`), and checking CA
+//! bundles before a client trusts them (`tls`).
 
 pub mod app;
 #[doc(hidden)]
@@ -16,3 +17,4 @@ pub(crate) mod parallel;
 pub(crate) mod probes;
 pub(crate) mod process;
 pub(crate) mod source;
+pub(crate) mod tls;

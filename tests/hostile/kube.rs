@@ -172,3 +172,66 @@ fn kinds_not_served_are_named_when_nothing_is_found() {
         out.stderr
     );
 }
+
+/// A kubeconfig whose certificate-authority-data holds no certificate (garbage, or a PEM
+/// block that is not one) is refused naming the field, over http too (it was accepted
+/// silently over http, and over https read as "received corrupt message").
+#[test]
+fn a_ca_that_is_no_certificate_is_named() {
+    let api = cluster();
+    let kc = api.kubeconfig();
+    let text = std::fs::read_to_string(&kc).unwrap();
+    let fake_pem = "-----BEGIN CERTIFICATE-----\nZmFrZSBDQQ==\n-----END CERTIFICATE-----\n";
+    for data in ["not a certificate", fake_pem] {
+        let bad = kc.with_file_name(format!("kubeconfig-bad-{}", data.len()));
+        let with_ca = text.replacen(
+            "    server:",
+            &format!("    certificate-authority-data: {}\n    server:", crate::nova::b64(data)),
+            1,
+        );
+        std::fs::write(&bad, with_ca).unwrap();
+        let out =
+            run(&["--source", "kube", "--kubeconfig", bad.to_str().unwrap(), "inventory", "--list"], &[]);
+        assert_ne!(out.code, 0, "{data:?}: {}", out.stdout);
+        assert!(out.stderr.contains("certificate-authority"), "{data:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("corrupt message"), "{}", out.stderr);
+    }
+}
+
+/// A NovaCell's CA bundle Secret that holds a placeholder instead of a certificate (the
+/// examples' combined-ca-bundle) is named, Secret and key, in the nodes' Unknown
+/// (it said "the HTTP client cannot be built (builder error)").
+#[test]
+fn a_nova_ca_bundle_that_is_no_certificate_names_its_secret_and_key() {
+    let nova = edpm_testkit::fake_nova::FakeNova::start();
+    crate::nova::program(&nova);
+    let api = crate::nova::cluster(&nova, edpm_testkit::fake_nova::PASSWORD);
+    let mut cell = api.object("NovaCell", "nova-cell1").unwrap();
+    cell["spec"]["tls"] = json!({"caBundleSecretName": "combined-ca-bundle"});
+    api.put_replace(cell);
+    let placeholder =
+        std::fs::read_to_string(crate::util::repo().join("examples/controlplane/secrets.yaml")).unwrap();
+    assert!(
+        placeholder.contains("ZmFrZSBDQSBidW5kbGUgZm9yIGV4YW1wbGVzIG9ubHk="),
+        "the examples' placeholder"
+    );
+    let pem = "-----BEGIN CERTIFICATE-----\nZmFrZSBDQSBidW5kbGUgZm9yIGV4YW1wbGVzIG9ubHk=\n-----END CERTIFICATE-----\n";
+    api.put(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "combined-ca-bundle", "namespace": "openstack"},
+        "data": {"tls-ca-bundle.pem": crate::nova::b64(pem)}}));
+    let kc = api.kubeconfig();
+    let out = run(
+        &["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "status", "show", "--format", "json"],
+        &[crate::nova::NOW],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let node = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "c-ready").unwrap();
+    let c = node["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "NovaComputeReady").unwrap();
+    let m = c["message"].as_str().unwrap();
+    assert_eq!(c["status"], "Unknown", "{c}");
+    assert!(
+        m.contains("Secret combined-ca-bundle key tls-ca-bundle.pem")
+            && m.contains("not an X.509 certificate"),
+        "{m}"
+    );
+}

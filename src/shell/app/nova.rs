@@ -410,6 +410,7 @@ mod tests {
             password: Some(password.into()),
             application_credential: None,
             ca_bundle: None,
+            ca_secret: None,
             secret: format!("{cell}-secret"),
             cells: vec![cell.into()],
             from: crate::nova::LoginFrom::Cell,

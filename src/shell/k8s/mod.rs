@@ -109,6 +109,21 @@ impl Client {
             }
             None => kube::Config::infer().await.map_err(|e| config_error(e.to_string()))?,
         };
+        // A CA that is no certificate is a configuration error, named here: used, it fails the
+        // handshake with a riddle; over http it would pass unnoticed.
+        if let Some(certs) = &config.root_cert {
+            let place = match &settings.kubeconfig {
+                Some(p) => format!(
+                    "kubeconfig {}: the cluster's certificate-authority(-data){}",
+                    p.display(),
+                    settings.context.as_deref().map(|c| format!(" (context {c})")).unwrap_or_default()
+                ),
+                None => {
+                    "the kubeconfig's (or the service account's) cluster certificate authority".to_string()
+                }
+            };
+            crate::shell::tls::check_der(certs.iter().map(Vec::as_slice), &place).map_err(config_error)?;
+        }
         config.connect_timeout = Some(settings.timeout);
         config.read_timeout = if watching { None } else { Some(settings.timeout) };
         config.write_timeout = Some(settings.timeout);

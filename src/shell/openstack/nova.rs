@@ -405,12 +405,12 @@ fn keystone_time(s: &str) -> Option<Time> {
 fn build_http(timeout: Duration, ca_bundle: Option<&str>, login: &Login) -> Result<reqwest::Client, String> {
     let mut b = reqwest::Client::builder().timeout(timeout);
     if let Some(pem) = ca_bundle {
-        let what = format!("the CA bundle ({})", login.from.ca_source());
+        let what = format!("the CA bundle ({})", login.ca_where());
+        // Checked first: reqwest takes a CERTIFICATE block whatever it holds and fails only
+        // when the client is built, saying "builder error".
+        crate::shell::tls::pem_bundle(pem.as_bytes(), &what)?;
         let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
             .map_err(|e| format!("{what} cannot be read ({e}); it must hold PEM certificates"))?;
-        if certs.is_empty() {
-            return Err(format!("{what} holds no PEM certificate"));
-        }
         // The control plane's combined bundle already holds the system roots it trusts.
         b = b.tls_certs_only(certs);
     }
@@ -515,6 +515,7 @@ mod tests {
             password: Some(fake::PASSWORD.into()),
             application_credential: None,
             ca_bundle: None,
+            ca_secret: None,
             secret: "nova-cell1".into(),
             cells: vec!["nova-cell1".into()],
             from: crate::nova::LoginFrom::Cell,
