@@ -109,11 +109,11 @@ pub struct JobCondition {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobStatus {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub active: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub succeeded: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub failed: i64,
     #[serde(default, deserialize_with = "nullable")]
     pub conditions: Vec<JobCondition>,
@@ -126,8 +126,56 @@ pub struct JobStatus {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobSpec {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_count")]
     pub backoff_limit: Option<i64>,
+}
+
+/// The largest count a Job holds: the API's fields are int32.
+const MAX_COUNT: i64 = i32::MAX as i64;
+
+/// A Job's count (pods, retries): a whole number from 0 to 2^31-1, as the API server stores
+/// it; anything else is named as such, not as serde's "invalid type: floating point".
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    struct Count;
+    impl serde::de::Visitor<'_> for Count {
+        type Value = i64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a count: a whole number from 0 to {MAX_COUNT}")
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<i64, E> {
+            if (0..=MAX_COUNT).contains(&v) {
+                Ok(v)
+            } else {
+                Err(E::custom(format!("{v} is not a count (a whole number from 0 to {MAX_COUNT})")))
+            }
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<i64, E> {
+            match i64::try_from(v) {
+                Ok(v) => self.visit_i64(v),
+                Err(_) => {
+                    Err(E::custom(format!("{v} is not a count (a whole number from 0 to {MAX_COUNT})")))
+                }
+            }
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<i64, E> {
+            Err(E::custom(format!("{v} is not a count (a whole number from 0 to {MAX_COUNT})")))
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<i64, E> {
+            Ok(0)
+        }
+    }
+    d.deserialize_any(Count)
+}
+
+/// An optional count: `null` or absent is `None` (the API's default applies).
+fn optional_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    struct Counted(i64);
+    impl<'de> Deserialize<'de> for Counted {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Counted, D::Error> {
+            count(d).map(Counted)
+        }
+    }
+    Ok(Option::<Counted>::deserialize(d)?.map(|c| c.0))
 }
 
 #[derive(Debug, Clone)]

@@ -345,3 +345,27 @@ fn a_recorded_attempt_outlives_its_pod() {
     let after = recorded_runs(&f, dir.path());
     assert_eq!(after, before, "the recorded attempts are never rewritten");
 }
+
+/// A Job count past what the API stores (2^64 and more) is named as a count out of range,
+/// with the object and field, not as serde's "invalid type: floating point".
+#[test]
+fn an_impossible_job_count_is_named_as_such() {
+    let f = Fixture::new();
+    f.edit_deployments(|docs| {
+        let job = docs
+            .iter_mut()
+            .find(|d| d["metadata"]["name"] == "nova-edpm-deployment-edpm-compute-cell2")
+            .unwrap();
+        job["status"]["failed"] = json!(1e20);
+    });
+    let out = f.status(&["show"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("nova-edpm-deployment-edpm-compute-cell2")
+            && out.stderr.contains("status.failed")
+            && out.stderr.contains("is not a count"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("floating point"), "{}", out.stderr);
+}
