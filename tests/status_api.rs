@@ -178,9 +178,24 @@ fn the_node_agents_conditions_and_ours_never_clobber_each_other() {
 #[test]
 fn an_outage_loses_nothing_and_backs_off() {
     let api = cluster();
-    // Every write fails for a while: the report fails, naming what the server said.
+    // Every write fails for a while: the report fails when its --timeout runs out, naming
+    // what the server said.
     api.fault("/edpmnode", Fault::Status(503), 1000);
-    let out = report(&api, &[("EDPM_AGENT_KUBE_TIMEOUT", "2")]);
+    let kc = api.kubeconfig();
+    let out = run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "status",
+            "report",
+            "--no-nova",
+            "--timeout",
+            "3",
+        ],
+        &[NOW, ("EDPM_AGENT_KUBE_TIMEOUT", "2")],
+    );
     assert_eq!(out.code, 7, "{}", out.stderr);
     assert!(out.stderr.contains("503"), "{}", out.stderr);
     assert!(

@@ -264,7 +264,8 @@ pub enum StatusAction {
         /// With a directory source: where to write one YAML file per object (read back by show).
         #[arg(long, value_name = "DIR")]
         status_dir: Option<PathBuf>,
-        /// With --source kube: the most the writes may take, in seconds (or 90s, 5m).
+        /// With --source kube: the most the whole command may take (reading, asking Nova,
+        /// writing; 429 and 5xx answers are retried within it), in seconds (or 90s, 5m).
         #[arg(long, value_name = "DURATION", default_value = "120")]
         timeout: String,
         #[command(flatten)]

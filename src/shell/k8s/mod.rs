@@ -159,15 +159,19 @@ impl Client {
     ) -> Result<T, kube::Error> {
         // The layer's budget is the timeout; one more attempt's worth of slack keeps its own
         // last answer in view. A command deadline cuts it shorter.
+        // With a command deadline the retries may use all of it (each attempt is still cut
+        // by the connect/read/write timeouts), so the deadline is the bound.
         let bound = self.settings.timeout * 2;
-        let left = self.left();
-        if left.is_some_and(|l| l.is_zero()) {
-            return Err(kube::Error::Service(Box::new(DeadlinePassed)));
-        }
-        match tokio::time::timeout(left.map_or(bound, |l| l.min(bound)), fut).await {
-            Ok(r) => r,
-            Err(_) if left.is_some_and(|l| l <= bound) => Err(kube::Error::Service(Box::new(DeadlinePassed))),
-            Err(_) => Err(kube::Error::Service(format!("no response within {:?}", bound).into())),
+        match self.left() {
+            Some(left) if left.is_zero() => Err(kube::Error::Service(Box::new(DeadlinePassed))),
+            Some(left) => match tokio::time::timeout(left, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(kube::Error::Service(Box::new(DeadlinePassed))),
+            },
+            None => match tokio::time::timeout(bound, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(kube::Error::Service(format!("no response within {:?}", bound).into())),
+            },
         }
     }
 
