@@ -11,7 +11,12 @@ use edpm_agent::shell::{app, cli, exit::Exit};
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = match cli::parse(std::env::args_os().collect()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // kube runs edpm-agent itself to run a kubeconfig's credential plugin, bounded.
+    if let Some(code) = app::exec_credential(&args) {
+        return code;
+    }
+    let cli = match cli::parse(args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();

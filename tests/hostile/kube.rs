@@ -235,3 +235,174 @@ fn a_nova_ca_bundle_that_is_no_certificate_names_its_secret_and_key() {
         "{m}"
     );
 }
+
+/// A kubeconfig for `api` whose user runs `plugin` as its exec credential plugin.
+fn exec_kubeconfig(
+    api: &crate::util::fake_api::FakeApi,
+    dir: &std::path::Path,
+    plugin: &str,
+) -> std::path::PathBuf {
+    let script = dir.join("plugin.sh");
+    std::fs::write(&script, format!("#!/bin/sh\n{plugin}\n")).unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&script).unwrap().permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let text = std::fs::read_to_string(api.kubeconfig()).unwrap().replace(
+        "  user: {}\n",
+        &format!(
+            "  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: {}\n      args: [get-token]\n",
+            script.display()
+        ),
+    );
+    let kc = dir.join("kubeconfig");
+    std::fs::write(&kc, text).unwrap();
+    kc
+}
+
+fn pids(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    // Zombies are gone for our purpose: they hold nothing and run nothing.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().and_then(|r| r.split_whitespace().next()) != Some("Z"))
+}
+
+fn gone_within(pids: &[i32], limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if pids.iter().all(|p| !alive(*p)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A hanging credential plugin (with a child of its own): the inventory script and `status
+/// report` end within their timeouts, say which plugin did not answer, and leave neither it
+/// nor its child running (they blocked past EDPM_AGENT_KUBE_TIMEOUT/--timeout, and the plugin
+/// outlived edpm-agent).
+#[test]
+fn a_hanging_credential_plugin_is_bounded_and_killed_with_its_group() {
+    let api = cluster();
+    let d = tempfile::tempdir().unwrap();
+    let pidfile = d.path().join("pids");
+    let kc =
+        exec_kubeconfig(&api, d.path(), &format!("sleep 1000 & echo $! $$ > {}\nwait", pidfile.display()));
+    let kc = kc.to_str().unwrap();
+    let (out, took) = run_within(
+        &["--source", "kube", "--kubeconfig", kc, "inventory", "--list"],
+        &[("EDPM_AGENT_KUBE_TIMEOUT", "2")],
+        Duration::from_secs(60),
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("credential plugin") && out.stderr.contains("did not finish within"),
+        "{}",
+        out.stderr
+    );
+    let started = pids(&pidfile);
+    assert_eq!(started.len(), 2, "the plugin and its child started");
+    assert!(gone_within(&started, Duration::from_secs(5)), "left running: {started:?}");
+
+    std::fs::remove_file(&pidfile).unwrap();
+    let (out, took) = run_within(
+        &["--source", "kube", "--kubeconfig", kc, "status", "report", "--no-nova", "--timeout", "3"],
+        &[NOW],
+        Duration::from_secs(60),
+    );
+    assert!(took < Duration::from_secs(12), "took {took:?}: {}", out.stderr);
+    assert_ne!(out.code, 0);
+    assert!(gone_within(&pids(&pidfile), Duration::from_secs(5)));
+}
+
+/// A failing plugin's token and stderr secrets never reach edpm-agent's output (kube printed
+/// its whole `Output { … }`); the message names the plugin and how it ended. A working plugin
+/// keeps stderr empty.
+#[test]
+fn a_failing_credential_plugin_is_reported_without_its_secrets() {
+    let api = cluster();
+    let d = tempfile::tempdir().unwrap();
+    let kc = exec_kubeconfig(
+        &api,
+        d.path(),
+        "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-SECRET-4242\"}}'\necho 'error: login failed password=hunter2-secret' >&2\nexit 3",
+    );
+    let out = run(&["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "inventory", "--list"], &[]);
+    assert_ne!(out.code, 0);
+    for secret in ["tok-SECRET-4242", "hunter2-secret", "Output {"] {
+        assert!(!out.stderr.contains(secret), "{secret}: {}", out.stderr);
+    }
+    assert!(out.stderr.contains("credential plugin") && out.stderr.contains("code 3"), "{}", out.stderr);
+
+    let kc = exec_kubeconfig(
+        &api,
+        d.path(),
+        "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-OK\"}}'",
+    );
+    let out = run(&["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "inventory", "--list"], &[]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{}", out.stdout);
+}
+
+/// The node agent stopped (SIGTERM) while its kubeconfig's credential plugin hangs: it exits
+/// 0 within the plugin's time limit and the plugin and its child are gone (it died by SIGTERM
+/// and left the plugin running with PPID 1).
+#[test]
+fn the_node_agent_stops_cleanly_while_a_credential_plugin_hangs() {
+    let api = cluster();
+    let d = tempfile::tempdir().unwrap();
+    let pidfile = d.path().join("pids");
+    let kc =
+        exec_kubeconfig(&api, d.path(), &format!("sleep 1000 & echo $! $$ > {}\nwait", pidfile.display()));
+    let root = d.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let config = d.path().join("node.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "kubeconfig: {}\nnamespace: openstack\nobject: edpm-compute-cell1-edpm-compute-3\nnode: edpm-compute-3\nroot: {}\nrequest_timeout_seconds: 3\n",
+            kc.display(),
+            root.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(crate::util::bin())
+        .args(["node", "--config", config.to_str().unwrap()])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while pids(&pidfile).len() < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let started = pids(&pidfile);
+    assert_eq!(started.len(), 2, "the plugin started");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let until = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("the node agent did not stop within 15 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(gone_within(&started, Duration::from_secs(5)), "left running: {started:?}");
+}

@@ -91,7 +91,10 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
     let Some(config) = config else {
         return Err(AppError::usage("the node agent needs --config"));
     };
-    rt.block_on(async {
+    let result = rt.block_on(async {
+        // Installed before anything talks to the API server: a SIGTERM while the kubeconfig's
+        // credential plugin runs is a shutdown, not the default death.
+        let mut stop = Box::pin(stop_signal());
         let settings = crate::shell::k8s::Settings {
             namespace: Some(config.namespace.clone()),
             kubeconfig: config.kubeconfig.clone(),
@@ -100,7 +103,19 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
             attempts: 2,
             deadline: None,
         };
-        let client = crate::shell::k8s::Client::connect(&settings).await?;
+        let client = match crate::shell::k8s::Client::connect(&settings).await {
+            Ok(c) => c,
+            Err(e) => {
+                // kube runs the credential plugin while it builds the client, holding this
+                // thread: a SIGTERM meanwhile (which also stops the plugin's runner, in the
+                // unit's cgroup) is read only now. Stopping is not a failure.
+                if let Ok(signal) = tokio::time::timeout(std::time::Duration::from_millis(200), &mut stop).await {
+                    tracing::info!(signal, "stopped while connecting");
+                    return Ok(agent_loop::Stats::default());
+                }
+                return Err(e);
+            }
+        };
         let api = crate::shell::k8s::node_agent::NodeObjects { client, object: config.object.clone(), holder: config.node.clone() };
         let iv = Intervals {
             check: config.check_interval,
@@ -109,7 +124,6 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
             heartbeat: config.heartbeat,
             watchdog: notify::watchdog_interval(),
         };
-        let stop = stop_signal();
         let shutdown = async move {
             let signal = stop.await;
             // The check in flight may be waiting on podman: kill it now, not at its limit.
@@ -121,7 +135,12 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
         Ok::<_, crate::shell::k8s::Error>(
             agent_loop::run(&config.expect, &iv, collector, &api, &SystemClock, &notify::Systemd, shutdown).await,
         )
-    })?;
+    });
+    // A request still on a blocking thread (a credential plugin being run) is not waited for:
+    // edpm-agent's exit reaches the plugin's runner (its parent-death signal), which kills the
+    // plugin with its process group.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    result?;
     Ok(Exit::Success)
 }
 

@@ -11,6 +11,7 @@
 
 pub(crate) mod apply;
 pub(crate) mod events;
+pub(crate) mod exec;
 pub(crate) mod leader;
 pub(crate) mod node_agent;
 pub(crate) mod read;
@@ -124,6 +125,13 @@ impl Client {
             };
             crate::shell::tls::check_der(certs.iter().map(Vec::as_slice), &place).map_err(config_error)?;
         }
+        // The credential plugin runs bounded, in our words when it fails (`exec`).
+        if let Some(exec) = config.auth_info.exec.as_mut() {
+            let bound = settings.deadline.map_or(settings.timeout, |d| {
+                d.saturating_duration_since(std::time::Instant::now()).min(settings.timeout)
+            });
+            exec::wrap(exec, bound.max(Duration::from_millis(100))).map_err(config_error)?;
+        }
         config.connect_timeout = Some(settings.timeout);
         config.read_timeout = if watching { None } else { Some(settings.timeout) };
         config.write_timeout = Some(settings.timeout);
@@ -137,7 +145,11 @@ impl Client {
         }
         let namespace = settings.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
         let url = config.cluster_url.to_string();
-        let kube = retry::client(config, settings).map_err(|e| client_error(&url, &e.to_string()))?;
+        // kube runs the credential plugin while it builds the client: its failure in our words.
+        let kube = retry::client(config, settings).map_err(|e| match exec::message_of(&e) {
+            Some(message) => Error::Client { url: url.clone(), message },
+            None => client_error(&url, &e.to_string()),
+        })?;
         Ok(Client { kube, namespace, settings: settings.clone() })
     }
 
@@ -199,8 +211,20 @@ fn client_error(url: &str, message: &str) -> Error {
 
 /// A client for synchronous callers: owns the current-thread runtime it runs on.
 pub(crate) struct Cluster {
-    rt: tokio::runtime::Runtime,
+    /// Taken out only by `drop`, to shut it down without waiting.
+    rt: std::mem::ManuallyDrop<tokio::runtime::Runtime>,
     client: Client,
+}
+
+impl Drop for Cluster {
+    /// A request still on a blocking thread (a credential plugin being run) is not waited
+    /// for: the command is over, and edpm-agent's exit reaches the plugin's runner (its
+    /// parent-death signal), which kills the plugin with its process group.
+    fn drop(&mut self) {
+        // SAFETY: `rt` is taken once, here, and never used again.
+        let rt = unsafe { std::mem::ManuallyDrop::take(&mut self.rt) };
+        rt.shutdown_background();
+    }
 }
 
 impl Cluster {
@@ -210,7 +234,7 @@ impl Cluster {
             .build()
             .map_err(|e| Error::Config { message: format!("cannot start the async runtime: {e}") })?;
         let client = rt.block_on(Client::connect(settings))?;
-        Ok(Cluster { rt, client })
+        Ok(Cluster { rt: std::mem::ManuallyDrop::new(rt), client })
     }
 
     pub(crate) fn client(&self) -> &Client {
@@ -223,6 +247,12 @@ impl Cluster {
 }
 
 fn request_error(action: String, e: &kube::Error) -> Error {
+    if let Some(message) = exec::message_of(e) {
+        let hint =
+            "; check the plugin's command in the kubeconfig (users[].user.exec) and that it works on its own"
+                .to_string();
+        return Error::Request { action, message, hint, code: None };
+    }
     let (message, hint) = match e {
         kube::Error::Api(s) => {
             let hint = match s.code {
