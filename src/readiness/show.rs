@@ -178,8 +178,8 @@ pub(crate) fn explain(n: &NodeView) -> String {
             super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
             super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
         },
-        n.nodeset,
-        n.object
+        printable(&n.nodeset),
+        printable(&n.object)
     );
     let line = |c: &Condition| {
         let sev = match c.severity {
@@ -256,9 +256,9 @@ pub(crate) fn explain_nodeset(s: &NodeSetView) -> String {
             super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
             super::api::OwnerKind::OpenStackDataPlaneRole => "Role",
         },
-        s.name,
-        s.object,
-        s.counts.summary
+        printable(&s.name),
+        printable(&s.object),
+        printable(&s.counts.summary)
     );
     for c in s.conditions.iter() {
         let sev = match c.severity {
@@ -334,4 +334,86 @@ fn node_line(n: &NodeView, nw: usize, width: usize, colour: bool) -> String {
     let mut line = line.trim_end().to_string();
     line.push('\n');
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::condition::{Conditions, Time};
+    use crate::readiness::api::{NodeCounts, OwnerKind};
+    use crate::readiness::{NodeSetView, NodeView, Owner};
+    use crate::snapshot::evidence::NodeRun;
+
+    /// A node and its NodeSet whose every piece of text is `t` (hostile input).
+    fn hostile(t: &str) -> Readiness {
+        let cond = |ty: &str| {
+            let mut c = Condition::false_(ty, t, Severity::Error, t);
+            c.last_transition_time = Time(1);
+            c
+        };
+        let conditions =
+            Conditions([READY, BAREMETAL, INFRASTRUCTURE, SERVICES, "NodeAgentReady"].map(cond).to_vec());
+        let evidence: BTreeMap<String, Vec<String>> =
+            [(READY.to_string(), vec![t.to_string(), format!("  {t}")])].into_iter().collect();
+        let owner = Owner { kind: t.into(), name: t.into(), uid: None };
+        let node = NodeView {
+            object: t.into(),
+            node: t.into(),
+            host: t.into(),
+            host_name: t.into(),
+            nodeset: t.into(),
+            kind: OwnerKind::OpenStackDataPlaneNodeSet,
+            owner: owner.clone(),
+            namespace: None,
+            conditions: conditions.clone(),
+            evidence: evidence.clone(),
+            blocking: [(SERVICES, t.to_string())].into_iter().collect(),
+            runs: vec![NodeRun {
+                deployment: t.into(),
+                service: t.into(),
+                job: t.into(),
+                attempt: 1,
+                result: t.into(),
+                finished: Some(t.into()),
+                failed_task: Some(t.into()),
+                pod: Some(t.into()),
+            }],
+        };
+        let set = NodeSetView {
+            object: t.into(),
+            name: t.into(),
+            kind: OwnerKind::OpenStackDataPlaneNodeSet,
+            owner,
+            namespace: None,
+            conditions: Conditions(
+                [READY, NODESET_BAREMETAL, NODESET_INFRASTRUCTURE, NODESET_SERVICES].map(cond).to_vec(),
+            ),
+            counts: NodeCounts::default(),
+            evidence,
+        };
+        Readiness { nodes: vec![node], nodesets: vec![set] }
+    }
+
+    proptest::proptest! {
+        /// Whatever the cluster's text holds, the table and the explanations print no control
+        /// character but their own line breaks (and the table's own colour codes on a terminal).
+        #[test]
+        fn human_output_never_carries_inputs_control_characters(
+            chars in proptest::collection::vec(proptest::char::any(), 0..40)
+        ) {
+            let t: String = chars.into_iter().collect();
+            let r = hostile(&t);
+            let f = Filter::default();
+            let outputs = [table(&r, &f, 80, false), explain(&r.nodes[0]), explain_nodeset(&r.nodesets[0])];
+            for out in outputs {
+                proptest::prop_assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{:?}", out);
+            }
+            // Coloured, the only escapes are the colour codes themselves.
+            let coloured = table(&r, &f, 80, true);
+            let stripped = strip_paint(&coloured, true);
+            proptest::prop_assert!(!stripped.chars().any(|c| c.is_control() && c != '\n'), "{:?}", stripped);
+        }
+    }
 }
