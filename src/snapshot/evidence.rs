@@ -258,7 +258,13 @@ impl Pod {
     pub fn summary(&self) -> Option<(ExecutionSummary, &Terminated)> {
         self.status.container_statuses.iter().find_map(|c| {
             let t = c.state.terminated.as_ref().or(c.last_state.terminated.as_ref())?;
-            let s: ExecutionSummary = serde_json::from_str(t.message.as_deref()?).ok()?;
+            let mut s: ExecutionSummary = serde_json::from_str(t.message.as_deref()?).ok()?;
+            // Why each host failed becomes a condition message, an Event and a log line: a
+            // pod's text (an older runner's, anyone's) passes the one redactor first.
+            let redactor = crate::redact::Redactor::default();
+            for why in s.host_failures.values_mut() {
+                *why = redactor.redact(why);
+            }
             (s.total_hosts > 0).then_some((s, t))
         })
     }

@@ -64,3 +64,42 @@ fn hostile_text_is_escaped_in_status_and_flagged_by_validate() {
         out.stdout
     );
 }
+
+/// A pod's `hostFailures` holding secrets (an older runner's, anyone's) reaches neither the
+/// conditions (`status show`/`explain`, the status objects `report` writes) nor stdout:
+/// they pass the one redactor.
+#[test]
+fn secrets_in_a_pods_host_failures_never_reach_conditions() {
+    let f = Fixture::new();
+    f.edit("status/pods.yaml", |pods| {
+        for p in pods.iter_mut() {
+            let c = &mut p["status"]["containerStatuses"][0]["state"]["terminated"];
+            if let Some(m) = c["message"].as_str() {
+                let leak = "Deploy nova: connect mysql+pymysql://nova:dbpass-4242@openstack.svc/nova failed, password=hunter2-4242";
+                c["message"] = json!(m.replace("Deploy nova", leak));
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["show", "--format", "json"],
+        vec!["explain", "edpm-compute-5"],
+        vec!["report", "--status-dir", dir.path().to_str().unwrap()],
+    ] {
+        let out = f.status(&args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        for secret in ["dbpass-4242", "hunter2-4242"] {
+            assert!(
+                !out.stdout.contains(secret) && !out.stderr.contains(secret),
+                "{args:?} showed {secret}: {}",
+                out.stdout
+            );
+        }
+    }
+    let explained = f.status(&["explain", "edpm-compute-5"]).stdout;
+    assert!(explained.contains("mysql+pymysql://nova:********@openstack.svc/nova"), "{explained}");
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        assert!(!text.contains("dbpass-4242") && !text.contains("hunter2-4242"), "{text}");
+    }
+}
