@@ -1,1 +1,98 @@
 //! `edpm-agent run`: the job's inputs (environment, extra vars, job events), its summary and termination message, and the secrets they must never show.
+//!
+//! With real ansible-runner (the venv `.ci/run` makes) where a play has to run; with job
+//! events written here where `--summarize-only` reads what a run left.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::runner::{Job, host_statuses, pairs};
+use crate::util::{Output, bin};
+
+/// `edpm-agent ARGS` in the job's environment, killed (and the test failed) after 120 s: a
+/// hang must fail the test, not the CI job. `run` blocks SIGTERM, so the kill is SIGKILL.
+fn bounded(job: &Job, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(crate::util::repo())
+        .env_clear()
+        .envs(job.env())
+        .env("HOME", std::env::var("HOME").unwrap_or_default())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read on threads, so a chatty child never blocks on a full pipe while it is waited for.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut s).ok();
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut s).ok();
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("edpm-agent {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
+    }
+}
+
+/// `edpm-agent run [flags] -- ansible-runner run DIR -p PLAYBOOK -i IDENT`, bounded.
+fn run_job(job: &Job, flags: &[&str], playbook: &str, ident: &str, env: &[(&str, &str)]) -> Output {
+    let dir = job.dir().display().to_string();
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.extend(["--", "ansible-runner", "run", &dir, "-p", playbook, "-i", ident]);
+    bounded(job, &args, env)
+}
+
+#[test]
+fn timeouts_and_grace_periods_past_what_a_clock_holds_never_panic() {
+    let job = Job::new(&["local-0"], &[]);
+    job.write(
+        "project/site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n",
+    );
+    let huge =
+        [("RUNNER_JOB_TIMEOUT", "9223372036854775807"), ("RUNNER_IDLE_TIMEOUT", "18446744073709551615")];
+    let out = run_job(&job, &["--grace-period", "18446744073709551615"], "site.yml", "huge", &huge);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(job.summary("huge")["status"], "successful");
+
+    // A job timeout that fires, with a grace period no clock can add.
+    job.write(
+        "project/slow.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: sleep 64.75\n",
+    );
+    let out = run_job(
+        &job,
+        &["--grace-period", "18446744073709551615"],
+        "slow.yml",
+        "huge-grace",
+        &[("RUNNER_JOB_TIMEOUT", "4")],
+    );
+    assert_eq!(out.code, 254, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("huge-grace");
+    assert_eq!((s["status"].as_str(), s["timeout"].as_str()), (Some("timeout"), Some("job")), "{s}");
+}
