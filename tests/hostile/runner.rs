@@ -96,3 +96,40 @@ fn timeouts_and_grace_periods_past_what_a_clock_holds_never_panic() {
     let s = job.summary("huge-grace");
     assert_eq!((s["status"].as_str(), s["timeout"].as_str()), (Some("timeout"), Some("job")), "{s}");
 }
+
+#[test]
+fn a_bad_timeout_without_a_command_still_writes_an_invalid_summary() {
+    for value in ["abc", "10m", "-5"] {
+        let job = Job::new(&["local-0"], &[]);
+        job.write("project/playbook.yaml", "- hosts: all\n  gather_facts: false\n  tasks: []\n");
+        let dir = job.dir().display().to_string();
+        let out = bounded(&job, &["run", "--runner-dir", &dir], &[("RUNNER_JOB_TIMEOUT", value)]);
+        assert_eq!(out.code, 3, "{value}: {}\n{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("RUNNER_JOB_TIMEOUT"), "{value}: {}", out.stderr);
+        let s = job.summary("edpm-agent");
+        assert_eq!(s["status"], "invalid", "{value}: {s}");
+        assert!(s["reason"].as_str().unwrap().starts_with("RUNNER_JOB_TIMEOUT: "), "{value}: {s}");
+        assert!(!job.dir().join("artifacts/edpm-agent/job_events").exists(), "{value}: the play ran");
+    }
+}
+
+#[test]
+fn retry_failed_with_a_relative_runner_dir_runs_the_failed_hosts() {
+    let job = Job::new(&["a", "b"], &[]);
+    job.write(
+        "project/playbook.yaml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: \"test -e {{ playbook_dir }}/../fixed\"\n      when: inventory_hostname == 'b'\n",
+    );
+    // Relative to the working directory (the repository).
+    let up = "../".repeat(crate::util::repo().components().count() - 1);
+    let dir = format!("{up}{}", job.dir().display().to_string().trim_start_matches('/'));
+    let first = bounded(&job, &["run", "--retry-failed", "--runner-dir", &dir], &[]);
+    assert_eq!(first.code, 2, "{}\n{}", first.stdout, first.stderr);
+    assert_eq!(host_statuses(&job.summary("edpm-agent")), pairs(&[("a", "ok"), ("b", "failed")]));
+    job.write("fixed", "");
+    let second = bounded(&job, &["run", "--retry-failed", "--runner-dir", &dir], &[]);
+    assert_eq!(second.code, 0, "{}\n{}", second.stdout, second.stderr);
+    let s = job.summary("edpm-agent");
+    assert_eq!(host_statuses(&s), pairs(&[("b", "ok")]), "{s}");
+    assert_eq!(s["limit"], json!(["b"]));
+}
