@@ -6,8 +6,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::mkfifo;
 use crate::runner::{Job, host_statuses, pairs};
 use crate::util::{Output, bin};
 
@@ -65,6 +66,53 @@ fn run_job(job: &Job, flags: &[&str], playbook: &str, ident: &str, env: &[(&str,
     args.extend_from_slice(flags);
     args.extend(["--", "ansible-runner", "run", &dir, "-p", playbook, "-i", ident]);
     bounded(job, &args, env)
+}
+
+/// Writes job events for `--summarize-only`: one file per event, in counter order.
+fn write_events(job: &Job, ident: &str, events: &[Value]) {
+    let dir = job.dir().join("artifacts").join(ident).join("job_events");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, e) in events.iter().enumerate() {
+        let mut e = e.clone();
+        e["counter"] = json!(i + 1);
+        std::fs::write(dir.join(format!("{}-{:08x}.json", i + 1, i + 1)), e.to_string()).unwrap();
+    }
+}
+
+fn stats_event(failed: &[&str], ok: &[&str]) -> Value {
+    let all: serde_json::Map<String, Value> =
+        failed.iter().chain(ok).map(|h| (h.to_string(), json!(1))).collect();
+    let failures: serde_json::Map<String, Value> = failed.iter().map(|h| (h.to_string(), json!(1))).collect();
+    json!({"event": "playbook_on_stats", "event_data": {"processed": all, "ok": {}, "failures": failures, "dark": {}}})
+}
+
+#[test]
+fn a_fifo_or_a_device_among_the_job_events_is_refused_never_waited_on() {
+    for flags in [&["--summarize-only"][..], &["--retry-failed"][..]] {
+        let job = Job::new(&["local-0"], &[]);
+        job.write(
+            "project/site.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n",
+        );
+        write_events(&job, "fifo-events", &[json!({}), json!({}), stats_event(&[], &["local-0"])]);
+        let events = job.dir().join("artifacts/fifo-events/job_events");
+        std::fs::remove_file(events.join("1-00000001.json")).unwrap();
+        mkfifo(&events.join("1-00000001.json"));
+        std::fs::remove_file(events.join("2-00000002.json")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", events.join("2-00000002.json")).unwrap();
+        let started = Instant::now();
+        let out = run_job(&job, flags, "site.yml", "fifo-events", &[]);
+        assert!(started.elapsed() < Duration::from_secs(100), "{flags:?} took {:?}", started.elapsed());
+        assert_eq!(out.code, 0, "{flags:?}: {}\n{}", out.stdout, out.stderr);
+        let s = job.summary("fifo-events");
+        assert_eq!(host_statuses(&s), pairs(&[("local-0", "ok")]), "{flags:?}: {s}");
+        if flags == ["--summarize-only"] {
+            assert_eq!(s["unreadableEvents"], 2, "{s}");
+        } else {
+            // The retry read the events the previous pod left, two of them unreadable, then ran.
+            assert_eq!(s["attempt"], 2, "{s}");
+        }
+    }
 }
 
 #[test]

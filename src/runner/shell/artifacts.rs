@@ -279,7 +279,8 @@ pub(crate) fn read_job_events(artifact_dir: &Path) -> Fold {
         fold.set_notes(parse_notes(&text));
     }
     let dir = artifact_dir.join("job_events");
-    let (Ok(entries), Ok(dir_files)) = (std::fs::read_dir(&dir), files::DirFiles::open(&dir)) else {
+    let (Ok(entries), Ok(dir_files)) = (std::fs::read_dir(&dir), files::DirFiles::open(&dir, MAX_FILE_BYTES))
+    else {
         return fold;
     };
     let mut names: Vec<(u64, std::ffi::OsString)> = entries
