@@ -250,7 +250,6 @@ impl TerminationMessage {
             truncated: false,
             ..TerminationMessage::default()
         };
-        m.fit();
         // Failed hosts' reasons first, then the unreachable ones'.
         let mut reasons: Vec<(String, String)> = Vec::new();
         for unreachable in [false, true] {
@@ -259,7 +258,8 @@ impl TerminationMessage {
                 (h.failures > 0 || h.dark > 0).then(|| (host.clone(), t.reason()))
             }));
         }
-        m.add_host_failures(&reasons);
+        let first_cap = m.fit_keeping_first(reasons.first(), reasons.len());
+        m.add_host_failures(&reasons, first_cap);
         m
     }
 }

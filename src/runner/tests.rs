@@ -430,6 +430,10 @@ proptest! {
         // to one common length; the rest counted, unless not even the count fits.
         let reasons = m.host_failures.len() + m.host_failures_omitted as usize;
         prop_assert!(reasons == failed.len() + unreachable.len() || reasons == 0);
+        // The first host's reason keeps its room ahead of the lists' tails.
+        if let Some(first) = failed.first().or(unreachable.first()) {
+            prop_assert!(m.host_failures.contains_key(first), "{}", text);
+        }
         for (h, r) in &m.host_failures {
             prop_assert!(failed.contains(h) || unreachable.contains(h));
             prop_assert!(r.starts_with("Deploy nova (edpm_nova/tasks/main.yml:12): ") || r.ends_with('…'));
@@ -437,8 +441,14 @@ proptest! {
         // One cut for all: some length c with every shortened reason exactly `cut(original, c)`
         // (`cut` trims the space before its ellipsis, so the lengths may differ by that).
         let original = |h: &str| s.hosts[h].failed_task.as_ref().unwrap().reason();
-        let shortened: Vec<(String, &String)> =
-            m.host_failures.iter().filter(|(_, r)| r.ends_with('…')).map(|(h, r)| (original(h), r)).collect();
+        // The first reason may be longer: it keeps the room it was given ahead of the lists.
+        let first = failed.first().or(unreachable.first());
+        let shortened: Vec<(String, &String)> = m
+            .host_failures
+            .iter()
+            .filter(|(h, r)| r.ends_with('…') && Some(*h) != first)
+            .map(|(h, r)| (original(h), r))
+            .collect();
         if let Some((o, r)) = shortened.first() {
             let fits = |c: usize| shortened.iter().all(|(o, r)| &cut(o, c) == *r);
             prop_assert!(
@@ -460,6 +470,32 @@ proptest! {
         prop_assert!(!m.contains(&secret));
         prop_assert!(m.chars().count() <= MESSAGE_LIMIT);
     }
+}
+
+#[test]
+fn the_first_failed_hosts_reason_is_kept_ahead_of_the_host_lists_tail() {
+    // 400 failed hosts: their names alone are more than the 4096 bytes.
+    let failed: Vec<String> = (0..400).map(|i| format!("edpm-compute-{i:04}.example.com")).collect();
+    let s = summary_with(&failed, &["u-1".into()], 0);
+    let m = TerminationMessage::from_summary(&s);
+    assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+    assert_eq!((m.failed_hosts, m.unreachable_hosts, m.total_hosts, m.truncated), (400, 1, 401, true));
+    assert_eq!(
+        m.host_failures[&failed[0]],
+        "Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image for edpm-compute-0000.example.com"
+    );
+    assert_eq!(m.host_failures_omitted, 401 - m.host_failures.len() as u64);
+    assert!(!m.failed_host_list.is_empty() && failed.starts_with(&m.failed_host_list));
+    // A host whose name leaves no room beside the counts: the message still fits, without it.
+    let huge = vec!["h".repeat(5000)];
+    let m = TerminationMessage::from_summary(&summary_with(&huge, &[], 0));
+    assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+    assert_eq!((m.failed_hosts, m.host_failures.len()), (1, 0));
+    // A long name that fits with a shorter cut of its reason.
+    let long = vec!["h".repeat(3700)];
+    let m = TerminationMessage::from_summary(&summary_with(&long, &[], 0));
+    assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+    assert!(m.host_failures[&long[0]].ends_with('…'), "{:?}", m.host_failures);
 }
 
 #[test]

@@ -68,6 +68,16 @@ fn run_job(job: &Job, flags: &[&str], playbook: &str, ident: &str, env: &[(&str,
     bounded(job, &args, env)
 }
 
+/// `run --summarize-only` over the artifacts of `ident`, bounded.
+fn summarize(job: &Job, ident: &str, env: &[(&str, &str)]) -> Output {
+    let dir = job.dir().display().to_string();
+    bounded(
+        job,
+        &["run", "--summarize-only", "--", "ansible-runner", "run", &dir, "-p", "x.yml", "-i", ident],
+        env,
+    )
+}
+
 /// Writes job events for `--summarize-only`: one file per event, in counter order.
 fn write_events(job: &Job, ident: &str, events: &[Value]) {
     let dir = job.dir().join("artifacts").join(ident).join("job_events");
@@ -77,6 +87,12 @@ fn write_events(job: &Job, ident: &str, events: &[Value]) {
         e["counter"] = json!(i + 1);
         std::fs::write(dir.join(format!("{}-{:08x}.json", i + 1, i + 1)), e.to_string()).unwrap();
     }
+}
+
+fn failed_event(host: &str, task: &str, msg: &str) -> Value {
+    json!({"event": "runner_on_failed", "event_data": {"host": host, "task": task, "task_uuid": "t1",
+           "play": "p", "resolved_action": "ansible.builtin.fail", "task_path": "/runner/project/site.yml:4",
+           "res": {"msg": msg, "failed": true}}})
 }
 
 fn stats_event(failed: &[&str], ok: &[&str]) -> Value {
@@ -180,4 +196,38 @@ fn retry_failed_with_a_relative_runner_dir_runs_the_failed_hosts() {
     let s = job.summary("edpm-agent");
     assert_eq!(host_statuses(&s), pairs(&[("b", "ok")]), "{s}");
     assert_eq!(s["limit"], json!(["b"]));
+}
+
+#[test]
+fn four_hundred_failed_hosts_keep_the_first_hosts_reason_in_the_termination_message() {
+    let job = Job::new(&[], &[]);
+    let names: Vec<String> = (0..400).map(|i| format!("edpm-compute-{i:04}.example.com")).collect();
+    let mut events: Vec<Value> = names
+        .iter()
+        .map(|h| {
+            failed_event(
+                h,
+                "Deploy nova",
+                &format!("non-zero return code (rc 125): cannot pull image on {h}"),
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    events.push(stats_event(&refs, &[]));
+    write_events(&job, "many", &events);
+    job.write("artifacts/many/rc", "2");
+    job.write("artifacts/many/status", "failed");
+    let out = summarize(&job, "many", &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let (text, upstream) = job.termination();
+    assert_eq!((text["failedHosts"].as_u64(), text["totalHosts"].as_u64()), (Some(400), Some(400)));
+    assert_eq!(text["truncated"], true);
+    let reasons = text["hostFailures"].as_object().unwrap_or_else(|| panic!("no hostFailures: {text}"));
+    let first = reasons[&names[0]].as_str().unwrap();
+    assert!(first.starts_with("Deploy nova (site.yml:4): non-zero return code"), "{first}");
+    assert_eq!(text["hostFailuresOmitted"].as_u64(), Some(400 - reasons.len() as u64));
+    let upstream = upstream.unwrap();
+    assert_eq!(upstream.failed_hosts, Some(400));
+    let listed = upstream.failed_host_list.unwrap();
+    assert!(!listed.is_empty() && listed[0] == names[0], "{listed:?}");
 }
