@@ -533,13 +533,23 @@ type Want<'a> = (&'a str, fn(&Value) -> bool);
 fn upstream_file(input: &'static str, text: &str, want: Option<Want>) -> Result<(String, Value), JobError> {
     let contents = format!("---\n{text}\n");
     let value = crate::yaml::ansible::<Value>(&contents)
-        .map_err(|message| JobError::Malformed { input: input.into(), message })?;
+        .map_err(|message| JobError::Malformed { input: input.into(), message: own_lines(&message) })?;
     match want {
         Some((what, ok)) if !ok(&value) => Err(JobError::Malformed {
             input: input.into(),
             message: format!("{what}, found {}", kind_of(&value)),
         }),
         _ => Ok((contents, value)),
+    }
+}
+
+/// A reader's `line N: …` counted in the variable's own lines, not in the file written from
+/// it (whose first line is the `---` upstream puts in front).
+fn own_lines(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("line ") else { return message.to_string() };
+    match rest.split_once(": ").and_then(|(n, m)| Some((n.parse::<u64>().ok()?, m))) {
+        Some((n, m)) => format!("line {}: {m}", n.saturating_sub(1).max(1)),
+        None => message.to_string(),
     }
 }
 
@@ -969,6 +979,10 @@ mod tests {
         let cmd = RunnerCommand::parse(&argv("ansible-runner run /runner -p playbook.yaml -i j")).unwrap();
         for (env, want) in [
             (JobEnv { extra_vars: Some("\n[a\n\n".into()), ..Default::default() }, "RUNNER_EXTRA_VARS: "),
+            (
+                JobEnv { extra_vars: Some("\na: 1\n---\nb: 2\n\n".into()), ..Default::default() },
+                "RUNNER_EXTRA_VARS: line 4: one YAML document expected",
+            ),
             (
                 JobEnv { extra_vars: Some("\n- a\n\n".into()), ..Default::default() },
                 "RUNNER_EXTRA_VARS: extra vars must be a YAML mapping of variable names to values, found a list",

@@ -231,3 +231,18 @@ fn four_hundred_failed_hosts_keep_the_first_hosts_reason_in_the_termination_mess
     let listed = upstream.failed_host_list.unwrap();
     assert!(!listed.is_empty() && listed[0] == names[0], "{listed:?}");
 }
+
+#[test]
+fn extra_vars_of_several_documents_say_one_document_is_expected() {
+    let job = Job::new(&["local-0"], &[]);
+    job.write("project/site.yml", "- hosts: all\n  tasks: []\n");
+    let out = run_job(&job, &[], "site.yml", "multi", &[("RUNNER_EXTRA_VARS", "\na: 1\n---\nb: 2\n\n")]);
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("RUNNER_EXTRA_VARS: ") && out.stderr.contains("one YAML document expected"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("from_str_multiple"), "{}", out.stderr);
+    assert!(job.summary("multi")["reason"].as_str().unwrap().contains("one YAML document expected"));
+}
