@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::events::{Event, EventKind, Failure, Notes, Stats};
 use super::job::Timeout;
+use super::outcome::exit_reason;
 use super::summary::{
     FailedTask, HostResult, HostStatus, MESSAGE_LIMIT, RunStatus, RunSummary, SUMMARY_VERSION,
 };
@@ -281,13 +282,18 @@ impl Fold {
                 .iter()
                 .all(|h| hosts.get(h).is_some_and(|r: &HostResult| r.status != HostStatus::Ok))
             && position.is_none_or(|(i, n)| i + 1 < n);
+        // A failed play without a reason of ours: what Ansible's exit code means.
+        let reason = facts.reason.or_else(|| {
+            let unreachable = hosts.values().any(|h| h.dark > 0);
+            (facts.status == RunStatus::Failed).then(|| exit_reason(facts.rc, unreachable)).flatten()
+        });
         let mut summary = RunSummary {
             version: SUMMARY_VERSION,
             ident: facts.ident,
             status: facts.status,
             rc: facts.rc,
             timeout: facts.timeout,
-            reason: facts.reason.map(|r| one_line(&r)),
+            reason: reason.map(|r| one_line(&r)),
             complete,
             stopped_early,
             attempt: facts.attempt,

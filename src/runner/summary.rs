@@ -20,6 +20,9 @@ use super::text::one_line;
 pub const SUMMARY_VERSION: u32 = 1;
 /// File name of the full summary inside `<artifacts>/<ident>/`.
 pub const SUMMARY_FILE: &str = "edpm-summary.json";
+/// `rc` when the run's return code is unknown (`--summarize-only` without ansible-runner's
+/// `rc` file): no exit status is negative.
+pub const RC_UNKNOWN: i32 = -1;
 /// Failure messages are cut to this many characters.
 pub const MESSAGE_LIMIT: usize = 256;
 
@@ -105,7 +108,8 @@ pub struct RunSummary {
     /// ansible-runner's ident: the Job's name (`-i`).
     pub ident: String,
     pub status: RunStatus,
-    /// The run's exit status: the play's return code, or edpm-agent's for bad input.
+    /// The run's exit status: the play's return code, or edpm-agent's for bad input;
+    /// [`RC_UNKNOWN`] when it is unknown (`reason` says why).
     pub rc: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Timeout>,
@@ -198,7 +202,8 @@ impl RunSummary {
 /// unreachable, with the task and the message. `written` says where the summary went.
 pub(crate) fn describe(s: &RunSummary, written: &str) -> String {
     use HostStatus as H;
-    let mut line = format!("edpm-agent: {} (rc {}): {} host(s)", s.status.as_str(), s.rc, s.hosts.len());
+    let rc = if s.rc == RC_UNKNOWN { "unknown".to_string() } else { s.rc.to_string() };
+    let mut line = format!("edpm-agent: {} (rc {rc}): {} host(s)", s.status.as_str(), s.hosts.len());
     for (label, st) in
         [("failed", H::Failed), ("unreachable", H::Unreachable), ("interrupted", H::Interrupted)]
     {

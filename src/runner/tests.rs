@@ -257,6 +257,31 @@ fn unreachable_hosts_report_where_and_why() {
     assert!(t.unreachable && t.message.starts_with("Failed to connect"), "{t:?}");
     assert_eq!(s.termination_message.unreachable_host_list, ["d"]);
     assert_eq!(s.termination_message.failure_percent, 100);
+    assert_eq!(s.reason.as_deref(), Some("Ansible's exit code 4: one or more hosts were unreachable"));
+}
+
+#[test]
+fn an_exit_code_without_a_reason_of_ours_says_what_ansible_means_by_it() {
+    // 4 and no host at all: Ansible could not parse the playbook.
+    let s = fold(vec![]).finish(facts(RunStatus::Failed, 4), &Redactor::default());
+    assert!(s.reason.as_deref().unwrap().contains("could not parse its input"), "{:?}", s.reason);
+    // Our own reason (a timeout, a signal) comes first; a successful run has none.
+    let mut f = facts(RunStatus::Timeout, 254);
+    f.reason = Some("job timeout".into());
+    assert_eq!(fold(vec![]).finish(f, &Redactor::default()).reason.as_deref(), Some("job timeout"));
+    assert_eq!(fold(vec![]).finish(facts(RunStatus::Successful, 0), &Redactor::default()).reason, None);
+    assert_eq!(fold(vec![]).finish(facts(RunStatus::Failed, 137), &Redactor::default()).reason, None);
+}
+
+#[test]
+fn an_unknown_return_code_is_said_never_shown_as_a_number() {
+    let mut f = facts(RunStatus::Failed, RC_UNKNOWN);
+    f.reason = Some("the run's return code is unknown: /a/rc is missing".into());
+    let s = fold(vec![]).finish(f, &Redactor::default());
+    assert_eq!(
+        describe(&s, ""),
+        "edpm-agent: failed (rc unknown): 0 host(s); the run's return code is unknown: /a/rc is missing\n"
+    );
 }
 
 #[test]

@@ -78,6 +78,11 @@ fn summarize(job: &Job, ident: &str, env: &[(&str, &str)]) -> Output {
     )
 }
 
+/// Our own lines in the job's log (Ansible's output, streamed as it comes, is Ansible's).
+fn our_lines(out: &Output) -> String {
+    out.stdout.lines().filter(|l| l.starts_with("edpm-agent:")).collect::<Vec<_>>().join("\n")
+}
+
 /// Writes job events for `--summarize-only`: one file per event, in counter order.
 fn write_events(job: &Job, ident: &str, events: &[Value]) {
     let dir = job.dir().join("artifacts").join(ident).join("job_events");
@@ -245,4 +250,42 @@ fn extra_vars_of_several_documents_say_one_document_is_expected() {
     );
     assert!(!out.stderr.contains("from_str_multiple"), "{}", out.stderr);
     assert!(job.summary("multi")["reason"].as_str().unwrap().contains("one YAML document expected"));
+}
+
+#[test]
+fn return_code_4_says_what_ansible_means_by_it() {
+    // Unreachable hosts.
+    let job = Job::new(&["a"], &["u"]);
+    job.write(
+        "project/site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n",
+    );
+    let out = run_job(&job, &[], "site.yml", "rc4", &[]);
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("rc4");
+    let reason = s["reason"].as_str().unwrap_or_else(|| panic!("no reason: {s}"));
+    assert!(reason.contains("unreachable"), "{reason}");
+    assert!(our_lines(&out).contains(reason), "{}", out.stdout);
+
+    // A playbook Ansible cannot parse: the same code, no host.
+    job.write("project/broken.yml", "- hosts: all\n  tasks: [\n");
+    let out = run_job(&job, &[], "broken.yml", "rc4-parse", &[]);
+    assert_eq!(out.code, 4, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("rc4-parse");
+    let reason = s["reason"].as_str().unwrap_or_else(|| panic!("no reason: {s}"));
+    assert!(reason.contains("could not parse"), "{reason}");
+}
+
+#[test]
+fn summarize_only_without_an_rc_file_says_the_return_code_is_unknown() {
+    let job = Job::new(&[], &[]);
+    write_events(&job, "norc", &[failed_event("h1", "t", "boom"), stats_event(&["h1"], &[])]);
+    let out = summarize(&job, "norc", &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("(rc 0)"), "{}", out.stdout);
+    let s = job.summary("norc");
+    let reason = s["reason"].as_str().unwrap_or_else(|| panic!("no reason: {s}"));
+    let rc_file = job.dir().join("artifacts/norc/rc").display().to_string();
+    assert!(reason.contains("return code is unknown") && reason.contains(&rc_file), "{reason}");
+    assert!(our_lines(&out).contains(reason), "{}", out.stdout);
 }

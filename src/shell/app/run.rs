@@ -21,7 +21,7 @@ use crate::runner::retry::{RetryPlan, RetryScope, retry_plan};
 use crate::runner::shell::artifacts::{self as art, Layout, TERMINATION_LOG};
 use crate::runner::shell::prepare::prepare;
 use crate::runner::shell::supervise;
-use crate::runner::summary::{RunStatus, RunSummary, describe};
+use crate::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
 use crate::shell::cli::{RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 
@@ -185,9 +185,15 @@ fn summarize_only(layout: &Layout, out: &mut dyn Write) -> Result<Status, AppErr
     }
     let (rc, runner) = art::runner_result(&layout.artifact_dir);
     let status = runner.unwrap_or(if rc == Some(0) { RunStatus::Successful } else { RunStatus::Failed });
+    // Without ansible-runner's rc file the run's return code is unknown: say so, never 0.
+    let reason = rc.is_none().then(|| {
+        let path = layout.artifact_dir.join("rc");
+        let why = if path.exists() { "does not hold a return code" } else { "is missing" };
+        format!("the run's return code is unknown: {} {why}", path.display())
+    });
     let attempt = art::attempts_so_far(&layout.artifact_dir) + 1;
-    let (ident, rc) = (layout.ident.clone(), rc.unwrap_or(0));
-    let facts = RunFacts { ident, status, rc, timeout: None, reason: None, attempt, limit: None };
+    let (ident, rc) = (layout.ident.clone(), rc.unwrap_or(RC_UNKNOWN));
+    let facts = RunFacts { ident, status, rc, timeout: None, reason, attempt, limit: None };
     let s = art::read_job_events(&layout.artifact_dir).finish(facts, &Redactor::default());
     let written = publish(layout, &s);
     super::output::write_out(out, &describe(&s, &written))?;
