@@ -200,7 +200,10 @@ impl RunSummary {
 
 /// The result for the job's log: a line of counts, then one line per host that failed or was
 /// unreachable, with the task and the message. `written` says where the summary went.
+/// Text from the play (host and task names, messages) has its control characters escaped
+/// (`excerpt::printable`): a host named with ESC or CR must not rewrite the job's log.
 pub(crate) fn describe(s: &RunSummary, written: &str) -> String {
+    use crate::excerpt::printable;
     use HostStatus as H;
     let rc = if s.rc == RC_UNKNOWN { "unknown".to_string() } else { s.rc.to_string() };
     let mut line = format!("edpm-agent: {} (rc {rc}): {} host(s)", s.status.as_str(), s.hosts.len());
@@ -211,21 +214,19 @@ pub(crate) fn describe(s: &RunSummary, written: &str) -> String {
         if !hosts.is_empty() {
             let more = hosts.len().saturating_sub(10);
             let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
-            line.push_str(&format!(
-                ", {label} {} ({}{tail})",
-                hosts.len(),
-                hosts[..hosts.len().min(10)].join(", ")
-            ));
+            let shown: Vec<_> = hosts[..hosts.len().min(10)].iter().map(|h| printable(h)).collect();
+            line.push_str(&format!(", {label} {} ({}{tail})", hosts.len(), shown.join(", ")));
         }
     }
     if let Some(r) = &s.reason {
-        line.push_str(&format!("; {r}"));
+        line.push_str(&format!("; {}", printable(r)));
     }
-    line.push_str(written);
+    line.push_str(&printable(written));
     for (host, h) in &s.hosts {
         if let Some(t) = &h.failed_task {
             let what = if t.unreachable { "unreachable at" } else { "failed at" };
-            line.push_str(&format!("\nedpm-agent: {host}: {what} task {:?}: {}", t.task, t.message));
+            let (host, task, message) = (printable(host), printable(&t.task), printable(&t.message));
+            line.push_str(&format!("\nedpm-agent: {host}: {what} task \"{task}\": {message}"));
         }
     }
     line.push('\n');

@@ -274,6 +274,43 @@ fn an_exit_code_without_a_reason_of_ours_says_what_ansible_means_by_it() {
 }
 
 #[test]
+fn the_job_log_escapes_control_characters_and_the_summary_keeps_them() {
+    let host = "evil\u{1b}cHost\r\u{7}";
+    let events = vec![
+        task("t1", "bad \u{1b}[2J task"),
+        on("runner_on_failed", host, "t1", "bad \u{1b}[2J task", json!({"msg": "boom \u{7}\u{9b}X"})),
+        stats(json!({"processed": {host: 1}, "failures": {host: 1}})),
+    ];
+    let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.hosts.contains_key(host), "the summary keeps the exact name");
+    let log = describe(&s, "; summary in /a\u{1b}b");
+    assert!(!log.contains(['\u{1b}', '\r', '\u{7}', '\u{9b}']), "{log:?}");
+    assert!(log.contains("failed 1 (evil\\ecHost\\r\\x07)"), "{log}");
+    assert!(
+        log.contains(
+            "edpm-agent: evil\\ecHost\\r\\x07: failed at task \"bad \\e[2J task\": boom \\x07\\u{9b}X"
+        ),
+        "{log}"
+    );
+    assert!(log.contains("summary in /a\\eb"), "{log}");
+    // Ansible reads the limit file in text mode: a CR would cut the name in two.
+    let prev = RunSummary { complete: true, stopped_early: false, ..s };
+    let plan = retry_plan(Some(&prev));
+    assert_eq!(plan.scope, RetryScope::Everything);
+    assert!(plan.note.contains("host name \"evil\\u{1b}cHost\\r\\u{7}\" cannot be used"), "{}", plan.note);
+    let mut prev = prev;
+    let h = prev.hosts.remove(host).unwrap();
+    prev.hosts.insert("evil\u{1b}cHost\u{7}".into(), h.clone());
+    let plan = retry_plan(Some(&prev));
+    assert!(plan.note.ends_with(": evil\\ecHost\\x07"), "{}", plan.note);
+    assert_eq!(plan.scope, RetryScope::Hosts(vec!["evil\u{1b}cHost\u{7}".into()]));
+    for name in [" lead", "trail\t", "sep\u{1f}"] {
+        prev.hosts = BTreeMap::from([(name.to_string(), h.clone())]);
+        assert_eq!(retry_plan(Some(&prev)).scope, RetryScope::Everything, "{name:?}");
+    }
+}
+
+#[test]
 fn an_unknown_return_code_is_said_never_shown_as_a_number() {
     let mut f = facts(RunStatus::Failed, RC_UNKNOWN);
     f.reason = Some("the run's return code is unknown: /a/rc is missing".into());

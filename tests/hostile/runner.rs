@@ -289,3 +289,33 @@ fn summarize_only_without_an_rc_file_says_the_return_code_is_unknown() {
     assert!(reason.contains("return code is unknown") && reason.contains(&rc_file), "{reason}");
     assert!(our_lines(&out).contains(reason), "{}", out.stdout);
 }
+
+#[test]
+fn control_characters_in_host_names_and_messages_are_escaped_in_the_job_log() {
+    let job = Job::new(&[], &[]);
+    let python = crate::util::python_tool("python3").display().to_string();
+    job.write(
+        "inventory/hosts",
+        &format!(
+            "all:\n  hosts:\n    \"evil\\ecHost\\r\\a\": {{ansible_connection: local}}\n  vars:\n    ansible_python_interpreter: {python}\n"
+        ),
+    );
+    job.write(
+        "project/site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: \"bad \\e[2J task\"\n      ansible.builtin.fail:\n        msg: \"boom \\e]0;title\\a\\rX\"\n",
+    );
+    for flags in [&[][..], &["--retry-failed"][..]] {
+        let out = run_job(&job, flags, "site.yml", "ctl", &[]);
+        assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+        let ours = our_lines(&out);
+        assert!(!ours.contains(['\u{1b}', '\r', '\u{7}']), "raw control characters: {ours:?}");
+        assert!(ours.contains("evil\\ecHost\\r\\x07: failed at task"), "{ours}");
+        if !flags.is_empty() {
+            // Ansible reads the limit file in text mode, where the CR ends a line: the retry
+            // runs on every host rather than on two halves of the name (it ran on none).
+            assert!(ours.contains("cannot be used in an Ansible limit"), "{ours}");
+        }
+    }
+    // The summary keeps the host's exact name.
+    assert!(job.summary("ctl")["hosts"].as_object().unwrap().contains_key("evil\u{1b}cHost\r\u{7}"));
+}

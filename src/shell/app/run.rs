@@ -118,7 +118,8 @@ pub(super) fn run(
         Some(p) => p.note.clone(),
         None => format!("running {} (attempt {})", prepared.play.spec.argv.join(" "), attempt.number),
     };
-    super::output::write_out(out, &format!("edpm-agent: {note}\n"))?;
+    // The command line holds the Job's words (RUNNER_CMDLINE): a line of the log, escaped.
+    super::output::write_out(out, &format!("edpm-agent: {}\n", crate::excerpt::printable(&note)))?;
 
     let sink = super::output::stdout_for_pump()
         .map_err(|e| AppError::failure(format!("cannot stream the play's output: {e}")))?;
@@ -180,6 +181,7 @@ fn build_inventory(
 fn summarize_only(layout: &Layout, out: &mut dyn Write) -> Result<Status, AppError> {
     if !layout.artifact_dir.is_dir() {
         let dir = layout.artifact_dir.display();
+        let dir = crate::excerpt::printable(&dir.to_string()).into_owned();
         super::output::write_out(out, &format!("edpm-agent: no artifacts in {dir}; nothing to summarize\n"))?;
         return Ok(Exit::Success.into());
     }
@@ -205,7 +207,7 @@ fn summarize_only(layout: &Layout, out: &mut dyn Write) -> Result<Status, AppErr
 fn publish(layout: &Layout, s: &RunSummary) -> String {
     let (note, problems) = art::publish(layout, s);
     for p in problems {
-        super::output::warn(&p);
+        super::output::warn(&crate::excerpt::printable(&p));
     }
     note
 }
