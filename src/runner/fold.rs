@@ -1,7 +1,8 @@
 //! Folding a run's events, in counter order, into per-host results.
 //!
 //! Invariants: Ansible's own statistics win over counts from events; failure messages are
-//! redacted before they are cut to [`MESSAGE_LIMIT`] characters. Interruption: hosts in a task
+//! redacted before they are cut to [`MESSAGE_LIMIT`] characters, and the task's and play's
+//! names and path are redacted too (Ansible templates them). Interruption: hosts in a task
 //! where another host failed (fatally, when the callback plugin's notes say so) that never
 //! show up again; a playbook whose last play with hosts saw them all fail, and was not its
 //! last play, `stoppedEarly`.
@@ -340,11 +341,13 @@ fn failed_task(records: &[FailureRecord], r: &HostResult, redactor: &Redactor) -
     } else {
         cut(&one_line(&redactor.redact(&strip_ansi(&record.failure.text))), MESSAGE_LIMIT)
     };
+    // Names are templated too (`name: deploy {{ db_password }}`): redacted like the message.
+    let clean = |s: &Option<String>| s.as_deref().map(|s| redactor.redact(s));
     Some(FailedTask {
-        task: record.task.clone().unwrap_or_default(),
+        task: clean(&record.task).unwrap_or_default(),
         action: record.action.clone(),
-        play: record.play.clone(),
-        path: record.path.clone(),
+        play: clean(&record.play),
+        path: clean(&record.path),
         unreachable: record.unreachable,
         message,
     })

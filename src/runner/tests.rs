@@ -311,6 +311,26 @@ fn the_job_log_escapes_control_characters_and_the_summary_keeps_them() {
 }
 
 #[test]
+fn task_and_play_names_are_redacted_like_messages() {
+    let events = vec![
+        json!({"event": "playbook_on_play_start", "event_data": {"play": "as Zq7"}}),
+        task("t1", "deploy Qu0te-Pw9x"),
+        on("runner_on_failed", "h", "t1", "deploy Qu0te-Pw9x", json!({"msg": "token LeakToken6 and Zq7"})),
+    ];
+    let mut f = fold(events);
+    f.push(ev(
+        json!({"event": "runner_on_failed", "event_data": {"host": "g", "task": "log in", "task_uuid": "t1",
+        "play": "as Zq7", "task_path": "/p/Qu0te-Pw9x/site.yml:3", "res": {"msg": "x"}}}),
+    ));
+    let r = Redactor::default().with_named(["Qu0te-Pw9x".to_string(), "Zq7".to_string()]);
+    let s = f.finish(facts(RunStatus::Failed, 2), &r);
+    let t = s.hosts["h"].failed_task.as_ref().unwrap();
+    assert_eq!((t.task.as_str(), t.message.as_str()), ("deploy ********", "token ******** and ********"));
+    let t = s.hosts["g"].failed_task.as_ref().unwrap();
+    assert_eq!((t.play.as_deref(), t.path.as_deref()), (Some("as ********"), Some("/p/********/site.yml:3")));
+}
+
+#[test]
 fn an_unknown_return_code_is_said_never_shown_as_a_number() {
     let mut f = facts(RunStatus::Failed, RC_UNKNOWN);
     f.reason = Some("the run's return code is unknown: /a/rc is missing".into());

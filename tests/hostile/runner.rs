@@ -3,6 +3,7 @@
 //! With real ansible-runner (the venv `.ci/run` makes) where a play has to run; with job
 //! events written here where `--summarize-only` reads what a run left.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,10 @@ fn our_lines(out: &Output) -> String {
     out.stdout.lines().filter(|l| l.starts_with("edpm-agent:")).collect::<Vec<_>>().join("\n")
 }
 
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Writes job events for `--summarize-only`: one file per event, in counter order.
 fn write_events(job: &Job, ident: &str, events: &[Value]) {
     let dir = job.dir().join("artifacts").join(ident).join("job_events");
@@ -105,6 +110,110 @@ fn stats_event(failed: &[&str], ok: &[&str]) -> Value {
         failed.iter().chain(ok).map(|h| (h.to_string(), json!(1))).collect();
     let failures: serde_json::Map<String, Value> = failed.iter().map(|h| (h.to_string(), json!(1))).collect();
     json!({"event": "playbook_on_stats", "event_data": {"processed": all, "ok": {}, "failures": failures, "dark": {}}})
+}
+
+/// The secrets of [`secrets_in_every_form_never_reach_the_summary_the_termination_message_or_the_log`]:
+/// none known to edpm-agent but by the key before it (each host's message shows one form),
+/// and two extra vars whose values are masked wherever they appear.
+const LEAKS: &[(&str, &str, &str)] = &[
+    // (host, the message it fails with, the secret in it)
+    ("yaml-next-line", "config:\\n  password:\\n    LeakNextLine1\\n  user: nova", "LeakNextLine1"),
+    ("yaml-tab", "password:\\tLeakTab2", "LeakTab2"),
+    ("json-newline", "{\\\"password\\\":\\n \\\"LeakJson3\\\"}", "LeakJson3"),
+    ("option", "openstack --os-cloud edpm --password LeakOption4 server list", "LeakOption4"),
+    ("environment", "export OS_PASSWORD LeakEnv5", "LeakEnv5"),
+    ("token", "keystone said: token LeakToken6", "LeakToken6"),
+    ("bearer", "curl -H 'Authorization: Bearer LeakBearer7' https://keystone", "LeakBearer7"),
+    ("pass", "rabbitmqctl add_user nova pass=LeakPass8", "LeakPass8"),
+    // The secret extra var as JSON, shell and Python quote it.
+    ("json-escaped", "{{ {'cfg': db_password} | to_json }}", "Pw9"),
+    ("shell-quoted", "mysql -p{{ db_password | quote }}", "Pw9"),
+    ("python-repr", "{{ [db_password] }}", "Pw9"),
+];
+
+/// The secret-named extra vars: one with quotes and a backslash, one of three characters.
+const SECRET_EXTRA_VARS: &str = "\ndb_password: \"Qu'ot\\\"e\\\\dPw9\"\nshort_password: Zq7\n\n";
+
+/// Every string in a JSON value.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        Value::Object(m) => m.iter().for_each(|(k, x)| {
+            out.push(k.clone());
+            strings(x, out)
+        }),
+        _ => {}
+    }
+}
+
+/// Checks that no secret of [`LEAKS`] or [`SECRET_EXTRA_VARS`] is in `text` (`what` names it).
+fn assert_no_leak(what: &str, text: &str) {
+    for (host, _, secret) in LEAKS {
+        assert!(!text.contains(secret), "{what} shows {host}'s secret {secret}:\n{text}");
+    }
+    for piece in ["Qu'ot", "dPw9", "Zq7"] {
+        assert!(!text.contains(piece), "{what} shows an extra var's value ({piece}):\n{text}");
+    }
+}
+
+#[test]
+fn secrets_in_every_form_never_reach_the_summary_the_termination_message_or_the_log() {
+    let hosts: Vec<&str> = LEAKS.iter().map(|(h, _, _)| *h).collect();
+    let job = Job::new(&hosts, &[]);
+    let mut msgs = String::new();
+    for (host, msg, _) in LEAKS {
+        msgs.push_str(&format!("          {host}: \"{msg}\"\n"));
+    }
+    // The extra vars' values are substituted into the task's name, which every host reports.
+    job.write(
+        "project/site.yml",
+        &format!(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: \"deploy {{{{ db_password }}}} as {{{{ short_password }}}}\"\n      ansible.builtin.fail:\n        msg: \"{{{{ msgs[inventory_hostname] }}}}\"\n      vars:\n        msgs:\n{msgs}"
+        ),
+    );
+    let out = run_job(&job, &[], "site.yml", "leaks", &[("RUNNER_EXTRA_VARS", SECRET_EXTRA_VARS)]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("leaks");
+    let statuses = host_statuses(&s);
+    assert!(statuses.iter().all(|(_, st)| st == "failed"), "{statuses:?}");
+    assert_eq!(statuses.len(), LEAKS.len());
+    // The task's name is still there, masked.
+    assert_eq!(s["hosts"]["token"]["failedTask"]["task"], "deploy ******** as ********");
+    assert_eq!(s["hosts"]["token"]["failedTask"]["message"], "keystone said: token ********");
+    let mut all = Vec::new();
+    strings(&s, &mut all);
+    assert_no_leak("edpm-summary.json", &all.join("\n"));
+    assert_no_leak("edpm-summary.json's text", &read(&job.dir().join("artifacts/leaks/edpm-summary.json")));
+    let (termination, _) = job.termination();
+    let mut all = Vec::new();
+    strings(&termination, &mut all);
+    assert_no_leak("the termination message", &all.join("\n"));
+    assert_no_leak("the job log's own lines", &our_lines(&out));
+    assert!(our_lines(&out).contains("edpm-agent: token: failed at task"), "{}", out.stdout);
+}
+
+#[test]
+fn summarize_only_masks_the_extra_vars_as_run_does() {
+    let job = Job::new(&[], &[]);
+    write_events(
+        &job,
+        "summ",
+        &[
+            failed_event("h1", "log in as Kx9-Secret-Value", "login refused for Kx9-Secret-Value and Zq7"),
+            stats_event(&["h1"], &[]),
+        ],
+    );
+    job.write("artifacts/summ/rc", "2");
+    job.write("artifacts/summ/status", "failed");
+    let extra = "\nregistry_password: Kx9-Secret-Value\nshort_password: Zq7\n\n";
+    let out = summarize(&job, "summ", &[("RUNNER_EXTRA_VARS", extra)]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("summ");
+    assert_eq!(s["hosts"]["h1"]["failedTask"]["message"], "login refused for ******** and ********");
+    assert_eq!(s["hosts"]["h1"]["failedTask"]["task"], "log in as ********");
+    let text = read(&job.dir().join("artifacts/summ/edpm-summary.json")) + &our_lines(&out);
+    assert!(!text.contains("Kx9") && !text.contains("Zq7"), "{text}");
 }
 
 #[test]
