@@ -793,6 +793,10 @@ fn mask_keyed_values(s: &str) -> String {
         while i < b.len() && is_name_byte(b[i]) {
             i += 1;
         }
+        // A URL's path segment (`/v3/auth/tokens: 401`) names no value.
+        if start > 0 && b[start - 1] == b'/' {
+            continue;
+        }
         let Some(key) = key_kind(&s[start..i]) else { continue };
         let (spans, resume) = keyed_spans(s, start, i, key);
         for r in spans {
@@ -908,6 +912,7 @@ mod tests {
             "missing required arguments: password, username",
             "token_url is https://x",
             "see http://u@host:5000/token?x=1",
+            "POST https://keystone:5000/v3/auth/tokens: 401 Unauthorized",
         ] {
             assert_eq!(r.redact(text), text, "{text:?}");
         }
