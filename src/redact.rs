@@ -1090,6 +1090,18 @@ mod tests {
             }
         }
 
+        /// Random bytes, read as a message would be (lossily): no panic, no control character
+        /// added.
+        #[test]
+        fn random_bytes_are_redacted_without_panic(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            let text = String::from_utf8_lossy(&bytes);
+            let r = Redactor::new(["s3cr3t-value".to_string()]).with_named(["abc".to_string()]);
+            let out = r.redact(&text);
+            proptest::prop_assert!(controls(&out) <= controls(&text), "{:?} -> {:?}", text, out);
+        }
+
         /// A credential in any key form, with no value known, between random words.
         #[test]
         fn no_secret_survives_a_key_form(
