@@ -1,7 +1,8 @@
 //! Folding a run's events, in counter order, into per-host results.
 //!
 //! Invariants: Ansible's own statistics win over counts from events; failure messages are
-//! redacted before they are cut to [`MESSAGE_LIMIT`] characters. Interruption: hosts in a task
+//! redacted before they are cut to [`MESSAGE_LIMIT`] characters, and the task's and play's
+//! names and path are redacted too (Ansible templates them). Interruption: hosts in a task
 //! where another host failed (fatally, when the callback plugin's notes say so) that never
 //! show up again; a playbook whose last play with hosts saw them all fail, and was not its
 //! last play, `stoppedEarly`.
@@ -10,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::events::{Event, EventKind, Failure, Notes, Stats};
 use super::job::Timeout;
+use super::outcome::exit_reason;
 use super::summary::{
     FailedTask, HostResult, HostStatus, MESSAGE_LIMIT, RunStatus, RunSummary, SUMMARY_VERSION,
 };
@@ -281,13 +283,18 @@ impl Fold {
                 .iter()
                 .all(|h| hosts.get(h).is_some_and(|r: &HostResult| r.status != HostStatus::Ok))
             && position.is_none_or(|(i, n)| i + 1 < n);
+        // A failed play without a reason of ours: what Ansible's exit code means.
+        let reason = facts.reason.or_else(|| {
+            let unreachable = hosts.values().any(|h| h.dark > 0);
+            (facts.status == RunStatus::Failed).then(|| exit_reason(facts.rc, unreachable)).flatten()
+        });
         let mut summary = RunSummary {
             version: SUMMARY_VERSION,
             ident: facts.ident,
             status: facts.status,
             rc: facts.rc,
             timeout: facts.timeout,
-            reason: facts.reason.map(|r| one_line(&r)),
+            reason: reason.map(|r| one_line(&r)),
             complete,
             stopped_early,
             attempt: facts.attempt,
@@ -334,11 +341,13 @@ fn failed_task(records: &[FailureRecord], r: &HostResult, redactor: &Redactor) -
     } else {
         cut(&one_line(&redactor.redact(&strip_ansi(&record.failure.text))), MESSAGE_LIMIT)
     };
+    // Names are templated too (`name: deploy {{ db_password }}`): redacted like the message.
+    let clean = |s: &Option<String>| s.as_deref().map(|s| redactor.redact(s));
     Some(FailedTask {
-        task: record.task.clone().unwrap_or_default(),
+        task: clean(&record.task).unwrap_or_default(),
         action: record.action.clone(),
-        play: record.play.clone(),
-        path: record.path.clone(),
+        play: clean(&record.play),
+        path: clean(&record.path),
         unreachable: record.unreachable,
         message,
     })

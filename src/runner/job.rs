@@ -120,6 +120,8 @@ pub(crate) struct RunnerCommand {
     /// Everything after the program, unchanged (starts with `run`).
     pub args: Vec<String>,
     pub private_data_dir: String,
+    /// Where the private data directory is in `args`.
+    dir_arg: usize,
     /// Option values by long name (the last one given wins, as with argparse), flags as "".
     pub values: BTreeMap<&'static str, String>,
     /// `-v` count.
@@ -139,6 +141,7 @@ impl RunnerCommand {
         }
         let mut cmd =
             RunnerCommand { program: program.clone(), args: argv[1..].to_vec(), ..Default::default() };
+        // Each positional argument with its place in `args`.
         let mut positional = Vec::new();
         let mut i = 2;
         let mut only_positional = false;
@@ -146,7 +149,7 @@ impl RunnerCommand {
             let a = &argv[i];
             i += 1;
             if only_positional || a == "-" || !a.starts_with('-') {
-                positional.push(a.clone());
+                positional.push((a.clone(), i - 2));
                 continue;
             }
             if a == "--" {
@@ -215,9 +218,9 @@ impl RunnerCommand {
         }
         // ansible-runner's only positional after `run` is the private data directory.
         match positional.as_slice() {
-            [dir] => cmd.private_data_dir = dir.clone(),
+            [(dir, at)] => (cmd.private_data_dir, cmd.dir_arg) = (dir.clone(), *at),
             [] => return Err(JobError::NoDirectory),
-            [_, extra, ..] => {
+            [_, (extra, _), ..] => {
                 return Err(JobError::BadOption {
                     option: extra.clone(),
                     message: "unexpected argument: ansible-runner run takes one directory".into(),
@@ -251,9 +254,27 @@ impl RunnerCommand {
     /// Replaces the runner directory (`/runner` in the Job's command) with `dir`, in the
     /// parsed value and in the arguments passed on.
     pub(crate) fn set_private_data_dir(&mut self, dir: &str) {
-        let old = std::mem::replace(&mut self.private_data_dir, dir.to_string());
-        if let Some(pos) = self.args.iter().position(|a| *a == old) {
-            self.args[pos] = dir.to_string();
+        self.private_data_dir = dir.to_string();
+        if let Some(arg) = self.args.get_mut(self.dir_arg) {
+            *arg = dir.to_string();
+        }
+    }
+
+    /// Makes the paths ansible-runner resolves against its working directory absolute
+    /// against `cwd` (the private data directory, `--artifact-dir`, `--project-dir`), as it
+    /// does (`os.path.abspath`), so that every path derived from them (the retry's
+    /// `--limit @FILE`, read by ansible-playbook in the project directory) means the same
+    /// wherever it is used.
+    pub(crate) fn resolve_paths(&mut self, cwd: &Path) {
+        let dir = absolute(cwd, &self.private_data_dir);
+        if dir != self.private_data_dir {
+            self.set_private_data_dir(&dir);
+        }
+        for long in ["--artifact-dir", "--project-dir"] {
+            if let Some(p) = self.get(long).filter(|p| Path::new(p).is_relative()) {
+                let p = absolute(cwd, p);
+                self.push_option(long, &p);
+            }
         }
     }
 
@@ -296,6 +317,23 @@ impl RunnerCommand {
         }
         Some(Playbook::File(self.project_dir().join(p)))
     }
+}
+
+/// `path` made absolute against `cwd` and cleaned without looking at the filesystem (`.` and
+/// `..` resolved by name), as Python's `os.path.abspath` does.
+pub(crate) fn absolute(cwd: &Path, path: &str) -> String {
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    for c in cwd.join(path).components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out.display().to_string()
 }
 
 /// What `-p` names.
@@ -383,14 +421,27 @@ impl JobEnv {
             Ok((n > 0).then(|| Duration::from_secs(n)))
         };
         Ok(JobEnv {
+            job_timeout: seconds("RUNNER_JOB_TIMEOUT", 3600)?,
+            idle_timeout: seconds("RUNNER_IDLE_TIMEOUT", 600)?,
+            ..JobEnv::read_texts(lookup)
+        })
+    }
+
+    /// The text values only, which cannot be wrong here (their contents are checked by
+    /// [`prepare`]), with the default timeouts: what the default command needs to know
+    /// before the artifacts directory is known, so that a bad timeout is reported where the
+    /// run's summary goes.
+    pub(crate) fn read_texts(lookup: &dyn Fn(&str) -> Option<String>) -> JobEnv {
+        let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
+        JobEnv {
             playbook: get("RUNNER_PLAYBOOK"),
             role: get("RUNNER_ROLE"),
             cmdline: get("RUNNER_CMDLINE"),
             extra_vars: get("RUNNER_EXTRA_VARS"),
             inventory: get("RUNNER_INVENTORY"),
-            job_timeout: seconds("RUNNER_JOB_TIMEOUT", 3600)?,
-            idle_timeout: seconds("RUNNER_IDLE_TIMEOUT", 600)?,
-        })
+            job_timeout: Some(Duration::from_secs(3600)),
+            idle_timeout: Some(Duration::from_secs(600)),
+        }
     }
 }
 
@@ -474,6 +525,57 @@ pub(crate) fn prepare(
     Ok(JobFiles { writes, secrets })
 }
 
+/// The values of secret-named extra vars a play gets besides `RUNNER_EXTRA_VARS` (whose
+/// values [`prepare`] returns): `extravars`, the text of an `env/extravars` file, and the
+/// command line's `-e`/`--extra-vars` (`key=value` words, or YAML/JSON; a file named with
+/// `@` is not read). Text that does not read as Ansible reads it gives nothing: Ansible
+/// would refuse it too.
+pub(crate) fn extra_var_secrets(extravars: Option<&str>, cmdline: Option<&str>) -> Vec<String> {
+    let mut found = Vec::new();
+    let add = |text: &str, found: &mut Vec<String>| {
+        if let Ok(v) = crate::yaml::ansible::<Value>(text) {
+            crate::redact::secret_values(&v, found);
+        }
+    };
+    if let Some(text) = extravars {
+        add(text, &mut found);
+    }
+    let words = cmdline.and_then(|c| shlex_split(c).ok()).unwrap_or_default();
+    let mut values = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        i += 1;
+        if w == "-e" || w == "--extra-vars" {
+            values.extend(words.get(i).cloned());
+            i += 1;
+        } else if let Some(v) = w.strip_prefix("--extra-vars=") {
+            values.push(v.to_string());
+        } else if let Some(v) = w.strip_prefix("-e").filter(|v| !v.is_empty() && !w.starts_with("--")) {
+            values.push(v.to_string());
+        }
+    }
+    for v in values {
+        let t = v.trim_start();
+        if t.starts_with('@') {
+            continue;
+        }
+        if t.starts_with(['{', '[']) {
+            add(t, &mut found);
+            continue;
+        }
+        // Ansible's key=value form: quoted values keep their spaces.
+        let mut m = serde_json::Map::new();
+        for kv in shlex_split(&v).unwrap_or_default() {
+            if let Some((k, val)) = kv.split_once('=') {
+                m.insert(k.to_string(), Value::String(val.to_string()));
+            }
+        }
+        crate::redact::secret_values(&Value::Object(m), &mut found);
+    }
+    found
+}
+
 /// The kind of YAML document Ansible needs in a file: what to say otherwise, and the check.
 type Want<'a> = (&'a str, fn(&Value) -> bool);
 
@@ -482,13 +584,23 @@ type Want<'a> = (&'a str, fn(&Value) -> bool);
 fn upstream_file(input: &'static str, text: &str, want: Option<Want>) -> Result<(String, Value), JobError> {
     let contents = format!("---\n{text}\n");
     let value = crate::yaml::ansible::<Value>(&contents)
-        .map_err(|message| JobError::Malformed { input: input.into(), message })?;
+        .map_err(|message| JobError::Malformed { input: input.into(), message: own_lines(&message) })?;
     match want {
         Some((what, ok)) if !ok(&value) => Err(JobError::Malformed {
             input: input.into(),
             message: format!("{what}, found {}", kind_of(&value)),
         }),
         _ => Ok((contents, value)),
+    }
+}
+
+/// A reader's `line N: …` counted in the variable's own lines, not in the file written from
+/// it (whose first line is the `---` upstream puts in front).
+fn own_lines(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("line ") else { return message.to_string() };
+    match rest.split_once(": ").and_then(|(n, m)| Some((n.parse::<u64>().ok()?, m))) {
+        Some((n, m)) => format!("line {}: {m}", n.saturating_sub(1).max(1)),
+        None => message.to_string(),
     }
 }
 
@@ -838,6 +950,29 @@ mod tests {
     }
 
     #[test]
+    fn relative_paths_are_resolved_once_against_the_working_directory() {
+        // The directory named like the ident: only the positional argument is the directory.
+        let mut c = RunnerCommand::parse(&argv(
+            "ansible-runner run -i runner -p x.yml --artifact-dir ../a --project-dir=./p runner",
+        ))
+        .unwrap();
+        c.resolve_paths(Path::new("/w/d"));
+        assert_eq!(c.private_data_dir, "/w/d/runner");
+        assert_eq!(
+            c.args,
+            argv(
+                "run -i runner -p x.yml --artifact-dir ../a --project-dir=./p /w/d/runner --artifact-dir /w/a --project-dir /w/d/p"
+            )
+        );
+        assert_eq!((c.ident(), c.artifact_root()), (Some("runner"), PathBuf::from("/w/a")));
+        assert_eq!(c.project_dir(), PathBuf::from("/w/d/p"));
+        let mut c = RunnerCommand::parse(&argv("ansible-runner run /r -p x.yml")).unwrap();
+        c.resolve_paths(Path::new("/w"));
+        assert_eq!(c.args, argv("run /r -p x.yml"), "absolute paths stay as given");
+        assert_eq!(absolute(Path::new("/w/d"), "../../../x/./y/"), "/x/y");
+    }
+
+    #[test]
     fn environment_values_are_unwrapped_and_timeouts_checked() {
         let e =
             JobEnv::read(&env_of(&[("RUNNER_CMDLINE", "\n\n\n"), ("RUNNER_JOB_TIMEOUT", " 60\n")])).unwrap();
@@ -848,6 +983,12 @@ mod tests {
         assert_eq!(e.idle_timeout, None);
         let err = JobEnv::read(&env_of(&[("RUNNER_JOB_TIMEOUT", "1h")])).unwrap_err().to_string();
         assert!(err.starts_with("RUNNER_JOB_TIMEOUT: \"1h\""), "{err}");
+        // The texts alone never fail: a bad timeout is reported once the summary has a place.
+        let texts = JobEnv::read_texts(&env_of(&[("RUNNER_JOB_TIMEOUT", "-5"), ("RUNNER_ROLE", "\nr\n")]));
+        assert_eq!(
+            (texts.role.as_deref(), texts.job_timeout),
+            (Some("\nr\n"), Some(Duration::from_secs(3600)))
+        );
     }
 
     #[test]
@@ -890,6 +1031,10 @@ mod tests {
         for (env, want) in [
             (JobEnv { extra_vars: Some("\n[a\n\n".into()), ..Default::default() }, "RUNNER_EXTRA_VARS: "),
             (
+                JobEnv { extra_vars: Some("\na: 1\n---\nb: 2\n\n".into()), ..Default::default() },
+                "RUNNER_EXTRA_VARS: line 4: one YAML document expected",
+            ),
+            (
                 JobEnv { extra_vars: Some("\n- a\n\n".into()), ..Default::default() },
                 "RUNNER_EXTRA_VARS: extra vars must be a YAML mapping of variable names to values, found a list",
             ),
@@ -909,6 +1054,14 @@ mod tests {
         let env =
             JobEnv { extra_vars: Some("\na: 1\na: 2\nb: !unsafe '{{ x }}'\n".into()), ..Default::default() };
         assert!(prepare(&cmd, &env, None, &env_of(&[])).is_ok());
+    }
+
+    #[test]
+    fn secret_named_extra_vars_are_found_wherever_they_are_given() {
+        let cmdline = "--tags a -e 'db_password=\"two words\" user=nova' -eapi_token=t0k3n --extra-vars='{\"x\": {\"secret\": 9}}' --extra-vars @/f -e '[1]'";
+        let found = extra_var_secrets(Some("---\nrabbit_pass: Zq7\nuser: nova\n"), Some(cmdline));
+        assert_eq!(found, ["Zq7", "two words", "t0k3n", "9"]);
+        assert!(extra_var_secrets(Some("[broken"), Some("'open")).is_empty());
     }
 
     #[test]

@@ -90,3 +90,42 @@ impl RunStatus {
         }
     }
 }
+
+/// Why a play that ran to its end failed with `rc`, in the words of ansible-core's exit codes
+/// (`ansible.errors.ExitCode`; ansible-runner passes ansible-playbook's on): `None` for a code
+/// Ansible does not define. Ansible uses 4 both for unreachable hosts and for input it could
+/// not parse: `unreachable` (some host was found unreachable) tells them apart.
+pub fn exit_reason(rc: i32, unreachable: bool) -> Option<String> {
+    let what = match rc {
+        1 => "an error stopped the play; Ansible's message is in the play's output",
+        2 => "one or more hosts failed",
+        4 if unreachable => "one or more hosts were unreachable",
+        4 => {
+            "no host was unreachable, so Ansible could not parse its input (the playbook, \
+             inventory, variables or a file they include); its message is in the play's output"
+        }
+        5 => "bad or incomplete options for ansible-playbook (the Job's command line, RUNNER_CMDLINE)",
+        99 => "the play was interrupted (Ctrl-C)",
+        250 => "an unexpected error in Ansible itself; its traceback is in the play's output",
+        _ => return None,
+    };
+    Some(format!("Ansible's exit code {rc}: {what}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_reason;
+
+    #[test]
+    fn ansibles_exit_codes_are_said_in_words() {
+        assert_eq!(
+            exit_reason(4, true).as_deref(),
+            Some("Ansible's exit code 4: one or more hosts were unreachable")
+        );
+        assert!(exit_reason(4, false).unwrap().contains("could not parse its input"));
+        assert_eq!(exit_reason(2, false).as_deref(), Some("Ansible's exit code 2: one or more hosts failed"));
+        assert!(exit_reason(5, false).unwrap().contains("RUNNER_CMDLINE"));
+        assert_eq!(exit_reason(0, false), None);
+        assert_eq!(exit_reason(137, false), None);
+    }
+}

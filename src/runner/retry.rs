@@ -18,16 +18,23 @@ pub struct RetryPlan {
     pub note: String,
 }
 
-/// Characters that make a host name mean something else in an Ansible limit pattern.
+/// Whether a host name reads back as itself from the limit file: no character that makes it
+/// mean something else in an Ansible limit pattern, and nothing Ansible's reading of the file
+/// changes (it opens it in text mode, so a CR ends a line too, and strips each line).
 fn pattern_safe(host: &str) -> bool {
+    // Python's str.isspace, which strip() uses: Unicode's white space and \x1c-\x1f.
+    let py_space = |c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c);
     !host.is_empty()
         && !host.starts_with(['~', '!', '&', '@'])
-        && !host.contains([',', ':', '*', '?', '[', ']', '\n'])
+        && !host.contains([',', ':', '*', '?', '[', ']', '\n', '\r'])
+        && !host.starts_with(py_space)
+        && !host.ends_with(py_space)
 }
 
+/// The first hosts, control characters escaped: the note is a line of the job's log.
 fn list_for_people(hosts: &[String]) -> String {
     const SHOWN: usize = 20;
-    let mut s = hosts.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    let mut s = hosts.iter().take(SHOWN).map(|h| crate::excerpt::printable(h)).collect::<Vec<_>>().join(", ");
     if hosts.len() > SHOWN {
         s.push_str(&format!(" and {} more", hosts.len() - SHOWN));
     }
@@ -89,7 +96,7 @@ pub fn retry_plan(previous: Option<&RunSummary>) -> RetryPlan {
         return RetryPlan {
             scope: RetryScope::Everything,
             note: format!(
-                "--retry-failed: host name {bad:?} cannot be used in an Ansible limit; running on every host"
+                "--retry-failed: host name {bad:?} cannot be used in an Ansible limit (a pattern character, a line break or white space at an end); running on every host"
             ),
         };
     }

@@ -20,6 +20,9 @@ use super::text::one_line;
 pub const SUMMARY_VERSION: u32 = 1;
 /// File name of the full summary inside `<artifacts>/<ident>/`.
 pub const SUMMARY_FILE: &str = "edpm-summary.json";
+/// `rc` when the run's return code is unknown (`--summarize-only` without ansible-runner's
+/// `rc` file): no exit status is negative.
+pub const RC_UNKNOWN: i32 = -1;
 /// Failure messages are cut to this many characters.
 pub const MESSAGE_LIMIT: usize = 256;
 
@@ -105,7 +108,8 @@ pub struct RunSummary {
     /// ansible-runner's ident: the Job's name (`-i`).
     pub ident: String,
     pub status: RunStatus,
-    /// The run's exit status: the play's return code, or edpm-agent's for bad input.
+    /// The run's exit status: the play's return code, or edpm-agent's for bad input;
+    /// [`RC_UNKNOWN`] when it is unknown (`reason` says why).
     pub rc: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Timeout>,
@@ -196,9 +200,13 @@ impl RunSummary {
 
 /// The result for the job's log: a line of counts, then one line per host that failed or was
 /// unreachable, with the task and the message. `written` says where the summary went.
+/// Text from the play (host and task names, messages) has its control characters escaped
+/// (`excerpt::printable`): a host named with ESC or CR must not rewrite the job's log.
 pub(crate) fn describe(s: &RunSummary, written: &str) -> String {
+    use crate::excerpt::printable;
     use HostStatus as H;
-    let mut line = format!("edpm-agent: {} (rc {}): {} host(s)", s.status.as_str(), s.rc, s.hosts.len());
+    let rc = if s.rc == RC_UNKNOWN { "unknown".to_string() } else { s.rc.to_string() };
+    let mut line = format!("edpm-agent: {} (rc {rc}): {} host(s)", s.status.as_str(), s.hosts.len());
     for (label, st) in
         [("failed", H::Failed), ("unreachable", H::Unreachable), ("interrupted", H::Interrupted)]
     {
@@ -206,21 +214,19 @@ pub(crate) fn describe(s: &RunSummary, written: &str) -> String {
         if !hosts.is_empty() {
             let more = hosts.len().saturating_sub(10);
             let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
-            line.push_str(&format!(
-                ", {label} {} ({}{tail})",
-                hosts.len(),
-                hosts[..hosts.len().min(10)].join(", ")
-            ));
+            let shown: Vec<_> = hosts[..hosts.len().min(10)].iter().map(|h| printable(h)).collect();
+            line.push_str(&format!(", {label} {} ({}{tail})", hosts.len(), shown.join(", ")));
         }
     }
     if let Some(r) = &s.reason {
-        line.push_str(&format!("; {r}"));
+        line.push_str(&format!("; {}", printable(r)));
     }
-    line.push_str(written);
+    line.push_str(&printable(written));
     for (host, h) in &s.hosts {
         if let Some(t) = &h.failed_task {
             let what = if t.unreachable { "unreachable at" } else { "failed at" };
-            line.push_str(&format!("\nedpm-agent: {host}: {what} task {:?}: {}", t.task, t.message));
+            let (host, task, message) = (printable(host), printable(&t.task), printable(&t.message));
+            line.push_str(&format!("\nedpm-agent: {host}: {what} task \"{task}\": {message}"));
         }
     }
     line.push('\n');
@@ -250,7 +256,6 @@ impl TerminationMessage {
             truncated: false,
             ..TerminationMessage::default()
         };
-        m.fit();
         // Failed hosts' reasons first, then the unreachable ones'.
         let mut reasons: Vec<(String, String)> = Vec::new();
         for unreachable in [false, true] {
@@ -259,7 +264,8 @@ impl TerminationMessage {
                 (h.failures > 0 || h.dark > 0).then(|| (host.clone(), t.reason()))
             }));
         }
-        m.add_host_failures(&reasons);
+        let first_cap = m.fit_keeping_first(reasons.first(), reasons.len());
+        m.add_host_failures(&reasons, first_cap);
         m
     }
 }

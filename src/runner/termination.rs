@@ -3,8 +3,9 @@
 //! same type), kept within Kubernetes' 4096-byte limit.
 //!
 //! Invariant: the message never exceeds [`TERMINATION_MESSAGE_LIMIT`] bytes: host lists are
-//! shortened (and `truncated` set), counts never are; the reasons of `hostFailures` come
-//! last, in the room upstream's fields leave.
+//! shortened (and `truncated` set), counts never are; the first failed host's reason in
+//! `hostFailures` keeps its room ahead of the lists' tails, the other reasons take the room
+//! upstream's fields leave.
 
 use std::collections::BTreeMap;
 
@@ -117,18 +118,74 @@ impl TerminationMessage {
 /// A reason is never cut shorter than this (characters): below it, a host is left out instead.
 const MIN_REASON_CHARS: usize = 40;
 
+/// The room the first failed host's reason keeps ahead of the host lists' tails
+/// (characters): the whole of a usual reason (task, place, a message of some 100
+/// characters), a few dozen host names' worth of the 4096 bytes.
+pub const FIRST_REASON_CHARS: usize = 200;
+
+impl TerminationMessage {
+    /// [`TerminationMessage::fit`], keeping room for `first`, the first host's reason (cut to
+    /// at most [`FIRST_REASON_CHARS`], and shorter when even empty lists leave less room):
+    /// with 400 failed hosts the names alone fill the message, and the cluster would see
+    /// the hosts but never why. `of` is the number of reasons; the room is then filled by
+    /// [`TerminationMessage::add_host_failures`]. Returns the cut the first reason was
+    /// given room for (0: none).
+    pub(crate) fn fit_keeping_first(&mut self, first: Option<&(String, String)>, of: usize) -> usize {
+        let Some((host, reason)) = first else {
+            self.fit();
+            return 0;
+        };
+        let with = |cap: usize| {
+            let mut m = self.clone();
+            m.host_failures = BTreeMap::from([(host.clone(), super::text::cut(reason, cap))]);
+            m.host_failures_omitted = of.saturating_sub(1) as u64;
+            m.fit();
+            m
+        };
+        let fits = |m: &TerminationMessage| m.to_json().len() <= TERMINATION_MESSAGE_LIMIT;
+        let m = with(FIRST_REASON_CHARS);
+        if fits(&m) {
+            *self = m;
+            return FIRST_REASON_CHARS;
+        }
+        // Only a very long host name or reason: the longest cut that fits beside empty lists.
+        let (mut lo, mut hi) = (0, FIRST_REASON_CHARS);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(&with(mid)) { lo = mid } else { hi = mid - 1 }
+        }
+        let m = with(lo);
+        if lo > 0 && fits(&m) {
+            *self = m;
+            lo
+        } else {
+            self.fit();
+            0
+        }
+    }
+}
+
 impl TerminationMessage {
     /// Adds the hosts' reasons, in the order given, after upstream's fields have been fitted:
     /// as many hosts as fit with every reason cut to at least [`MIN_REASON_CHARS`], then the
-    /// longest common cut that still fits; the rest are counted in `hostFailuresOmitted`.
-    pub(crate) fn add_host_failures(&mut self, reasons: &[(String, String)]) {
+    /// longest common cut that still fits; the rest are counted in `hostFailuresOmitted`. The
+    /// first reason is never cut shorter than `first_cap`, the room
+    /// [`TerminationMessage::fit_keeping_first`] kept for it: a second host's reason does not
+    /// take that room away (two reasons cut to 40 characters say less than one whole).
+    pub(crate) fn add_host_failures(&mut self, reasons: &[(String, String)], first_cap: usize) {
         if reasons.is_empty() {
             return;
         }
         let with = |k: usize, cap: usize| {
             let mut m = self.clone();
-            m.host_failures =
-                reasons[..k].iter().map(|(h, r)| (h.clone(), super::text::cut(r, cap))).collect();
+            m.host_failures = reasons[..k]
+                .iter()
+                .enumerate()
+                .map(|(i, (h, r))| {
+                    let cap = if i == 0 { cap.max(first_cap) } else { cap };
+                    (h.clone(), super::text::cut(r, cap))
+                })
+                .collect();
             m.host_failures_omitted = (reasons.len() - k) as u64;
             m
         };

@@ -257,6 +257,88 @@ fn unreachable_hosts_report_where_and_why() {
     assert!(t.unreachable && t.message.starts_with("Failed to connect"), "{t:?}");
     assert_eq!(s.termination_message.unreachable_host_list, ["d"]);
     assert_eq!(s.termination_message.failure_percent, 100);
+    assert_eq!(s.reason.as_deref(), Some("Ansible's exit code 4: one or more hosts were unreachable"));
+}
+
+#[test]
+fn an_exit_code_without_a_reason_of_ours_says_what_ansible_means_by_it() {
+    // 4 and no host at all: Ansible could not parse the playbook.
+    let s = fold(vec![]).finish(facts(RunStatus::Failed, 4), &Redactor::default());
+    assert!(s.reason.as_deref().unwrap().contains("could not parse its input"), "{:?}", s.reason);
+    // Our own reason (a timeout, a signal) comes first; a successful run has none.
+    let mut f = facts(RunStatus::Timeout, 254);
+    f.reason = Some("job timeout".into());
+    assert_eq!(fold(vec![]).finish(f, &Redactor::default()).reason.as_deref(), Some("job timeout"));
+    assert_eq!(fold(vec![]).finish(facts(RunStatus::Successful, 0), &Redactor::default()).reason, None);
+    assert_eq!(fold(vec![]).finish(facts(RunStatus::Failed, 137), &Redactor::default()).reason, None);
+}
+
+#[test]
+fn the_job_log_escapes_control_characters_and_the_summary_keeps_them() {
+    let host = "evil\u{1b}cHost\r\u{7}";
+    let events = vec![
+        task("t1", "bad \u{1b}[2J task"),
+        on("runner_on_failed", host, "t1", "bad \u{1b}[2J task", json!({"msg": "boom \u{7}\u{9b}X"})),
+        stats(json!({"processed": {host: 1}, "failures": {host: 1}})),
+    ];
+    let s = fold(events).finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.hosts.contains_key(host), "the summary keeps the exact name");
+    let log = describe(&s, "; summary in /a\u{1b}b");
+    assert!(!log.contains(['\u{1b}', '\r', '\u{7}', '\u{9b}']), "{log:?}");
+    assert!(log.contains("failed 1 (evil\\ecHost\\r\\x07)"), "{log}");
+    assert!(
+        log.contains(
+            "edpm-agent: evil\\ecHost\\r\\x07: failed at task \"bad \\e[2J task\": boom \\x07\\u{9b}X"
+        ),
+        "{log}"
+    );
+    assert!(log.contains("summary in /a\\eb"), "{log}");
+    // Ansible reads the limit file in text mode: a CR would cut the name in two.
+    let prev = RunSummary { complete: true, stopped_early: false, ..s };
+    let plan = retry_plan(Some(&prev));
+    assert_eq!(plan.scope, RetryScope::Everything);
+    assert!(plan.note.contains("host name \"evil\\u{1b}cHost\\r\\u{7}\" cannot be used"), "{}", plan.note);
+    let mut prev = prev;
+    let h = prev.hosts.remove(host).unwrap();
+    prev.hosts.insert("evil\u{1b}cHost\u{7}".into(), h.clone());
+    let plan = retry_plan(Some(&prev));
+    assert!(plan.note.ends_with(": evil\\ecHost\\x07"), "{}", plan.note);
+    assert_eq!(plan.scope, RetryScope::Hosts(vec!["evil\u{1b}cHost\u{7}".into()]));
+    for name in [" lead", "trail\t", "sep\u{1f}"] {
+        prev.hosts = BTreeMap::from([(name.to_string(), h.clone())]);
+        assert_eq!(retry_plan(Some(&prev)).scope, RetryScope::Everything, "{name:?}");
+    }
+}
+
+#[test]
+fn task_and_play_names_are_redacted_like_messages() {
+    let events = vec![
+        json!({"event": "playbook_on_play_start", "event_data": {"play": "as Zq7"}}),
+        task("t1", "deploy Qu0te-Pw9x"),
+        on("runner_on_failed", "h", "t1", "deploy Qu0te-Pw9x", json!({"msg": "token LeakToken6 and Zq7"})),
+    ];
+    let mut f = fold(events);
+    f.push(ev(
+        json!({"event": "runner_on_failed", "event_data": {"host": "g", "task": "log in", "task_uuid": "t1",
+        "play": "as Zq7", "task_path": "/p/Qu0te-Pw9x/site.yml:3", "res": {"msg": "x"}}}),
+    ));
+    let r = Redactor::default().with_named(["Qu0te-Pw9x".to_string(), "Zq7".to_string()]);
+    let s = f.finish(facts(RunStatus::Failed, 2), &r);
+    let t = s.hosts["h"].failed_task.as_ref().unwrap();
+    assert_eq!((t.task.as_str(), t.message.as_str()), ("deploy ********", "token ******** and ********"));
+    let t = s.hosts["g"].failed_task.as_ref().unwrap();
+    assert_eq!((t.play.as_deref(), t.path.as_deref()), (Some("as ********"), Some("/p/********/site.yml:3")));
+}
+
+#[test]
+fn an_unknown_return_code_is_said_never_shown_as_a_number() {
+    let mut f = facts(RunStatus::Failed, RC_UNKNOWN);
+    f.reason = Some("the run's return code is unknown: /a/rc is missing".into());
+    let s = fold(vec![]).finish(f, &Redactor::default());
+    assert_eq!(
+        describe(&s, ""),
+        "edpm-agent: failed (rc unknown): 0 host(s); the run's return code is unknown: /a/rc is missing\n"
+    );
 }
 
 #[test]
@@ -430,6 +512,10 @@ proptest! {
         // to one common length; the rest counted, unless not even the count fits.
         let reasons = m.host_failures.len() + m.host_failures_omitted as usize;
         prop_assert!(reasons == failed.len() + unreachable.len() || reasons == 0);
+        // The first host's reason keeps its room ahead of the lists' tails.
+        if let Some(first) = failed.first().or(unreachable.first()) {
+            prop_assert!(m.host_failures.contains_key(first), "{}", text);
+        }
         for (h, r) in &m.host_failures {
             prop_assert!(failed.contains(h) || unreachable.contains(h));
             prop_assert!(r.starts_with("Deploy nova (edpm_nova/tasks/main.yml:12): ") || r.ends_with('…'));
@@ -437,8 +523,14 @@ proptest! {
         // One cut for all: some length c with every shortened reason exactly `cut(original, c)`
         // (`cut` trims the space before its ellipsis, so the lengths may differ by that).
         let original = |h: &str| s.hosts[h].failed_task.as_ref().unwrap().reason();
-        let shortened: Vec<(String, &String)> =
-            m.host_failures.iter().filter(|(_, r)| r.ends_with('…')).map(|(h, r)| (original(h), r)).collect();
+        // The first reason may be longer: it keeps the room it was given ahead of the lists.
+        let first = failed.first().or(unreachable.first());
+        let shortened: Vec<(String, &String)> = m
+            .host_failures
+            .iter()
+            .filter(|(h, r)| r.ends_with('…') && Some(*h) != first)
+            .map(|(h, r)| (original(h), r))
+            .collect();
         if let Some((o, r)) = shortened.first() {
             let fits = |c: usize| shortened.iter().all(|(o, r)| &cut(o, c) == *r);
             prop_assert!(
@@ -460,6 +552,32 @@ proptest! {
         prop_assert!(!m.contains(&secret));
         prop_assert!(m.chars().count() <= MESSAGE_LIMIT);
     }
+}
+
+#[test]
+fn the_first_failed_hosts_reason_is_kept_ahead_of_the_host_lists_tail() {
+    // 400 failed hosts: their names alone are more than the 4096 bytes.
+    let failed: Vec<String> = (0..400).map(|i| format!("edpm-compute-{i:04}.example.com")).collect();
+    let s = summary_with(&failed, &["u-1".into()], 0);
+    let m = TerminationMessage::from_summary(&s);
+    assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+    assert_eq!((m.failed_hosts, m.unreachable_hosts, m.total_hosts, m.truncated), (400, 1, 401, true));
+    assert_eq!(
+        m.host_failures[&failed[0]],
+        "Deploy nova (edpm_nova/tasks/main.yml:12): non-zero return code (rc 125): Error: cannot pull image for edpm-compute-0000.example.com"
+    );
+    assert_eq!(m.host_failures_omitted, 401 - m.host_failures.len() as u64);
+    assert!(!m.failed_host_list.is_empty() && failed.starts_with(&m.failed_host_list));
+    // A host whose name leaves no room beside the counts: the message still fits, without it.
+    let huge = vec!["h".repeat(5000)];
+    let m = TerminationMessage::from_summary(&summary_with(&huge, &[], 0));
+    assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+    assert_eq!((m.failed_hosts, m.host_failures.len()), (1, 0));
+    // A long name that fits with a shorter cut of its reason.
+    let long = vec!["h".repeat(3700)];
+    let m = TerminationMessage::from_summary(&summary_with(&long, &[], 0));
+    assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+    assert!(m.host_failures[&long[0]].ends_with('…'), "{:?}", m.host_failures);
 }
 
 #[test]

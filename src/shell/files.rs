@@ -314,21 +314,30 @@ fn read_all(file: &std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<()> {
 /// 100,000 for a large run), where the system calls are the cost: each file is opened relative
 /// to the directory, so the kernel resolves one name instead of the whole path, and read with
 /// one call into a reused buffer.
+///
+/// As every input: only a regular file is read (opened non-blocking and checked on the
+/// descriptor, so a FIFO is refused, never waited on, and a link to `/dev/zero` never read),
+/// and at most `cap` bytes of it.
 pub struct DirFiles {
     dir: std::os::fd::OwnedFd,
+    cap: u64,
 }
 
 impl DirFiles {
-    pub fn open(path: &Path) -> std::io::Result<DirFiles> {
-        let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY).open(path)?;
-        Ok(DirFiles { dir: f.into() })
+    pub fn open(path: &Path, cap: u64) -> std::io::Result<DirFiles> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
+            .open(path)?;
+        Ok(DirFiles { dir: f.into(), cap })
     }
 
     /// The contents of `name`, read into `buf`, a scratch buffer kept initialized between
     /// calls (so nothing is zeroed per file). With `whole`, reads until end of file; without,
     /// a read that does not fill the buffer is taken as the end of the file, which holds for
     /// local regular files: one system call for a small file (a caller whose data does not
-    /// parse reads again with `whole`).
+    /// parse reads again with `whole`). A file that is not regular, or larger than the cap,
+    /// is an error that says so.
     pub fn read<'b>(
         &self,
         name: &std::ffi::OsStr,
@@ -340,15 +349,27 @@ impl DirFiles {
         let c = std::ffi::CString::new(name.as_bytes())
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         // SAFETY: a valid directory descriptor and C string; the descriptor returned is ours.
-        let fd = unsafe { libc::openat(self.dir.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        let fd = unsafe {
+            libc::openat(
+                self.dir.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK,
+            )
+        };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: `fd` was just opened and is owned by nothing else.
-        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        let file = unsafe { std::fs::File::from_raw_fd(fd) };
+        let invalid = |e: ReadError| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string());
+        // On the descriptor: whatever the name pointed to when it was opened.
+        check_readable(&file.metadata()?.file_type(), false).map_err(invalid)?;
         if buf.len() < 64 * 1024 {
             buf.resize(64 * 1024, 0);
         }
+        // One byte past the cap tells a file at the cap from a larger one (or one that grows).
+        let limit = usize::try_from(self.cap.saturating_add(1)).unwrap_or(usize::MAX);
+        let mut file = file.take(self.cap.saturating_add(1));
         let mut len = 0;
         loop {
             let n = match file.read(&mut buf[len..]) {
@@ -357,11 +378,14 @@ impl DirFiles {
                 Err(e) => return Err(e),
             };
             len += n;
+            if len >= limit {
+                return Err(invalid(ReadError::TooLarge(self.cap)));
+            }
             if n == 0 || (!whole && len < buf.len()) {
                 return Ok(&buf[..len]);
             }
             if len == buf.len() {
-                buf.resize(buf.len() * 2, 0);
+                buf.resize(buf.len().saturating_mul(2).min(limit.max(buf.len() + 1)), 0);
             }
         }
     }
@@ -415,7 +439,7 @@ mod tests {
         let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(d.path().join("small"), b"{}").unwrap();
         std::fs::write(d.path().join("big"), &big).unwrap();
-        let files = DirFiles::open(d.path()).unwrap();
+        let files = DirFiles::open(d.path(), MAX_FILE_BYTES).unwrap();
         let mut buf = Vec::new();
         for whole in [false, true] {
             assert_eq!(files.read("small".as_ref(), &mut buf, whole).unwrap(), b"{}");
@@ -427,6 +451,31 @@ mod tests {
             );
         }
         assert!(files.read("missing".as_ref(), &mut buf, false).is_err());
+    }
+
+    #[test]
+    fn dir_files_refuse_what_is_not_a_regular_file_and_stop_at_the_cap() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("1-fifo.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink("/dev/zero", d.path().join("2-zero.json")).unwrap();
+        std::fs::write(d.path().join("3-big.json"), vec![b'x'; 300_000]).unwrap();
+        std::fs::write(d.path().join("4-at-cap.json"), vec![b'y'; 100_000]).unwrap();
+        let files = DirFiles::open(d.path(), 100_000).unwrap();
+        let mut buf = Vec::new();
+        for whole in [false, true] {
+            // Neither waited on nor read without end: the test would hang or run out of memory.
+            let e = files.read("1-fifo.json".as_ref(), &mut buf, whole).unwrap_err();
+            assert!(e.to_string().contains("FIFO"), "{e}");
+            let e = files.read("2-zero.json".as_ref(), &mut buf, whole).unwrap_err();
+            assert!(e.to_string().contains("character device"), "{e}");
+            let e = files.read("3-big.json".as_ref(), &mut buf, whole).unwrap_err();
+            assert!(e.to_string().contains("larger than"), "{e}");
+        }
+        assert_eq!(files.read("4-at-cap.json".as_ref(), &mut buf, true).unwrap().len(), 100_000);
+        assert!(buf.len() <= 100_001 + 64 * 1024, "the buffer grew past the cap: {}", buf.len());
     }
 
     #[test]

@@ -136,6 +136,12 @@ pub fn saphyr_message(e: &serde_saphyr::Error) -> String {
             B::ScalarBytes { .. } => "a value is too long for the reader's limits; shorten it".to_string(),
             _ => "past one of the reader's limits on hostile input; simplify it".to_string(),
         },
+        // Ansible (PyYAML's safe_load) reads one document: "expected a single document".
+        serde_saphyr::Error::MultipleDocuments { .. } => {
+            "one YAML document expected, and a `---` line starts another; remove it, or merge the \
+             documents into one"
+                .to_string()
+        }
         serde_saphyr::Error::DuplicateMappingKey { key, .. } => match key {
             Some(k) => format!("key {k:?} appears twice in one mapping; remove one"),
             None => "a key appears twice in one mapping; remove one".to_string(),
@@ -155,6 +161,10 @@ pub fn saphyr_message(e: &serde_saphyr::Error) -> String {
             } else if let Some(rest) = bare.strip_prefix("duplicate mapping key") {
                 let key = rest.trim_start_matches(':').split(',').next().unwrap_or("").trim();
                 format!("key {key:?} appears twice in one mapping; remove one")
+            } else if bare.contains("from_str_multiple") || bare.contains("multiple YAML documents") {
+                "one YAML document expected, and a `---` line starts another; remove it, or merge the \
+                 documents into one"
+                    .to_string()
             } else if bare.starts_with("budget breached") {
                 "past one of the reader's limits on hostile input (size, aliases or nesting); simplify it"
                     .to_string()
@@ -245,9 +255,12 @@ mod saphyr_tests {
             ("a: 1\na: 2\n", "appears twice"),
             ("a: [1\n", "line"),
             (bomb.as_str(), ""),
+            ("a: 1\n---\nb: 2\n", "line 3: one YAML document expected"),
         ] {
             let m = message(text);
-            for internal in ["budget", "Budget", "Depth {", "DuplicateKeyPolicy", "Options", "untagged"] {
+            for internal in
+                ["budget", "Budget", "Depth {", "DuplicateKeyPolicy", "Options", "untagged", "from_str"]
+            {
                 assert!(!m.contains(internal), "{m}");
             }
             assert!(m.contains(want), "{m}");

@@ -55,13 +55,20 @@ pub(crate) fn command_and_layout(
     env: &Env,
     termination_log: Option<PathBuf>,
 ) -> Result<(RunnerCommand, Layout), RunError> {
-    let given_dir = opts.runner_dir.as_ref().map(|d| d.display().to_string());
+    // Resolved once, absolutely, as ansible-runner resolves them: every path derived from
+    // them (the retry's limit file, the notes file) is then the same for every process.
+    let cwd = std::env::current_dir()
+        .map_err(|e| RunError::Failure(format!("cannot read the working directory: {e}")))?;
+    let given_dir = opts.runner_dir.as_ref().map(|d| job::absolute(&cwd, &d.display().to_string()));
     let mut cmd = if opts.command.is_empty() {
-        let job_env = JobEnv::read(&|k: &str| env.string(k))?;
+        // Only the playbook or role: a bad timeout is prepare's to report, once the summary
+        // has a place.
+        let job_env = JobEnv::read_texts(&|k: &str| env.string(k));
         RunnerCommand::default_for(given_dir.as_deref().unwrap_or(job::DEFAULT_RUNNER_DIR), &job_env)
     } else {
         RunnerCommand::parse(&opts.command)?
     };
+    cmd.resolve_paths(&cwd);
     if let Some(d) = &given_dir {
         if cmd.private_data_dir == job::DEFAULT_RUNNER_DIR || cmd.private_data_dir == *d {
             cmd.set_private_data_dir(d);
@@ -78,7 +85,7 @@ pub(crate) fn command_and_layout(
     if cmd.get("--artifact-dir").is_none()
         && let Some(root) = env.get("EDPM_AEE_ARTIFACTS_ROOT")
     {
-        cmd.push_option("--artifact-dir", root);
+        cmd.push_option("--artifact-dir", &job::absolute(&cwd, root));
     }
     let root = cmd.artifact_root();
     let ident = match cmd.ident() {
@@ -272,7 +279,8 @@ pub(crate) fn read_job_events(artifact_dir: &Path) -> Fold {
         fold.set_notes(parse_notes(&text));
     }
     let dir = artifact_dir.join("job_events");
-    let (Ok(entries), Ok(dir_files)) = (std::fs::read_dir(&dir), files::DirFiles::open(&dir)) else {
+    let (Ok(entries), Ok(dir_files)) = (std::fs::read_dir(&dir), files::DirFiles::open(&dir, MAX_FILE_BYTES))
+    else {
         return fold;
     };
     let mut names: Vec<(u64, std::ffi::OsString)> = entries

@@ -15,9 +15,11 @@ pub(crate) struct Prepared {
     pub play: Play,
     pub limits: Limits,
     pub ansible_runner: bool,
-    /// Secret values known to edpm-agent (its own inventory's Secrets, secret-named extra
-    /// vars), for redaction.
+    /// The values of the Secrets edpm-agent's own inventory read, for redaction.
     pub secrets: Vec<String>,
+    /// The values of secret-named extra vars (`RUNNER_EXTRA_VARS`, `env/extravars`, the
+    /// command line's `-e`), masked at any length (`Redactor::with_named`).
+    pub named: Vec<String>,
     /// The mounted inventory, read for secret-named variables if a host failed.
     pub mounted_inventory: Option<PathBuf>,
     /// Temporary files (inventory, callback plugin, role play) that must outlive the play.
@@ -46,7 +48,9 @@ pub(crate) fn prepare<E: From<RunError> + From<JobError>>(
         .prefix("edpm-agent-run.")
         .tempdir()
         .map_err(|e| RunError::Failure(format!("cannot create a temporary directory: {e}")))?;
-    let mut secrets = files.secrets.clone();
+    let mut named = files.secrets.clone();
+    named.extend(named_secrets(&layout.runner_dir, cmd, &job));
+    let mut secrets = Vec::new();
     let (generated, mounted) =
         match policy::choose_inventory(opts.inventory_source, cmd, job.cmdline.as_deref(), &written) {
             InventoryPlan::Mounted { path, check } => {
@@ -80,5 +84,31 @@ pub(crate) fn prepare<E: From<RunError> + From<JobError>>(
     let play =
         play(opts.init.as_deref(), env, cmd, layout, ansible_runner, generated.as_deref(), scratch.path())?;
     let limits = Limits { job: job.job_timeout, idle: job.idle_timeout, grace: opts.grace };
-    Ok(Prepared { play, limits, ansible_runner, secrets, mounted_inventory: mounted, _scratch: scratch })
+    Ok(Prepared {
+        play,
+        limits,
+        ansible_runner,
+        secrets,
+        named,
+        mounted_inventory: mounted,
+        _scratch: scratch,
+    })
+}
+
+/// The values of secret-named extra vars the play gets: `RUNNER_EXTRA_VARS`, else the runner
+/// directory's `env/extravars`, and the command line's `-e` (the command's `--cmdline`, else
+/// `RUNNER_CMDLINE`, else `env/cmdline`). Files that cannot be read give nothing here (the
+/// run names them where it reads them for the play).
+pub(crate) fn named_secrets(dir: &Path, cmd: &RunnerCommand, job: &JobEnv) -> Vec<String> {
+    let read = |rel: &str| read_optional(&dir.join(rel)).ok().flatten();
+    let extravars = match &job.extra_vars {
+        // As the entrypoint writes it (job::prepare).
+        Some(text) => Some(format!("---\n{text}\n")),
+        None => read("env/extravars"),
+    };
+    let cmdline = match cmd.get("--cmdline") {
+        Some(c) => Some(c.to_string()),
+        None => job.cmdline.clone().or_else(|| read("env/cmdline")),
+    };
+    job::extra_var_secrets(extravars.as_deref(), cmdline.as_deref())
 }

@@ -324,9 +324,10 @@ pub(crate) fn supervise(
             break e;
         }
         let now = Instant::now();
-        // Deadlines that have passed act now; the nearest one left bounds the wait.
-        let job_at = limits.job.map(|j| start + j);
-        let idle_at = limits.idle.map(|i| pump.last_output(start) + i);
+        // Deadlines that have passed act now; the nearest one left bounds the wait. A limit
+        // past what the clock can hold (`RUNNER_JOB_TIMEOUT=9223372036854775807`) is no limit.
+        let job_at = limits.job.and_then(|j| start.checked_add(j));
+        let idle_at = limits.idle.and_then(|i| pump.last_output(start).checked_add(i));
         if stop.is_none() {
             let hit = match (job_at, idle_at) {
                 (Some(j), _) if now >= j => Some(Timeout::Job),
@@ -335,7 +336,8 @@ pub(crate) fn supervise(
             };
             if let Some(t) = hit {
                 stop = Some(Stop::Timeout(t));
-                grace_until = Some(now + limits.grace);
+                // A grace period past what the clock can hold never ends.
+                grace_until = now.checked_add(limits.grace);
                 send(pid, libc::SIGTERM);
             }
         }
@@ -360,7 +362,7 @@ pub(crate) fn supervise(
         if let Some(s @ (libc::SIGTERM | libc::SIGINT)) = wait_signal(wait) {
             if stop.is_none() {
                 stop = Some(Stop::Signal(s));
-                grace_until = Some(Instant::now() + limits.grace);
+                grace_until = Instant::now().checked_add(limits.grace);
             }
             send(pid, s);
         }

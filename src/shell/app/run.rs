@@ -19,9 +19,9 @@ use crate::runner::job;
 use crate::runner::policy::{self, Given, Options};
 use crate::runner::retry::{RetryPlan, RetryScope, retry_plan};
 use crate::runner::shell::artifacts::{self as art, Layout, TERMINATION_LOG};
-use crate::runner::shell::prepare::prepare;
+use crate::runner::shell::prepare::{self, prepare};
 use crate::runner::shell::supervise;
-use crate::runner::summary::{RunStatus, RunSummary, describe};
+use crate::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
 use crate::shell::cli::{RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 
@@ -70,7 +70,7 @@ pub(super) fn run(
     let (mut cmd, layout) =
         art::command_and_layout(&opts, env, termination_log.clone()).map_err(|e| early(e.into()))?;
     if opts.summarize_only {
-        return summarize_only(&layout, out);
+        return summarize_only(&opts, &cmd, env, &layout, out);
     }
 
     // The previous attempt: archived, and read for --retry-failed.
@@ -114,11 +114,16 @@ pub(super) fn run(
         super::output::write_out(out, &describe(&s, &written))?;
         return Ok(Status::Play((128 + sig) as u8));
     }
+    let mut redactor =
+        Redactor::new(prepared.secrets.iter().cloned()).with_named(prepared.named.iter().cloned());
     let note = match &plan {
         Some(p) => p.note.clone(),
         None => format!("running {} (attempt {})", prepared.play.spec.argv.join(" "), attempt.number),
     };
-    super::output::write_out(out, &format!("edpm-agent: {note}\n"))?;
+    // The command line holds the Job's words (RUNNER_CMDLINE, `-e db_password=…` included): a
+    // line of the log, redacted and escaped.
+    let note = redactor.redact(&note);
+    super::output::write_out(out, &format!("edpm-agent: {}\n", crate::excerpt::printable(&note)))?;
 
     let sink = super::output::stdout_for_pump()
         .map_err(|e| AppError::failure(format!("cannot stream the play's output: {e}")))?;
@@ -132,16 +137,17 @@ pub(super) fn run(
         let _ = art::write_file(&layout.artifact_dir.join("status"), end.status.as_str().as_bytes(), 0o600);
     }
     let fold = art::read_job_events(&layout.artifact_dir);
-    let mut secrets = prepared.secrets;
     if fold.has_failures()
         && let Some(inventory) = &prepared.mounted_inventory
     {
-        secrets.extend(art::mounted_inventory_secrets(inventory));
+        // The operator's inventory Secret does not say which values came from Secrets: its
+        // secret-named variables are masked as named values.
+        redactor = redactor.with_named(art::mounted_inventory_secrets(inventory));
     }
     let (status, rc, timeout, reason) = (end.status, end.rc, end.timeout, end.reason);
     let (attempt, limit) = (attempt.number, attempt.limit);
     let facts = RunFacts { ident: layout.ident.clone(), status, rc, timeout, reason, attempt, limit };
-    let s = fold.finish(facts, &Redactor::new(secrets));
+    let s = fold.finish(facts, &redactor);
     let written = publish(&layout, &s);
     let _ = super::output::write_out(out, &describe(&s, &written));
     Ok(Status::Play((rc & 0xff) as u8))
@@ -176,19 +182,45 @@ fn build_inventory(
     Ok(path)
 }
 
-/// `--summarize-only`: what upstream's summary helper does, from existing artifacts.
-fn summarize_only(layout: &Layout, out: &mut dyn Write) -> Result<Status, AppError> {
+/// `--summarize-only`: what upstream's summary helper does, from existing artifacts, masking
+/// what `run` masks: the secret-named extra vars, and the mounted inventory's secret-named
+/// variables (the Secrets of edpm-agent's own inventory would need the cluster: `run` itself
+/// masks those).
+fn summarize_only(
+    opts: &Options,
+    cmd: &job::RunnerCommand,
+    env: &Env,
+    layout: &Layout,
+    out: &mut dyn Write,
+) -> Result<Status, AppError> {
     if !layout.artifact_dir.is_dir() {
         let dir = layout.artifact_dir.display();
+        let dir = crate::excerpt::printable(&dir.to_string()).into_owned();
         super::output::write_out(out, &format!("edpm-agent: no artifacts in {dir}; nothing to summarize\n"))?;
         return Ok(Exit::Success.into());
     }
     let (rc, runner) = art::runner_result(&layout.artifact_dir);
     let status = runner.unwrap_or(if rc == Some(0) { RunStatus::Successful } else { RunStatus::Failed });
+    // Without ansible-runner's rc file the run's return code is unknown: say so, never 0.
+    let reason = rc.is_none().then(|| {
+        let path = layout.artifact_dir.join("rc");
+        let why = if path.exists() { "does not hold a return code" } else { "is missing" };
+        format!("the run's return code is unknown: {} {why}", path.display())
+    });
     let attempt = art::attempts_so_far(&layout.artifact_dir) + 1;
-    let (ident, rc) = (layout.ident.clone(), rc.unwrap_or(0));
-    let facts = RunFacts { ident, status, rc, timeout: None, reason: None, attempt, limit: None };
-    let s = art::read_job_events(&layout.artifact_dir).finish(facts, &Redactor::default());
+    let (ident, rc) = (layout.ident.clone(), rc.unwrap_or(RC_UNKNOWN));
+    let facts = RunFacts { ident, status, rc, timeout: None, reason, attempt, limit: None };
+    let fold = art::read_job_events(&layout.artifact_dir);
+    let job = job::JobEnv::read_texts(&|k: &str| env.string(k));
+    let mut named = prepare::named_secrets(&layout.runner_dir, cmd, &job);
+    if fold.has_failures()
+        && let policy::InventoryPlan::Mounted { path, .. } =
+            policy::choose_inventory(opts.inventory_source, cmd, job.cmdline.as_deref(), &|_| false)
+        && path.exists()
+    {
+        named.extend(art::mounted_inventory_secrets(&path));
+    }
+    let s = fold.finish(facts, &Redactor::default().with_named(named));
     let written = publish(layout, &s);
     super::output::write_out(out, &describe(&s, &written))?;
     Ok(Exit::Success.into())
@@ -199,7 +231,7 @@ fn summarize_only(layout: &Layout, out: &mut dyn Write) -> Result<Status, AppErr
 fn publish(layout: &Layout, s: &RunSummary) -> String {
     let (note, problems) = art::publish(layout, s);
     for p in problems {
-        super::output::warn(&p);
+        super::output::warn(&crate::excerpt::printable(&p));
     }
     note
 }
