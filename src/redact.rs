@@ -105,6 +105,30 @@ const SECRET_KEYS: &[&str] = &[
 /// never inside another word (`passed`, `bypass`).
 const SECRET_PARTS: &[&str] = &["pass"];
 
+/// `text` with every secret the key forms, URLs and PEM blocks show masked (what
+/// [`Redactor::default()`] masks), borrowed when it cannot hold one: the check for the
+/// messages everything builds (readiness's conditions, by the hundred thousand), most of
+/// which name no key and no URL.
+pub fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
+    if may_hold_secret(text) {
+        std::borrow::Cow::Owned(Redactor::default().redact(text))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// Whether [`Redactor::default()`] could mask anything in `text`: a URL, a PEM block, or a
+/// word a key form starts with. A cheap test, never wrong the other way.
+pub fn may_hold_secret(text: &str) -> bool {
+    if text.contains("://") || text.contains("-----BEGIN") {
+        return true;
+    }
+    let lower = text.to_ascii_lowercase();
+    SECRET_KEYS.iter().chain(SECRET_PARTS).any(|k| lower.contains(k))
+        || ["authorization", "bearer", "basic"].iter().any(|k| lower.contains(k))
+        || (lower.contains("private") && lower.contains("key"))
+}
+
 impl Redactor {
     /// A redactor for these secret values (every value of the Secrets read): literals of at
     /// least [`MIN_SECRET_LEN`] characters.
@@ -811,6 +835,25 @@ fn mask_keyed_values(s: &str) -> String {
     }
     out.push_str(&s[copied..]);
     out
+}
+
+#[cfg(test)]
+mod scrub_tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The cheap test never lets through what the redactor would have masked.
+        #[test]
+        fn scrub_masks_what_the_redactor_masks(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec!["password", "Token", "x", "=", ": ", "\n  ", "://", "u:p@h",
+                    "db_pass", "Bearer", "abcDEF123456", "--password", "OS_PASSWORD", "-----BEGIN", "key", "private_key",
+                    "Authorization", "secret", "é", "\u{1b}", " "]), 0..12)
+        ) {
+            let text: String = words.concat();
+            proptest::prop_assert_eq!(scrub(&text).into_owned(), Redactor::default().redact(&text));
+        }
+    }
 }
 
 #[cfg(test)]

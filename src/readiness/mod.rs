@@ -186,6 +186,19 @@ fn nova_saved(snap: &Snapshot) -> Option<crate::nova::NovaEvidence> {
     }
 }
 
+/// Conditions whose messages passed the one redactor (`redact::scrub`): a message quotes the
+/// cluster's text (upstream's conditions, a node agent's word, Nova's reasons), and what any
+/// of them let through must reach no status object, Event or output. Before the transition
+/// times are compared, so a masked message is the same message at every evaluation.
+fn scrubbed(mut conds: Vec<Condition>) -> Vec<Condition> {
+    for c in &mut conds {
+        if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(&c.message) {
+            c.message = clean;
+        }
+    }
+    conds
+}
+
 /// The names a host may go by in a Job's summary: its inventory name, its key in the NodeSet,
 /// its host name.
 fn member_names(m: &Member) -> [&str; 3] {

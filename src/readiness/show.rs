@@ -223,7 +223,7 @@ pub(crate) fn explain(n: &NodeView) -> String {
             // One line per run, whatever the task's message held.
             out.push_str(&format!(
                 "    - {}\n",
-                printable(&format!(
+                printable(&crate::redact::scrub(&format!(
                     "{} Deployment {} {} (job {}, attempt {}): {}{why}",
                     r.finished.as_deref().unwrap_or("(running)"),
                     r.deployment,
@@ -231,7 +231,7 @@ pub(crate) fn explain(n: &NodeView) -> String {
                     r.job,
                     r.attempt,
                     r.result
-                ))
+                )))
             ));
         }
     }
@@ -242,9 +242,10 @@ pub(crate) fn explain(n: &NodeView) -> String {
 
 /// A line of evidence; an indented one is where the line above was read from.
 fn evidence_line(e: &str) -> String {
+    let e = crate::redact::scrub(e);
     match e.strip_prefix("  ") {
         Some(from) => format!("        {}\n", printable(from)),
-        None => format!("    - {}\n", printable(e)),
+        None => format!("    - {}\n", printable(&e)),
     }
 }
 
@@ -274,7 +275,7 @@ pub(crate) fn explain_nodeset(s: &NodeSetView) -> String {
             printable(&c.message)
         ));
         for e in s.evidence.get(&c.type_).into_iter().flatten() {
-            out.push_str(&format!("    - {}\n", printable(e)));
+            out.push_str(&format!("    - {}\n", printable(&crate::redact::scrub(e))));
         }
     }
     printable_lines(&out).into_owned()

@@ -103,3 +103,50 @@ fn secrets_in_a_pods_host_failures_never_reach_conditions() {
         assert!(!text.contains("dbpass-4242") && !text.contains("hunter2-4242"), "{text}");
     }
 }
+
+/// An OS_AUTH_URL with a password in it (`--nova-credentials`) is masked in the conditions
+/// `status show` prints, in the status objects `status report` writes and in the log.
+#[test]
+fn a_password_in_os_auth_url_never_reaches_conditions_or_logs() {
+    use crate::nova::{NOW, b64, cluster, program};
+    use edpm_testkit::fake_nova::{self, FakeNova};
+    let nova = FakeNova::start();
+    program(&nova);
+    let api = cluster(&nova, fake_nova::PASSWORD);
+    // Port 9 on loopback: nobody answers, so the message quotes the URL.
+    api.put(json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "nova-check", "namespace": "openstack"},
+        "type": "Opaque", "data": {
+            "OS_AUTH_URL": b64("http://admin:urlpass-4242@127.0.0.1:9/v3"), "OS_USERNAME": b64(fake_nova::USER),
+            "OS_PASSWORD": b64(fake_nova::PASSWORD), "OS_PROJECT_NAME": b64(fake_nova::PROJECT)}}));
+    let kc = api.kubeconfig();
+    let kc = kc.to_str().unwrap();
+    for action in ["show", "report"] {
+        let out = run(
+            &[
+                "-vv",
+                "--source",
+                "kube",
+                "--kubeconfig",
+                kc,
+                "status",
+                action,
+                "--nova-credentials",
+                "nova-check",
+                "--nova-timeout",
+                "2",
+            ],
+            &[NOW],
+        );
+        assert_eq!(out.code, 0, "{action}: {}", out.stderr);
+        assert!(
+            !out.stdout.contains("urlpass-4242") && !out.stderr.contains("urlpass-4242"),
+            "{action}: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    let written = serde_json::to_string(&api.objects("EDPMNodeStatus")).unwrap();
+    assert!(written.contains("NovaAPIUnavailable"), "{written}");
+    assert!(!written.contains("urlpass-4242"), "{written}");
+}

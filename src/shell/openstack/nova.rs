@@ -99,11 +99,10 @@ impl NovaClient {
                     answer.hypervisors.get_or_insert_with(Vec::new).extend(h);
                 }
                 Err(message) => {
-                    // Our own words hold no credential (only names and URLs); what a server
-                    // says is redacted where it is quoted (`echo`). The whole message is not
-                    // passed through the redactor: it would take `auth/tokens: HTTP 401` for a
-                    // token's value.
-                    let message = format!("{}{message}", cells(login));
+                    // What a server says is redacted where it is quoted (`echo`); the whole
+                    // message passes the redactor too, for the URLs it names (an OS_AUTH_URL
+                    // with a password in it) before it reaches a log line or a condition.
+                    let message = crate::redact::scrub(&format!("{}{message}", cells(login))).into_owned();
                     tracing::debug!(%message, "Nova could not be asked");
                     return unavailable(message);
                 }
@@ -215,7 +214,7 @@ impl NovaClient {
             }
         };
         self.keystone.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(%url, user = %login.user, "logging in to Keystone to ask Nova");
+        tracing::debug!(url = %crate::redact::scrub(&url), user = %login.user, "logging in to Keystone to ask Nova");
         let reach = "check the NovaCell's keystoneAuthURL and that Keystone is reachable from here";
         let resp = http
             .post(&url)
@@ -302,7 +301,7 @@ impl Call<'_> {
                 .await
                 .map_err(|e| transport(&step, &e, self.client.timeout, reach, self.login))?;
             let status = resp.status();
-            tracing::debug!(%url, status = status.as_u16(), "Nova answered");
+            tracing::debug!(url = %crate::redact::scrub(&url), status = status.as_u16(), "Nova answered");
             let bytes = read(resp, &step, self.client.timeout, reach, self.login).await?;
             if status.as_u16() == 401 {
                 self.client.forget(self.login);
