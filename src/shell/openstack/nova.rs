@@ -301,7 +301,7 @@ impl Call<'_> {
                 .await
                 .map_err(|e| transport(&step, &e, self.client.timeout, reach, self.login))?;
             let status = resp.status();
-            tracing::debug!(url = %crate::redact::scrub(&url), status = status.as_u16(), "Nova answered");
+            tracing::debug!(url = %crate::redact::scrub(url), status = status.as_u16(), "Nova answered");
             let bytes = read(resp, &step, self.client.timeout, reach, self.login).await?;
             if status.as_u16() == 401 {
                 self.client.forget(self.login);
