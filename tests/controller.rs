@@ -17,13 +17,13 @@ use crate::util::fake_api::{FakeApi, Fault};
 const STATUS_PATCH: &str = "/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses/";
 
 /// The controller, killed when dropped; its HTTP port (metrics and probes on one address).
-struct Controller {
-    child: Child,
-    port: u16,
+pub(crate) struct Controller {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl Controller {
-    fn start(api: &FakeApi, extra: &[&str]) -> Controller {
+    pub(crate) fn start(api: &FakeApi, extra: &[&str]) -> Controller {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
         let kc = api.kubeconfig();
@@ -58,7 +58,7 @@ impl Controller {
         Controller { child, port }
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
             return (0, String::new());
         };
@@ -70,7 +70,7 @@ impl Controller {
         (code, body)
     }
 
-    fn stop(mut self) -> (Option<i32>, Duration, String) {
+    pub(crate) fn stop(mut self) -> (Option<i32>, Duration, String) {
         let started = Instant::now();
         // SAFETY: kill(2) on our own child's pid.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
@@ -100,7 +100,7 @@ impl Drop for Controller {
     }
 }
 
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -108,12 +108,12 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn condition(api: &FakeApi, object: &str, ty: &str) -> Option<Value> {
+pub(crate) fn condition(api: &FakeApi, object: &str, ty: &str) -> Option<Value> {
     let o = api.object("EDPMNodeStatus", object)?;
     o["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == ty).cloned()
 }
 
-fn status_patches(api: &FakeApi) -> Vec<String> {
+pub(crate) fn status_patches(api: &FakeApi) -> Vec<String> {
     api.requests().into_iter().filter(|r| r.starts_with("PATCH") && r.contains("/edpmnode")).collect()
 }
 
@@ -325,7 +325,7 @@ fn dropped_and_expired_watches_and_an_outage_lose_nothing() {
     assert_eq!(code, Some(0), "{err}");
 }
 
-fn leads(c: &Controller) -> Option<bool> {
+pub(crate) fn leads(c: &Controller) -> Option<bool> {
     let (code, text) = c.get("/metrics");
     (code == 200).then(|| text.lines().any(|l| l == "edpm_leader 1"))
 }
