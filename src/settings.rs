@@ -226,8 +226,8 @@ pub(crate) fn resolve(
     }
     // 0 would fail every request; hours would leave a hung API server hanging the command.
     let kube_timeout = match non_empty("EDPM_AGENT_KUBE_TIMEOUT") {
-        Some(v) => Duration::from_secs(v.parse().ok().filter(|n| KUBE_TIMEOUT_RANGE.contains(n)).ok_or_else(
-            || SettingsError::Env {
+        Some(v) => Duration::from_secs(
+            v.parse().ok().filter(|n| KUBE_TIMEOUT_RANGE.contains(n)).ok_or_else(|| SettingsError::Env {
                 name: "EDPM_AGENT_KUBE_TIMEOUT".into(),
                 value: v.clone(),
                 message: format!(
@@ -235,8 +235,8 @@ pub(crate) fn resolve(
                     KUBE_TIMEOUT_RANGE.start(),
                     KUBE_TIMEOUT_RANGE.end()
                 ),
-            },
-        )?),
+            })?,
+        ),
         None => match file.kube_timeout_seconds {
             Some(n) if !KUBE_TIMEOUT_RANGE.contains(&n) => {
                 return Err(SettingsError::File {

@@ -24,6 +24,11 @@ pub(crate) struct Controller {
 
 impl Controller {
     pub(crate) fn start(api: &FakeApi, extra: &[&str]) -> Controller {
+        Controller::start_with(api, extra, &[])
+    }
+
+    /// With environment variables of its own too.
+    pub(crate) fn start_with(api: &FakeApi, extra: &[&str], env: &[(&str, &str)]) -> Controller {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
         let kc = api.kubeconfig();
@@ -51,6 +56,7 @@ impl Controller {
         let child = Command::new(bin())
             .args(&args)
             .env("EDPM_AGENT_LOG", if nova { "edpm_agent=debug" } else { "edpm_agent=info" })
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -331,7 +337,7 @@ pub(crate) fn leads(c: &Controller) -> Option<bool> {
 }
 
 /// The retrying nova Job of cell1 has failed `attempts` times (another attempt follows).
-fn retry_fails(api: &FakeApi, attempts: u32) {
+pub(crate) fn retry_fails(api: &FakeApi, attempts: u32) {
     let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
     job["status"]["failed"] = json!(attempts);
     api.put_replace(job);

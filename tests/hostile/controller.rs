@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::controller::{Controller, condition, leads, status_patches, wait_for};
+use crate::controller::{Controller, condition, leads, retry_fails, status_patches, wait_for};
 use crate::status_api::cluster;
-use crate::util::fake_api::FakeApi;
+use crate::util::fake_api::{FakeApi, Fault};
 
 const LEADER_LEASE: &str = "edpm-agent-status-controller";
 
@@ -82,4 +82,78 @@ fn hostname() -> String {
     unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
     let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// SIGTERM while an evaluation waits on a write the API server does not answer: with
+/// `--grace-period 2` the process exits 0 within the grace period and a second for the Lease's
+/// release (plus start-up of the signal's handling), releasing its leader Lease; it used to
+/// wait for the request's own timeout (27 s).
+#[test]
+fn sigterm_with_the_api_hanging_mid_evaluation_ends_within_the_grace_period() {
+    let api = cluster();
+    let c = Controller::start(&api, &["--leader-elect", "--grace-period", "2"]);
+    wait_for("leading and the first writes", Duration::from_secs(30), || {
+        leads(&c) == Some(true) && condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+    });
+    let mut last = status_patches(&api).len();
+    wait_for("writes to settle", Duration::from_secs(10), || {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = status_patches(&api).len();
+        std::mem::replace(&mut last, now) == now
+    });
+    // Every status write now hangs for a minute; a change makes one.
+    api.fault("/edpmnodestatuses/", Fault::Delay(Duration::from_secs(60)), 1000);
+    let before = api.count("PATCH", "/edpmnodestatuses/");
+    retry_fails(&api, 2);
+    wait_for("a write to hang", Duration::from_secs(10), || {
+        api.count("PATCH", "/edpmnodestatuses/") > before
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, took, err) = c.stop();
+    assert_eq!(code, Some(0), "exit 0 within 15 s of SIGTERM ({took:?}): {err}");
+    assert!(took < Duration::from_millis(4500), "SIGTERM with --grace-period 2 took {took:?}: {err}");
+    assert!(holder(&api).is_empty(), "the leader Lease was released: {err}");
+    assert!(err.contains("abandoned"), "{err}");
+}
+
+/// A first sync that is long because the API is slow (every status write takes 1.2 s, the
+/// request timeout is 2 s, so `/healthz`'s limit is 8 s) but keeps making progress keeps
+/// `/healthz` at 200 throughout, and what it says is how long ago the loop last made progress,
+/// which stays short; it used to count from the last idle tick of the loop, so a long
+/// evaluation looked like a stuck loop (and the liveness probe restarted it mid-sync).
+#[test]
+fn a_long_but_progressing_first_sync_keeps_healthz_up() {
+    let api = cluster();
+    let mut set = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
+    for i in 0..24 {
+        let name = format!("edpm-extra-{i}");
+        set["spec"]["nodes"][&name] =
+            json!({"hostName": name, "ansible": {"ansibleHost": format!("192.168.122.{}", 150 + i)}});
+    }
+    api.put_replace(set);
+    api.fault("/edpmnodestatuses/", Fault::Delay(Duration::from_millis(1200)), 100_000);
+    let c = Controller::start_with(&api, &[], &[("EDPM_AGENT_KUBE_TIMEOUT", "2")]);
+    wait_for("the first write", Duration::from_secs(20), || api.count("PATCH", "/edpmnodestatuses/") > 0);
+    let written =
+        |i: usize| condition(&api, &format!("edpm-compute-cell1-edpm-extra-{i}"), "Ready").is_some();
+    let started = Instant::now();
+    let mut answers = Vec::new();
+    while !(0..24).all(written) {
+        assert!(started.elapsed() < Duration::from_secs(60), "the first sync did not end: {answers:?}");
+        answers.push(c.get("/healthz"));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(5), "the sync was meant to be long: {took:?}");
+    for (code, body) in &answers {
+        assert_eq!(*code, 200, "{body}");
+        let age: u64 = body
+            .strip_prefix("ok: the loop made progress ")
+            .and_then(|b| b.split(' ').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("/healthz says: {body:?}"));
+        assert!(age <= 3, "no progress for {age} s in a sync that writes every 1.2 s: {body}");
+    }
+    assert!(answers.iter().all(|(_, b)| b.ends_with("(limit 8 s)\n")), "{answers:?}");
+    drop(c);
 }

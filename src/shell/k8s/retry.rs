@@ -49,7 +49,14 @@ const MAX_DELAY: Duration = Duration::from_secs(3);
 
 impl ApiRetry {
     pub(super) fn new(attempts: u32, budget: Duration) -> ApiRetry {
-        ApiRetry { attempts: attempts.max(1), budget, deadline: None, until: None, done: 1, delay: FIRST_DELAY }
+        ApiRetry {
+            attempts: attempts.max(1),
+            budget,
+            deadline: None,
+            until: None,
+            done: 1,
+            delay: FIRST_DELAY,
+        }
     }
 
     /// Retries as long as the wait ends before `until`, however many attempts that is.
