@@ -157,3 +157,30 @@ fn a_long_but_progressing_first_sync_keeps_healthz_up() {
     assert!(answers.iter().all(|(_, b)| b.ends_with("(limit 8 s)\n")), "{answers:?}");
     drop(c);
 }
+
+/// `--nova-interval` of 2^64-1 seconds: refused when read (at most a week), never a poller
+/// that panics on its first wait and never asks Nova again while the controller runs on (its
+/// arithmetic saturates and a poller that panics is started again: unit tests in
+/// `shell::app::nova`).
+#[test]
+fn a_nova_interval_past_any_clock_is_refused_not_a_dead_poller() {
+    let api = cluster();
+    let kc = api.kubeconfig();
+    let out = crate::hostile::run_bounded(&[
+        "--source",
+        "kube",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "status",
+        "controller",
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        "--nova-interval",
+        "18446744073709551615",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--nova-interval"), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
