@@ -17,13 +17,18 @@ use crate::util::fake_api::{FakeApi, Fault};
 const STATUS_PATCH: &str = "/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses/";
 
 /// The controller, killed when dropped; its HTTP port (metrics and probes on one address).
-struct Controller {
-    child: Child,
-    port: u16,
+pub(crate) struct Controller {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl Controller {
-    fn start(api: &FakeApi, extra: &[&str]) -> Controller {
+    pub(crate) fn start(api: &FakeApi, extra: &[&str]) -> Controller {
+        Controller::start_with(api, extra, &[])
+    }
+
+    /// With environment variables of its own too.
+    pub(crate) fn start_with(api: &FakeApi, extra: &[&str], env: &[(&str, &str)]) -> Controller {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
         let kc = api.kubeconfig();
@@ -51,6 +56,7 @@ impl Controller {
         let child = Command::new(bin())
             .args(&args)
             .env("EDPM_AGENT_LOG", if nova { "edpm_agent=debug" } else { "edpm_agent=info" })
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -58,7 +64,7 @@ impl Controller {
         Controller { child, port }
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
             return (0, String::new());
         };
@@ -70,7 +76,7 @@ impl Controller {
         (code, body)
     }
 
-    fn stop(mut self) -> (Option<i32>, Duration, String) {
+    pub(crate) fn stop(mut self) -> (Option<i32>, Duration, String) {
         let started = Instant::now();
         // SAFETY: kill(2) on our own child's pid.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
@@ -100,7 +106,7 @@ impl Drop for Controller {
     }
 }
 
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -108,12 +114,12 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn condition(api: &FakeApi, object: &str, ty: &str) -> Option<Value> {
+pub(crate) fn condition(api: &FakeApi, object: &str, ty: &str) -> Option<Value> {
     let o = api.object("EDPMNodeStatus", object)?;
     o["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == ty).cloned()
 }
 
-fn status_patches(api: &FakeApi) -> Vec<String> {
+pub(crate) fn status_patches(api: &FakeApi) -> Vec<String> {
     api.requests().into_iter().filter(|r| r.starts_with("PATCH") && r.contains("/edpmnode")).collect()
 }
 
@@ -325,13 +331,13 @@ fn dropped_and_expired_watches_and_an_outage_lose_nothing() {
     assert_eq!(code, Some(0), "{err}");
 }
 
-fn leads(c: &Controller) -> Option<bool> {
+pub(crate) fn leads(c: &Controller) -> Option<bool> {
     let (code, text) = c.get("/metrics");
     (code == 200).then(|| text.lines().any(|l| l == "edpm_leader 1"))
 }
 
 /// The retrying nova Job of cell1 has failed `attempts` times (another attempt follows).
-fn retry_fails(api: &FakeApi, attempts: u32) {
+pub(crate) fn retry_fails(api: &FakeApi, attempts: u32) {
     let mut job = api.object("Job", "nova-edpm-deployment-nova-retry-edpm-compute-cell1").unwrap();
     job["status"]["failed"] = json!(attempts);
     api.put_replace(job);

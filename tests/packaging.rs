@@ -416,4 +416,32 @@ fn the_controllers_manifests_parse_and_run_it_as_restricted_pod_security_require
     let out = crate::util::run(&[args.as_slice(), &["--help"]].concat(), &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(pod["serviceAccountName"], "edpm-agent-controller");
+    // SIGTERM ends it within --grace-period and a second (the Lease's release): before the
+    // kubelet's SIGKILL.
+    let grace: u64 = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--grace-period="))
+        .and_then(|g| g.trim_end_matches('s').parse().ok())
+        .expect("--grace-period=Ns");
+    let kill = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
+    assert!(
+        kill >= grace + 2,
+        "terminationGracePeriodSeconds {kill} leaves no room past --grace-period {grace}"
+    );
+    // /healthz fails after 60 s without progress: the probe gives it a few periods more.
+    let probe = &c["livenessProbe"];
+    let (period, failures) =
+        (probe["periodSeconds"].as_u64().unwrap(), probe["failureThreshold"].as_u64().unwrap());
+    assert!(period * failures >= 40, "{probe}");
+    // Secrets are read by name only: never listed or watched.
+    let text = std::fs::read_to_string(dir.join("rbac-controller.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    for role in docs.iter().filter(|d| d["kind"] == "Role") {
+        for rule in role["rules"].as_array().unwrap() {
+            if rule["resources"].as_array().unwrap().iter().any(|r| r == "secrets") {
+                let verbs = rule["verbs"].as_array().unwrap();
+                assert!(verbs.iter().all(|v| v == "get"), "Secrets: {rule}");
+            }
+        }
+    }
 }

@@ -26,6 +26,10 @@ pub(crate) struct AgentConfig {
     /// The kubeconfig the agent authenticates with (0600, from a Secret).
     pub kubeconfig: Option<PathBuf>,
     pub namespace: String,
+    /// Where the node's Lease is (`lease_namespace`; the data plane's `namespace` when not
+    /// set): a namespace of the node agents' Leases alone lets RBAC keep the controller's Lease
+    /// writes away from other operators' Leases, as kubelet's `kube-node-lease` does.
+    pub lease_namespace: String,
     /// The node's `EDPMNodeStatus` and its Lease (the same name).
     pub object: String,
     /// The node's key (for messages and the Lease's holder).
@@ -48,6 +52,8 @@ struct File {
     #[serde(default)]
     kubeconfig: Option<PathBuf>,
     namespace: String,
+    #[serde(default)]
+    lease_namespace: Option<String>,
     /// The status object's name; or, in its place, `nodeset`, from which it is derived as
     /// `status report` names it.
     #[serde(default)]
@@ -123,6 +129,19 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
             return Err(err(format!("{name} is empty")));
         }
     }
+    let lease_namespace = match f.lease_namespace {
+        None => f.namespace.clone(),
+        Some(ns) if is_namespace_name(&ns) => ns,
+        Some(ns) => {
+            return Err(at(
+                node.get("lease_namespace").map_or(0, |n| n.line),
+                format!(
+                    "lease_namespace {:?} is not a namespace name (lower-case letters, digits and '-', at most 63); give the namespace of the node agents' Leases (e.g. edpm-node-lease), or leave it out to use namespace",
+                    crate::excerpt::printable(&ns)
+                ),
+            ));
+        }
+    };
     let object = match (f.object.filter(|o| !o.is_empty()), f.nodeset.filter(|n| !n.is_empty())) {
         (Some(o), _) => o,
         (None, Some(nodeset)) => crate::readiness::names::node_object(&nodeset, &f.node),
@@ -153,6 +172,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
             .kubeconfig
             .map(|k| if k.is_relative() { path.parent().unwrap_or(Path::new(".")).join(k) } else { k }),
         namespace: f.namespace,
+        lease_namespace,
         object,
         node: f.node,
         root: f.root.unwrap_or_else(|| PathBuf::from("/")),
@@ -172,6 +192,15 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
         )));
     }
     Ok(c)
+}
+
+/// A namespace's name as the API server takes it (an RFC 1123 label).
+fn is_namespace_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    (1..=63).contains(&b.len())
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 /// What the node should be, checked: a blank expectation would match any node (`os: ""` is a
@@ -200,6 +229,22 @@ fn check_expect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lease_namespace_is_the_namespace_unless_set() {
+        let base = "namespace: openstack\nobject: ns1-c0\nnode: c0\n";
+        let c = parse(Path::new("n.yaml"), base).unwrap();
+        assert_eq!(c.lease_namespace, "openstack");
+        let c = parse(Path::new("n.yaml"), &format!("{base}lease_namespace: edpm-node-lease\n")).unwrap();
+        assert_eq!((c.namespace.as_str(), c.lease_namespace.as_str()), ("openstack", "edpm-node-lease"));
+        for bad in ["\"\"", "Edpm", "a_b", "-a"] {
+            let e = parse(Path::new("n.yaml"), &format!("{base}lease_namespace: {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("node agent config n.yaml:4: lease_namespace"), "{bad}: {e}");
+            assert!(e.contains("leave it out to use namespace"), "{e}");
+        }
+    }
 
     #[test]
     fn defaults_and_relative_kubeconfig() {

@@ -46,8 +46,11 @@ pub(crate) struct Metrics {
     api_errors: Family<Labels, Counter>,
     skipped: Family<Labels, Counter>,
     leader: Gauge,
-    /// The process and its watches are alive: the loop ticked recently (unix seconds).
+    /// When the loop last made progress (unix seconds): it waited, took in a watch event,
+    /// began a write or finished a batch ([`Metrics::tick`]).
     pub(crate) heartbeat: AtomicU64,
+    /// How long the loop may make no progress before `/healthz` fails, in seconds.
+    stale: AtomicU64,
     /// Every watched kind was listed completely.
     pub(crate) synced: AtomicBool,
 }
@@ -187,6 +190,7 @@ impl Metrics {
             skipped,
             leader,
             heartbeat: AtomicU64::new(now_secs()),
+            stale: AtomicU64::new(STALE_SECS),
             synced: AtomicBool::new(false),
         }
     }
@@ -237,8 +241,29 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// The loop made progress.
     pub(crate) fn tick(&self) {
         self.heartbeat.store(now_secs(), Ordering::Release);
+    }
+
+    /// `/healthz` fails after `request_timeout` × [`STALE_REQUESTS`] without progress (at least
+    /// [`STALE_MIN`]): one request may honestly take twice the request timeout, retries
+    /// included (`Client::within_time`), so a slow API whose every answer is slow is never
+    /// called stuck, and a timeout raised for a slow API raises this with it.
+    pub(crate) fn stale_after(&self, request_timeout: std::time::Duration) {
+        let secs = request_timeout.as_secs().saturating_mul(STALE_REQUESTS).max(STALE_MIN);
+        self.stale.store(secs, Ordering::Release);
+    }
+
+    /// `/healthz`'s answer at `now` (unix seconds): healthy, and what it says.
+    fn health(&self, now: u64) -> (bool, String) {
+        let age = now.saturating_sub(self.heartbeat.load(Ordering::Acquire));
+        let limit = self.stale.load(Ordering::Acquire);
+        if age <= limit {
+            (true, format!("ok: the loop made progress {age} s ago (limit {limit} s)\n"))
+        } else {
+            (false, format!("the loop has made no progress for {age} s (limit {limit} s)\n"))
+        }
     }
 
     fn render(&self) -> String {
@@ -265,8 +290,14 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// How long the loop may go without a tick before `/healthz` fails.
-const STALE_SECS: u64 = 60;
+/// How long the loop may make no progress before `/healthz` fails, by default (four times the
+/// default request timeout of 15 s).
+pub(crate) const STALE_SECS: u64 = 60;
+/// The limit in request timeouts: two requests' worth of their longest (see
+/// [`Metrics::stale_after`]).
+const STALE_REQUESTS: u64 = 4;
+/// The least limit: the loop's own wait ticks every second.
+const STALE_MIN: u64 = 5;
 
 /// `:8080` (every address), `127.0.0.1:8080`, or `0` (off), as kubebuilder's flags take them.
 pub(crate) fn parse_bind(flag: &str, text: &str) -> Result<Option<SocketAddr>, String> {
@@ -318,18 +349,10 @@ fn answer(metrics: &Metrics, paths: &[&str], path: &str) -> Response<Full<Bytes>
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             metrics.render(),
         ),
-        "/healthz" => {
-            let age = now_secs().saturating_sub(metrics.heartbeat.load(Ordering::Acquire));
-            if age <= STALE_SECS {
-                reply(StatusCode::OK, "text/plain", "ok\n".into())
-            } else {
-                reply(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "text/plain",
-                    format!("the loop has not run for {age} s\n"),
-                )
-            }
-        }
+        "/healthz" => match metrics.health(now_secs()) {
+            (true, text) => reply(StatusCode::OK, "text/plain", text),
+            (false, text) => reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", text),
+        },
         _ => {
             if metrics.synced.load(Ordering::Acquire) {
                 reply(StatusCode::OK, "text/plain", "ok\n".into())
@@ -347,6 +370,27 @@ fn answer(metrics: &Metrics, paths: &[&str], path: &str) -> Response<Full<Bytes>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn health_fails_only_after_the_limit_without_progress() {
+        let m = Metrics::new();
+        let t = m.heartbeat.load(Ordering::Acquire);
+        assert_eq!(m.health(t + 60), (true, "ok: the loop made progress 60 s ago (limit 60 s)\n".into()));
+        assert!(!m.health(t + 61).0, "stuck for longer than the default limit");
+        // A slow API's longer request timeout raises the limit with it.
+        m.stale_after(std::time::Duration::from_secs(30));
+        assert!(m.health(t + 119).0);
+        assert!(!m.health(t + 121).0);
+        m.stale_after(std::time::Duration::from_secs(1));
+        assert!(m.health(t + 5).0, "never below the loop's own pace");
+        assert!(!m.health(t + 6).0);
+        m.stale_after(std::time::Duration::MAX);
+        assert!(m.health(u64::MAX).0, "no overflow");
+        // Progress resets it.
+        m.stale_after(std::time::Duration::from_secs(15));
+        m.heartbeat.store(t + 100, Ordering::Release);
+        assert!(m.health(t + 150).0);
+    }
 
     #[test]
     fn bind_addresses_read_as_kubebuilder_flags() {

@@ -1,1 +1,186 @@
 //! `status controller`: shutdown, health and leadership when the API is slow, hangs or lies about time.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::controller::{Controller, condition, leads, retry_fails, status_patches, wait_for};
+use crate::status_api::cluster;
+use crate::util::fake_api::{FakeApi, Fault};
+
+const LEADER_LEASE: &str = "edpm-agent-status-controller";
+
+/// The leader Lease, held by a replica that is gone, with `spec` as it left it.
+fn left_lease(api: &FakeApi, spec: Value) {
+    api.put(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": LEADER_LEASE, "namespace": "openstack"}, "spec": spec}));
+}
+
+fn holder(api: &FakeApi) -> String {
+    let lease = api.object("Lease", LEADER_LEASE).unwrap();
+    lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string()
+}
+
+/// A dead leader's Lease says it was renewed in 2099: judged by when this replica saw the
+/// record move (client-go's rule), it is taken over about one lease duration (15 s) after the
+/// new replica first saw it, not never, and not at once either (a live holder whose clock is
+/// wrong keeps its Lease while it renews).
+#[test]
+fn a_dead_leader_whose_lease_says_2099_is_taken_over_a_lease_duration_after_it_was_seen() {
+    let api = cluster();
+    left_lease(
+        &api,
+        json!({"holderIdentity": "dead-replica-1", "leaseDurationSeconds": 15,
+            "acquireTime": "2099-01-01T00:00:00.000000Z", "renewTime": "2099-01-01T00:00:00.000000Z",
+            "leaseTransitions": 3}),
+    );
+    let started = Instant::now();
+    let c = Controller::start(&api, &["--leader-elect"]);
+    wait_for("the takeover", Duration::from_secs(30), || leads(&c) == Some(true));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(14) && took <= Duration::from_secs(24),
+        "took over {took:?} after the start: one lease duration (15 s) after first seeing it, plus a retry (2 s)"
+    );
+    assert!(holder(&api).starts_with(&format!("{}-", hostname())), "{}", holder(&api));
+    let lease = api.object("Lease", LEADER_LEASE).unwrap();
+    assert_eq!(lease["spec"]["leaseTransitions"], 4, "{lease}");
+    // The new leader looks at everything.
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+    });
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(holder(&api).is_empty(), "released at SIGTERM");
+}
+
+/// A leader Lease whose `renewTime` is not a time is a record like any other (taken over
+/// after a lease duration unchanged), told as such in a warning naming the field; never an
+/// exit with an RBAC hint.
+#[test]
+fn a_garbage_renew_time_is_an_unreadable_record_not_an_rbac_problem() {
+    let api = cluster();
+    left_lease(
+        &api,
+        json!({"holderIdentity": "dead-replica-2", "leaseDurationSeconds": 15, "renewTime": "last tuesday"}),
+    );
+    let mut c = Controller::start(&api, &["--leader-elect"]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(c.child.try_wait().unwrap().is_none(), "the controller exited: {:?}", c.child.try_wait());
+    assert_eq!(leads(&c), Some(false), "not at once: the record was only just seen");
+    assert!(status_patches(&api).is_empty(), "a replica that does not lead writes nothing");
+    wait_for("the takeover", Duration::from_secs(30), || leads(&c) == Some(true));
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(r#"spec.renewTime "last tuesday" is not a time"#), "{err}");
+    assert!(!err.contains("RBAC"), "{err}");
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length.
+    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// SIGTERM while an evaluation waits on a write the API server does not answer: with
+/// `--grace-period 2` the process exits 0 within the grace period and a second for the Lease's
+/// release (plus start-up of the signal's handling), releasing its leader Lease; it used to
+/// wait for the request's own timeout (27 s).
+#[test]
+fn sigterm_with_the_api_hanging_mid_evaluation_ends_within_the_grace_period() {
+    let api = cluster();
+    let c = Controller::start(&api, &["--leader-elect", "--grace-period", "2"]);
+    wait_for("leading and the first writes", Duration::from_secs(30), || {
+        leads(&c) == Some(true) && condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+    });
+    let mut last = status_patches(&api).len();
+    wait_for("writes to settle", Duration::from_secs(10), || {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = status_patches(&api).len();
+        std::mem::replace(&mut last, now) == now
+    });
+    // Every status write now hangs for a minute; a change makes one.
+    api.fault("/edpmnodestatuses/", Fault::Delay(Duration::from_secs(60)), 1000);
+    let before = api.count("PATCH", "/edpmnodestatuses/");
+    retry_fails(&api, 2);
+    wait_for("a write to hang", Duration::from_secs(10), || {
+        api.count("PATCH", "/edpmnodestatuses/") > before
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, took, err) = c.stop();
+    assert_eq!(code, Some(0), "exit 0 within 15 s of SIGTERM ({took:?}): {err}");
+    assert!(took < Duration::from_millis(4500), "SIGTERM with --grace-period 2 took {took:?}: {err}");
+    assert!(holder(&api).is_empty(), "the leader Lease was released: {err}");
+    assert!(err.contains("abandoned"), "{err}");
+}
+
+/// A first sync that is long because the API is slow (every status write takes 1.2 s, the
+/// request timeout is 2 s, so `/healthz`'s limit is 8 s) but keeps making progress keeps
+/// `/healthz` at 200 throughout, and what it says is how long ago the loop last made progress,
+/// which stays short; it used to count from the last idle tick of the loop, so a long
+/// evaluation looked like a stuck loop (and the liveness probe restarted it mid-sync).
+#[test]
+fn a_long_but_progressing_first_sync_keeps_healthz_up() {
+    let api = cluster();
+    let mut set = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
+    for i in 0..24 {
+        let name = format!("edpm-extra-{i}");
+        set["spec"]["nodes"][&name] =
+            json!({"hostName": name, "ansible": {"ansibleHost": format!("192.168.122.{}", 150 + i)}});
+    }
+    api.put_replace(set);
+    api.fault("/edpmnodestatuses/", Fault::Delay(Duration::from_millis(1200)), 100_000);
+    let c = Controller::start_with(&api, &[], &[("EDPM_AGENT_KUBE_TIMEOUT", "2")]);
+    wait_for("the first write", Duration::from_secs(20), || api.count("PATCH", "/edpmnodestatuses/") > 0);
+    let written =
+        |i: usize| condition(&api, &format!("edpm-compute-cell1-edpm-extra-{i}"), "Ready").is_some();
+    let started = Instant::now();
+    let mut answers = Vec::new();
+    while !(0..24).all(written) {
+        assert!(started.elapsed() < Duration::from_secs(60), "the first sync did not end: {answers:?}");
+        answers.push(c.get("/healthz"));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(5), "the sync was meant to be long: {took:?}");
+    for (code, body) in &answers {
+        assert_eq!(*code, 200, "{body}");
+        let age: u64 = body
+            .strip_prefix("ok: the loop made progress ")
+            .and_then(|b| b.split(' ').next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("/healthz says: {body:?}"));
+        assert!(age <= 3, "no progress for {age} s in a sync that writes every 1.2 s: {body}");
+    }
+    assert!(answers.iter().all(|(_, b)| b.ends_with("(limit 8 s)\n")), "{answers:?}");
+    drop(c);
+}
+
+/// `--nova-interval` of 2^64-1 seconds: refused when read (at most a week), never a poller
+/// that panics on its first wait and never asks Nova again while the controller runs on (its
+/// arithmetic saturates and a poller that panics is started again: unit tests in
+/// `shell::app::nova`).
+#[test]
+fn a_nova_interval_past_any_clock_is_refused_not_a_dead_poller() {
+    let api = cluster();
+    let kc = api.kubeconfig();
+    let out = crate::hostile::run_bounded(&[
+        "--source",
+        "kube",
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "status",
+        "controller",
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        "--nova-interval",
+        "18446744073709551615",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--nova-interval"), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}

@@ -9,9 +9,19 @@
 //! With `--leader-elect`, only the replica holding the leader Lease writes; the others
 //! evaluate (so their metrics are current) and take over when it goes. A failed write keeps
 //! what it touched and retries with a jittered backoff (1 s to 30 s); the next evaluation
-//! works from the evidence, so nothing is lost. SIGTERM (or SIGINT) stops the loop once the
-//! evaluation in flight is done (all its batches), releases the Lease (waiting at most
-//! `--grace-period`) and exits 0.
+//! works from the evidence, so nothing is lost.
+//!
+//! SIGTERM (or SIGINT) stops the loop: an evaluation in flight may go on for the grace period
+//! (`--grace-period`: its writes are current), and is abandoned when it runs out (the writes
+//! are idempotent applies, and the next leader evaluates everything); the leader Lease is then
+//! released within what is left of the grace period, at least [`RELEASE_MIN`], and the process
+//! exits 0. So it ends within the grace period and a second, however the API server behaves.
+//!
+//! `/healthz` says the loop is live, not that a sync is done: it is fed while the loop waits
+//! (every second) and, during an evaluation, by every watch event that arrives (the loop keeps
+//! taking them in, so a long first sync on a slow API, whose own writes come back as events,
+//! keeps it healthy), every write begun and every batch done. A loop that makes none of these
+//! for four request timeouts (`probes::STALE_SECS`, 60 s by default) fails it.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -56,6 +66,9 @@ const MAX_GATHER: Duration = Duration::from_secs(1);
 /// Events sent per evaluation at most: a data plane failing at once is one story, not 10,000
 /// Events (the status objects hold every node's conditions).
 const EVENTS_PER_EVALUATION: usize = 50;
+/// What the leader Lease's release gets at least at shutdown, even when the evaluation in
+/// flight used the whole grace period.
+const RELEASE_MIN: Duration = Duration::from_secs(1);
 /// Backoff after a failed evaluation or write.
 const RETRY_MIN: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(30);
@@ -74,11 +87,15 @@ pub(super) fn run(cx: &Context, opts: Options, out: &mut dyn Write) -> Result<Ex
         .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
     let phases = PhaseMap { overrides: s.service_phases.clone() };
     let metrics = Arc::new(Metrics::new());
+    metrics.stale_after(settings.timeout);
     let stopped = rt.block_on(async {
         serve_probes(&opts, metrics.clone()).await?;
         let client = Client::connect_watching(&settings).await?;
         control(&client, s.selector.as_ref().map(|s| s.as_str()), &opts, &phases, &metrics).await
-    })?;
+    });
+    // Tasks still waiting on the API (watches, an abandoned request) must not hold the exit.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    let stopped = stopped?;
     write_out(out, &format!("edpm-agent status controller: stopped ({stopped})\n"))?;
     Ok(Exit::Success)
 }
@@ -141,36 +158,15 @@ async fn control(
     let mut backoff = RETRY_MIN;
     // The heartbeat of /healthz, and the leadership guard's verdict (see k8s::leader).
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // When a signal asked to stop: the grace period ends then.
+    let mut stopping: Option<Instant> = None;
     let reason = loop {
         let due = gather.map(|(_, d)| d);
         let expiry = expiries.values().min().copied();
         tokio::select! {
             ev = events.recv() => {
                 let Some(ev) = ev else { break "the watches ended" };
-                match ev {
-                    WatchEvent::Changed { kind, reach } => {
-                        let t = reach.touch(&stores);
-                        tracing::trace!(kind, touched = ?t, "changed");
-                        if !t.is_empty() {
-                            pending.add(t);
-                            gather = Some(schedule(gather, opts.debounce));
-                        }
-                    }
-                    WatchEvent::Synced { kind } => {
-                        tracing::debug!(kind, "listed");
-                        if stores.synced() && !metrics.synced.swap(true, Ordering::AcqRel) {
-                            tracing::info!("every watched kind listed: evaluating everything");
-                        }
-                        // A relist may have missed deletions' events: look at everything.
-                        pending.add(Touch::All);
-                        gather = Some(schedule(gather, opts.debounce));
-                    }
-                    WatchEvent::Failed { kind, code, error } => {
-                        metrics.watch_restarted(kind);
-                        metrics.api_error("watch", code);
-                        tracing::warn!(kind, error = %error, "watch failed; it backs off and resumes or lists again");
-                    }
-                }
+                on_event(ev, &stores, &mut pending, &mut gather, metrics, opts.debounce);
             }
             _ = sleep_until(due), if due.is_some() => {
                 gather = None;
@@ -189,7 +185,38 @@ async fn control(
                     skipped: &skipped,
                     nova: nova.as_ref(),
                 };
-                let result = evaluate_in_batches(&cx, &touched, &mut expiries).await;
+                // While it runs, the watches' events are still taken in (they are progress, and
+                // what they touch is evaluated next), and a signal is heard at once.
+                let finished = {
+                    let mut eval = std::pin::pin!(evaluate_in_batches(&cx, &touched, &mut expiries));
+                    let mut watching = true;
+                    let signal = loop {
+                        tokio::select! {
+                            r = &mut eval => break Ok(r),
+                            ev = events.recv(), if watching => match ev {
+                                Some(ev) => on_event(ev, &stores, &mut pending, &mut gather, metrics, opts.debounce),
+                                None => watching = false,
+                            },
+                            _ = term.recv() => break Err("SIGTERM"),
+                            _ = int.recv() => break Err("SIGINT"),
+                        }
+                    };
+                    if signal.is_err() {
+                        let deadline = Instant::now() + opts.grace;
+                        stopping = Some(deadline);
+                        if tokio::time::timeout_at(deadline, &mut eval).await.is_err() {
+                            tracing::warn!(
+                                grace = ?opts.grace,
+                                "the evaluation in flight did not finish within the grace period; abandoned (the next leader evaluates everything)"
+                            );
+                        }
+                    }
+                    signal
+                };
+                let result = match finished {
+                    Ok(r) => r,
+                    Err(signal) => break signal,
+                };
                 if skipped.get() && led {
                     // Writes were left out while leadership was unconfirmed, perhaps only for a
                     // moment: as not leading, so that leading again looks at everything.
@@ -237,6 +264,7 @@ async fn control(
             _ = term.recv() => break "SIGTERM",
             _ = int.recv() => break "SIGINT",
             _ = tick.tick() => {
+                // The loop is waiting, not stuck.
                 metrics.tick();
                 if leadership_moved(&leadership, &mut led, metrics, &identity) {
                     pending.add(Touch::All);
@@ -247,10 +275,51 @@ async fn control(
     };
     tracing::info!(reason, "stopping");
     metrics.set_leader(false);
-    if opts.leader_elect && !leadership.release(opts.grace).await {
-        tracing::warn!("the leader Lease was not released within the grace period; it expires on its own");
+    let deadline = stopping.unwrap_or_else(|| Instant::now() + opts.grace);
+    let left = deadline.saturating_duration_since(Instant::now()).max(RELEASE_MIN);
+    if opts.leader_elect && !leadership.release(left).await {
+        tracing::warn!(
+            "the leader Lease was not released within the grace period; it is taken over after its duration"
+        );
     }
     Ok(reason)
+}
+
+/// Takes in one watch event: what it touches is gathered for the next evaluation.
+fn on_event(
+    ev: WatchEvent,
+    stores: &watch::Stores,
+    pending: &mut Touch,
+    gather: &mut Option<(Instant, Instant)>,
+    metrics: &Metrics,
+    debounce: Duration,
+) {
+    // An event is the watches and this loop at work (during an evaluation too).
+    metrics.tick();
+    match ev {
+        WatchEvent::Changed { kind, reach } => {
+            let t = reach.touch(stores);
+            tracing::trace!(kind, touched = ?t, "changed");
+            if !t.is_empty() {
+                pending.add(t);
+                *gather = Some(schedule(*gather, debounce));
+            }
+        }
+        WatchEvent::Synced { kind } => {
+            tracing::debug!(kind, "listed");
+            if stores.synced() && !metrics.synced.swap(true, Ordering::AcqRel) {
+                tracing::info!("every watched kind listed: evaluating everything");
+            }
+            // A relist may have missed deletions' events: look at everything.
+            pending.add(Touch::All);
+            *gather = Some(schedule(*gather, debounce));
+        }
+        WatchEvent::Failed { kind, code, error } => {
+            metrics.watch_restarted(kind);
+            metrics.api_error("watch", code);
+            tracing::warn!(kind, error = %error, "watch failed; it backs off and resumes or lists again");
+        }
+    }
 }
 
 /// Notes a change of this replica's leadership (the manager's or the guard's); true when it
@@ -341,6 +410,7 @@ async fn evaluate_in_batches(
         names.chunks(BATCH).map(|c| Touch::NodeSets(c.iter().cloned().collect())).collect();
     for batch in &batches {
         let next = evaluate(cx, batch).await?;
+        cx.metrics.tick();
         expiries.retain(|set, _| set.is_empty() || !batch.includes(set));
         for (set, t) in next {
             let slot = expiries.entry(set).or_insert(t);
@@ -382,7 +452,11 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
     metrics.forget_nodesets(&ns, |set| touched.includes(set) && !r.nodesets.iter().any(|s| s.name == set));
     if leadership.leads() {
         let writes = readiness::report::plan(&r, &snap.evidence, &ns);
-        let may_write = || leadership.leads();
+        let may_write = || {
+            // Each write begun is progress (a first sync of thousands of nodes is many writes).
+            metrics.tick();
+            leadership.leads()
+        };
         let outcome = k8s::status::apply(client, writes, Duration::from_secs(60), &may_write)
             .await
             .inspect_err(|e| {

@@ -116,7 +116,12 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
                 return Err(e);
             }
         };
-        let api = crate::shell::k8s::node_agent::NodeObjects { client, object: config.object.clone(), holder: config.node.clone() };
+        let api = crate::shell::k8s::node_agent::NodeObjects {
+            client,
+            object: config.object.clone(),
+            holder: config.node.clone(),
+            lease_namespace: config.lease_namespace.clone(),
+        };
         let iv = Intervals {
             check: config.check_interval,
             lease: config.lease_interval,

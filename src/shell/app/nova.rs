@@ -196,11 +196,45 @@ struct Shared {
 
 /// The longest wait between asks while Nova cannot be asked.
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// The longest interval the poller uses (the command line refuses more): its arithmetic never
+/// overflows, whatever it is given.
+const INTERVAL_MAX: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long after a panic the poll task is started again.
+const RESTART_AFTER: Duration = Duration::from_secs(5);
 
 /// The wait before the next ask: the interval after an answer; after a failure, twice the
 /// last wait, at least the interval and at most [`BACKOFF_MAX`].
 fn next_wait(last: Duration, interval: Duration, answered: bool) -> Duration {
-    if answered { interval } else { (last * 2).clamp(interval, BACKOFF_MAX.max(interval)) }
+    if answered { interval } else { last.saturating_mul(2).clamp(interval, BACKOFF_MAX.max(interval)) }
+}
+
+/// Runs `make()`'s task until it ends; one that panics is started again after `restart`, so
+/// that a bug in an ask cannot silently stop the asking. Ends when a run ends by itself.
+async fn supervise<F, Fut>(what: &'static str, restart: Duration, mut make: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    loop {
+        match tokio::spawn(make()).await {
+            Ok(()) => return,
+            Err(e) if e.is_panic() => {
+                let p = e.into_panic();
+                let message = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(
+                    panic = %crate::excerpt::printable(&message),
+                    restart_in = ?restart,
+                    "{what} failed (a bug: please report it); starting it again"
+                );
+                tokio::time::sleep(restart).await;
+            }
+            Err(_) => return, // cancelled: the runtime is shutting down
+        }
+    }
 }
 
 /// Why the poll task asks.
@@ -228,22 +262,8 @@ impl Poller {
             changed,
         });
         let task = inner.clone();
-        tokio::spawn(async move {
-            let mut wait = interval;
-            loop {
-                let why = tokio::select! {
-                    () = tokio::time::sleep(spread(wait)) => Why::Due,
-                    () = task.wake.notified() => Why::LoginsChanged,
-                };
-                match task.ask(why).await {
-                    None => wait = interval,
-                    Some((answered, _)) => wait = next_wait(wait, interval, answered),
-                }
-                if task.changed.is_closed() {
-                    break;
-                }
-            }
-        });
+        let interval = interval.min(INTERVAL_MAX);
+        tokio::spawn(supervise("the Nova poller", RESTART_AFTER, move || poll(task.clone(), interval)));
         Poller { inner, credentials }
     }
 
@@ -362,10 +382,30 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// 90 % to 110 % of `d`, so that replicas and restarts do not ask in step.
+/// Asks every `interval` (see [`Poller`]) until the controller is gone.
+async fn poll(task: Arc<Inner>, interval: Duration) {
+    let mut wait = interval;
+    loop {
+        let why = tokio::select! {
+            () = tokio::time::sleep(spread(wait)) => Why::Due,
+            () = task.wake.notified() => Why::LoginsChanged,
+        };
+        match task.ask(why).await {
+            None => wait = interval,
+            Some((answered, _)) => wait = next_wait(wait, interval, answered),
+        }
+        if task.changed.is_closed() {
+            break;
+        }
+    }
+}
+
+/// 90 % to 110 % of `d` (at most [`INTERVAL_MAX`]), so that replicas and restarts do not ask
+/// in step.
 fn spread(d: Duration) -> Duration {
+    let d = d.min(INTERVAL_MAX);
     let half = crate::shell::k8s::jitter(d / 5); // between d/10 and d/5
-    d - d / 10 + (half - d / 10) * 2
+    d - d / 10 + (half.saturating_sub(d / 10)) * 2
 }
 
 fn clock() -> Time {
@@ -390,6 +430,34 @@ mod tests {
         assert_eq!(next_wait(w, i, true), i);
         // An interval above the cap is kept.
         assert_eq!(next_wait(Duration::from_secs(600), Duration::from_secs(600), false).as_secs(), 600);
+    }
+
+    #[test]
+    fn no_interval_overflows_the_poller() {
+        // The largest a user could have typed, and what the loop makes of it.
+        let huge = Duration::from_secs(u64::MAX);
+        assert_eq!(next_wait(huge, huge, false), huge);
+        assert_eq!(next_wait(Duration::MAX, Duration::from_secs(30), false), BACKOFF_MAX);
+        let s = spread(huge);
+        assert!(s <= INTERVAL_MAX + INTERVAL_MAX / 10 && s >= INTERVAL_MAX - INTERVAL_MAX / 10, "{s:?}");
+        assert!(spread(Duration::MAX) <= INTERVAL_MAX * 2);
+        assert!(spread(Duration::ZERO).is_zero());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_poller_is_started_again() {
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        let started = tokio::time::Instant::now();
+        supervise("a test poller", Duration::from_secs(5), move || {
+            let n = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                assert!(n >= 2, "a bug in run {n}");
+            }
+        })
+        .await;
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 3, "two panics, then a run that ends");
+        assert_eq!(started.elapsed(), Duration::from_secs(10), "each restart after the pause");
     }
 
     #[test]

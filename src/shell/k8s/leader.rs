@@ -1,220 +1,520 @@
 //! Leader election over a `coordination.k8s.io` Lease, so that of several replicas of the
-//! controller only one writes. kube-lease-manager does the protocol (it holds the Lease by
-//! server-side apply, renews it `grace` before it expires, takes over an expired one, and
-//! releases it when the last receiver is dropped): it is maintained and built on the same kube
-//! version as this crate, where kube-leader-election still requires kube 4.
+//! controller only one writes. It follows client-go's `leaderelection` (the protocol every
+//! Kubernetes controller speaks), in a small loop of our own:
 //!
-//! One thing it does not do: when its renewals fail, it keeps saying "leader" (it reports
-//! only changes it has seen), so a replica cut off from the Lease would go on writing after
-//! another took the expired Lease over. [`Leadership`] adds a guard: it reads the Lease every
-//! [`CHECK`] and this replica leads only while the Lease, as last read, names it and was
-//! renewed recently enough that it cannot have expired yet ([`SAFETY_MS`] before its end). When
-//! the reads fail too, the last good read ages out, and the replica stops writing before the
-//! Lease could be taken.
+//! - Every [`RETRY`] the Lease is read. Each time its record (the `spec`) differs from the one
+//!   seen last, this replica notes *when it saw it*, by its own monotonic clock. A Lease held by
+//!   another replica is taken over once the record has stayed the same for [`DURATION`] since
+//!   then, whatever its `renewTime` says: a holder whose clock is wrong (a `renewTime` in
+//!   2099, or one that does not parse) can neither keep the Lease forever nor lose it early,
+//!   and an unreadable `renewTime` is no reason to stop (it is named in a warning).
+//! - The holder renews every [`RETRY`] with a merge patch carrying the `resourceVersion` it
+//!   read (the API server refuses it, 409, if the Lease changed in between), and creates the
+//!   Lease when there is none.
+//! - This replica writes only while its last successful renewal is recent: [`Leadership::leads`]
+//!   turns false [`RENEW_DEADLINE`] after the last renewal *was sent*, before any other
+//!   replica could see the record unchanged for [`DURATION`] (it saw it after it was sent).
+//!   A replica cut off from the API stops writing on its own.
+//! - On shutdown the holder clears `holderIdentity`, so that another takes over at once.
+//!
+//! Why not kube-lease-manager (used before): it judges a holder by `renewTime` +
+//! `leaseDurationSeconds` on its own clock, so a Lease "renewed in 2099" is never taken over,
+//! and a Lease whose `renewTime` does not parse fails its typed read (which was reported as an
+//! RBAC problem). Its state is private and its expiry rule built into its lock, so neither a
+//! wrapper nor a contribution on top can change the rule; the loop here is as small.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kube::api::Api;
-use kube_lease_manager::{LeaseManagerBuilder, LeaseParams};
-use tokio::sync::watch;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use super::{Client, Error};
+use crate::excerpt::printable;
 
-/// How long a Lease lasts and how long before its end the holder renews it: a replica that
-/// stops renewing is replaced within `DURATION` seconds.
-pub(crate) const DURATION: u64 = 15;
-pub(crate) const GRACE: u64 = 5;
-/// How often the guard reads the Lease while the manager says this replica leads. The manager
-/// renews `GRACE` before the end; the guard must see the renewal before `SAFETY_MS` before the
-/// end, so `CHECK` stays well below `GRACE - SAFETY_MS` (else leadership would flicker off at
-/// renewals).
-pub(crate) const CHECK: Duration = Duration::from_secs(1);
-/// How long before the Lease's end, as last read, this replica stops writing (milliseconds):
-/// a write takes time.
-pub(crate) const SAFETY_MS: i64 = 2_000;
+/// How long a record must stay the same before another replica takes the Lease over (and the
+/// `leaseDurationSeconds` this replica writes): client-go's default.
+pub(crate) const DURATION: Duration = Duration::from_secs(15);
+/// How long after its last successful renewal (as sent) the holder stops writing; well within
+/// [`DURATION`], since a write takes time. client-go's default.
+pub(crate) const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// How often the Lease is read, and renewed while held. client-go's default.
+pub(crate) const RETRY: Duration = Duration::from_secs(2);
+
+/// The field manager of this replica's Lease writes.
+const FIELD_MANAGER: &str = "edpm-agent-leader";
 
 /// Whether this replica may write.
 pub(crate) struct Leadership {
-    /// The lease manager's view (always true without election).
-    manager: watch::Receiver<bool>,
-    /// Until when the Lease, as last read, is this replica's (unix milliseconds); `None`
-    /// without election (no guard).
-    confirmed_until: Option<Arc<Mutex<i64>>>,
-    /// The manager's task, which ends once the Lease is released.
+    /// The election loop's view: it holds the Lease (always true without election).
+    leading: watch::Receiver<bool>,
+    /// Until when the last renewal lets this replica write; `None` without election (no
+    /// deadline).
+    confirmed_until: Option<Arc<Mutex<Option<Instant>>>>,
+    /// Tells the loop to release the Lease and end.
+    stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
-    /// The guard's task: it holds a receiver of the manager's, so it is stopped before the
-    /// Lease is released (the manager releases when the last receiver is gone).
-    guard: Option<JoinHandle<()>>,
     /// Keeps the channel of a replica without election open.
     _always: Option<watch::Sender<bool>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Nothing holding this lock panics; a poisoned one still holds an instant.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Leadership {
     /// A replica without election: it always leads.
     pub(crate) fn always() -> Leadership {
         let (tx, rx) = watch::channel(true);
-        Leadership { manager: rx, confirmed_until: None, task: None, guard: None, _always: Some(tx) }
+        Leadership { leading: rx, confirmed_until: None, stop: None, task: None, _always: Some(tx) }
     }
 
-    /// Whether this replica leads now: the manager says so and the Lease, as last read,
-    /// cannot have expired.
+    /// Whether this replica leads now: it holds the Lease and renewed it recently enough.
     pub(crate) fn leads(&self) -> bool {
-        *self.manager.borrow() && self.confirmed(now_ms())
+        *self.leading.borrow() && self.confirmed(Instant::now())
     }
 
-    fn confirmed(&self, now: i64) -> bool {
-        self.confirmed_until.as_ref().is_none_or(|c| now < *c.lock().unwrap_or_else(|e| e.into_inner()))
+    fn confirmed(&self, now: Instant) -> bool {
+        self.confirmed_until.as_ref().is_none_or(|c| lock(c).is_some_and(|until| now < until))
     }
 
-    /// Waits for the manager's view to change; an error when election ended.
+    /// Waits for the loop's view to change; an error when election ended.
     pub(crate) async fn changed(&mut self) -> Result<(), watch::error::RecvError> {
-        self.manager.changed().await
+        self.leading.changed().await
     }
 
-    /// Releases the Lease (if held) and waits up to `grace` for it; false when it was not
-    /// released in time.
+    /// Stops taking part and releases the Lease (if held), waiting up to `grace` for it;
+    /// false when it was not released in time (it then expires on its own).
     pub(crate) async fn release(self, grace: Duration) -> bool {
-        let Leadership { manager, task, guard, .. } = self;
-        if let Some(g) = guard {
-            g.abort();
-            let _ = g.await; // cancelled: its receiver is dropped
+        let Leadership { stop, task, .. } = self;
+        if let Some(s) = stop {
+            let _ = s.send(());
         }
-        // Dropping the last receiver makes the lease manager release the Lease.
-        drop(manager);
-        match task {
-            Some(t) => t.is_finished() || tokio::time::timeout(grace, t).await.is_ok(),
-            None => true,
+        let Some(mut t) = task else { return true };
+        match tokio::time::timeout(grace, &mut t).await {
+            Ok(_) => true,
+            Err(_) => {
+                t.abort();
+                false
+            }
         }
     }
 }
 
-/// Leadership of `name` in the client's namespace as `identity`.
+/// Takes part in the election on Lease `name` in the client's namespace as `identity`: the
+/// loop runs in a task of its own, and the first round is at once.
 pub(crate) async fn elect(client: &Client, name: &str, identity: &str) -> Result<Leadership, Error> {
-    let params = LeaseParams::new(identity, DURATION, GRACE).with_field_manager("edpm-agent-leader");
-    let manager = LeaseManagerBuilder::new(client.kube(), name)
-        .with_namespace(client.namespace())
-        .with_parameters(params)
-        .build()
-        .await
-        .map_err(|e| Error::Request {
-            action: format!(
-                "taking part in leader election on Lease {name} in namespace {}",
-                client.namespace()
-            ),
-            message: e.to_string(),
-            hint: "; grant get, create and patch on leases (resourceNames for the patch)".into(),
-            code: None,
-        })?;
-    let (rx, task) = manager.watch().await;
-    let done = tokio::spawn(async move {
-        if let Ok(Err(e)) = task.await {
-            tracing::warn!(error = %e, "leader election ended with an error");
-        }
-    });
-    let confirmed_until = Arc::new(Mutex::new(0));
-    let g = tokio::spawn(guard(
-        client.clone(),
-        name.to_string(),
-        identity.to_string(),
-        confirmed_until.clone(),
-        rx.clone(),
-    ));
+    let (tx, rx) = watch::channel(false);
+    let until = Arc::new(Mutex::new(None));
+    let (stop_tx, stop_rx) = oneshot::channel();
+    let elector = Elector {
+        client: client.clone(),
+        api: Api::namespaced_with(client.kube(), client.namespace(), &lease_resource()),
+        name: name.to_string(),
+        identity: identity.to_string(),
+        observed: None,
+        holding: false,
+        warned: None,
+    };
+    let task = tokio::spawn(elector.run(tx, until.clone(), stop_rx));
     Ok(Leadership {
-        manager: rx,
-        confirmed_until: Some(confirmed_until),
-        task: Some(done),
-        guard: Some(g),
+        leading: rx,
+        confirmed_until: Some(until),
+        stop: Some(stop_tx),
+        task: Some(task),
         _always: None,
     })
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+fn lease_resource() -> ApiResource {
+    ApiResource {
+        group: "coordination.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "coordination.k8s.io/v1".into(),
+        kind: "Lease".into(),
+        plural: "leases".into(),
+    }
 }
 
-/// While the manager says this replica leads, reads the Lease every [`CHECK`] (and at once
-/// when the manager's view changes), and records until when it is this replica's.
-async fn guard(
+/// A record as this replica last saw it change, and when (its own clock).
+#[derive(Debug, Clone, PartialEq)]
+struct Observed {
+    record: Value,
+    at: Instant,
+}
+
+/// What to do with the Lease as read.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Nobody holds it, or its holder's record has not moved for a lease duration: take it.
+    Take,
+    /// It is ours: renew it.
+    Renew,
+    /// Another holds it and its record moved within a lease duration.
+    Wait,
+}
+
+/// Who holds a record: `None` when nobody (no or an empty `holderIdentity`); a holder of
+/// another type than a string is somebody unknown, not nobody.
+fn holder(spec: &Value) -> Option<String> {
+    match &spec["holderIdentity"] {
+        Value::Null => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(format!("(unreadable holderIdentity {other})")),
+    }
+}
+
+/// client-go's rule: `spec` (the Lease's record) is noted with `now` in `observed` when it
+/// differs from the one seen last; a record held by another is taken over once it has stayed
+/// the same for `duration` since then.
+fn judge(
+    spec: &Value,
+    identity: &str,
+    observed: &mut Option<Observed>,
+    now: Instant,
+    duration: Duration,
+) -> Verdict {
+    if observed.as_ref().is_none_or(|o| o.record != *spec) {
+        *observed = Some(Observed { record: spec.clone(), at: now });
+    }
+    let seen = observed.as_ref().map_or(now, |o| o.at);
+    match holder(spec) {
+        None => Verdict::Take,
+        Some(h) if h == identity => Verdict::Renew,
+        // `checked_add`: a duration no Instant can hold is a record never taken over.
+        Some(_) if seen.checked_add(duration).is_some_and(|end| now >= end) => Verdict::Take,
+        Some(_) => Verdict::Wait,
+    }
+}
+
+/// What is wrong with a record's times, if anything, for a warning: they are not used to
+/// judge it, but a holder whose clock or writer is broken should be known.
+fn odd_times(spec: &Value) -> Option<String> {
+    let renew = &spec["renewTime"];
+    match renew {
+        Value::Null => None,
+        Value::String(s) => match s.parse::<jiff::Timestamp>() {
+            Err(_) => Some(format!("spec.renewTime {:?} is not a time", printable(s))),
+            Ok(t) if t.duration_since(jiff::Timestamp::now()) > jiff::SignedDuration::from_secs(60) => {
+                Some(format!("spec.renewTime {s} is in the future (the holder's clock is wrong)"))
+            }
+            Ok(_) => None,
+        },
+        other => Some(format!("spec.renewTime {} is not a time", printable(&other.to_string()))),
+    }
+}
+
+/// A MicroTime, as client-go writes it.
+fn micro_time(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+struct Elector {
     client: Client,
+    api: Api<DynamicObject>,
     name: String,
     identity: String,
-    until: Arc<Mutex<i64>>,
-    mut manager: watch::Receiver<bool>,
-) {
-    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client.kube(), client.namespace());
-    let mut warned = false;
-    loop {
-        tokio::select! {
-            changed = manager.changed() => if changed.is_err() { return },
-            _ = tokio::time::sleep(CHECK) => {}
-        }
-        if !*manager.borrow() {
-            continue; // not leading: nothing to confirm
-        }
-        match client.within_time(api.get(&name)).await {
-            Ok(lease) => {
-                warned = false;
-                let end = held_until(&lease, &identity).unwrap_or(0);
-                *until.lock().unwrap_or_else(|e| e.into_inner()) = end - SAFETY_MS;
-            }
-            Err(e) if !warned => {
-                warned = true;
-                tracing::warn!(lease = %name, error = %e, "cannot read the leader Lease; this replica stops writing when the last reading ages out");
-            }
-            Err(_) => {}
-        }
-    }
+    observed: Option<Observed>,
+    /// The Lease names this replica, as last read or written.
+    holding: bool,
+    /// The last problem warned about (each is told once, not every round).
+    warned: Option<String>,
 }
 
-/// When the Lease's current claim ends (unix milliseconds), if `identity` holds it.
-fn held_until(lease: &k8s_openapi::api::coordination::v1::Lease, identity: &str) -> Option<i64> {
-    let spec = lease.spec.as_ref()?;
-    if spec.holder_identity.as_deref() != Some(identity) {
-        return None;
+/// One round's outcome.
+enum Round {
+    /// This replica holds the Lease, renewed with a request sent at that instant.
+    Held(Instant),
+    /// Another holds it.
+    Other,
+    /// The round failed (told in the log); nothing changes but the age of the last renewal.
+    Failed,
+}
+
+impl Elector {
+    async fn run(
+        mut self,
+        tx: watch::Sender<bool>,
+        until: Arc<Mutex<Option<Instant>>>,
+        mut stop: oneshot::Receiver<()>,
+    ) {
+        loop {
+            let sent = Instant::now();
+            // A round may not outlast the renew deadline: a hung request must not keep the
+            // loop from trying again (the last renewal ages out meanwhile).
+            let round = tokio::select! {
+                r = tokio::time::timeout(RENEW_DEADLINE, self.round(sent)) => r,
+                _ = &mut stop => break,
+            };
+            let round = round.unwrap_or_else(|_| {
+                self.warn(format!(
+                    "the leader Lease was not read and renewed within {} s; trying again",
+                    RENEW_DEADLINE.as_secs()
+                ));
+                Round::Failed
+            });
+            match round {
+                Round::Held(at) => {
+                    *lock(&until) = Some(at + RENEW_DEADLINE);
+                    tx.send_if_modified(|l| !std::mem::replace(l, true));
+                }
+                Round::Other => {
+                    *lock(&until) = None;
+                    tx.send_if_modified(|l| std::mem::replace(l, false));
+                }
+                Round::Failed => {}
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(sent + RETRY) => {}
+                _ = &mut stop => break,
+            }
+        }
+        *lock(&until) = None;
+        tx.send_if_modified(|l| std::mem::replace(l, false));
+        if self.holding {
+            self.release().await;
+        }
     }
-    let renewed = serde_json::to_value(spec.renew_time.as_ref()?).ok()?;
-    let renewed: jiff::Timestamp = renewed.as_str()?.parse().ok()?;
-    Some(renewed.as_millisecond() + i64::from(spec.lease_duration_seconds?) * 1000)
+
+    fn warn(&mut self, message: String) {
+        if self.warned.as_deref() != Some(message.as_str()) {
+            tracing::warn!(lease = %self.name, "{message}");
+            self.warned = Some(message);
+        }
+    }
+
+    /// Reads the Lease and takes, renews or leaves it.
+    async fn round(&mut self, sent: Instant) -> Round {
+        let lease = match self.client.within_time(self.api.get_opt(&self.name)).await {
+            Ok(l) => l,
+            Err(e) => {
+                let e = self.client.error(format!("reading the leader Lease {}", self.name), &e);
+                self.warn(format!(
+                    "{e}; this replica stops writing {} s after its last renewal",
+                    RENEW_DEADLINE.as_secs()
+                ));
+                return Round::Failed;
+            }
+        };
+        let Some(lease) = lease else { return self.create(sent).await };
+        let spec = lease.data.get("spec").cloned().unwrap_or(Value::Null);
+        let spec = if spec.is_object() { spec } else { json!({}) };
+        if let Some(odd) = odd_times(&spec) {
+            self.warn(format!(
+                "Lease {}: {odd}; it is judged by when this replica saw its record change",
+                self.name
+            ));
+        }
+        let verdict = judge(&spec, &self.identity, &mut self.observed, Instant::now(), DURATION);
+        let now = micro_time(jiff::Timestamp::now());
+        let patch = match verdict {
+            Verdict::Wait => {
+                self.holding = false;
+                return Round::Other;
+            }
+            Verdict::Renew => json!({"spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": DURATION.as_secs(),
+                "renewTime": now,
+            }}),
+            Verdict::Take => {
+                if let Some(h) = holder(&spec) {
+                    tracing::info!(lease = %self.name, holder = %printable(&h), "taking the leader Lease over: its record has not changed for the lease duration");
+                }
+                let transitions = spec["leaseTransitions"].as_i64().unwrap_or(0).saturating_add(1);
+                json!({"spec": {
+                    "holderIdentity": self.identity,
+                    "leaseDurationSeconds": DURATION.as_secs(),
+                    "acquireTime": now,
+                    "renewTime": now,
+                    "leaseTransitions": transitions,
+                }})
+            }
+        };
+        let mut patch = patch;
+        // Optimistic concurrency: refused (409) if another replica wrote in between.
+        patch["metadata"] = json!({"resourceVersion": lease.metadata.resource_version});
+        let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+        match self.client.within_time(self.api.patch(&self.name, &params, &Patch::Merge(&patch))).await {
+            Ok(written) => {
+                self.seen_own(&written);
+                self.warned = None;
+                Round::Held(sent)
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Another replica wrote first: the next round reads who.
+                Round::Failed
+            }
+            Err(e) => {
+                let e = self.client.error(format!("renewing the leader Lease {}", self.name), &e);
+                self.warn(format!(
+                    "{e}; this replica stops writing {} s after its last renewal",
+                    RENEW_DEADLINE.as_secs()
+                ));
+                Round::Failed
+            }
+        }
+    }
+
+    /// Notes the record this replica just wrote, so that its own renewal is not mistaken for
+    /// another's.
+    fn seen_own(&mut self, written: &DynamicObject) {
+        self.holding = true;
+        let spec = written.data.get("spec").cloned().unwrap_or(Value::Null);
+        self.observed = Some(Observed { record: spec, at: Instant::now() });
+    }
+
+    async fn create(&mut self, sent: Instant) -> Round {
+        let now = micro_time(jiff::Timestamp::now());
+        let lease: DynamicObject = match serde_json::from_value(json!({
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.client.namespace()},
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": DURATION.as_secs(),
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": 0,
+            },
+        })) {
+            Ok(l) => l,
+            Err(_) => return Round::Failed, // a literal object always decodes
+        };
+        let params = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+        match self.client.within_time(self.api.create(&params, &lease)).await {
+            Ok(written) => {
+                self.seen_own(&written);
+                self.warned = None;
+                Round::Held(sent)
+            }
+            // Another replica created it first: the next round reads it.
+            Err(kube::Error::Api(s)) if s.code == 409 => Round::Failed,
+            Err(e) => {
+                let e = self.client.error(
+                    format!(
+                        "creating the leader Lease {} in namespace {}",
+                        self.name,
+                        self.client.namespace()
+                    ),
+                    &e,
+                );
+                self.warn(e.to_string());
+                Round::Failed
+            }
+        }
+    }
+
+    /// Clears the holder, so that another replica takes over at once (only if the Lease still
+    /// names this replica).
+    async fn release(&mut self) {
+        let Ok(Some(lease)) = self.client.within_time(self.api.get_opt(&self.name)).await else { return };
+        let spec = lease.data.get("spec").cloned().unwrap_or(Value::Null);
+        if holder(&spec).as_deref() != Some(self.identity.as_str()) {
+            return;
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": lease.metadata.resource_version},
+            "spec": {"holderIdentity": null, "acquireTime": null, "renewTime": null, "leaseDurationSeconds": null},
+        });
+        let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+        match self.client.within_time(self.api.patch(&self.name, &params, &Patch::Merge(&patch))).await {
+            Ok(_) => tracing::info!(lease = %self.name, "released the leader Lease"),
+            Err(e) => {
+                tracing::warn!(lease = %self.name, error = %self.client.error("releasing the leader Lease", &e), "the leader Lease was not released; it is taken over after its duration")
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lease(holder: &str, renewed: &str, seconds: i32) -> k8s_openapi::api::coordination::v1::Lease {
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "l"},
-            "spec": {"holderIdentity": holder, "renewTime": renewed, "leaseDurationSeconds": seconds},
-        }))
-        .unwrap()
+    fn spec(holder: &str, renewed: &str) -> Value {
+        json!({"holderIdentity": holder, "renewTime": renewed, "leaseDurationSeconds": 15})
     }
 
     #[test]
-    fn a_lease_is_ours_until_its_claim_ends() {
-        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_millisecond();
-        let l = lease("me", "2026-11-26T10:00:00.123456Z", 15);
-        assert_eq!(held_until(&l, "me"), Some(at("2026-11-26T10:00:15.123Z")), "to the millisecond");
-        assert_eq!(held_until(&l, "other"), None, "another's claim is not ours");
+    fn a_record_that_does_not_move_is_taken_over_a_lease_duration_after_it_was_first_seen() {
+        let t0 = Instant::now();
+        let d = Duration::from_secs(15);
+        let mut seen = None;
+        // Renewed "in 2099": the time it says does not matter, only when it was seen.
+        let s = spec("dead", "2099-01-01T00:00:00.000000Z");
+        assert_eq!(judge(&s, "me", &mut seen, t0, d), Verdict::Wait);
+        assert_eq!(judge(&s, "me", &mut seen, t0 + Duration::from_secs(14), d), Verdict::Wait);
+        assert_eq!(judge(&s, "me", &mut seen, t0 + d, d), Verdict::Take);
     }
 
     #[test]
-    fn without_a_recent_reading_the_replica_does_not_lead() {
+    fn a_record_that_moves_keeps_its_holder() {
+        let t0 = Instant::now();
+        let d = Duration::from_secs(15);
+        let mut seen = None;
+        assert_eq!(judge(&spec("other", "2020-01-01T00:00:00Z"), "me", &mut seen, t0, d), Verdict::Wait);
+        // Renewed (even with a clock far behind): seen anew, so the wait starts again.
+        let later = t0 + Duration::from_secs(10);
+        assert_eq!(judge(&spec("other", "2020-01-01T00:00:02Z"), "me", &mut seen, later, d), Verdict::Wait);
+        assert_eq!(
+            judge(&spec("other", "2020-01-01T00:00:02Z"), "me", &mut seen, t0 + Duration::from_secs(20), d),
+            Verdict::Wait,
+            "15 s after it was last seen to move, not after the first sighting"
+        );
+        assert_eq!(
+            judge(&spec("other", "2020-01-01T00:00:02Z"), "me", &mut seen, later + d, d),
+            Verdict::Take
+        );
+    }
+
+    #[test]
+    fn a_garbage_renew_time_is_a_record_like_any_other() {
+        let t0 = Instant::now();
+        let d = Duration::from_secs(15);
+        let mut seen = None;
+        let s = spec("other", "not a time at all");
+        assert_eq!(judge(&s, "me", &mut seen, t0, d), Verdict::Wait);
+        assert_eq!(judge(&s, "me", &mut seen, t0 + d, d), Verdict::Take);
+        assert_eq!(odd_times(&s).unwrap(), r#"spec.renewTime "not a time at all" is not a time"#);
+        assert!(odd_times(&json!({"renewTime": 12})).unwrap().contains("12 is not a time"));
+        assert!(odd_times(&spec("x", "2099-01-01T00:00:00Z")).unwrap().contains("in the future"));
+        assert_eq!(odd_times(&spec("x", &micro_time(jiff::Timestamp::now()))), None);
+    }
+
+    #[test]
+    fn nobody_holds_a_free_lease_and_ours_is_renewed() {
+        let t0 = Instant::now();
+        let d = Duration::from_secs(15);
+        for free in [json!({}), json!({"holderIdentity": ""}), json!({"holderIdentity": null})] {
+            assert_eq!(judge(&free, "me", &mut None, t0, d), Verdict::Take, "{free}");
+        }
+        assert_eq!(judge(&spec("me", "2099-01-01T00:00:00Z"), "me", &mut None, t0, d), Verdict::Renew);
+        // A holder that is not a string is somebody, not nobody.
+        assert_eq!(judge(&json!({"holderIdentity": 7}), "me", &mut None, t0, d), Verdict::Wait);
+        assert_eq!(judge(&spec("other", "x"), "me", &mut None, t0, Duration::MAX), Verdict::Wait);
+    }
+
+    #[test]
+    fn without_a_recent_renewal_the_replica_does_not_lead() {
         let (tx, rx) = watch::channel(true);
-        let until = Arc::new(Mutex::new(100));
+        let now = Instant::now();
+        let until = Arc::new(Mutex::new(Some(now + Duration::from_secs(1))));
         let l = Leadership {
-            manager: rx,
+            leading: rx,
             confirmed_until: Some(until.clone()),
+            stop: None,
             task: None,
-            guard: None,
             _always: Some(tx),
         };
-        assert!(l.confirmed(99));
-        assert!(!l.confirmed(100), "the claim as last read has ended (less the safety margin)");
+        assert!(l.confirmed(now));
+        assert!(!l.confirmed(now + Duration::from_secs(1)), "the last renewal is too old");
+        *lock(&until) = None;
+        assert!(!l.confirmed(now), "never renewed");
         assert!(Leadership::always().leads());
     }
 }

@@ -32,6 +32,8 @@ pub(crate) struct NodeObjects {
     pub(crate) client: Client,
     pub(crate) object: String,
     pub(crate) holder: String,
+    /// The namespace of its Lease (`lease_namespace` in node.yaml).
+    pub(crate) lease_namespace: String,
 }
 
 impl AgentApi for NodeObjects {
@@ -62,11 +64,11 @@ impl AgentApi for NodeObjects {
 
     async fn renew_lease(&self, now: Time, duration: Duration) -> Result<(), Error> {
         let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-            Api::namespaced(self.client.kube(), self.client.namespace());
+            Api::namespaced(self.client.kube(), &self.lease_namespace);
         // A MicroTime, as the kubelet writes it.
         let renew = format!("{}.000000Z", now.to_string().trim_end_matches('Z'));
         let body = json!({"spec": {"holderIdentity": self.holder, "leaseDurationSeconds": duration.as_secs(), "renewTime": renew}});
-        let action = format!("renewing Lease {}", self.object);
+        let action = format!("renewing Lease {} in namespace {}", self.object, self.lease_namespace);
         self.client
             .within_time(leases.patch(&self.object, &PatchParams::default(), &Patch::Merge(&body)))
             .await

@@ -19,9 +19,9 @@
 //!   stream ended at `timeoutSeconds`, and streams dropped on demand ([`FakeApi::drop_watches`]);
 //!   lists carry the current `resourceVersion`, and are paged (`limit`, `continue`);
 //! - `POST` creates Leases (409 AlreadyExists when present), for leader election, and Events;
-//!   a merge
-//!   patch (JSON or strategic) takes the fields it sets or removes from the appliers that
-//!   owned them, as an update does;
+//!   a merge patch (JSON or strategic) takes the fields it sets or removes from the appliers
+//!   that owned them, as an update does, and a `resourceVersion` in it is a precondition (409
+//!   when the object changed since);
 //! - a record of every request (method and target) and every JSON body.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -549,6 +549,18 @@ fn merge_patch(
     let Some(obj) = st.objects.get_mut(&key(api_version, plural_name, ns, name)) else {
         return status(404, &format!("{plural_name} \"{name}\" not found"));
     };
+    // A `resourceVersion` in the patch is a precondition, as the API server makes it: 409 when
+    // the object changed since (leader election's optimistic concurrency).
+    if let Some(rv) = patch["metadata"]["resourceVersion"].as_str()
+        && obj["metadata"]["resourceVersion"].as_str() != Some(rv)
+    {
+        return status(
+            409,
+            &format!(
+                "Operation cannot be fulfilled on {plural_name} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+            ),
+        );
+    }
     merge(obj, &patch);
     obj["metadata"]["resourceVersion"] = json!(version);
     let out = obj.clone();
