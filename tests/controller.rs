@@ -124,7 +124,7 @@ pub(crate) fn status_patches(api: &FakeApi) -> Vec<String> {
 }
 
 /// The first sync: every object written once, then nothing while nothing changes.
-fn synced(api: &FakeApi) -> Controller {
+pub(crate) fn synced(api: &FakeApi) -> Controller {
     let c = Controller::start(api, &[]);
     wait_for("the first writes", Duration::from_secs(20), || {
         condition(api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
@@ -466,11 +466,12 @@ fn a_crd_recheck_under_a_second_is_refused() {
     assert!(out.stderr.contains("--crd-recheck 0: give at least 1 second"), "{}", out.stderr);
 }
 
-/// A Role rule: apiGroups, resources, verbs, resourceNames.
-type Rule = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
+/// A Role rule: namespace, apiGroups, resources, verbs, resourceNames.
+type Rule = (String, Vec<String>, Vec<String>, Vec<String>, Vec<String>);
 
-/// One API request as RBAC sees it: (verb, group, resource or resource/subresource, name).
-fn rbac_request(line: &str) -> Option<(String, String, String, Option<String>)> {
+/// One API request as RBAC sees it: (namespace, verb, group, resource or resource/subresource,
+/// name).
+fn rbac_request(line: &str) -> Option<(String, String, String, String, Option<String>)> {
     let (method, target) = line.split_once(' ')?;
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
@@ -479,10 +480,10 @@ fn rbac_request(line: &str) -> Option<(String, String, String, Option<String>)> 
         ["apis", g, _, rest @ ..] => (*g, rest),
         _ => return None,
     };
-    let (resource, name) = match rest {
-        ["namespaces", _, r] => (r.to_string(), None),
-        ["namespaces", _, r, n] => (r.to_string(), Some(n.to_string())),
-        ["namespaces", _, r, n, sub] => (format!("{r}/{sub}"), Some(n.to_string())),
+    let (namespace, resource, name) = match rest {
+        ["namespaces", ns, r] => (ns.to_string(), r.to_string(), None),
+        ["namespaces", ns, r, n] => (ns.to_string(), r.to_string(), Some(n.to_string())),
+        ["namespaces", ns, r, n, sub] => (ns.to_string(), format!("{r}/{sub}"), Some(n.to_string())),
         _ => return None,
     };
     let watching = query.split('&').any(|kv| kv == "watch=true" || kv == "watch=1");
@@ -494,7 +495,7 @@ fn rbac_request(line: &str) -> Option<(String, String, String, Option<String>)> 
         ("PATCH", _) => "patch",
         _ => return None,
     };
-    Some((verb.into(), group.into(), resource, name))
+    Some((namespace, verb.into(), group.into(), resource, name))
 }
 
 #[test]
@@ -539,71 +540,80 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
     // The requests the test itself sent (api.patch) are not in the log: only the controller's.
-    let requests: Vec<(String, String, String, Option<String>)> =
+    let requests: Vec<(String, String, String, String, Option<String>)> =
         api.requests().iter().filter_map(|l| rbac_request(l)).collect();
 
     let text = std::fs::read_to_string(crate::util::repo().join("packaging/kubernetes/rbac-controller.yaml"))
         .unwrap();
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
-    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
             .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default()
     };
-    let rules: Vec<Rule> = role["rules"]
-        .as_array()
-        .unwrap()
+    // Every Role's rules, each in its namespace: a request is allowed by the Role of its own.
+    let rules: Vec<Rule> = docs
         .iter()
-        .map(|r| {
-            (
-                strings(&r["apiGroups"]),
-                strings(&r["resources"]),
-                strings(&r["verbs"]),
-                strings(&r["resourceNames"]),
-            )
+        .filter(|d| d["kind"] == "Role")
+        .flat_map(|role| {
+            let ns = role["metadata"]["namespace"].as_str().unwrap().to_string();
+            role["rules"].as_array().unwrap().iter().map(move |r| {
+                (
+                    ns.clone(),
+                    strings(&r["apiGroups"]),
+                    strings(&r["resources"]),
+                    strings(&r["verbs"]),
+                    strings(&r["resourceNames"]),
+                )
+            })
         })
         .collect();
-    let allows = |verb: &str, group: &str, resource: &str, name: Option<&str>| {
-        rules.iter().any(|(g, r, v, n)| {
-            g.iter().any(|x| x == group)
+    let allows = |ns: &str, verb: &str, group: &str, resource: &str, name: Option<&str>| {
+        rules.iter().any(|(rns, g, r, v, n)| {
+            rns == ns
+                && g.iter().any(|x| x == group)
                 && r.iter().any(|x| x == resource)
                 && v.iter().any(|x| x == verb)
                 && (n.is_empty() || name.is_some_and(|name| n.iter().any(|x| x == name)))
         })
     };
-    let mut used: Vec<(String, String, String)> = Vec::new();
-    for (verb, group, resource, name) in &requests {
+    let mut used: Vec<(String, String, String, String)> = Vec::new();
+    for (ns, verb, group, resource, name) in &requests {
         assert!(
-            allows(verb, group, resource, name.as_deref()),
-            "not allowed by the Role: {verb} {resource}.{group} {name:?}"
+            allows(ns, verb, group, resource, name.as_deref()),
+            "not allowed by the Role of namespace {ns}: {verb} {resource}.{group} {name:?}"
         );
-        used.push((verb.clone(), group.clone(), resource.clone()));
+        used.push((ns.clone(), verb.clone(), group.clone(), resource.clone()));
         // A server-side apply creates what is missing: the API server checks create then.
         if verb == "patch" && !resource.ends_with("/status") && group != "events.k8s.io" {
             assert!(
-                allows("create", group, resource, name.as_deref()),
-                "apply may create {resource}.{group}"
+                allows(ns, "create", group, resource, name.as_deref()),
+                "apply may create {resource}.{group} in {ns}"
             );
-            used.push(("create".into(), group.clone(), resource.clone()));
+            used.push((ns.clone(), "create".into(), group.clone(), resource.clone()));
         }
     }
     // The recorder patches an Event only for a repeat (a series): granted, seldom seen.
-    used.push(("patch".into(), "events.k8s.io".into(), "events".into()));
-    for (groups, resources, verbs, _) in &rules {
+    used.push(("openstack".into(), "patch".into(), "events.k8s.io".into(), "events".into()));
+    for (ns, groups, resources, verbs, _) in &rules {
         for g in groups {
             for r in resources {
                 for v in verbs {
                     assert!(
-                        used.iter().any(|(uv, ug, ur)| uv == v && ug == g && ur == r),
-                        "granted but never used: {v} {r}.{g}"
+                        used.iter().any(|(uns, uv, ug, ur)| uns == ns && uv == v && ug == g && ur == r),
+                        "granted but never used: {v} {r}.{g} in {ns}"
                     );
                 }
             }
         }
     }
     // Secrets are never listed or watched.
-    assert!(!requests.iter().any(|(v, _, r, _)| r == "secrets" && v != "get"), "{requests:?}");
+    assert!(!requests.iter().any(|(_, v, _, r, _)| r == "secrets" && v != "get"), "{requests:?}");
+    // The node agents' Leases are read and written in their own namespace only.
+    assert!(
+        requests.iter().any(|(ns, v, _, r, _)| r == "leases" && ns == "edpm-node-lease" && v == "watch"),
+        "{requests:?}"
+    );
 }
 
 /// `edpm_node_condition` samples as `node/type/status` → value, read by prometheus_client's

@@ -433,9 +433,32 @@ fn the_controllers_manifests_parse_and_run_it_as_restricted_pod_security_require
     let (period, failures) =
         (probe["periodSeconds"].as_u64().unwrap(), probe["failureThreshold"].as_u64().unwrap());
     assert!(period * failures >= 40, "{probe}");
-    // Secrets are read by name only: never listed or watched.
+    // Secrets are read by name only: never listed or watched. In its own namespace the
+    // controller writes no Lease but its own leader Lease by name (`create` cannot be limited
+    // by name); the node agents' Leases are written only in their namespace.
     let text = std::fs::read_to_string(dir.join("rbac-controller.yaml")).unwrap();
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let namespaces: Vec<&str> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Role")
+        .map(|d| d["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(namespaces, ["openstack", "edpm-node-lease"]);
+    for role in docs.iter().filter(|d| d["kind"] == "Role") {
+        for rule in role["rules"].as_array().unwrap() {
+            if rule["resources"] == serde_json::json!(["leases"])
+                && role["metadata"]["namespace"] == "openstack"
+            {
+                let verbs: Vec<&str> =
+                    rule["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+                let named = rule["resourceNames"] == serde_json::json!(["edpm-agent-status-controller"]);
+                assert!(named || verbs == ["create"], "a Lease rule reaching other Leases: {rule}");
+            }
+        }
+    }
+    let k: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap()).unwrap();
+    assert!(k.get("namespace").is_none(), "a kustomization namespace would move the Leases' Role");
     for role in docs.iter().filter(|d| d["kind"] == "Role") {
         for rule in role["rules"].as_array().unwrap() {
             if rule["resources"].as_array().unwrap().iter().any(|r| r == "secrets") {

@@ -409,8 +409,19 @@ fn the_committed_crds_match_the_types() {
 fn rbac_is_least_privilege_and_covers_what_the_reader_lists() {
     let text = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-reporter.yaml")).unwrap();
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
-    let role = docs.iter().find(|d| d["kind"] == "Role").unwrap();
-    let rules = role["rules"].as_array().unwrap();
+    // The rules of every Role (the data plane's namespace, and the Leases' own).
+    let rules: Vec<Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "Role")
+        .flat_map(|role| {
+            role["rules"].as_array().unwrap().iter().map(move |r| {
+                let mut r = r.clone();
+                r["namespace"] = role["metadata"]["namespace"].clone();
+                r
+            })
+        })
+        .collect();
+    let rules = &rules;
     let verbs = |group: &str, resource: &str| -> Vec<String> {
         rules
             .iter()
@@ -445,14 +456,21 @@ fn rbac_is_least_privilege_and_covers_what_the_reader_lists() {
             .unwrap()
             .iter()
             .any(|v| ["create", "patch", "update", "delete"].contains(&v.as_str().unwrap()));
+        // Lease writes only where the node agents' Leases live: never another operator's.
         let ours = groups == ["agent.edpm.openstack.org"]
-            || (groups == ["coordination.k8s.io"] && r["resources"] == json!(["leases"]));
+            || (groups == ["coordination.k8s.io"]
+                && r["resources"] == json!(["leases"])
+                && r["namespace"] == "edpm-node-lease");
         assert!(!writes || ours, "writes outside our own objects and the agents' Leases: {r}");
         assert!(!r["verbs"].as_array().unwrap().iter().any(|v| v == "delete" || v == "*"), "{r}");
     }
     let agent = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-node-agent.yaml")).unwrap();
     let docs: Vec<Value> = serde_saphyr::from_multiple(&agent).unwrap();
-    for r in docs.iter().find(|d| d["kind"] == "Role").unwrap()["rules"].as_array().unwrap() {
+    let roles: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Role").collect();
+    assert_eq!(roles.len(), 2, "its objects' Role and its Lease's, in the Leases' namespace");
+    let lease_role = roles.iter().find(|r| r["metadata"]["namespace"] == "LEASE_NAMESPACE").unwrap();
+    assert_eq!(lease_role["rules"][0]["resources"], json!(["leases"]));
+    for r in roles.iter().flat_map(|role| role["rules"].as_array().unwrap()) {
         assert_eq!(r["resourceNames"], json!(["NODE_OBJECT"]), "every rule is for its own object: {r}");
         assert!(
             !r["verbs"].as_array().unwrap().iter().any(|v| v == "create" || v == "list" || v == "delete"),

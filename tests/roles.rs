@@ -221,6 +221,7 @@ fn node_role_installs_config_kubeconfig_and_unit_idempotently_without_starting_i
     assert_eq!(v["root"], r.display().to_string());
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(text.contains("heartbeat_seconds: 600") && text.contains("192.168.122.103"), "{text}");
+    assert!(text.contains("lease_namespace: edpm-node-lease"), "the Leases' own namespace: {text}");
 
     let second = play();
     assert_eq!(second.code, 0, "second run failed:\n{}\n{}", second.stdout, second.stderr);

@@ -242,7 +242,7 @@ fn an_expired_lease_turns_the_agents_conditions_unknown_until_it_returns() {
         &agent("2026-11-23T12:00:30Z"),
     );
     api.put_replace(json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": name, "namespace": "openstack", "labels": {"agent.edpm.openstack.org/node": "edpm-compute-3"}},
+        "metadata": {"name": name, "namespace": "edpm-node-lease", "labels": {"agent.edpm.openstack.org/node": "edpm-compute-3"}},
         "spec": {"holderIdentity": "edpm-compute-3", "leaseDurationSeconds": 40, "renewTime": "2026-11-23T12:00:30.000000Z"}}));
     let out = report(&api, &[("EDPM_AGENT_NOW", "2026-11-23T12:30:00Z")]);
     assert_eq!(out.code, 0, "{}", out.stderr);

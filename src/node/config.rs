@@ -26,7 +26,7 @@ pub(crate) struct AgentConfig {
     /// The kubeconfig the agent authenticates with (0600, from a Secret).
     pub kubeconfig: Option<PathBuf>,
     pub namespace: String,
-    /// Where the node's Lease is (`lease_namespace`; the data plane's `namespace` when not
+    /// Where the node's Lease is (`lease_namespace`; `edpm-node-lease` when not
     /// set): a namespace of the node agents' Leases alone lets RBAC keep the controller's Lease
     /// writes away from other operators' Leases, as kubelet's `kube-node-lease` does.
     pub lease_namespace: String,
@@ -130,13 +130,13 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
         }
     }
     let lease_namespace = match f.lease_namespace {
-        None => f.namespace.clone(),
+        None => crate::readiness::api::DEFAULT_LEASE_NAMESPACE.to_string(),
         Some(ns) if is_namespace_name(&ns) => ns,
         Some(ns) => {
             return Err(at(
                 node.get("lease_namespace").map_or(0, |n| n.line),
                 format!(
-                    "lease_namespace {:?} is not a namespace name (lower-case letters, digits and '-', at most 63); give the namespace of the node agents' Leases (e.g. edpm-node-lease), or leave it out to use namespace",
+                    "lease_namespace {:?} is not a namespace name (lower-case letters, digits and '-', at most 63); give the namespace of the node agents' Leases, or leave it out for edpm-node-lease",
                     crate::excerpt::printable(&ns)
                 ),
             ));
@@ -231,18 +231,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lease_namespace_is_the_namespace_unless_set() {
+    fn the_lease_namespace_is_its_own_unless_set() {
         let base = "namespace: openstack\nobject: ns1-c0\nnode: c0\n";
         let c = parse(Path::new("n.yaml"), base).unwrap();
-        assert_eq!(c.lease_namespace, "openstack");
-        let c = parse(Path::new("n.yaml"), &format!("{base}lease_namespace: edpm-node-lease\n")).unwrap();
-        assert_eq!((c.namespace.as_str(), c.lease_namespace.as_str()), ("openstack", "edpm-node-lease"));
+        assert_eq!(c.lease_namespace, "edpm-node-lease");
+        let c = parse(Path::new("n.yaml"), &format!("{base}lease_namespace: node-leases\n")).unwrap();
+        assert_eq!((c.namespace.as_str(), c.lease_namespace.as_str()), ("openstack", "node-leases"));
         for bad in ["\"\"", "Edpm", "a_b", "-a"] {
             let e = parse(Path::new("n.yaml"), &format!("{base}lease_namespace: {bad}\n"))
                 .unwrap_err()
                 .to_string();
             assert!(e.starts_with("node agent config n.yaml:4: lease_namespace"), "{bad}: {e}");
-            assert!(e.contains("leave it out to use namespace"), "{e}");
+            assert!(e.contains("leave it out for edpm-node-lease"), "{e}");
         }
     }
 

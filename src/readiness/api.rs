@@ -31,6 +31,10 @@ pub(crate) const NODESET_KIND: &str = "EDPMNodeSetStatus";
 /// Labels on every object, for selection (`kubectl get edpmnode -l agent.edpm.openstack.org/nodeset=x`).
 pub(crate) const NODESET_LABEL: &str = "agent.edpm.openstack.org/nodeset";
 pub(crate) const NODE_LABEL: &str = "agent.edpm.openstack.org/node";
+/// Where the node agents' Leases live by default: a namespace of their own (as kubelet's
+/// `kube-node-lease`), so that whoever writes them holds no write on other Leases (other
+/// operators' leader Leases).
+pub(crate) const DEFAULT_LEASE_NAMESPACE: &str = "edpm-node-lease";
 /// The whole node (and NodeSet) name, on objects whose label had to be shortened
 /// (`names::label_value`): label values are at most 63 characters, node FQDNs are not.
 pub(crate) const NODE_ANNOTATION: &str = "agent.edpm.openstack.org/node";

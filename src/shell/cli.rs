@@ -228,6 +228,10 @@ pub struct StatusArgs {
     /// How long one request to Keystone or Nova may take: seconds, or with a unit.
     #[arg(long, global = true, value_name = "DURATION", default_value = "10")]
     pub nova_timeout: String,
+    /// With --source kube: the namespace of the node agents' Leases (read, and created by
+    /// report and controller), as `lease_namespace` in the agents' node.yaml.
+    #[arg(long, global = true, value_name = "NAMESPACE", default_value = "edpm-node-lease")]
+    pub lease_namespace: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -184,3 +184,78 @@ fn a_nova_interval_past_any_clock_is_refused_not_a_dead_poller() {
     assert!(out.stderr.contains("--nova-interval"), "{}", out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
 }
+
+/// Where a report creates the node agents' Leases is their own namespace; when it does not
+/// exist the error says so and what to do (an apply there answers 404).
+#[test]
+fn the_node_agents_leases_go_to_their_own_namespace_and_a_missing_one_is_named() {
+    let api = crate::status_api::cluster();
+    let kc = api.kubeconfig();
+    let kc = kc.to_str().unwrap();
+    let report = |extra: &[&str]| {
+        let mut args =
+            vec!["--source", "kube", "--kubeconfig", kc, "status", "report", "--no-nova", "--timeout", "20"];
+        args.extend_from_slice(extra);
+        crate::util::run(&args, &[("EDPM_AGENT_NOW", "2026-11-23T12:00:00Z")])
+    };
+    let out = report(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let leases: Vec<Value> = api.objects("Lease");
+    assert!(!leases.is_empty());
+    assert!(leases.iter().all(|l| l["metadata"]["namespace"] == "edpm-node-lease"), "{leases:?}");
+    // No write to any Lease of the data plane's namespace.
+    assert!(
+        !api.requests().iter().any(|r| !r.starts_with("GET") && r.contains("/namespaces/openstack/leases")),
+        "{:?}",
+        api.requests()
+    );
+    // Another namespace that does not exist: the apply there answers 404.
+    api.fault("/namespaces/node-leases/leases/", Fault::Status(404), 1000);
+    let out = report(&["--lease-namespace", "node-leases"]);
+    assert_eq!(out.code, 7, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("namespace node-leases does not exist")
+            && out.stderr.contains("kubectl create namespace"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A node agent's Lease dated ahead (by less than it lasts, so no clock skew is called) whose
+/// `renewTime` then stops moving: the controller turns its word Unknown a lease duration after
+/// it last saw the record move, by its own clock, not a duration after the (future) time the
+/// node wrote.
+#[test]
+fn a_node_agents_lease_ends_a_duration_after_the_controller_saw_it_move() {
+    let api = cluster();
+    let c = crate::controller::synced(&api);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    let (code, body) = api.patch(
+        &format!("/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses/{object}/status?fieldManager=edpm-agent-node&force=true"),
+        &json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
+            "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready", "message": "ok",
+                "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    wait_for("the agent's Lease", Duration::from_secs(10), || api.object("Lease", object).is_some());
+    // Written by a node whose clock is 9 s ahead: renewed "in 9 s", for 10 s.
+    let ahead = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(9))
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let mut lease = api.object("Lease", object).unwrap();
+    lease["spec"] =
+        json!({"holderIdentity": "edpm-compute-3", "leaseDurationSeconds": 10, "renewTime": ahead});
+    api.put_replace(lease);
+    let seen = Instant::now();
+    wait_for("the agent's condition", Duration::from_secs(5), || {
+        condition(&api, object, "NodeAgentReady").is_some_and(|c| c["status"] == "True")
+    });
+    wait_for("Unknown", Duration::from_secs(30), || {
+        condition(&api, object, "NodeAgentReady").is_some_and(|c| c["status"] == "Unknown")
+    });
+    let took = seen.elapsed();
+    // By the node's clock it would last until 19 s from now; by what the controller saw, 10 s.
+    assert!(took >= Duration::from_secs(9) && took < Duration::from_secs(16), "Unknown after {took:?}");
+    assert_eq!(condition(&api, object, "NodeAgentReady").unwrap()["reason"], "AgentHeartbeatExpired");
+    drop(c);
+}

@@ -102,6 +102,7 @@ pub(super) fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Exit
             timeout: config.request_timeout,
             attempts: 2,
             deadline: None,
+            lease_namespace: config.lease_namespace.clone(),
         };
         let client = match crate::shell::k8s::Client::connect(&settings).await {
             Ok(c) => c,

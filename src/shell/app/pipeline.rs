@@ -23,6 +23,8 @@ pub(crate) struct Context<'s> {
     /// When the whole command must be done (`status report --timeout`), set before the
     /// cluster is first used: every request ends by then.
     deadline: std::cell::Cell<Option<std::time::Instant>>,
+    /// Where the node agents' Leases are (`status --lease-namespace`).
+    pub(crate) lease_namespace: String,
 }
 
 /// Snapshot, model and inventory, built once.
@@ -40,6 +42,7 @@ impl<'s> Context<'s> {
             with_evidence: false,
             script: false,
             deadline: std::cell::Cell::new(None),
+            lease_namespace: crate::readiness::api::DEFAULT_LEASE_NAMESPACE.to_string(),
         }
     }
 
@@ -67,6 +70,7 @@ impl<'s> Context<'s> {
             timeout: s.kube_timeout,
             attempts: 4,
             deadline: self.deadline.get(),
+            lease_namespace: self.lease_namespace.clone(),
         }
     }
 

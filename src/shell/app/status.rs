@@ -39,6 +39,13 @@ pub(super) fn run(
     }
     let mut cx = Context::new(&settings);
     cx.with_evidence = true;
+    if !crate::validate::is_dns1123_label(&args.lease_namespace) {
+        return Err(AppError::usage(format!(
+            "--lease-namespace {:?} is not a namespace name (lower-case letters, digits and '-', at most 63)",
+            crate::excerpt::printable(&args.lease_namespace)
+        )));
+    }
+    cx.lease_namespace = args.lease_namespace.clone();
     let nova = NovaOpts {
         ask: !args.no_nova && settings.sources.contains(&SourceSpec::Kube),
         timeout: duration("--nova-timeout", &args.nova_timeout)?.max(Duration::from_secs(1)),

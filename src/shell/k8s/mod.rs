@@ -37,6 +37,9 @@ pub(crate) struct Settings {
     pub(crate) timeout: Duration,
     /// Attempts per request, including the first.
     pub(crate) attempts: u32,
+    /// Where the node agents' Leases are read and created (`--lease-namespace`, default
+    /// `edpm-node-lease`); the controller's own leader Lease stays in `namespace`.
+    pub(crate) lease_namespace: String,
     /// When the whole command must be done (`status report --timeout`): every request, its
     /// retries and the credential plugin end by then, and retries use all of it.
     pub(crate) deadline: Option<std::time::Instant>,
@@ -159,6 +162,11 @@ impl Client {
 
     pub(crate) fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    /// The namespace of the node agents' Leases.
+    pub(crate) fn lease_namespace(&self) -> &str {
+        &self.settings.lease_namespace
     }
 
     /// Runs one logical request within the configured time. The retry layer below retries

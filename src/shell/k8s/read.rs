@@ -61,6 +61,12 @@ impl Listed {
         }
     }
 
+    /// The namespace this kind is read in: the node agents' Leases have one of their own
+    /// (`--lease-namespace`); everything else is the data plane's `ns`.
+    pub(super) fn namespace<'a>(&self, client: &'a Client, ns: &'a str) -> &'a str {
+        if self.kind == "Lease" { client.lease_namespace() } else { ns }
+    }
+
     /// The label selector a read of this kind uses.
     pub(super) fn selector(&self, selector: Option<&str>) -> Option<String> {
         let own = if self.selected { selector } else { None };
@@ -277,6 +283,7 @@ async fn list_kind(
     l: &Listed,
     selector: Option<&str>,
 ) -> Result<Option<Vec<Located<'static>>>, ReadError> {
+    let ns = l.namespace(client, ns);
     let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), ns, &l.resource());
     let mut lp = ListParams::default();
     if let Some(sel) = l.selector(selector) {

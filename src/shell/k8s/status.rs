@@ -213,8 +213,8 @@ pub(crate) async fn ensure_leases(
     leases: Vec<(String, String, String)>,
     deadline: Duration,
 ) -> Result<usize, Error> {
-    let api: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client.kube(), client.namespace());
+    let ns = client.lease_namespace();
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.kube(), ns);
     let params = PatchParams::apply(FIELD_MANAGER);
     let count = leases.len();
     let one = |(name, node, nodeset): (String, String, String)| {
@@ -227,12 +227,22 @@ pub(crate) async fn ensure_leases(
                 metadata["annotations"] = serde_json::json!(annotations);
             }
             let body = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata});
-            let action = format!("creating Lease {name} for its node agent");
+            let action = format!("creating Lease {name} for its node agent in namespace {ns}");
             let patch = Patch::Apply(&body);
             let mut requests = 0;
             retry_conflicts(client, &action, || api.patch(&name, &params, &patch), &mut requests)
                 .await
                 .map(drop)
+                // An apply creates what is missing: a 404 says the namespace itself is.
+                .map_err(|e| match e.code() {
+                    Some(404) => Error::Request {
+                        action: action.clone(),
+                        message: format!("namespace {ns} does not exist"),
+                        hint: format!("; create it (kubectl create namespace {ns}; the kustomization in packaging/kubernetes does) or name the node agents' namespace with --lease-namespace"),
+                        code: Some(404),
+                    },
+                    _ => e,
+                })
         }
     };
     let run =

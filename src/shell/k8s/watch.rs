@@ -172,7 +172,8 @@ pub(crate) async fn start(
     let mut kinds = Vec::new();
     let departed = Departed::default();
     for l in LISTED {
-        let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), &ns, &l.resource());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.kube(), l.namespace(client, &ns), &l.resource());
         let sel = l.selector(selector);
         let installed = installed(client, &api, l, sel.as_deref()).await?;
         let store = Arc::new(Mutex::new(Store::new()));
@@ -209,7 +210,10 @@ async fn installed(
     match client.within_time(api.list_metadata(&probe)).await {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
-        Err(e) => Err(client.error(format!("listing {} in namespace {}", l.name(), client.namespace()), &e)),
+        Err(e) => Err(client.error(
+            format!("listing {} in namespace {}", l.name(), l.namespace(client, client.namespace())),
+            &e,
+        )),
     }
 }
 
@@ -327,7 +331,7 @@ impl Watch {
         let labels = o.metadata.labels.as_ref().unwrap_or(&empty);
         let reach = touch::reach(self.listed.kind, &name, labels, &o.data["spec"]);
         let action = format!("reading the watched {}", self.listed.name());
-        let ns = self.client.namespace();
+        let ns = self.listed.namespace(&self.client, self.client.namespace());
         let origin = Origin::Api { namespace: ns.to_string() };
         let entry = match listed_json(&action, self.listed, &o) {
             Ok(value) => {
