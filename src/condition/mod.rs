@@ -118,8 +118,21 @@ pub struct Condition {
     pub last_transition_time: Time,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    // Read through the one redactor: a condition read from the cluster (an operator's, a node
+    // agent's, one written by hand) becomes messages, Events and output, so whatever it quotes
+    // is masked once, where it enters (`redact::scrub`). (Not a doc comment: it would become
+    // the CRD's description.)
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "scrubbed")]
     pub message: String,
+}
+
+/// A message as read, with what the one redactor masks masked.
+fn scrubbed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let m = String::deserialize(d)?;
+    Ok(match crate::redact::scrub(&m) {
+        std::borrow::Cow::Borrowed(_) => m,
+        std::borrow::Cow::Owned(clean) => clean,
+    })
 }
 
 impl Condition {
@@ -222,9 +235,19 @@ impl Condition {
 }
 
 /// A condition list, kept in lib-common's order.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Conditions(pub Vec<Condition>);
+
+/// A list read from the cluster may hold a type twice (written by hand, or by an older
+/// operator; the API server's map-list never does): its copies are put worst first, so that
+/// [`Conditions::get`], which takes the first, reads the worst, and conflicting evidence never
+/// reads better than its worst part. Done once, when read, not at every lookup.
+impl<'de> Deserialize<'de> for Conditions {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Conditions, D::Error> {
+        Ok(Conditions::worst_first(Vec::deserialize(d)?))
+    }
+}
 
 fn order(a: &Condition, b: &Condition) -> Ordering {
     match (a.type_ == READY, b.type_ == READY) {
@@ -235,19 +258,38 @@ fn order(a: &Condition, b: &Condition) -> Ordering {
 }
 
 impl Conditions {
-    /// The condition of `type_`. A list the API server keeps as a map-list holds each type
-    /// once; one written by hand, or by an older operator, may hold it twice: then the worst
-    /// of them, so conflicting evidence never reads better than its worst part
-    /// ([`Conditions::conflicts`] names it).
+    /// The condition of `type_`: the first of the list, which is the worst when a list read
+    /// from the cluster held the type twice (see [`Conditions::worst_first`];
+    /// [`Conditions::conflicts`] names such a conflict).
     pub fn get(&self, type_: &str) -> Option<&Condition> {
-        let mut found: Option<&Condition> = None;
-        for c in self.0.iter().filter(|c| c.type_ == type_) {
-            found = match found {
-                Some(b) if c.badness() <= b.badness() => Some(b),
-                _ => Some(c),
-            };
+        self.0.iter().find(|c| c.type_ == type_)
+    }
+
+    /// `list` with the copies of each type held more than once reordered worst first, in the
+    /// places those copies held (everything else stays where it was).
+    pub fn worst_first(mut list: Vec<Condition>) -> Conditions {
+        let duplicated =
+            |l: &[Condition]| l.iter().enumerate().any(|(i, c)| l[..i].iter().any(|p| p.type_ == c.type_));
+        if !duplicated(&list) {
+            return Conditions(list);
         }
-        found
+        for i in 0..list.len() {
+            let ty = list[i].type_.clone();
+            if list[..i].iter().any(|p| p.type_ == ty) {
+                continue;
+            }
+            let places: Vec<usize> = (i..list.len()).filter(|&j| list[j].type_ == ty).collect();
+            if places.len() < 2 {
+                continue;
+            }
+            let mut copies: Vec<Condition> = places.iter().map(|&j| list[j].clone()).collect();
+            // Stable: among equally bad copies the list's order stays.
+            copies.sort_by_key(|c| std::cmp::Reverse(c.badness()));
+            for (&j, c) in places.iter().zip(copies) {
+                list[j] = c;
+            }
+        }
+        Conditions(list)
     }
 
     /// The types this list holds more than once with different readings, each with its
@@ -403,17 +445,22 @@ mod tests {
         let failed = Condition::false_("ServiceNovaDeploymentReady", "Error", Severity::Error, "nova failed");
         let waiting = Condition::unknown("ServiceNovaDeploymentReady", "Init", "");
         for list in [vec![ok.clone(), failed.clone()], vec![failed.clone(), ok.clone()]] {
-            let cs = Conditions(list);
+            // As read from the cluster.
+            let cs: Conditions = serde_json::from_value(serde_json::to_value(&list).unwrap()).unwrap();
             assert_eq!(cs.get("ServiceNovaDeploymentReady"), Some(&failed), "the worst, in either order");
             let line = cs.conflict_line("ServiceNovaDeploymentReady", "Deployment d").unwrap();
             assert!(line.contains("2 ServiceNovaDeploymentReady") && line.contains("False Error"), "{line}");
         }
-        let cs = Conditions(vec![ok.clone(), waiting.clone()]);
+        let cs = Conditions::worst_first(vec![ok.clone(), waiting.clone()]);
         assert_eq!(cs.get("ServiceNovaDeploymentReady"), Some(&waiting));
         // A False without severity is still worse than True here.
         let bare = Condition::false_("X", "Requested", Severity::None, "");
-        let cs = Conditions(vec![bare.clone(), Condition::true_("X", "")]);
+        let cs = Conditions::worst_first(vec![Condition::true_("X", ""), bare.clone()]);
         assert_eq!(cs.get("X"), Some(&bare));
+        // Other types keep their places.
+        let a = Condition::true_("A", "a");
+        let cs = Conditions::worst_first(vec![ok.clone(), a.clone(), failed.clone()]);
+        assert_eq!(cs.0, vec![failed.clone(), a, ok.clone()]);
         // Copies that say the same are no conflict; a single one neither.
         assert!(Conditions(vec![ok.clone(), ok.clone()]).conflicts().is_empty());
         assert!(Conditions(vec![ok]).conflict_line("ServiceNovaDeploymentReady", "x").is_none());

@@ -194,7 +194,10 @@ pub(crate) fn services(v: &Value) -> Result<Vec<ComputeService>, String> {
             zone: f.text("zone", "Zone")?,
             state: f.text("state", "State")?,
             status: f.text("status", "Status")?,
-            disabled_reason: f.text("disabled_reason", "Disabled Reason")?,
+            // Nova's (or a person's) words: a condition message quotes them.
+            disabled_reason: f
+                .text("disabled_reason", "Disabled Reason")?
+                .map(|r| crate::redact::scrub(&r).into_owned()),
             forced_down: f.flag("forced_down", "Forced Down")?,
             updated_at: f.text("updated_at", "Updated At")?,
         });

@@ -186,19 +186,6 @@ fn nova_saved(snap: &Snapshot) -> Option<crate::nova::NovaEvidence> {
     }
 }
 
-/// Conditions whose messages passed the one redactor (`redact::scrub`): a message quotes the
-/// cluster's text (upstream's conditions, a node agent's word, Nova's reasons), and what any
-/// of them let through must reach no status object, Event or output. Before the transition
-/// times are compared, so a masked message is the same message at every evaluation.
-fn scrubbed(mut conds: Vec<Condition>) -> Vec<Condition> {
-    for c in &mut conds {
-        if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(&c.message) {
-            c.message = clean;
-        }
-    }
-    conds
-}
-
 /// The names a host may go by in a Job's summary: its inventory name, its key in the NodeSet,
 /// its host name.
 fn member_names(m: &Member) -> [&str; 3] {
@@ -212,6 +199,9 @@ struct GroupContext<'a> {
     jobs: &'a jobs::Jobs<'a>,
     /// This NodeSet's Jobs: (service, deployment, Job), for the nodes' run history.
     own_jobs: Vec<(&'a str, &'a str, &'a crate::snapshot::evidence::Job)>,
+    /// Those of them that failed for good: (service, deployment), what a True service
+    /// condition is checked against (most NodeSets have none, so the check costs nothing).
+    failed_jobs: Vec<(&'a str, &'a str)>,
     opts: Options,
     status: Option<&'a NodeSetStatus>,
     legacy: Option<&'a LegacyStatus>,
@@ -295,6 +285,12 @@ impl<'a> GroupContext<'a> {
             snap,
             group,
             jobs,
+            failed_jobs: jobs
+                .of_nodeset(&group.name)
+                .into_iter()
+                .filter(|(_, _, j)| j.condition("Failed").is_some())
+                .map(|(s, d, _)| (s, d))
+                .collect(),
             own_jobs: jobs.of_nodeset(&group.name),
             opts,
             status,

@@ -303,8 +303,8 @@ fn node_conditions(
     now: Time,
 ) -> Conditions {
     let empty = Conditions::default();
-    let mut conds = Conditions::carry_times(scrubbed(fresh), previous.unwrap_or(&empty), now);
-    conds.0.extend(scrubbed(agent));
+    let mut conds = Conditions::carry_times(fresh, previous.unwrap_or(&empty), now);
+    conds.0.extend(agent);
     conds.0.sort_by(order);
     let mut sub: Vec<&Condition> = conds
         .iter()

@@ -196,7 +196,7 @@ fn nodeset_conditions(
     no_nodes: bool,
     now: Time,
 ) -> Conditions {
-    let mut conds = Conditions::carry_times(scrubbed(fresh), previous, now);
+    let mut conds = Conditions::carry_times(fresh, previous, now);
     let sub: Vec<&Condition> = conds
         .iter()
         .filter(|c| {

@@ -15,7 +15,7 @@ impl<'a> GroupContext<'a> {
         if let Some(why) = self
             .runs
             .iter()
-            .filter(|r| r.runs(info.name) && r.covers(names))
+            .filter(|r| r.unordered.is_some() && r.runs(info.name) && r.covers(names))
             .find_map(|r| r.unordered.as_deref())
         {
             evidence.push(why.to_string());
@@ -144,6 +144,9 @@ impl<'a> GroupContext<'a> {
     /// names this host as failed or unreachable: a `BackoffLimitExceeded` condition of the
     /// service's type that says so, for [`Self::failed`].
     fn job_contradicts(&self, m: &Member, info: &SvcInfo, run: &Run, done: &Condition) -> Option<Condition> {
+        if !self.failed_jobs.iter().any(|(s, d)| *s == info.name && *d == run.name) {
+            return None;
+        }
         let job = self.jobs.job(info.name, run.name, &self.group.name)?;
         let failed = job.condition("Failed")?;
         let names = member_names(m);
@@ -155,6 +158,7 @@ impl<'a> GroupContext<'a> {
             return None;
         }
         let reason = failed.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("Failed");
+        let reason = crate::redact::scrub(reason);
         let mut c = Condition::false_(
             &info.ty,
             "BackoffLimitExceeded",

@@ -112,7 +112,11 @@ impl Asker {
     pub(crate) async fn ask(&self, logins: &Result<Vec<Login>, String>, now: Time) -> NovaEvidence {
         let ev = match logins {
             Ok(logins) => self.client.ask(logins, now).await,
-            Err(why) => NovaEvidence::Unavailable { message: why.clone(), since: None, last_answer: None },
+            Err(why) => NovaEvidence::Unavailable {
+                message: crate::redact::scrub(why).into_owned(),
+                since: None,
+                last_answer: None,
+            },
         };
         let mut t = self.track.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match ev {
