@@ -230,7 +230,7 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
     for (name, extra) in variants {
         let object = format!("bench-{name}");
         api.put(serde_json::json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object, "namespace": "openstack"}, "spec": {}}));
-        api.put(serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": object, "namespace": "openstack"}, "spec": {}}));
+        api.put(serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": object, "namespace": "edpm-node-lease"}, "spec": {}}));
         let (cfg, _) = node_config(dir.path(), &object, &root, Some(&kc), extra)?;
         let child = Command::new(&agent)
             .args(["node", "--config"])
