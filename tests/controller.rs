@@ -124,6 +124,17 @@ pub(crate) fn status_patches(api: &FakeApi) -> Vec<String> {
 }
 
 /// The first sync: every object written once, then nothing while nothing changes.
+/// The node agent's report of `object`: NodeAgentReady True, applied as the agent applies it.
+pub(crate) fn agent_reports(api: &FakeApi, object: &str) {
+    let (code, body) = api.patch(
+        &format!("{STATUS_PATCH}{object}/status?fieldManager=edpm-agent-node&force=true"),
+        &json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
+            "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready", "message": "ok",
+                "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}),
+    );
+    assert_eq!(code, 200, "{body}");
+}
+
 pub(crate) fn synced(api: &FakeApi) -> Controller {
     let c = Controller::start(api, &[]);
     wait_for("the first writes", Duration::from_secs(20), || {
@@ -230,13 +241,7 @@ fn an_expired_node_agent_lease_turns_unknown_with_no_event() {
     let c = synced(&api);
     // The node agent reports, then stops: its Lease (4 s) runs out with nothing else changing.
     let object = "edpm-compute-cell1-edpm-compute-3";
-    let (code, body) = api.patch(
-        &format!("{STATUS_PATCH}{object}/status?fieldManager=edpm-agent-node&force=true"),
-        &json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
-            "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready", "message": "ok",
-                "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}),
-    );
-    assert_eq!(code, 200, "{body}");
+    agent_reports(&api, object);
     let renew = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
     wait_for("the agent's Lease", Duration::from_secs(10), || api.object("Lease", object).is_some());
     let mut lease = api.object("Lease", object).expect("the controller created the agent's Lease");
@@ -525,12 +530,7 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
     // A move, for an Event (a node agent's Lease expiring).
     let object = "edpm-compute-cell1-edpm-compute-3";
     let renew = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
-    api.patch(
-        &format!("{STATUS_PATCH}{object}/status?fieldManager=edpm-agent-node&force=true"),
-        &json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
-            "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready", "message": "ok",
-                "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}),
-    );
+    agent_reports(&api, object);
     // The agents' Leases are created after the status objects: wait for this one.
     wait_for("the agent's Lease", Duration::from_secs(10), || api.object("Lease", object).is_some());
     let mut lease = api.object("Lease", object).unwrap();

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::run_within;
 use crate::status_api::cluster;
 use crate::util::fake_api::Fault;
 use crate::util::run;
@@ -45,51 +46,6 @@ fn long_node_names_make_valid_labels_and_keep_the_whole_name() {
         let label = objs[0]["metadata"]["labels"]["agent.edpm.openstack.org/node"].as_str().unwrap();
         assert!(label.len() <= 63 && label.starts_with("edpm-compute-r"), "{kind}: {label}");
     }
-}
-
-/// Runs the binary like `util::run`, killing it (and failing) past `limit`; returns how long
-/// it took.
-fn run_within(args: &[&str], env: &[(&str, &str)], limit: Duration) -> (crate::util::Output, Duration) {
-    let mut cmd = Command::new(crate::util::bin());
-    cmd.args(args).env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for var in ["PATH", "HOME", "TMPDIR"] {
-        if let Ok(v) = std::env::var(var) {
-            cmd.env(var, v);
-        }
-    }
-    cmd.envs(env.iter().copied());
-    let started = Instant::now();
-    let mut child = cmd.spawn().unwrap();
-    // Read both pipes on threads, so a chatty child never blocks on a full pipe.
-    let (mut so, mut se) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut so, &mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut se, &mut s);
-        s
-    });
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("edpm-agent {args:?} still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let took = started.elapsed();
-    let out = crate::util::Output {
-        code: status.code().unwrap_or(-1),
-        stdout: out_t.join().unwrap(),
-        stderr: err_t.join().unwrap(),
-    };
-    (out, took)
 }
 
 fn report_args(api: &crate::util::fake_api::FakeApi, timeout: &str) -> Vec<String> {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{Output, bin, repo};
+use crate::util::{Output, repo};
 
 /// A copy of examples/nodeset (a NodeSet deployment: hosts, ConfigMaps, Secrets) to add to.
 pub fn nodeset_copy(dir: &Path) -> PathBuf {
@@ -40,34 +40,57 @@ pub fn nodeset_copy(dir: &Path) -> PathBuf {
 /// Runs the binary, killing it (and failing) if it has not finished in 30 s: a hang must
 /// fail the test, not the CI job.
 pub fn run_bounded(args: &[&str]) -> Output {
-    let mut child = Command::new(bin())
-        .args(args)
+    run_within(args, &[], Duration::from_secs(30)).0
+}
+
+/// Runs the binary like `util::run`, killing it (and failing) past `limit`; returns how long
+/// it took.
+pub fn run_within(args: &[&str], env: &[(&str, &str)], limit: Duration) -> (crate::util::Output, Duration) {
+    let mut cmd = Command::new(crate::util::bin());
+    cmd.args(args)
         .current_dir(repo())
         .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
+        .stderr(Stdio::piped());
+    for var in ["PATH", "HOME", "TMPDIR"] {
+        if let Ok(v) = std::env::var(var) {
+            cmd.env(var, v);
         }
-        if started.elapsed() > Duration::from_secs(30) {
+    }
+    cmd.envs(env.iter().copied());
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    // Read both pipes on threads, so a chatty child never blocks on a full pipe.
+    let (mut so, mut se) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut so, &mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut se, &mut s);
+        s
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("edpm-agent {args:?} hung");
+            panic!("edpm-agent {args:?} still running after {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    };
+    let took = started.elapsed();
+    let out = crate::util::Output {
+        code: status.code().unwrap_or(-1),
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    };
+    (out, took)
 }
 
 pub fn mkfifo(path: &Path) {
