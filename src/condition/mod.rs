@@ -118,21 +118,8 @@ pub struct Condition {
     pub last_transition_time: Time,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    // Read through the one redactor: a condition read from the cluster (an operator's, a node
-    // agent's, one written by hand) becomes messages, Events and output, so whatever it quotes
-    // is masked once, where it enters (`redact::scrub`). (Not a doc comment: it would become
-    // the CRD's description.)
-    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "scrubbed")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
-}
-
-/// A message as read, with what the one redactor masks masked.
-fn scrubbed<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let m = String::deserialize(d)?;
-    Ok(match crate::redact::scrub(&m) {
-        std::borrow::Cow::Borrowed(_) => m,
-        std::borrow::Cow::Owned(clean) => clean,
-    })
 }
 
 impl Condition {
@@ -290,6 +277,17 @@ impl Conditions {
             }
         }
         Conditions(list)
+    }
+
+    /// The same list with every message passed through the one redactor
+    /// (`redact::scrub`): for conditions others wrote, read from the cluster.
+    pub fn scrubbed(mut self) -> Conditions {
+        for c in &mut self.0 {
+            if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(&c.message) {
+                c.message = clean;
+            }
+        }
+        self
     }
 
     /// The types this list holds more than once with different readings, each with its

@@ -142,8 +142,12 @@ impl<'a> GroupContext<'a> {
         evidence: &mut BTreeMap<String, Vec<String>>,
     ) -> Vec<Condition> {
         use crate::snapshot::evidence::Heartbeat;
+        // The agent wrote these (an older one, anyone with its rights): its messages pass the
+        // one redactor before they are shown. They are never written back as they are, so
+        // masking here changes nothing stored.
         let mut agent: Vec<Condition> = previous
-            .map(|p| p.iter().filter(|c| is_agent_condition(&c.type_)).cloned().collect())
+            .map(|p| p.iter().filter(|c| is_agent_condition(&c.type_)).cloned().collect::<Vec<_>>())
+            .map(|a| crate::condition::Conditions(a).scrubbed().0)
             .unwrap_or_default();
         if agent.is_empty() {
             return agent;
@@ -184,14 +188,14 @@ impl<'a> GroupContext<'a> {
             }
         };
         // An expired Lease turned the reports Unknown when it ended; for the other readings
-        // nobody knows when, so the reported time stays.
+        // it is when readiness first said so (carried over from the object after that).
         let since = match lease.map(|l| l.heartbeat(now)) {
-            Some(Heartbeat::Expired { expires, .. }) => Some(expires),
-            _ => None,
+            Some(Heartbeat::Expired { expires, .. }) => expires,
+            _ => Time(0),
         };
         for c in &mut agent {
             *c = Condition {
-                last_transition_time: since.unwrap_or(c.last_transition_time),
+                last_transition_time: since,
                 ..Condition::unknown(&c.type_, reason, message.clone())
             };
         }
@@ -204,6 +208,17 @@ impl<'a> GroupContext<'a> {
             evidence.entry(ty.to_string()).or_default().extend(lines);
         }
     }
+}
+
+/// The reasons readiness gives the node agent's conditions when its Lease cannot vouch for
+/// them: edpm-agent writes these (the agent writes the rest), so the stored object says what
+/// `status show` says.
+pub(super) const AGENT_VERDICTS: [&str; 4] =
+    ["AgentHeartbeatExpired", "AgentClockSkew", "AgentLeaseUnreadable", "AgentLeaseMissing"];
+
+/// Whether `c` is one of the node agent's conditions as readiness turned it Unknown.
+pub(crate) fn is_agent_verdict(c: &Condition) -> bool {
+    c.status == Status::Unknown && AGENT_VERDICTS.contains(&c.reason.as_str())
 }
 
 /// A phase of one node from its services' states: True when all are; else the worst one
@@ -303,8 +318,11 @@ fn node_conditions(
     now: Time,
 ) -> Conditions {
     let empty = Conditions::default();
+    // The agent's conditions as it wrote them carry their own times; turned Unknown, they get
+    // the time readiness first said so, as every condition of ours does.
+    let mut fresh = fresh;
+    fresh.extend(agent);
     let mut conds = Conditions::carry_times(fresh, previous.unwrap_or(&empty), now);
-    conds.0.extend(agent);
     conds.0.sort_by(order);
     let mut sub: Vec<&Condition> = conds
         .iter()

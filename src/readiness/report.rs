@@ -97,10 +97,7 @@ fn written(conds: &Conditions) -> Conditions {
     Conditions(
         conds
             .iter()
-            .filter(|c| {
-                !is_agent_condition(&c.type_)
-                    || (c.status == Status::Unknown && c.reason == "AgentHeartbeatExpired")
-            })
+            .filter(|c| !is_agent_condition(&c.type_) || super::node::is_agent_verdict(c))
             .cloned()
             .collect(),
     )

@@ -21,10 +21,10 @@ pub(crate) use crate::runner::termination::TerminationMessage as ExecutionSummar
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeSetStatus {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "upstream")]
     pub conditions: Conditions,
     /// Deployment name → that Deployment's `nodeSetConditions[<this NodeSet>]`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "upstream_map")]
     pub deployment_statuses: BTreeMap<String, Conditions>,
     /// Deployment name → Job name → summary.
     #[serde(default, deserialize_with = "nullable")]
@@ -65,9 +65,9 @@ pub struct DeploymentSpec {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentStatus {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "upstream")]
     pub conditions: Conditions,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "upstream_map")]
     pub node_set_conditions: BTreeMap<String, Conditions>,
     #[serde(default, deserialize_with = "nullable")]
     pub ansible_execution_summaries: BTreeMap<String, ExecutionSummary>,
@@ -287,7 +287,7 @@ pub struct BaremetalHost {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BaremetalSetStatus {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "upstream")]
     pub conditions: Conditions,
     #[serde(default, deserialize_with = "nullable")]
     pub baremetal_hosts: BTreeMap<String, BaremetalHost>,
@@ -304,7 +304,7 @@ pub struct BaremetalSet {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LegacyStatus {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "upstream")]
     pub conditions: Conditions,
     #[serde(default)]
     pub deployed: bool,
@@ -548,6 +548,19 @@ impl Evidence {
 }
 
 /// A condition list or map that may be written as `null`.
+/// Conditions the operators (or anyone but edpm-agent) wrote: their messages become ours
+/// (mirrored, quoted in phases, Events, output), so what they quote passes the one redactor
+/// once, here, where it enters. edpm-agent's own status objects are read as written: their
+/// messages were built from these, and masking them again would make every message a change.
+fn upstream<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Conditions, D::Error> {
+    Ok(nullable::<D, Conditions>(d)?.scrubbed())
+}
+
+fn upstream_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Conditions>, D::Error> {
+    let map: BTreeMap<String, Conditions> = nullable(d)?;
+    Ok(map.into_iter().map(|(k, v)| (k, v.scrubbed())).collect())
+}
+
 fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,

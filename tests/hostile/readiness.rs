@@ -68,10 +68,15 @@ impl Fixture {
     }
 
     pub fn status(&self, args: &[&str]) -> Output {
+        self.status_at(NOW, args)
+    }
+
+    /// `status …` with the clock at `now`.
+    pub fn status_at(&self, now: &str, args: &[&str]) -> Output {
         let src = self.src.to_str().unwrap();
         let mut all = vec!["--source", src, "status"];
         all.extend_from_slice(args);
-        run(&all, &[("EDPM_AGENT_NOW", NOW)])
+        run(&all, &[("EDPM_AGENT_NOW", now)])
     }
 }
 
@@ -221,6 +226,40 @@ fn the_node_agents_word_needs_a_live_lease() {
     let n = node_json(&f.status(&["show", "--format", "json"]), "edpm-compute-3");
     assert_eq!(condition(&n, "NodeAgentReady")["reason"], "AgentLeaseMissing", "{n}");
     assert_eq!(condition(&n, "Ready")["status"], "Unknown", "{n}");
+    // What is written says the same: the stored object never keeps the agent's True beside an
+    // Unknown Ready, and Ready turned Unknown now, not when the agent last reported.
+    let dir = tempfile::tempdir().unwrap();
+    let out = f.status(&["report", "--status-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(dir.path().join(format!("edpmnodestatus-{OBJECT}.yaml"))).unwrap();
+    let stored: Value = serde_saphyr::from_str(&text).unwrap();
+    let agent = condition(&stored["status"], "NodeAgentReady");
+    assert_eq!(
+        (agent["status"].as_str(), agent["reason"].as_str()),
+        (Some("Unknown"), Some("AgentLeaseMissing")),
+        "{stored}"
+    );
+    assert_eq!(condition(&stored["status"], "Ready")["lastTransitionTime"], NOW, "{stored}");
+}
+
+/// A message edpm-agent builds may hold a word the redactor keys on (a service named
+/// `install-secrets`): what it wrote reads back the same, so nothing is rewritten (it was, at
+/// every report, when every condition read was masked again).
+#[test]
+fn what_is_written_reads_back_the_same() {
+    let f = Fixture::new();
+    f.edit("nodeset/nodesets.yaml", |docs| {
+        for set in docs.iter_mut().filter(|d| d["kind"] == "OpenStackDataPlaneNodeSet") {
+            set["spec"]["services"].as_array_mut().unwrap().insert(0, json!("install-secrets"));
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let report = |now: &str| f.status_at(now, &["report", "--status-dir", dir.path().to_str().unwrap()]);
+    let first = report(NOW);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    // An hour later nothing changed: a message that read back otherwise would move its time.
+    let again = report("2026-11-23T13:00:00Z");
+    assert!(again.stdout.starts_with("0 written"), "rewritten: {}", again.stdout);
 }
 
 /// A Deployment whose creationTimestamp is not a time cannot be put in order: the nodes it
