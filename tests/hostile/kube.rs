@@ -362,3 +362,69 @@ fn the_node_agent_stops_cleanly_while_a_credential_plugin_hangs() {
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(gone_within(&started, Duration::from_secs(5)), "left running: {started:?}");
 }
+
+/// `status report --timeout 4` with a Keystone that accepts but never answers: Nova gets half
+/// of the time, its nodes read Unknown saying so, and the writes land within the --timeout
+/// (Nova took 10 s, past the command's time, and the error blamed the API server).
+#[test]
+fn report_timeout_bounds_asking_nova_too() {
+    use edpm_testkit::fake_nova::{self, FakeNova};
+    let nova = FakeNova::start();
+    crate::nova::program(&nova);
+    nova.delay_next("/", Duration::from_secs(30), 100);
+    let api = crate::nova::cluster(&nova, fake_nova::PASSWORD);
+    let kc = api.kubeconfig();
+    let (out, took) = run_within(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "status",
+            "report",
+            "--timeout",
+            "4",
+            "--nova-timeout",
+            "20",
+        ],
+        &[crate::nova::NOW],
+        Duration::from_secs(60),
+    );
+    assert!(took < Duration::from_secs(7), "took {took:?}: {}", out.stderr);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written = serde_json::to_string(&api.objects("EDPMNodeStatus")).unwrap();
+    assert!(written.contains("Nova did not answer within"), "{written}");
+}
+
+/// edpm-agent as PID 1 (a container whose entrypoint it is) still runs its kubeconfig's
+/// credential plugin: the plugin's runner knows its parent by process id, not by "not 1".
+#[test]
+fn a_credential_plugin_works_when_edpm_agent_is_pid_1() {
+    let api = cluster();
+    let d = tempfile::tempdir().unwrap();
+    let kc = exec_kubeconfig(
+        &api,
+        d.path(),
+        "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok-OK\"}}'",
+    );
+    // A new PID namespace needs root (or user namespaces); CI runs as root.
+    let probe = Command::new("unshare").args(["--pid", "--fork", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("CI").is_none(), "CI: unshare --pid --fork must work");
+        eprintln!(
+            "SKIPPED a_credential_plugin_works_when_edpm_agent_is_pid_1: cannot make a PID namespace here"
+        );
+        return;
+    }
+    let out = Command::new("unshare")
+        .args(["--pid", "--fork"])
+        .arg(crate::util::bin())
+        .args(["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "inventory", "--list"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+}

@@ -158,7 +158,26 @@ pub(super) fn ask_into(
     let Some(logins) = logins(snap, model, explicit.as_ref()) else { return Ok(()) };
     let asker = asker.get_or_init(|| Asker::new(timeout));
     let cluster = cx.cluster()?;
-    let ev = cluster.block_on(asker.ask(&logins, now));
+    // Under a command deadline (`status report --timeout`) Nova gets at most half of what is
+    // left, so the writes keep theirs; a Nova that does not answer by then is Unknown on the
+    // nodes it would judge, and says why.
+    let ev = match cluster.client().left() {
+        Some(left) => {
+            let share = left / 2;
+            match cluster.block_on(async { tokio::time::timeout(share, asker.ask(&logins, now)).await }) {
+                Ok(ev) => ev,
+                Err(_) => NovaEvidence::Unavailable {
+                    message: format!(
+                        "Nova did not answer within {:.1} s, the half of what was left of the command's --timeout it may use; give a longer --timeout, or check that Keystone and Nova answer (--nova-timeout bounds each request)",
+                        share.as_secs_f64()
+                    ),
+                    since: None,
+                    last_answer: None,
+                },
+            }
+        }
+        None => cluster.block_on(asker.ask(&logins, now)),
+    };
     snap.evidence.nova = Some(Arc::new(ev));
     Ok(())
 }

@@ -7,7 +7,8 @@
 //! a failed plugin prints its whole output, a token included.
 //!
 //! So the configuration is rewritten before the client is built ([`wrap`]): kube runs
-//! edpm-agent itself as the plugin (`edpm-agent __exec-credential MS COMMAND ARGS…`), which
+//! edpm-agent itself as the plugin (`edpm-agent __exec-credential PID MS COMMAND ARGS…`, PID
+//! being the edpm-agent that asks), which
 //! runs the real one through `shell::process` ([`main`]): its own process group, the request
 //! timeout (or what is left of the command's deadline), output capped, killed with its group
 //! on timeout, on SIGTERM and when edpm-agent dies (the parent-death signal); its answer is
@@ -33,7 +34,8 @@ pub(crate) fn wrap(exec: &mut ExecConfig, timeout: Duration) -> Result<(), Strin
     let me = std::env::current_exe().map_err(|e| {
         format!("cannot find edpm-agent's own executable to run the credential plugin {command}: {e}")
     })?;
-    let mut args = vec![ARG.to_string(), timeout.as_millis().to_string(), command];
+    let mut args =
+        vec![ARG.to_string(), std::process::id().to_string(), timeout.as_millis().to_string(), command];
     args.extend(exec.args.take().unwrap_or_default());
     exec.command = Some(me.to_string_lossy().into_owned());
     exec.args = Some(args);
@@ -41,9 +43,10 @@ pub(crate) fn wrap(exec: &mut ExecConfig, timeout: Duration) -> Result<(), Strin
     Ok(())
 }
 
-/// `edpm-agent __exec-credential MS COMMAND ARGS…`: runs COMMAND for at most MS
-/// milliseconds; its stdout (the ExecCredential) on success, else one line saying why, on
-/// stdout (kube keeps it for the error) with exit status 1.
+/// `edpm-agent __exec-credential PID MS COMMAND ARGS…`: runs COMMAND for at most MS
+/// milliseconds, for the edpm-agent of process PID; its stdout (the ExecCredential) on
+/// success, else one line saying why, on stdout (kube keeps it for the error) with exit
+/// status 1.
 pub(crate) fn main(args: &[OsString]) -> std::process::ExitCode {
     match run(args) {
         Ok(answer) => {
@@ -62,16 +65,17 @@ pub(crate) fn main(args: &[OsString]) -> std::process::ExitCode {
 }
 
 fn run(args: &[OsString]) -> Result<Vec<u8>, String> {
-    let (Some(ms), Some(program)) = (args.first(), args.get(1)) else {
-        return Err(format!("usage: edpm-agent {ARG} MILLISECONDS COMMAND [ARGS…]"));
+    let (Some(parent), Some(ms), Some(program)) = (args.first(), args.get(1), args.get(2)) else {
+        return Err(format!("usage: edpm-agent {ARG} PID MILLISECONDS COMMAND [ARGS…]"));
     };
+    let parent: i32 = parent.to_str().and_then(|s| s.parse().ok()).ok_or("the parent is not a process id")?;
     let ms: u64 =
         ms.to_str().and_then(|s| s.parse().ok()).ok_or("the timeout is not a number of milliseconds")?;
     let program = program.to_string_lossy().into_owned();
     let cancel = crate::shell::process::Cancel::new();
-    stop_on_signals(&cancel)?;
+    stop_on_signals(&cancel, parent)?;
     let spec = crate::shell::process::Spec::new(program.clone(), Duration::from_millis(ms), ANSWER_CAP)
-        .args(args[2..].iter().cloned());
+        .args(args[3..].iter().cloned());
     let out = crate::shell::process::run(&spec, Some(&cancel))
         .and_then(crate::shell::process::Output::success)
         .map_err(|e| format!("the kubeconfig's credential plugin: {e}"))?;
@@ -85,7 +89,7 @@ fn run(args: &[OsString]) -> Result<Vec<u8>, String> {
 
 /// SIGTERM, SIGINT and SIGHUP, and edpm-agent's death (the parent-death signal), cancel the
 /// plugin: its group is killed before this process ends.
-fn stop_on_signals(cancel: &crate::shell::process::Cancel) -> Result<(), String> {
+fn stop_on_signals(cancel: &crate::shell::process::Cancel, parent: i32) -> Result<(), String> {
     // SAFETY: plain libc calls on a signal set we own, before any other thread exists.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -95,8 +99,9 @@ fn stop_on_signals(cancel: &crate::shell::process::Cancel) -> Result<(), String>
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-        // The parent may have died before the request: then nobody waits for the answer.
-        if libc::getppid() == 1 {
+        // The parent may have died before the death signal was set: then nobody waits for the
+        // answer. (Compared with the asker's own id, not with 1: edpm-agent may be PID 1.)
+        if libc::getppid() != parent {
             return Err("edpm-agent, which asked for the credential, is gone".into());
         }
         let cancel = cancel.clone();
