@@ -55,11 +55,16 @@ pub(crate) fn plan(r: &Readiness, existing: &Evidence, namespace: &str) -> Vec<W
     let nodes: HashMap<&str, &NodeReport> =
         existing.reports.iter().map(|x| (x.id.name.as_str(), x)).collect();
     let sets: HashMap<&str, &NodeReport> = existing.rollups.iter().map(|x| (x.id.name.as_str(), x)).collect();
+    // An object that did not decode is left as it is: a write may not mend it (a field
+    // another manager owns), and each write's own watch event would evaluate and write it
+    // again. It is reported instead; deleting it has it written anew.
+    let unreadable: std::collections::HashSet<&str> =
+        existing.unreadable.iter().map(|u| u.id.name.as_str()).collect();
     let mut out = Vec::with_capacity(r.nodes.len() + r.nodesets.len());
-    for n in &r.nodes {
+    for n in r.nodes.iter().filter(|n| !unreadable.contains(n.object.as_str())) {
         out.push(node_write(n, nodes.get(n.object.as_str()).copied(), namespace));
     }
-    for s in &r.nodesets {
+    for s in r.nodesets.iter().filter(|s| !unreadable.contains(s.object.as_str())) {
         out.push(nodeset_write(s, sets.get(s.object.as_str()).copied(), namespace));
     }
     out

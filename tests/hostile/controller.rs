@@ -253,3 +253,34 @@ fn a_node_agents_lease_ends_a_duration_after_the_controller_saw_it_move() {
     assert_eq!(condition(&api, object, "NodeAgentReady").unwrap()["reason"], "AgentHeartbeatExpired");
     drop(c);
 }
+
+/// One EDPMNodeStatus that does not decode: the controller writes every other node, counts it
+/// (`edpm_skipped_objects`), says so in an Event and its log, and leaves it as it is (no write
+/// loop on an object it cannot read back).
+#[test]
+fn one_unreadable_status_object_is_reported_and_the_rest_written() {
+    let api = cluster();
+    let broken = "edpm-compute-cell1-edpm-compute-3";
+    api.put(json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus",
+        "metadata": {"name": broken, "namespace": "openstack"},
+        "spec": {"nodeSet": "edpm-compute-cell1", "nodeSetKind": "OpenStackDataPlaneNodeSet", "node": "edpm-compute-3"},
+        "status": {"conditions": [{"type": "NodeAgentReady", "status": "Maybe", "reason": "Ready", "message": "?",
+            "lastTransitionTime": "2026-11-23T12:00:00Z"}]}}));
+    let c = crate::controller::Controller::start(&api, &[]);
+    wait_for("the other nodes written", Duration::from_secs(20), || {
+        condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+            && condition(&api, "edpm-compute-cell1-edpm-compute-4", "Ready").is_some()
+    });
+    wait_for("the Unreadable Event", Duration::from_secs(10), || {
+        api.bodies("/events").iter().any(|e| e["reason"] == "Unreadable" && e["regarding"]["name"] == broken)
+    });
+    let (code, metrics) = c.get("/metrics");
+    assert_eq!(code, 200);
+    assert!(metrics.contains("edpm_skipped_objects_total{kind=\"EDPMNodeStatus\"}"), "{metrics}");
+    // Something else changes: still no write of the broken object.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(api.count("PATCH", &format!("/edpmnodestatuses/{broken}")), 0, "left as it is");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(broken) && err.contains("cannot be read"), "{err}");
+}

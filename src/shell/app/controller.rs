@@ -476,13 +476,13 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
             );
         }
         if !snap.evidence.unreadable.is_empty() && may_write() {
-            let failed = events.unreadable(&snap.evidence.unreadable).await;
+            let failed = events.unreadable(client, &snap.evidence.unreadable).await;
             for _ in 0..failed {
                 metrics.api_error("create", None);
             }
         }
         if !told.is_empty() && may_write() {
-            let failed = events.publish(&told).await;
+            let failed = events.publish(client, &told).await;
             for _ in 0..failed {
                 metrics.api_error("create", None);
             }

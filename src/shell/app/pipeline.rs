@@ -260,7 +260,7 @@ fn spread(
 /// The warning for one of edpm-agent's status objects that does not decode: it was skipped.
 pub(crate) fn unreadable_warning(u: &crate::snapshot::evidence::Unreadable) -> String {
     format!(
-        "{} cannot be read ({}): skipped, as if absent; its node is still evaluated, and `status report` (or the controller) writes it anew",
+        "{} cannot be read ({}): skipped, and left as it is; its node is still evaluated; delete it (or mend the field) to have it written anew",
         u.id, u.problem
     )
 }

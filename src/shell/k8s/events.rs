@@ -27,7 +27,7 @@ impl Events {
 
     /// Publishes one Event per transition; returns how many failed (logged, never fatal:
     /// an Event is a courtesy, the status object is the record).
-    pub(crate) async fn publish(&self, transitions: &[Transition]) -> usize {
+    pub(crate) async fn publish(&self, client: &super::Client, transitions: &[Transition]) -> usize {
         let mut failed = 0;
         for t in transitions {
             let regarding = ObjectReference {
@@ -46,7 +46,8 @@ impl Events {
                 action: "Evaluated".into(),
                 secondary: None,
             };
-            if let Err(e) = self.recorder.publish(&event, &regarding).await {
+            // The controller's client reads without a timeout (it watches): bounded here.
+            if let Err(e) = client.within_time(self.recorder.publish(&event, &regarding)).await {
                 failed += 1;
                 tracing::warn!(object = %t.object, error = %e, "cannot record an Event");
             }
@@ -56,9 +57,14 @@ impl Events {
 
     /// A Warning Event on each of edpm-agent's status objects that could not be decoded and
     /// was skipped; returns how many failed.
-    pub(crate) async fn unreadable(&self, objects: &[crate::snapshot::evidence::Unreadable]) -> usize {
+    pub(crate) async fn unreadable(
+        &self,
+        client: &super::Client,
+        objects: &[crate::snapshot::evidence::Unreadable],
+    ) -> usize {
         let mut failed = 0;
-        for u in objects {
+        // A few per evaluation: the metric and the log count them all.
+        for u in objects.iter().take(UNREADABLE_EVENTS) {
             let regarding = ObjectReference {
                 api_version: Some(api::API_VERSION.into()),
                 kind: Some(u.id.kind.to_string()),
@@ -74,7 +80,7 @@ impl Events {
                 action: "Evaluated".into(),
                 secondary: None,
             };
-            if let Err(e) = self.recorder.publish(&event, &regarding).await {
+            if let Err(e) = client.within_time(self.recorder.publish(&event, &regarding)).await {
                 failed += 1;
                 tracing::warn!(object = %u.id.name, error = %e, "cannot record an Event");
             }
@@ -82,6 +88,9 @@ impl Events {
         failed
     }
 }
+
+/// At most this many `Unreadable` Events per evaluation.
+const UNREADABLE_EVENTS: usize = 10;
 
 /// A note cut to what the API server takes.
 fn cut(mut note: String) -> String {
