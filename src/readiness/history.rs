@@ -22,10 +22,18 @@ impl<'a> GroupContext<'a> {
             let attempts = self.jobs.attempts(&job.id.name);
             let covered = self.runs.iter().find(|r| r.name == deployment).map(|r| r.covers(&limit_names));
             // Attempts are numbered from the Job's own count of ended pods, not from the pods
-            // still there: when the oldest pod is gone, the others keep their numbers.
-            let ended = job.status.failed.saturating_add(job.status.succeeded);
-            let total = usize::try_from(ended).unwrap_or(0).max(attempts.len());
-            for (i, a) in attempts.iter().enumerate() {
+            // still there: when the oldest pod is gone, the others keep their numbers. Each
+            // attempt's place is among every ended pod (one without a summary, an OOM kill,
+            // counts too). While the Job's count lags behind its pods (read between a pod's
+            // end and the Job's update), nothing new is recorded: a recorded attempt is never
+            // rewritten, so a wrong number would stay.
+            let total = usize::try_from(job.status.failed.saturating_add(job.status.succeeded)).unwrap_or(0);
+            let ended = self.jobs.ended(&job.id.name);
+            // The newest pods the Job has not counted yet wait for the next evaluation.
+            let lag = ended.len().saturating_sub(total);
+            for a in attempts.iter() {
+                let Some(i) = ended.iter().position(|p| std::ptr::eq(*p, a.pod)) else { continue };
+                let Some(i) = i.checked_sub(lag) else { continue };
                 let s = &a.summary;
                 let result = if named(&s.failed_host_list) {
                     "failed"

@@ -23,6 +23,9 @@ pub(crate) struct Jobs<'a> {
     by_labels: HashMap<(&'a str, &'a str, &'a str), &'a Job>,
     /// Job name → its attempts that reported a summary, newest first.
     attempts: HashMap<&'a str, Vec<Attempt<'a>>>,
+    /// Job name → every pod of it that ended (with a summary or not: an OOM kill writes none),
+    /// newest first: the attempts' places in the Job's count.
+    ended: HashMap<&'a str, Vec<&'a Pod>>,
 }
 
 impl<'a> Jobs<'a> {
@@ -43,20 +46,32 @@ impl<'a> Jobs<'a> {
             })
             .collect();
         let mut attempts: HashMap<&'a str, Vec<Attempt<'a>>> = HashMap::new();
+        let mut ended: HashMap<&'a str, Vec<&'a Pod>> = HashMap::new();
         for pod in &ev.pods {
-            if let (Some(job), Some((summary, terminated))) = (pod.job(), pod.summary()) {
+            let Some(job) = pod.job() else { continue };
+            let summary = pod.summary();
+            if summary.is_some() || matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed")) {
+                ended.entry(job).or_default().push(pod);
+            }
+            if let Some((summary, terminated)) = summary {
                 attempts.entry(job).or_default().push(Attempt { pod, summary, terminated });
             }
         }
+        // Newest first: creation time, then the name, so the order never depends on the
+        // order the pods were read in.
+        let key = |p: &Pod| (p.meta.creation_timestamp.as_deref().and_then(Time::parse), p.id.name.clone());
         for list in attempts.values_mut() {
-            // Newest first: creation time, then the name, so the order never depends on the
-            // order the pods were read in.
-            let key = |a: &Attempt| {
-                (a.pod.meta.creation_timestamp.as_deref().and_then(Time::parse), a.pod.id.name.clone())
-            };
-            list.sort_by_key(|a| std::cmp::Reverse(key(a)));
+            list.sort_by_key(|a| std::cmp::Reverse(key(a.pod)));
         }
-        Jobs { by_labels, attempts }
+        for list in ended.values_mut() {
+            list.sort_by_key(|p| std::cmp::Reverse(key(p)));
+        }
+        Jobs { by_labels, attempts, ended }
+    }
+
+    /// The ended pods of the Job named `job`, newest first.
+    pub(crate) fn ended(&self, job: &str) -> &[&'a Pod] {
+        self.ended.get(job).map_or(&[], Vec::as_slice)
     }
 
     /// The Jobs of `nodeset`: (service, deployment, Job), in a fixed order.

@@ -692,6 +692,41 @@ status:
     assert_eq!((told.len(), dropped), (1, 1), "rate-limited, the rest counted");
 }
 
+/// Attempts are numbered by their place among every ended pod of the Job (one killed without
+/// a summary counts), and a pod the Job has not counted yet is recorded only once it has: a
+/// recorded attempt is never renumbered, so a guess would stay wrong.
+#[test]
+fn attempts_are_numbered_by_the_jobs_count_of_ended_pods() {
+    let job = |failed: u32| {
+        format!(
+            r#"---
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: nova-d1-ns1, namespace: openstack, labels: {{app: openstackansibleee, openstackdataplaneservice: nova, openstackdataplanedeployment: d1, openstackdataplanenodeset: ns1}}}}
+spec: {{backoffLimit: 3}}
+status: {{failed: {failed}}}
+"#
+        )
+    };
+    let d1 = deployment(
+        "d1",
+        "2026-11-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "Requested")],
+        "",
+        "{}",
+    );
+    let oom = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: nova-d1-ns1-oom, namespace: openstack, creationTimestamp: \"2026-11-01T10:07:00Z\", labels: {batch.kubernetes.io/job-name: nova-d1-ns1}}\nstatus: {phase: Failed, containerStatuses: [{name: x, state: {terminated: {exitCode: 137, reason: OOMKilled}}}]}\n";
+    let attempts = |text: &str| -> Vec<u32> {
+        node(&evaluate_text(text, NOW), "c0").runs.iter().map(|r| r.attempt).collect()
+    };
+    // The first attempt, then one killed without a summary, then the newest: 1, (2), 3.
+    let third = pod("nova-d1-ns1-ccccc", "nova-d1-ns1", "2026-11-01T10:09:00Z", FAILED_ON_C0, false);
+    let first = pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", FAILED_ON_C0, false);
+    assert_eq!(attempts(&format!("{NODESET}{d1}{}{first}{oom}{third}", job(3))), vec![1, 3]);
+    // Read before the Job counted the newest: only what it counted is recorded.
+    assert_eq!(attempts(&format!("{NODESET}{d1}{}{first}{oom}{third}", job(2))), vec![1]);
+}
+
 #[test]
 fn a_nodes_run_history_comes_from_the_pods_and_outlives_them() {
     let job = r#"---
@@ -699,7 +734,7 @@ apiVersion: batch/v1
 kind: Job
 metadata: {name: nova-d1-ns1, namespace: openstack, labels: {app: openstackansibleee, openstackdataplaneservice: nova, openstackdataplanedeployment: d1, openstackdataplanenodeset: ns1}}
 spec: {backoffLimit: 3}
-status: {failed: 1, active: 1}
+status: {failed: 1, succeeded: 1}
 "#;
     let ok = FAILED_ON_C0
         .replace(r#""failedHostList":["c0"],"failedHosts":1"#, r#""failedHostList":[],"failedHosts":0"#);
