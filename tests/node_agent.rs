@@ -113,7 +113,7 @@ fn config(dir: &Path, root: &Path, kubeconfig: Option<&Path>) -> PathBuf {
     std::fs::write(
         &p,
         format!(
-            "{kc}namespace: openstack\nobject: edpm-compute-cell1-edpm-compute-3\nnode: edpm-compute-3\nroot: {}\nexpect:\n  hostname: edpm-compute-3.ctlplane.example.com\n  addresses: [192.168.122.103]\n  os: CentOS Stream\ncheck_interval_seconds: 1\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nrequest_timeout_seconds: 2\n",
+            "{kc}namespace: openstack\nobject: edpm-compute-cell1-edpm-compute-3\nnode: edpm-compute-3\nroot: {}\nexpect:\n  hostname: edpm-compute-3.ctlplane.example.com\n  addresses: [192.168.122.103]\n  os: CentOS Stream\ncheck_interval_seconds: 1\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nrequest_timeout_seconds: 2\ncommand_timeout_seconds: 1\n",
             root.display()
         ),
     )

@@ -103,7 +103,7 @@ fn the_node_agent_runs_under_a_real_systemd() {
     sd.write(
         "/etc/edpm-agent/node.yaml",
         &format!(
-            "kubeconfig: /etc/edpm-agent/kubeconfig\nnamespace: openstack\nobject: {OBJECT}\nnode: edpm-compute-3\ncheck_interval_seconds: 2\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nrequest_timeout_seconds: 2\n"
+            "kubeconfig: /etc/edpm-agent/kubeconfig\nnamespace: openstack\nobject: {OBJECT}\nnode: edpm-compute-3\ncheck_interval_seconds: 2\nlease_interval_seconds: 1\nlease_duration_seconds: 8\nrequest_timeout_seconds: 2\ncommand_timeout_seconds: 5\n"
         ),
     );
     assert!(sd.exec("chmod 0600 /etc/edpm-agent/kubeconfig && systemctl daemon-reload").0);

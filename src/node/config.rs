@@ -191,6 +191,16 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError>
             c.lease_duration.as_secs()
         )));
     }
+    // The loop checks, then reports, then renews: a check that runs its commands to their
+    // limit and a report that takes its whole request time must still leave the Lease alive.
+    if c.command_timeout + c.request_timeout >= c.lease_duration {
+        return Err(err(format!(
+            "command_timeout_seconds ({}) and request_timeout_seconds ({}) together must be shorter than lease_duration_seconds ({}): a slow check and report would let the Lease expire before it is renewed",
+            c.command_timeout.as_secs(),
+            c.request_timeout.as_secs(),
+            c.lease_duration.as_secs()
+        )));
+    }
     Ok(c)
 }
 
@@ -298,7 +308,7 @@ mod tests {
         assert!(e.starts_with("node agent config n.yaml:4: field heartbeat_seconds:"), "{e}");
         let c = parse(
             Path::new("n.yaml"),
-            &format!("{base}check_interval_seconds: 86400\nrequest_timeout_seconds: 1\ncommand_timeout_seconds: 600\n"),
+            &format!("{base}check_interval_seconds: 86400\nrequest_timeout_seconds: 1\ncommand_timeout_seconds: 600\nlease_duration_seconds: 700\n"),
         )
         .unwrap();
         assert_eq!(
@@ -307,6 +317,11 @@ mod tests {
         );
         let c = parse(Path::new("n.yaml"), base).unwrap();
         assert_eq!((c.request_timeout, c.command_timeout), (REQUEST_TIMEOUT, COMMAND_TIMEOUT));
+        // A check and a report at their limits must not outlast the Lease.
+        let e = parse(Path::new("n.yaml"), &format!("{base}command_timeout_seconds: 35\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("command_timeout_seconds (35) and request_timeout_seconds (10) together must be shorter than lease_duration_seconds (40)"), "{e}");
     }
 
     #[test]

@@ -211,7 +211,7 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
         ("checking", ""),
         (
             "scaled",
-            "check_interval_seconds: 1\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nheartbeat_seconds: 30\n",
+            "check_interval_seconds: 1\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nheartbeat_seconds: 30\nrequest_timeout_seconds: 1\ncommand_timeout_seconds: 2\n",
         ),
     ];
     // The environment the systemd unit gives the agent.
