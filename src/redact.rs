@@ -698,6 +698,44 @@ fn block_spans(s: &str, from: usize, indent: usize) -> Vec<Range<usize>> {
     spans
 }
 
+/// The lines after the one `from` is on that are YAML list items at `indent` (`- x`): each
+/// item's content.
+fn list_spans(s: &str, from: usize, indent: usize) -> Vec<Range<usize>> {
+    let mut spans = Vec::new();
+    let Some(nl) = s[from..].find('\n') else { return spans };
+    let mut line = from + nl + 1;
+    while line < s.len() {
+        let end = s[line..].find('\n').map_or(s.len(), |i| line + i);
+        let body = s[line..end].trim_end_matches('\r');
+        let lead = body.len() - body.trim_start_matches([' ', '\t']).len();
+        let item = body[lead..]
+            .strip_prefix("- ")
+            .or_else(|| body[lead..].strip_prefix('-').filter(|r| r.is_empty()));
+        match item {
+            Some(rest) if lead == indent => {
+                let content_start = line + body.len() - rest.len();
+                spans.push(content_start..line + body.len());
+                line = end + 1;
+            }
+            _ => break,
+        }
+    }
+    spans
+}
+
+/// `secret: nova-cell1-compute-config`, `secretName: ceph-conf-files`: a key that names a
+/// Kubernetes Secret (not one of its values) followed by an object name. Operators need that
+/// name to find what is wrong; a password does not look like one (lower case, `-` or `.` in
+/// it, at most 253 characters).
+fn names_an_object(key: &str, value: &str) -> bool {
+    let k: String = key.chars().filter(|c| *c != '-' && *c != '_').collect::<String>().to_ascii_lowercase();
+    matches!(k.as_str(), "secret" | "secrets" | "secretname" | "secretref")
+        && value.len() <= 253
+        && value.contains(['-', '.'])
+        && value.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
 /// The word at `at` on its line (up to a blank), without the quotes and punctuation that end
 /// a sentence or close a quote around it.
 fn word_at(s: &str, at: usize) -> Range<usize> {
@@ -748,9 +786,18 @@ fn keyed_spans(s: &str, start: usize, end: usize, key: Key) -> (Vec<Range<usize>
                 let resume = (span.end + 1).min(s.len());
                 return (one(span), resume);
             }
-            let spans = block_spans(s, p, indent);
+            let mut spans = block_spans(s, p, indent);
+            if spans.is_empty() {
+                // YAML lets a list stand at the key's own indentation: `password:\n- x`.
+                spans = list_spans(s, p, indent);
+            }
             let resume = spans.last().map_or(p, |r| r.end);
             return (spans, resume);
+        }
+        if v == b'[' {
+            // A flow list, `passwords: [a, b]`: all of it.
+            let close = s[p..].find(']').map_or(s.len(), |i| p + i);
+            return (one(p + 1..close), (close + 1).min(s.len()));
         }
         if v == b'"' || v == b'\'' {
             let span = quoted_span(s, p);
@@ -786,7 +833,7 @@ fn keyed_spans(s: &str, start: usize, end: usize, key: Key) -> (Vec<Range<usize>
                 return (one(w), resume);
             }
         }
-        if value.is_empty() || is_flag(value) {
+        if value.is_empty() || is_flag(value) || names_an_object(&s[start..end], value) {
             return (Vec::new(), value_end);
         }
         return (one(p..value_end), value_end);
@@ -853,6 +900,24 @@ fn mask_keyed_values(s: &str) -> String {
 #[cfg(test)]
 mod scrub_tests {
     use super::*;
+
+    #[test]
+    fn lists_and_object_names() {
+        let r = Redactor::default();
+        assert_eq!(r.redact("passwords: [a1b2c3d4, e5f6g7h8] ok"), "passwords: [********] ok");
+        assert_eq!(
+            r.redact("password:\n- hunter2x\n- other9x\nnext: 1"),
+            "password:\n- ********\n- ********\nnext: 1"
+        );
+        // Operators need the Secret's name; its values stay masked.
+        assert_eq!(
+            r.redact("missing secret: nova-cell1-compute-config"),
+            "missing secret: nova-cell1-compute-config"
+        );
+        assert_eq!(r.redact("secretName: ceph-conf-files"), "secretName: ceph-conf-files");
+        assert_eq!(r.redact("secret: Hunter2Pass!"), "secret: ********");
+        assert_eq!(r.redact("client_secret: a-b-c"), "client_secret: ********");
+    }
 
     #[test]
     fn every_secret_key_holds_a_stem() {
