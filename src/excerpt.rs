@@ -93,7 +93,7 @@ pub fn cut_quoted(message: &str) -> String {
 /// ring the bell or fake a table row. A backslash stays as it is: the escapes are for a
 /// person reading, not a parser. For one-line places (table cells, log lines, messages).
 pub fn printable(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    if !s.chars().any(unsafe_char) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -106,7 +106,7 @@ pub fn printable(s: &str) -> Cow<'_, str> {
 /// Like [`printable`], but keeps line breaks (`\n`) and tabs: for multi-line human output
 /// (an explanation, a failed task's output) whose lines are the reader's own.
 pub fn printable_lines(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    if !s.chars().any(|c| unsafe_char(c) && c != '\n' && c != '\t') {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -120,9 +120,18 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether `s` holds a control character [`printable`] would escape.
+/// Whether `s` holds a character [`printable`] would escape.
 pub fn has_control(s: &str) -> bool {
-    s.chars().any(char::is_control)
+    s.chars().any(unsafe_char)
+}
+
+/// A control character, or one that reorders or breaks what a terminal shows: the bidi
+/// overrides and isolates (U+202A–202E, U+2066–2069: "Trojan Source" text that reads one way and
+/// is another), the marks U+200E/200F and U+061C, and the line and paragraph separators
+/// U+2028/2029.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{2028}' | '\u{2029}')
 }
 
 fn push_printable(out: &mut String, c: char) {
@@ -135,7 +144,7 @@ fn push_printable(out: &mut String, c: char) {
         c if (c as u32) < 0x80 && c.is_control() => {
             let _ = write!(out, "\\x{:02x}", c as u32);
         }
-        c if c.is_control() => {
+        c if unsafe_char(c) => {
             let _ = write!(out, "\\u{{{:x}}}", c as u32);
         }
         c => out.push(c),
@@ -189,6 +198,11 @@ mod tests {
         );
         assert_eq!(printable_lines("line 1\n\tline \u{1b}2\r"), "line 1\n\tline \\e2\\r");
         assert!(has_control("x\u{0}") && !has_control("x y"));
+        assert_eq!(
+            printable("a\u{202e}b\u{2028}c"),
+            "a\\u{202e}b\\u{2028}c",
+            "bidi overrides and separators too"
+        );
     }
 
     proptest::proptest! {

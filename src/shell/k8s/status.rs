@@ -214,6 +214,14 @@ pub(crate) async fn ensure_leases(
     deadline: Duration,
 ) -> Result<usize, Error> {
     let ns = client.lease_namespace();
+    if deadline.is_zero() {
+        return Err(Error::Request {
+            action: format!("creating {} node agent Lease(s) in namespace {ns}", leases.len()),
+            message: "the command's --timeout ran out after the status objects were written".into(),
+            hint: "; the next report creates them (or give a longer --timeout)".into(),
+            code: None,
+        });
+    }
     let api: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.kube(), ns);
     let params = PatchParams::apply(FIELD_MANAGER);
     let count = leases.len();

@@ -328,8 +328,15 @@ impl Watch {
         }
         let name = o.metadata.name.clone().unwrap_or_default();
         let empty = BTreeMap::new();
-        let labels = o.metadata.labels.as_ref().unwrap_or(&empty);
-        let reach = touch::reach(self.listed.kind, &name, labels, &o.data["spec"]);
+        let mut labels = std::borrow::Cow::Borrowed(o.metadata.labels.as_ref().unwrap_or(&empty));
+        // A node agent's Lease names its NodeSet by label, shortened when the name is longer
+        // than a label value may be; the whole name is in its annotation.
+        if let Some(set) =
+            o.metadata.annotations.as_ref().and_then(|a| a.get(crate::readiness::api::NODESET_ANNOTATION))
+        {
+            labels.to_mut().insert(crate::readiness::api::NODESET_LABEL.to_string(), set.clone());
+        }
+        let reach = touch::reach(self.listed.kind, &name, &labels, &o.data["spec"]);
         let action = format!("reading the watched {}", self.listed.name());
         let ns = self.listed.namespace(&self.client, self.client.namespace());
         let origin = Origin::Api { namespace: ns.to_string() };
