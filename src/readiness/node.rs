@@ -179,13 +179,14 @@ impl<'a> GroupContext<'a> {
                 format!("the node agent's Lease {} cannot vouch for its reports: {why}", l.id.name),
                 format!("Lease {}: {why}", l.id.name),
             ),
-            None => {
-                (
+            None => match &self.snap.evidence.leases_unread {
+                Some(why) => ("AgentLeaseMissing", format!("the node agent reported, but its Lease cannot be read: {why}"), why.clone()),
+                None => (
                     "AgentLeaseMissing",
                     "the node agent reported, but it has no Lease: nothing says it is still alive (edpm-agent status report creates the Lease; the agent renews it)".to_string(),
                     "no Lease for this node".to_string(),
-                )
-            }
+                ),
+            },
         };
         // An expired Lease turned the reports Unknown when it ended; for the other readings
         // it is when readiness first said so (carried over from the object after that).

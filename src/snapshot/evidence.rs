@@ -426,10 +426,18 @@ impl Lease {
     /// `renewTime` itself.
     pub fn heartbeat(&self, now: Time) -> Heartbeat {
         let Some(spec) = &self.spec else {
-            return Heartbeat::Unreadable("it has no spec".into());
+            // What `status report` creates for the agent, which has not renewed it (yet): an
+            // agent that renews its Lease in another namespace looks like this too.
+            return Heartbeat::Unreadable(format!(
+                "it has no spec: the node agent never renewed it here (check that the agent runs and that lease_namespace in its node.yaml names namespace {})",
+                self.meta.namespace.as_deref().unwrap_or("?")
+            ));
         };
         let Some(text) = spec.renew_time.as_deref() else {
-            return Heartbeat::Unreadable("spec.renewTime is not set: it was never renewed".into());
+            return Heartbeat::Unreadable(format!(
+                "spec.renewTime is not set: the node agent never renewed it here (check that the agent runs and that lease_namespace in its node.yaml names namespace {})",
+                self.meta.namespace.as_deref().unwrap_or("?")
+            ));
         };
         let Some(renewed) = Time::parse(text) else {
             return Heartbeat::Unreadable(format!(
@@ -506,6 +514,9 @@ pub struct Evidence {
     pub leases: Vec<Lease>,
     /// edpm-agent's own status objects that did not decode: skipped, reported by the shell.
     pub unreadable: Vec<Unreadable>,
+    /// Why the node agents' Leases could not be read at all (a 403), when so: said with each
+    /// agent condition that a missing Lease turns Unknown.
+    pub leases_unread: Option<String>,
     /// What Nova said of the computes, asked live by the shell (`None`: not asked).
     pub(crate) nova: Option<std::sync::Arc<crate::nova::NovaEvidence>>,
     /// Saved Nova answers found in a directory source (`openstack … -f json`, or the API's
@@ -526,6 +537,9 @@ impl Evidence {
         self.rollups.extend(other.rollups);
         self.leases.extend(other.leases);
         self.unreadable.extend(other.unreadable);
+        if other.leases_unread.is_some() {
+            self.leases_unread = other.leases_unread;
+        }
         if other.nova.is_some() {
             self.nova = other.nova;
         }

@@ -428,3 +428,37 @@ fn a_credential_plugin_works_when_edpm_agent_is_pid_1() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr, "");
 }
+
+/// A reporter whose RBAC predates the Leases' namespace (403 on listing them there) still
+/// shows every node: the node agents' conditions read Unknown, saying what to grant, and a
+/// warning says so (the whole command failed, exit 7).
+#[test]
+fn leases_that_cannot_be_listed_make_the_agents_word_unknown_not_the_command_fail() {
+    let api = cluster();
+    let kc = api.kubeconfig();
+    let kc = kc.to_str().unwrap();
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    assert_eq!(report(&api, &[]).code, 0);
+    crate::controller::agent_reports(&api, object);
+    api.fault("/namespaces/edpm-node-lease/leases?", Fault::Status(403), 100);
+    let out = run(
+        &["--source", "kube", "--kubeconfig", kc, "status", "show", "--format", "json", "--no-nova"],
+        &[NOW],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot be listed") && out.stderr.contains("grant list on leases"),
+        "{}",
+        out.stderr
+    );
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let node = v["nodes"].as_array().unwrap().iter().find(|n| n["object"] == object).unwrap();
+    let agent =
+        node["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "NodeAgentReady").unwrap();
+    assert_eq!(
+        (agent["status"].as_str(), agent["reason"].as_str()),
+        (Some("Unknown"), Some("AgentLeaseMissing")),
+        "{agent}"
+    );
+    assert!(agent["message"].as_str().unwrap().contains("edpm-node-lease"), "{agent}");
+}

@@ -84,7 +84,12 @@ impl<'s> Context<'s> {
     fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
         let snap = self.snapshot_quiet(lines)?;
         let unreadable = snap.evidence.unreadable.iter().map(unreadable_warning);
-        for u in snap.unknown_kinds.iter().map(ToString::to_string).chain(unreadable) {
+        let leases = snap
+            .evidence
+            .leases_unread
+            .iter()
+            .map(|why| format!("{why}: the node agents' conditions read Unknown"));
+        for u in snap.unknown_kinds.iter().map(ToString::to_string).chain(unreadable).chain(leases) {
             if self.script {
                 tracing::warn!("{u}");
             } else {

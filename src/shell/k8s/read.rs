@@ -263,14 +263,26 @@ pub(crate) async fn snapshot(
         .await;
     let mut docs = Vec::new();
     let mut not_served = Vec::new();
+    let mut leases_unread = None;
     for (l, listed) in kinds.iter().zip(lists) {
-        match listed? {
-            Some(items) => docs.extend(items),
-            None => not_served.push(l.name()),
+        match listed {
+            Ok(Some(items)) => docs.extend(items),
+            Ok(None) => not_served.push(l.name()),
+            // The Leases only vouch for the node agents' word: without them those conditions
+            // read Unknown, saying why, and everything else is still evaluated (a reporter's
+            // RBAC from before the Leases had a namespace of their own answers 403).
+            Err(ReadError::Api(e)) if l.kind == "Lease" && e.code() == Some(403) => {
+                leases_unread = Some(format!(
+                    "the node agents' Leases in namespace {} cannot be listed ({e}); grant list on leases there (packaging/kubernetes/rbac-reporter.yaml), or name their namespace with --lease-namespace",
+                    client.lease_namespace()
+                ));
+            }
+            Err(e) => return Err(e),
         }
     }
     let mut snap = with_references(client, docs).await?;
     snap.not_served = not_served;
+    snap.evidence.leases_unread = leases_unread;
     Ok(snap)
 }
 

@@ -45,6 +45,8 @@ pub(super) struct ApiRetry {
 }
 
 const FIRST_DELAY: Duration = Duration::from_millis(200);
+/// Attempts at a request whose server error waiting does not cure, under a command deadline.
+const PERSISTENT_ATTEMPTS: u32 = 4;
 const MAX_DELAY: Duration = Duration::from_secs(3);
 
 impl ApiRetry {
@@ -59,18 +61,29 @@ impl ApiRetry {
         }
     }
 
-    /// Retries as long as the wait ends before `until`, however many attempts that is.
+    /// Retries as long as the wait ends before `until`, however many attempts that is, for
+    /// an answer that says "later" (429, 502, 503, 504, or no answer at all); another server
+    /// error (a 500 from an admission webhook) is not cured by waiting, and gets the usual
+    /// attempts.
     pub(super) fn until(until: Instant) -> ApiRetry {
         ApiRetry { until: Some(until), ..ApiRetry::new(u32::MAX, Duration::ZERO) }
     }
 
-    /// The wait before the next attempt, or `None` to stop. `retry_after` is the server's.
-    pub(super) fn next_wait(&mut self, now: Instant, retry_after: Option<Duration>) -> Option<Duration> {
+    /// The wait before the next attempt, or `None` to stop. `retry_after` is the server's;
+    /// `code` its status (`None`: no answer, a transport failure).
+    pub(super) fn next_wait(
+        &mut self,
+        now: Instant,
+        retry_after: Option<Duration>,
+        code: Option<u16>,
+    ) -> Option<Duration> {
         let deadline = match self.until {
             Some(u) => u,
             None => *self.deadline.get_or_insert(now + self.budget),
         };
-        if self.done >= self.attempts {
+        let later = code.is_none_or(|c| matches!(c, 429 | 502 | 503 | 504));
+        let attempts = if self.until.is_some() && !later { PERSISTENT_ATTEMPTS } else { self.attempts };
+        if self.done >= attempts {
             return None;
         }
         let wait = match retry_after {
@@ -113,12 +126,14 @@ impl<B> Policy<Request<Body>, Response<B>, BoxError> for ApiRetry {
         req: &mut Request<Body>,
         result: &mut Result<Response<B>, BoxError>,
     ) -> Option<Self::Future> {
-        let server_wait = match result {
-            Ok(res) if retryable_status(res.status().as_u16()) => retry_after(res),
+        let (server_wait, code) = match result {
+            Ok(res) if retryable_status(res.status().as_u16()) => {
+                (retry_after(res), Some(res.status().as_u16()))
+            }
             Ok(_) => return None,
-            Err(_) => None,
+            Err(_) => (None, None),
         };
-        let wait = self.next_wait(Instant::now(), server_wait)?;
+        let wait = self.next_wait(Instant::now(), server_wait, code)?;
         tracing::debug!(method = %req.method(), uri = %req.uri(), ?wait, attempt = self.done, "retrying");
         Some(tokio::time::sleep(wait))
     }
@@ -145,13 +160,13 @@ mod tests {
     fn attempts_and_budget_both_bound_the_retries() {
         let now = Instant::now();
         let mut p = ApiRetry::new(4, Duration::from_secs(60));
-        let waits: Vec<_> = std::iter::from_fn(|| p.next_wait(now, None)).collect();
+        let waits: Vec<_> = std::iter::from_fn(|| p.next_wait(now, None, Some(503))).collect();
         assert_eq!(waits.len(), 3, "four attempts in all");
         assert!(waits.iter().all(|w| *w <= MAX_DELAY && *w >= FIRST_DELAY / 2), "{waits:?}");
 
         let mut p = ApiRetry::new(10, Duration::from_secs(5));
-        assert_eq!(p.next_wait(now, Some(Duration::from_secs(2))), Some(Duration::from_secs(2)));
-        assert_eq!(p.next_wait(now, Some(Duration::from_secs(6))), None, "past the budget: stop");
+        assert_eq!(p.next_wait(now, Some(Duration::from_secs(2)), Some(429)), Some(Duration::from_secs(2)));
+        assert_eq!(p.next_wait(now, Some(Duration::from_secs(6)), Some(429)), None, "past the budget: stop");
     }
 
     #[test]
@@ -159,17 +174,24 @@ mod tests {
         let now = Instant::now();
         let mut p = ApiRetry::until(now + Duration::from_secs(20));
         // 503s for a while: far more than four attempts, each wait ending before the deadline.
-        let waits: Vec<_> = std::iter::from_fn(|| p.next_wait(now, None)).take(50).collect();
+        let waits: Vec<_> = std::iter::from_fn(|| p.next_wait(now, None, Some(503))).take(50).collect();
         assert_eq!(waits.len(), 50, "retries go on while the command has time");
+        // A 500 is not cured by waiting: four attempts, deadline or not.
+        let mut p = ApiRetry::until(now + Duration::from_secs(20));
+        assert_eq!(std::iter::from_fn(|| p.next_wait(now, None, Some(500))).take(50).count(), 3);
         let mut p = ApiRetry::until(now + Duration::from_secs(1));
-        assert_eq!(p.next_wait(now, Some(Duration::from_secs(2))), None, "a wait past the deadline: stop");
+        assert_eq!(
+            p.next_wait(now, Some(Duration::from_secs(2)), Some(429)),
+            None,
+            "a wait past the deadline: stop"
+        );
     }
 
     #[test]
     fn delays_grow_and_are_capped() {
         let now = Instant::now();
         let mut p = ApiRetry::new(20, Duration::from_secs(3600));
-        let waits: Vec<_> = std::iter::from_fn(|| p.next_wait(now, None)).collect();
+        let waits: Vec<_> = std::iter::from_fn(|| p.next_wait(now, None, Some(503))).collect();
         assert!(waits[3] > waits[0], "{waits:?}");
         assert!(waits.iter().all(|w| *w <= MAX_DELAY));
     }
