@@ -476,6 +476,19 @@ fn check_vars_from(
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Whatever names and messages hold, a diagnostic prints as one line with no control
+        /// character (a node key with ESC or CR cannot fake a line of validate's output).
+        #[test]
+        fn a_diagnostic_is_one_printable_line(chars in proptest::collection::vec(proptest::char::any(), 0..40)) {
+            let t: String = chars.into_iter().collect();
+            let object = ObjRef::new(t.clone(), t.clone(), crate::snapshot::resource::Origin::Api { namespace: t.clone() });
+            let d = Diagnostic { severity: Severity::Error, object, field: t.clone(), message: t };
+            let line = d.to_string();
+            proptest::prop_assert!(!crate::excerpt::has_control(&line), "{:?}", line);
+        }
+    }
+
     #[test]
     fn rfc1123() {
         assert!(is_dns1123_label("edpm-compute-0"));
