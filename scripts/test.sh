@@ -23,4 +23,4 @@ fi
 export EDPM_AGENT_TEST_VENV="$PWD/.venv"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo test --locked
+cargo test --workspace --locked

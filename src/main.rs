@@ -1,6 +1,6 @@
 //! Thin entry point: parse arguments, set up logging, run, map the result to an exit code.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use edpm_agent::shell::{app, cli, exit::Exit};
@@ -32,7 +32,9 @@ fn main() -> ExitCode {
     // journal under systemd).
     let service = matches!(&cli.command, cli::Command::Node(n) if !n.once)
         || matches!(&cli.command, cli::Command::Status(s) if matches!(s.action, cli::StatusAction::Controller { .. }));
-    init_logging(&env, cli.verbose, service);
+    let journal_name =
+        if matches!(&cli.command, cli::Command::Node(_)) { "edpm-agent-node" } else { "edpm-agent" };
+    edpm_node::logging::init(&env, cli.verbose, service, journal_name);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match app::run(cli, &env, &mut out) {
@@ -43,39 +45,9 @@ fn main() -> ExitCode {
             #[allow(clippy::disallowed_macros, reason = "the one line an error prints")]
             {
                 // One line, whatever input the message quotes.
-                eprintln!("edpm-agent: error: {}", edpm_agent::excerpt::printable(&e.to_string()));
+                eprintln!("edpm-agent: error: {}", edpm_core::excerpt::printable(&e.to_string()));
             }
             e.code().into()
         }
     }
-}
-
-/// The one logging set-up. Commands log to stderr only when asked (`-v` or `EDPM_AGENT_LOG`):
-/// Ansible shows any stderr of an inventory script as an error. The node agent (`service`)
-/// logs at info by default, to the journal when systemd says stderr is the journal
-/// (`JOURNAL_STREAM`). Condition messages name paths and units, never file contents or
-/// credentials.
-fn init_logging(env: &app::Env, verbose: u8, service: bool) {
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    let filter = match (env.get("EDPM_AGENT_LOG"), verbose, service) {
-        (Some(f), _, _) => f.to_string(),
-        (None, 0, false) => return,
-        (None, 0, true) | (None, 1, _) => "edpm_agent=info".to_string(),
-        (None, _, _) => "edpm_agent=debug,kube=debug".to_string(),
-    };
-    let filter = tracing_subscriber::EnvFilter::new(filter);
-    if service
-        && env.get("JOURNAL_STREAM").is_some()
-        && let Ok(journal) = tracing_journald::layer()
-    {
-        tracing_subscriber::registry()
-            .with(filter)
-            .with(journal.with_syslog_identifier("edpm-agent-node".into()))
-            .init();
-        return;
-    }
-    // Colour only for a person at a terminal, and never when NO_COLOR is set (no-color.org).
-    let colour = std::io::stderr().is_terminal() && env.get("NO_COLOR").is_none();
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colour).with_env_filter(filter).init();
 }

@@ -46,7 +46,7 @@ fn node_header(name: &str) -> String {
 
 #[test]
 fn nesting_past_the_limit_is_refused_in_yaml_and_json() {
-    let depth = edpm_agent::yaml::MAX_DEPTH;
+    let depth = edpm_core::yaml::MAX_DEPTH;
     let deep = format!("{}x{}", "[".repeat(depth), "]".repeat(depth));
     refused(
         "depth_yaml",
@@ -287,7 +287,7 @@ fn explain_points_at_field_lines_in_yaml_and_at_objects_in_json() {
     // The Node starts on line 9; `rack:` is written on line 19.
     assert!(explain(dir.path()).contains("at [DIR]/m.yaml:19"), "{}", explain(dir.path()));
     let json = tempfile::tempdir().unwrap();
-    let values: Vec<Value> = edpm_agent::yaml::to_json_values(&text).unwrap();
+    let values: Vec<Value> = edpm_core::yaml::to_json_values(&text).unwrap();
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": values});
     std::fs::write(json.path().join("m.json"), serde_json::to_string_pretty(&list).unwrap()).unwrap();
     assert!(explain(json.path()).contains("at [DIR]/m.json:1"), "{}", explain(json.path()));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::util::fake_api::{FakeApi, Fault};
-use crate::util::{bin, run, run_program};
+use crate::util::{bin, node_bin, run, run_program};
 
 /// A node root as edpm-ansible and `edpm-agent stage` leave it, for edpm-compute-3.
 fn node_root(dir: &Path) -> PathBuf {
@@ -228,8 +228,9 @@ fn the_loop_reports_renews_survives_an_outage_and_stops_on_sigterm() {
     let cfg = config(d.path(), &root, Some(&kc));
     let sock_path = d.path().join("notify.sock");
     let sock = UnixDatagram::bind(&sock_path).unwrap();
-    let mut child = Command::new(bin())
-        .args(["node", "--config", cfg.to_str().unwrap()])
+    // As the unit runs it: the node agent's own binary.
+    let mut child = Command::new(node_bin())
+        .args(["--config", cfg.to_str().unwrap()])
         .env_clear()
         .env("PATH", path_with(&tools))
         .env("HOME", std::env::var("HOME").unwrap_or_default())
@@ -296,4 +297,47 @@ fn the_loop_reports_renews_survives_an_outage_and_stops_on_sigterm() {
     assert!(status.success(), "{status}");
     let err = log();
     assert!(err.contains("first check done") && !err.contains("hunter2"), "{err}");
+}
+
+/// `edpm-agent-node` (what the unit runs) and `edpm-agent node` (operators' habit) are the
+/// same agent: the same check, the same output, the same exit codes.
+#[test]
+fn the_node_agents_own_binary_is_edpm_agent_node() {
+    let d = tempfile::tempdir().unwrap();
+    let root = node_root(d.path());
+    let tools = fake_tools(d.path());
+    let cfg = config(d.path(), &root, None);
+    let path = path_with(&tools);
+    let without_times = |text: &str| {
+        let mut v: Value = serde_json::from_str(text).unwrap();
+        for c in v["conditions"].as_array_mut().unwrap() {
+            c.as_object_mut().unwrap().remove("lastTransitionTime");
+        }
+        v
+    };
+    let args = ["--once", "--format", "json", "--config", cfg.to_str().unwrap()];
+    let own = run_program(&node_bin(), &args, &[("PATH", &path)]);
+    let product = run_program(&bin(), &[&["node"][..], &args].concat(), &[("PATH", &path)]);
+    assert_eq!((own.code, product.code), (0, 0), "{}\n{}", own.stderr, product.stderr);
+    assert_eq!(without_times(&own.stdout), without_times(&product.stdout));
+    assert_eq!(cond(&without_times(&own.stdout), "ServiceNovaRuntimeReady")["status"], "True");
+
+    // A malformed config: exit 3 from both, the same message under each one's name.
+    let bad = d.path().join("bad.yaml");
+    std::fs::write(&bad, "namespace: [\n").unwrap();
+    let own = run_program(&node_bin(), &["--once", "--config", bad.to_str().unwrap()], &[]);
+    let product = run_program(&bin(), &["node", "--once", "--config", bad.to_str().unwrap()], &[]);
+    assert_eq!((own.code, product.code), (3, 3), "{}\n{}", own.stderr, product.stderr);
+    assert_eq!(
+        own.stderr.strip_prefix("edpm-agent-node: error: "),
+        product.stderr.strip_prefix("edpm-agent: error: "),
+        "{}\n{}",
+        own.stderr,
+        product.stderr
+    );
+    // Bad usage: clap's exit 2.
+    assert_eq!(run_program(&node_bin(), &["--no-such-flag"], &[]).code, 2);
+    let version = run_program(&node_bin(), &["--version"], &[]);
+    assert_eq!(version.code, 0);
+    assert!(version.stdout.starts_with("edpm-agent-node "), "{}", version.stdout);
 }

@@ -5,8 +5,8 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use edpm_agent::oslo::layer::{Layer, Layers};
-use edpm_agent::oslo::{self, ConfigFile, Entry, Section};
+use edpm_core::oslo::layer::{Layer, Layers};
+use edpm_core::oslo::{self, ConfigFile, Entry, Section};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};

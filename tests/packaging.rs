@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::runner::{Job, host_statuses, pairs};
-use crate::util::{bin, repo, run_program};
+use crate::util::{bin, node_bin, repo, run_program};
 
 /// rpmbuild is installed by `scripts/test.sh` (Debian's `rpm` package); without it the test
 /// only skips outside CI.
@@ -65,6 +65,8 @@ pub(crate) fn build_rpms() -> Option<tempfile::TempDir> {
         .arg(format!("_topdir {}", top.path().display()))
         .arg("--define")
         .arg(format!("edpm_agent_binary {}", bin().display()))
+        .arg("--define")
+        .arg(format!("edpm_agent_node_binary {}", node_bin().display()))
         // The debug test binary is large: store it uncompressed, and skip the distribution's
         // post-install processing (stripping, byte-compiling), which is not what is tested.
         .args(["--define", "_binary_payload w0.ufdio", "--define", "__os_install_post %{nil}"])
@@ -84,19 +86,30 @@ fn the_rpm_packages_install_what_the_spec_promises() {
         std::env::consts::ARCH,
         std::env::consts::ARCH
     )));
-    assert_eq!(
-        main,
-        [
-            "/etc/edpm-agent",
-            "/etc/edpm-agent/agent.yaml",
-            "/usr/bin/edpm-agent",
-            "/usr/bin/edpm-inventory",
-            "/usr/share/doc/edpm-agent-0.1.0",
-            "/usr/share/doc/edpm-agent-0.1.0/CHANGELOG.md",
-            "/usr/share/doc/edpm-agent-0.1.0/README.md",
-            "/usr/share/doc/edpm-agent-0.1.0/ansible.cfg.example",
-        ]
-    );
+    // The user guides (docs/*.md), whatever their names, beside the README.
+    let mut guides: Vec<String> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("/usr/share/doc/edpm-agent-0.1.0/{n}"))
+        .collect();
+    guides.sort();
+    assert!(guides.iter().any(|g| g.ends_with("/node-agent.md")), "{guides:?}");
+    let mut want_main: Vec<String> = [
+        "/etc/edpm-agent",
+        "/etc/edpm-agent/agent.yaml",
+        "/usr/bin/edpm-agent",
+        "/usr/bin/edpm-inventory",
+        "/usr/share/doc/edpm-agent-0.1.0",
+        "/usr/share/doc/edpm-agent-0.1.0/CHANGELOG.md",
+        "/usr/share/doc/edpm-agent-0.1.0/README.md",
+        "/usr/share/doc/edpm-agent-0.1.0/ansible.cfg.example",
+    ]
+    .map(String::from)
+    .to_vec();
+    want_main.extend(guides);
+    want_main.sort();
+    assert_eq!(main, want_main);
     let roles = files(&rpms.join("noarch/edpm-agent-roles-0.1.0-1.noarch.rpm"));
     for role in
         std::fs::read_dir(repo().join("roles")).unwrap().filter_map(|e| e.ok()).filter(|e| e.path().is_dir())
@@ -119,11 +132,33 @@ fn the_rpm_packages_install_what_the_spec_promises() {
     assert!(manifests.iter().any(|m| m.ends_with("/rbac-runner.yaml")));
     want.extend(manifests);
     assert_eq!(kube, want);
-    // The node agent's unit, in systemd's unit directory.
-    let node = files(&rpms.join("noarch/edpm-agent-node-0.1.0-1.noarch.rpm"));
-    assert_eq!(node, ["/usr/lib/systemd/system/edpm-agent-node.service"]);
+    // The node agent: its own binary, its guide, and its unit in systemd's unit directory.
+    let arch = std::env::consts::ARCH;
+    let node = files(&rpms.join(format!("{arch}/edpm-agent-node-0.1.0-1.{arch}.rpm")));
+    assert_eq!(
+        node,
+        [
+            "/usr/bin/edpm-agent-node",
+            "/usr/lib/systemd/system/edpm-agent-node.service",
+            "/usr/share/doc/edpm-agent-node-0.1.0",
+            "/usr/share/doc/edpm-agent-node-0.1.0/node-agent.md",
+        ]
+    );
+    let requires = Command::new("rpm")
+        .args(["-qp", "--requires"])
+        .arg(rpms.join(format!("{arch}/edpm-agent-node-0.1.0-1.{arch}.rpm")))
+        .output()
+        .unwrap();
+    let requires = String::from_utf8_lossy(&requires.stdout);
+    assert!(
+        !requires.lines().any(|l| l.starts_with("edpm-agent ") || l == "edpm-agent"),
+        "a node needs only the node agent, not the product: {requires}"
+    );
     let unit = std::fs::read_to_string(repo().join("packaging/systemd/edpm-agent-node.service")).unwrap();
-    assert!(unit.contains("ExecStart=/usr/bin/edpm-agent node "), "the unit runs the packaged binary");
+    assert!(
+        unit.contains("ExecStart=/usr/bin/edpm-agent-node --config "),
+        "the unit runs the packaged node agent binary"
+    );
 
     // The settings file is configuration that an update keeps.
     let q = Command::new("rpm")
@@ -309,7 +344,8 @@ fn systemd_analyze() -> bool {
 fn unit_under_test() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let unit = std::fs::read_to_string(repo().join("packaging/systemd/edpm-agent-node.service")).unwrap();
-    let unit = unit.replace("ExecStart=/usr/bin/edpm-agent ", &format!("ExecStart={} ", bin().display()));
+    let unit =
+        unit.replace("ExecStart=/usr/bin/edpm-agent-node ", &format!("ExecStart={} ", node_bin().display()));
     std::fs::write(dir.path().join("edpm-agent-node.service"), unit).unwrap();
     dir
 }
@@ -345,8 +381,8 @@ fn the_node_agent_unit_verifies_cleanly() {
     assert!(unit.lines().any(|l| l.starts_with("WatchdogSec=")), "WatchdogSec missing");
 }
 
-/// The exposure score README.md records ("Node agent" section): the sandbox must not loosen
-/// without the README saying so.
+/// The exposure score the node agent's guide records (docs/node-agent.md, "As a service"): the
+/// sandbox must not loosen without the guide saying so.
 #[test]
 fn the_node_agent_units_exposure_is_what_the_readme_records() {
     if !systemd_analyze() {
@@ -364,11 +400,11 @@ fn the_node_agent_units_exposure_is_what_the_readme_records() {
         .find_map(|l| l.split_once("Overall exposure level for edpm-agent-node.service: "))
         .and_then(|(_, rest)| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no exposure score in:\n{text}\n{}", String::from_utf8_lossy(&out.stderr)));
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("docs/node-agent.md")).unwrap();
     let recorded = format!("exposure level {score} ");
     assert!(
         readme.contains(&recorded),
-        "systemd-analyze security scores the unit {score}; README.md should say \"{recorded}\""
+        "systemd-analyze security scores the unit {score}; docs/node-agent.md should say \"{recorded}\""
     );
 }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::util::fake_api::FakeApi;
-use crate::util::{bin, repo, run};
+use crate::util::{bin, node_bin, repo, run};
 use edpm_testkit::real_node::RealNode;
 
 /// A token the agent's kubeconfig carries: it must never reach the journal.
@@ -53,7 +53,7 @@ struct Systemd(RealNode);
 
 impl Systemd {
     fn boot(env: Vec<(String, String)>) -> Systemd {
-        Systemd(RealNode::boot(&env, &bin(), &repo()).unwrap_or_else(|e| panic!("{e}")))
+        Systemd(RealNode::boot(&env, &bin(), &node_bin(), &repo()).unwrap_or_else(|e| panic!("{e}")))
     }
 
     fn exec(&self, script: &str) -> (bool, String) {
@@ -97,7 +97,7 @@ fn the_node_agent_runs_under_a_real_systemd() {
     sd.write("/etc/systemd/system/edpm-agent-node.service", &unit);
     sd.write(
         "/etc/systemd/system/edpm-agent-node.service.d/edpm-agent.conf",
-        "[Service]\nExecStart=\nExecStart=/usr/local/bin/edpm-agent node --config /etc/edpm-agent/node.yaml\nWatchdogSec=6\n",
+        "[Service]\nExecStart=\nExecStart=/usr/local/bin/edpm-agent-node --config /etc/edpm-agent/node.yaml\nWatchdogSec=6\n",
     );
     sd.write("/etc/edpm-agent/kubeconfig", &kubeconfig(&api));
     sd.write(
@@ -192,9 +192,12 @@ fn the_node_agent_runs_under_a_real_systemd() {
 
     // The sandbox, rated by the real service manager on the installed unit.
     let (_, rating) = sd.exec("systemd-analyze security edpm-agent-node.service --no-pager | tail -1");
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("docs/node-agent.md")).unwrap();
     let level = rating.split_whitespace().find(|w| w.parse::<f32>().is_ok()).unwrap_or("?").to_string();
-    assert!(readme.contains(&format!("exposure level {level}")), "README's rating differs: {rating}");
+    assert!(
+        readme.contains(&format!("exposure level {level}")),
+        "docs/node-agent.md's rating differs: {rating}"
+    );
 }
 
 /// Each runtime problem the README names, from real containers: the agent as an operator runs
@@ -224,7 +227,7 @@ fn the_node_agent_reports_real_containers_as_they_are() {
     {
         std::thread::sleep(Duration::from_millis(300));
     }
-    let (ok, out) = sd.exec("edpm-agent node --once --format json");
+    let (ok, out) = sd.exec("edpm-agent-node --once --format json");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e} (ok {ok}): {out}"));
     let cond = |ty: &str| -> (String, String, String) {
         let c = v["conditions"]
@@ -286,7 +289,7 @@ fn the_rpms_install_where_systemd_and_ansible_find_them() {
     let arch = std::env::consts::ARCH;
     let rpms = top.path().join("RPMS");
     let main = rpms.join(format!("{arch}/edpm-agent-0.1.0-1.{arch}.rpm"));
-    let node = rpms.join("noarch/edpm-agent-node-0.1.0-1.noarch.rpm");
+    let node = rpms.join(format!("{arch}/edpm-agent-node-0.1.0-1.{arch}.rpm"));
     for (f, to) in [(&main, "/tmp/edpm-agent.rpm"), (&node, "/tmp/edpm-agent-node.rpm")] {
         sd.0.copy_in(f, to).unwrap_or_else(|e| panic!("{e}"));
     }
@@ -305,7 +308,7 @@ fn the_rpms_install_where_systemd_and_ansible_find_them() {
     );
     assert!(sd.exec("test -f /usr/lib/systemd/system/edpm-agent-node.service").0);
     assert_eq!(sd.show("LoadState"), "loaded");
-    let (ok, out) = sd.exec("systemctl cat edpm-agent-node | grep -x 'ExecStart=/usr/bin/edpm-agent node --config /etc/edpm-agent/node.yaml'");
+    let (ok, out) = sd.exec("systemctl cat edpm-agent-node | grep -x 'ExecStart=/usr/bin/edpm-agent-node --config /etc/edpm-agent/node.yaml'");
     assert!(ok, "{out}");
     // Without node.yaml the unit's condition keeps it from starting, as the spec promises.
     let (_, out) =

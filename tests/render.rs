@@ -106,10 +106,10 @@ fn oslo_reads_rendered_layers_and_merged_file_alike() {
     assert_eq!(merged_files.len(), 1);
     let mut queries: Vec<Value> = Vec::new();
     for (_, text) in &layered_files {
-        let f = edpm_agent::oslo::parse(text).expect("rendered files parse");
+        let f = edpm_core::oslo::parse(text).expect("rendered files parse");
         for s in &f.sections {
             for e in &s.entries {
-                let q = json!([edpm_agent::oslo::normalize_group(&s.name), e.key]);
+                let q = json!([edpm_core::oslo::normalize_group(&s.name), e.key]);
                 if !queries.contains(&q) {
                     queries.push(q);
                 }

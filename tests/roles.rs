@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::util::{bin, python_tool, repo, run_program};
+use crate::util::{bin, node_bin, python_tool, repo, run_program};
 
 /// ansible-playbook against localhost with `connection: local`, the repository's roles on the
 /// role path.
@@ -50,6 +50,7 @@ fn install_and_render_roles_are_idempotent() {
   vars:
     edpm_agent_root: "{root}"
     edpm_agent_install_src: "{bin}"
+    edpm_agent_install_node_src: "{node_bin}"
     edpm_agent_config:
       source: ["{ex}/controlplane", "{ex}/dataplane"]
       namespace: openstack
@@ -60,6 +61,7 @@ fn install_and_render_roles_are_idempotent() {
 "#,
             root = root.path().display(),
             bin = bin().display(),
+            node_bin = node_bin().display(),
             ex = examples.display()
         ),
     )
@@ -71,6 +73,7 @@ fn install_and_render_roles_are_idempotent() {
     let r = root.path();
     let mode = |p: &str| std::fs::metadata(r.join(p)).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode("usr/local/bin/edpm-agent"), 0o755);
+    assert_eq!(mode("usr/local/bin/edpm-agent-node"), 0o755);
     assert_eq!(
         std::fs::read_link(r.join("usr/local/bin/edpm-inventory")).unwrap().to_str(),
         Some("edpm-agent")
@@ -109,9 +112,10 @@ fn stage_role_is_idempotent_and_removes_what_it_no_longer_wants() {
     std::fs::write(
         &playbook,
         format!(
-            "- hosts: localhost\n  gather_facts: false\n  vars:\n    edpm_agent_root: \"{root}\"\n    edpm_agent_install_src: \"{bin}\"\n    edpm_agent_config:\n      source: [\"{src}/controlplane\", \"{src}/dataplane\"]\n    edpm_agent_stage_node: edpm-compute-0\n  roles:\n    - edpm_agent_install\n    - edpm_agent_stage\n",
+            "- hosts: localhost\n  gather_facts: false\n  vars:\n    edpm_agent_root: \"{root}\"\n    edpm_agent_install_src: \"{bin}\"\n    edpm_agent_install_node_src: \"{node_bin}\"\n    edpm_agent_config:\n      source: [\"{src}/controlplane\", \"{src}/dataplane\"]\n    edpm_agent_stage_node: edpm-compute-0\n  roles:\n    - edpm_agent_install\n    - edpm_agent_stage\n",
             root = root.path().display(),
             bin = bin().display(),
+            node_bin = node_bin().display(),
             src = src.display()
         ),
     )
@@ -157,6 +161,7 @@ fn node_role_installs_config_kubeconfig_and_unit_idempotently_without_starting_i
   vars:
     edpm_agent_root: "{root}"
     edpm_agent_install_src: "{bin}"
+    edpm_agent_install_node_src: "{node_bin}"
     edpm_agent_node_nodeset: edpm-compute-cell1
     edpm_agent_node_name: edpm-compute-3
     edpm_agent_node_expect_hostname: edpm-compute-3.ctlplane.example.com
@@ -176,6 +181,7 @@ fn node_role_installs_config_kubeconfig_and_unit_idempotently_without_starting_i
 "#,
             root = root.path().display(),
             bin = bin().display(),
+            node_bin = node_bin().display(),
         ),
     )
     .unwrap();
@@ -202,7 +208,7 @@ fn node_role_installs_config_kubeconfig_and_unit_idempotently_without_starting_i
             .unwrap();
     assert!(
         dropin.contains(
-            "ExecStart=\nExecStart=/usr/local/bin/edpm-agent node --config /etc/edpm-agent/node.yaml\n"
+            "ExecStart=\nExecStart=/usr/local/bin/edpm-agent-node --config /etc/edpm-agent/node.yaml\n"
         ),
         "{dropin}"
     );
@@ -210,8 +216,8 @@ fn node_role_installs_config_kubeconfig_and_unit_idempotently_without_starting_i
     // The agent reads what the role wrote: the object is derived as `status report` names it.
     let config = r.join("etc/edpm-agent/node.yaml");
     let once = run_program(
-        &bin(),
-        &["node", "--config", config.to_str().unwrap(), "--once", "--format", "json"],
+        &r.join("usr/local/bin/edpm-agent-node"),
+        &["--config", config.to_str().unwrap(), "--once", "--format", "json"],
         &[],
     );
     assert_eq!(once.code, 0, "{}", once.stderr);

@@ -11,7 +11,7 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use edpm_agent::yaml;
+use edpm_core::yaml;
 use serde_json::{Map, Value, json};
 
 use crate::util::{python_tool, repo};

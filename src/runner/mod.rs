@@ -1,24 +1,6 @@
-//! The AnsibleEE job entrypoint (`edpm-agent run`). The pure half, one file per concept:
-//! - `job`: the Job's contract (its `ansible-runner run` command, `RUNNER_*` environment, the
-//!   files upstream's entrypoint writes, the ansible-playbook command for images without
-//!   ansible-runner);
-//! - `policy`: the run's decisions (options, executor, inventory, how it ended);
-//! - `events`: one job event file read; `fold`: the events folded into per-host results;
-//! - `summary`: `edpm-summary.json` and the job log's result line; `termination`: upstream's
-//!   termination message; `retry`: the hosts a retry runs on; `text`: one-line, cut text.
-//!
-//! `shell` does the I/O: the job's files (`artifacts`) and the supervised play (`supervise`).
+//! The runner's shell: the one place that spawns and signals processes.
 
-pub mod events;
-pub mod fold;
-pub mod job;
-pub mod outcome;
-pub mod policy;
-pub mod retry;
-pub(crate) mod shell;
-pub mod summary;
-pub mod termination;
-pub mod text;
-
-#[cfg(test)]
-mod tests;
+pub(crate) mod artifacts;
+pub(crate) mod play;
+pub(crate) mod prepare;
+pub(crate) mod supervise;

@@ -4,7 +4,15 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub use crate::runner::policy::{Executor, InventorySource};
+use edpm_core::runner::policy::Choice;
+pub use edpm_core::runner::policy::{Executor, InventorySource};
+
+/// A parser for one of the core's named settings, offering its names as clap's value_enum
+/// would (the core has no clap).
+fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::names()).map(|v| T::from_name(&v).unwrap_or(T::NAMES[0].1))
+}
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Ansible inventories, oslo.config rendering and file staging for OpenStack EDPM nodes.
@@ -106,27 +114,10 @@ pub enum Command {
     Status(StatusArgs),
     /// The node agent: check this EDPM node and report its readiness (systemd service); --once
     /// runs one check and prints it.
-    Node(NodeArgs),
+    Node(edpm_node::NodeArgs),
     /// The AnsibleEE job entrypoint: prepare the runner directory, run the play
     /// (ansible-runner, else ansible-playbook), and report per-host results.
     Run(RunArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct NodeArgs {
-    /// The agent's config file (kubeconfig, namespace, object, node, expectations).
-    /// [default: /etc/edpm-agent/node.yaml; optional with --once]
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Run one check, print it, and exit (for operators and Ansible); no API needed.
-    #[arg(long)]
-    pub once: bool,
-    /// With --once: text for people, json for tools.
-    #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
-    pub format: TextOrJson,
-    /// Check this root instead of the config's (`/` on the node).
-    #[arg(long, value_name = "DIR")]
-    pub root: Option<PathBuf>,
 }
 
 impl Command {
@@ -180,7 +171,7 @@ pub struct RunArgs {
     /// Where the play's inventory comes from: `mounted` (DIR/inventory, as the operator mounts
     /// it), `kube` (edpm-agent's own inventory, read from the API), `sources` (edpm-agent's own,
     /// from --source or EDPM_AGENT_SOURCE). [env: EDPM_AGENT_INVENTORY_SOURCE] [default: mounted]
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<InventorySource>())]
     pub inventory_source: Option<InventorySource>,
     /// Run only on the hosts that failed, were unreachable or were interrupted in the previous
     /// attempt of this ident (its summary in the artifacts directory).
@@ -189,7 +180,7 @@ pub struct RunArgs {
     pub retry_failed: bool,
     /// What runs the play: ansible-runner when it is on PATH, else ansible-playbook (`auto`).
     /// [env: EDPM_AGENT_EXECUTOR] [default: auto]
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<Executor>())]
     pub executor: Option<Executor>,
     /// Start the play through this init (e.g. dumb-init): `INIT -- COMMAND`. [env: EDPM_AGENT_INIT]
     #[arg(long, value_name = "PROGRAM")]

@@ -1,20 +1,12 @@
-//! The imperative shell shared by every command: the command line (`cli`, `app`), the
-//! sources (`source`, and `k8s`, the one module that talks to the API server), files
-//! (`files`, `node_root`), OpenStack's APIs (`openstack`), spreading work over cores
-//! (`parallel`), running a program for its answer, bounded (`process`), and checking CA
-//! bundles before a client trusts them (`tls`).
+//! The product's imperative shell: the command line (`cli`, `app`, `exit`), the sources
+//! (`source`, and `k8s`, what the product asks of the API server), OpenStack's APIs
+//! (`openstack`) and the controller's probes (`probes`). Files, processes, parallelism, CA
+//! bundles and the Kubernetes client itself live in `edpm_io`, shared with the node agent.
 
 pub mod app;
-#[doc(hidden)]
-pub mod bench;
 pub mod cli;
 pub mod exit;
-pub mod files;
 pub(crate) mod k8s;
-pub(crate) mod node_root;
 pub(crate) mod openstack;
-pub(crate) mod parallel;
 pub(crate) mod probes;
-pub(crate) mod process;
 pub(crate) mod source;
-pub(crate) mod tls;

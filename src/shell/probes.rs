@@ -30,9 +30,9 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::condition::READY;
-use crate::condition::{Severity, Status};
-use crate::readiness::{BAREMETAL, INFRASTRUCTURE, NodeView, SERVICES};
+use edpm_core::condition::READY;
+use edpm_core::condition::{Severity, Status};
+use edpm_core::readiness::{BAREMETAL, INFRASTRUCTURE, NodeView, SERVICES};
 
 type Labels = Vec<(String, String)>;
 
@@ -276,7 +276,7 @@ impl Metrics {
 
 const STATES: [&str; 4] = ["ready", "in_progress", "failed", "unknown"];
 
-fn state(c: Option<&crate::condition::Condition>) -> &'static str {
+fn state(c: Option<&edpm_core::condition::Condition>) -> &'static str {
     match c {
         Some(c) if c.is_true() => "ready",
         Some(c) if c.status == Status::Unknown => "unknown",

@@ -33,14 +33,14 @@ use tokio::time::Instant;
 
 use super::output::write_out;
 use super::{AppError, Context};
-use crate::condition::Time;
-use crate::readiness::touch::{self, Touch};
-use crate::readiness::{self, PhaseMap};
-use crate::settings::SourceSpec;
 use crate::shell::exit::Exit;
 use crate::shell::k8s::watch::{self, WatchEvent};
 use crate::shell::k8s::{self, Client};
 use crate::shell::probes::{self, Metrics};
+use edpm_core::condition::Time;
+use edpm_core::readiness::touch::{self, Touch};
+use edpm_core::readiness::{self, PhaseMap};
+use edpm_core::settings::SourceSpec;
 
 pub(crate) struct Options {
     pub(crate) metrics: Option<std::net::SocketAddr>,
@@ -437,13 +437,20 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
         tracing::warn!("{}", super::pipeline::unreadable_warning(u));
         metrics.skipped(&u.id.kind);
     }
-    let mut model = crate::model::resolve(&snap)?;
+    let mut model = edpm_core::model::resolve(&snap)?;
     model.groups.retain(|g| touched.includes(&g.name));
     if let Some(poller) = nova {
         snap.evidence.nova = poller.for_evaluation(client, &snap, &model, touched).await?;
     }
     let now = clock();
-    let r = readiness::evaluate(&snap, &model, phases, readiness::Options { evidence: false }, now);
+    let r = readiness::evaluate_spread(
+        &snap,
+        &model,
+        phases,
+        readiness::Options { evidence: false },
+        now,
+        &edpm_io::parallel::spread,
+    );
     let ns = client.namespace().to_string();
     for set in &r.nodesets {
         let nodes: Vec<&readiness::NodeView> = r.nodes.iter().filter(|n| n.nodeset == set.name).collect();
@@ -508,6 +515,6 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
 }
 
 fn clock() -> Time {
-    use crate::node::shell::agent_loop::Clock;
-    crate::node::shell::agent_loop::SystemClock.now()
+    use edpm_node::agent_loop::Clock;
+    edpm_node::agent_loop::SystemClock.now()
 }

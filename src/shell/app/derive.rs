@@ -5,16 +5,16 @@ use std::io::Write;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::settings::SourceSpec;
 use crate::shell::cli::{DeriveArgs, DeriveWhat, ExportFormat};
 use crate::shell::exit::Exit;
+use edpm_core::settings::SourceSpec;
 
 pub(super) fn run(cx: &Context, args: DeriveArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let DeriveWhat::Novaexternalcompute { format, apply, .. } = args.what;
     let s = cx.settings;
     let super::pipeline::Pipeline { snap, model, .. } = cx.pipeline()?;
     let objects =
-        crate::derive::novaexternalcomputes(&snap, &model, &s.images).map_err(AppError::conflict)?;
+        edpm_core::derive::novaexternalcomputes(&snap, &model, &s.images).map_err(AppError::conflict)?;
     if apply {
         if !s.sources.contains(&SourceSpec::Kube) {
             return Err(AppError::usage("--apply needs --source kube: there is no cluster to apply to"));

@@ -4,19 +4,19 @@
 
 use std::path::Path;
 
-use crate::inventory::{self, InventoryError};
-use crate::model::ModelError;
-use crate::render::RenderError;
-use crate::runner::job::JobError;
-use crate::runner::policy::RunError;
-use crate::settings::SettingsError;
 use crate::shell::exit::Exit;
-use crate::shell::files::ReadError;
 use crate::shell::k8s;
-use crate::shell::node_root::FsError;
 use crate::shell::source::SourceError;
-use crate::snapshot::SnapshotError;
-use crate::staging::StageError;
+use edpm_core::inventory::{self, InventoryError};
+use edpm_core::model::ModelError;
+use edpm_core::render::RenderError;
+use edpm_core::runner::job::JobError;
+use edpm_core::runner::policy::RunError;
+use edpm_core::settings::SettingsError;
+use edpm_core::snapshot::SnapshotError;
+use edpm_core::staging::StageError;
+use edpm_io::files::ReadError;
+use edpm_io::node_root::FsError;
 
 /// An error that ends the run: a one-line message and the exit code for its class.
 #[derive(Debug)]
@@ -96,11 +96,6 @@ impl AppError {
     /// Standard output went away (`| head`): nothing more to say, and not a failure.
     pub(crate) fn output_closed() -> Self {
         AppError { code: Exit::Success, message: String::new() }
-    }
-
-    /// The same error, with what to do about it added.
-    pub(crate) fn with_hint(self, hint: &str) -> Self {
-        AppError { message: format!("{}; {hint}", self.message), ..self }
     }
 
     /// A file the user named could not be read: `code` when it could not be opened or read,
@@ -216,6 +211,18 @@ impl From<StageError> for AppError {
             _ => Exit::InvalidInput,
         };
         AppError::new(code, e)
+    }
+}
+
+impl From<edpm_node::NodeError> for AppError {
+    fn from(e: edpm_node::NodeError) -> Self {
+        use edpm_node::NodeError;
+        match e {
+            NodeError::Usage(m) => AppError::usage(m),
+            NodeError::InvalidInput(m) => AppError::invalid_input(m),
+            NodeError::Cluster(e) => e.into(),
+            NodeError::Failure(m) => AppError::failure(m),
+        }
     }
 }
 

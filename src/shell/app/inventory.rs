@@ -4,9 +4,9 @@ use std::io::Write;
 
 use super::output::{json_text, write_out, write_output};
 use super::{AppError, Context};
-use crate::inventory;
 use crate::shell::cli::{ExportFormat, InventoryAction, InventoryArgs, TextOrJson};
 use crate::shell::exit::Exit;
+use edpm_core::inventory;
 
 pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     match args.action {
@@ -21,7 +21,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
                 // Host variables are most of the document: serialized on every core.
                 inventory::export::list_json_pieces(&inv, |hosts| {
                     let runs: Vec<_> = hosts.chunks(hosts.len().div_ceil(16).max(64)).collect();
-                    crate::shell::parallel::map(&runs, |run| inventory::export::hostvars_json(run))
+                    edpm_io::parallel::map(&runs, |run| inventory::export::hostvars_json(run))
                         .into_iter()
                         .collect()
                 })
@@ -43,7 +43,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
             };
             let (_, _, inv) = cx.inventory()?;
             let Some(v) = inventory::export::host_json(&inv, &host) else {
-                let hint = crate::model::did_you_mean(&host, inv.hosts.keys().map(String::as_str));
+                let hint = edpm_core::model::did_you_mean(&host, inv.hosts.keys().map(String::as_str));
                 return Err(AppError::not_found(format!("host \"{host}\" is not in the inventory{hint}")));
             };
             write_out(out, &json_text(&v, args.pretty)?)?;

@@ -8,7 +8,6 @@ mod derive;
 mod errors;
 mod inventory;
 mod mounts;
-mod node;
 mod nova;
 mod oslo;
 mod output;
@@ -21,11 +20,11 @@ mod validate;
 
 use std::io::Write;
 
-use crate::settings::{self, CliValues, Settings};
 use crate::shell::cli::{Cli, Command, SourceArgs};
 use crate::shell::exit::{Exit, Status};
+use edpm_core::settings::{self, CliValues, Settings};
 
-pub use crate::environment::Env;
+pub use edpm_core::environment::Env;
 pub use errors::AppError;
 use pipeline::Context;
 
@@ -34,10 +33,10 @@ use pipeline::Context;
 /// configuration it hands kube): runs it and says how it ended. `None`: an ordinary start.
 pub fn exec_credential(args: &[std::ffi::OsString]) -> Option<std::process::ExitCode> {
     let rest = match args.get(1) {
-        Some(a) if a == crate::shell::k8s::exec::ARG => &args[2..],
+        Some(a) if a == edpm_io::k8s::exec::ARG => &args[2..],
         _ => return None,
     };
-    Some(crate::shell::k8s::exec::main(rest))
+    Some(edpm_io::k8s::exec::main(rest))
 }
 
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
@@ -51,7 +50,7 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
         return run::run(&cli.source, args, env, out);
     }
     if let Command::Node(args) = cli.command {
-        return node::run(args, env, out).map(Into::into);
+        return node(args, env, out);
     }
     if let Command::Status(crate::shell::cli::StatusArgs {
         action: crate::shell::cli::StatusAction::Crds {},
@@ -68,7 +67,7 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
         Command::Inventory(args) => inventory::run(&cx, args, out),
         Command::Validate(args) => validate::run(&cx, args, out),
         Command::Oslo(args) => oslo::run(args, out),
-        Command::Node(args) => node::run(args, env, out),
+        Command::Node(args) => return node(args, env, out),
         Command::Render(args) => render::run(&cx, args, out),
         Command::Derive(args) => derive::run(&cx, args, out),
         Command::Mounts(args) => mounts::run(&cx, args, out),
@@ -77,6 +76,11 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
         Command::Run(args) => return run::run(&cli.source, args, env, out),
     }
     .map(Into::into)
+}
+
+/// `node`: the node agent, the same code as `edpm-agent-node`.
+fn node(args: edpm_node::NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Status, AppError> {
+    edpm_node::run(args, env, out).map(|()| Exit::Success.into()).map_err(AppError::from)
 }
 
 pub(crate) fn resolve_settings(g: &SourceArgs, env: &Env) -> Result<Settings, AppError> {

@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::mounts;
 use crate::shell::cli::{MountsAction, MountsArgs, TextOrJson};
 use crate::shell::exit::Exit;
-use crate::staging;
+use edpm_core::mounts;
+use edpm_core::staging;
 
 pub(super) fn run(cx: &Context, args: MountsArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     match args.action {

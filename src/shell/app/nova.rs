@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::AppError;
-use crate::condition::Time;
-use crate::model::Model;
-use crate::nova::{Login, NovaEvidence};
 use crate::shell::openstack::nova::NovaClient;
-use crate::snapshot::Snapshot;
+use edpm_core::condition::Time;
+use edpm_core::model::Model;
+use edpm_core::nova::{Login, NovaEvidence};
+use edpm_core::snapshot::Snapshot;
 
 /// The logins that can ask Nova about the model's nova computes (every group's, merged);
 /// `None` when no node runs a service of type `nova` (then Nova is not asked at all).
@@ -27,12 +27,12 @@ pub(super) fn logins(
 /// its cells' (`nova_cell::group_logins`).
 pub(super) fn group_logins(
     snap: &Snapshot,
-    g: &crate::model::HostGroup,
+    g: &edpm_core::model::HostGroup,
     explicit: Option<&Result<Login, String>>,
 ) -> Option<Result<Vec<Login>, String>> {
     match explicit {
-        Some(e) => crate::nova_cell::runs_nova(snap, g).map(|_| e.clone().map(|l| vec![l])),
-        None => crate::nova_cell::group_logins(snap, g),
+        Some(e) => edpm_core::nova_cell::runs_nova(snap, g).map(|_| e.clone().map(|l| vec![l])),
+        None => edpm_core::nova_cell::group_logins(snap, g),
     }
 }
 
@@ -40,13 +40,13 @@ pub(super) fn group_logins(
 /// absence or a missing key is the nodes' Unknown (`Err` inside); a failure to read it is the
 /// command's (or the evaluation's) error.
 pub(super) async fn explicit(
-    client: &crate::shell::k8s::Client,
+    client: &edpm_io::k8s::Client,
     name: &str,
 ) -> Result<Result<Login, String>, AppError> {
     let snap = crate::shell::k8s::read::secret_by_name(client, name)
         .await
         .map_err(|e| AppError::failure(format!("Secret {name} (--nova-credentials) cannot be read: {e}")))?;
-    Ok(crate::nova_cell::explicit_login(&snap, name))
+    Ok(edpm_core::nova_cell::explicit_login(&snap, name))
 }
 
 /// Logins merged (each once), or the first reason when none could be made.
@@ -113,7 +113,7 @@ impl Asker {
         let ev = match logins {
             Ok(logins) => self.client.ask(logins, now).await,
             Err(why) => NovaEvidence::Unavailable {
-                message: crate::redact::scrub(why).into_owned(),
+                message: edpm_core::redact::scrub(why).into_owned(),
                 since: None,
                 last_answer: None,
             },
@@ -249,7 +249,7 @@ where
                     .or_else(|| p.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
                 tracing::error!(
-                    panic = %crate::excerpt::printable(&message),
+                    panic = %edpm_core::excerpt::printable(&message),
                     restart_in = ?restart,
                     "{what} failed (a bug: please report it); starting it again"
                 );
@@ -302,17 +302,17 @@ impl Poller {
     /// retried, rather than turning every compute Unknown for an API server's hiccup.
     pub(crate) async fn for_evaluation(
         &self,
-        client: &crate::shell::k8s::Client,
+        client: &edpm_io::k8s::Client,
         snap: &Snapshot,
         model: &Model,
-        touched: &crate::readiness::touch::Touch,
+        touched: &edpm_core::readiness::touch::Touch,
     ) -> Result<Option<Arc<NovaEvidence>>, AppError> {
-        use crate::readiness::touch::Touch;
+        use edpm_core::readiness::touch::Touch;
         let evaluated: Vec<String> = match touched {
             Touch::NodeSets(sets) => sets.iter().cloned().collect(),
             Touch::All => model.groups.iter().map(|g| g.name.clone()).collect(),
         };
-        let runs_nova = model.groups.iter().any(|g| crate::nova_cell::runs_nova(snap, g).is_some());
+        let runs_nova = model.groups.iter().any(|g| edpm_core::nova_cell::runs_nova(snap, g).is_some());
         let explicit = match self.credentials.as_deref() {
             Some(name) if runs_nova => Some(explicit(client, name).await?),
             _ => None,
@@ -427,13 +427,13 @@ async fn poll(task: Arc<Inner>, interval: Duration) {
 /// in step.
 fn spread(d: Duration) -> Duration {
     let d = d.min(INTERVAL_MAX);
-    let half = crate::shell::k8s::jitter(d / 5); // between d/10 and d/5
+    let half = edpm_io::k8s::jitter(d / 5); // between d/10 and d/5
     d - d / 10 + (half.saturating_sub(d / 10)) * 2
 }
 
 fn clock() -> Time {
-    use crate::node::shell::agent_loop::Clock;
-    crate::node::shell::agent_loop::SystemClock.now()
+    use edpm_node::agent_loop::Clock;
+    edpm_node::agent_loop::SystemClock.now()
 }
 
 #[cfg(test)]
@@ -504,7 +504,7 @@ mod tests {
             ca_secret: None,
             secret: format!("{cell}-secret"),
             cells: vec![cell.into()],
-            from: crate::nova::LoginFrom::Cell,
+            from: edpm_core::nova::LoginFrom::Cell,
         }
     }
 

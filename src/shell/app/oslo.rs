@@ -1,5 +1,5 @@
 //! `oslo parse|get|explain|lint|merge`: reads the files named on the command line, runs the
-//! pure engine in `crate::oslo`, prints text or JSON. Exit 1 on a malformed file or an unset
+//! pure engine in `edpm_core::oslo`, prints text or JSON. Exit 1 on a malformed file or an unset
 //! option, as the issue and oslo's own tools do.
 
 use std::io::Write;
@@ -11,13 +11,13 @@ use serde_json::{Value, json};
 
 use super::AppError;
 use super::output::{write_out, write_output};
-use crate::excerpt::echo;
-use crate::oslo::layer::{Layer, Layers};
-use crate::oslo::lint::{self, Severity};
-use crate::oslo::{self, ConfigFile, pyrepr};
 use crate::shell::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
 use crate::shell::exit::Exit;
-use crate::shell::files::Texts;
+use edpm_core::excerpt::echo;
+use edpm_core::oslo::layer::{Layer, Layers};
+use edpm_core::oslo::lint::{self, Severity};
+use edpm_core::oslo::{self, ConfigFile, pyrepr};
+use edpm_io::files::Texts;
 
 pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let json = args.format == TextOrJson::Json;

@@ -36,7 +36,7 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), App
 
 /// [`write_file`] with the fix an error names when the path is no regular file.
 fn write_atomic(path: &Path, bytes: &[u8], mode: u32, not_regular_fix: &str) -> Result<(), AppError> {
-    crate::shell::files::write_atomic(path, bytes, mode).map_err(|e| {
+    edpm_io::files::write_atomic(path, bytes, mode).map_err(|e| {
         let fix = if e.kind() == std::io::ErrorKind::AlreadyExists { not_regular_fix } else { "" };
         AppError::failure(format!("cannot write {}: {e}{fix}; nothing was written", path.display()))
     })
@@ -61,7 +61,7 @@ pub(crate) fn is_stdout(path: &Path) -> bool {
 /// `shell::files::MAX_FILE_BYTES`, UTF-8, and a FIFO such as `<(…)` is read as a stream. `what`
 /// says what the file is for; `code` is the exit code for an unreadable one.
 pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, AppError> {
-    use crate::shell::files::{MAX_FILE_BYTES, read_bounded};
+    use edpm_io::files::{MAX_FILE_BYTES, read_bounded};
     read_bounded(path, MAX_FILE_BYTES, true).map_err(|e| AppError::unreadable(what, path, e, code))
 }
 
@@ -69,7 +69,7 @@ pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, A
 /// stderr must stay empty on success (callers log instead).
 #[allow(clippy::disallowed_macros, reason = "the one place warnings reach stderr")]
 pub(crate) fn warn(message: &str) {
-    eprintln!("edpm-agent: warning: {}", crate::excerpt::printable(message));
+    eprintln!("edpm-agent: warning: {}", edpm_core::excerpt::printable(message));
 }
 
 /// Our stdout for the play's output pump (a thread): a duplicate descriptor, so that the

@@ -5,11 +5,11 @@
 use std::cell::OnceCell;
 
 use super::AppError;
-use crate::inventory::{self, Inventory};
-use crate::model::{self, Model};
-use crate::settings::{Settings, SourceSpec};
 use crate::shell::k8s;
-use crate::snapshot::Snapshot;
+use edpm_core::inventory::{self, Inventory};
+use edpm_core::model::{self, Model};
+use edpm_core::settings::{Settings, SourceSpec};
+use edpm_core::snapshot::Snapshot;
 
 /// A run's settings and its (lazily made) cluster connection.
 pub(crate) struct Context<'s> {
@@ -42,7 +42,7 @@ impl<'s> Context<'s> {
             with_evidence: false,
             script: false,
             deadline: std::cell::Cell::new(None),
-            lease_namespace: crate::readiness::api::DEFAULT_LEASE_NAMESPACE.to_string(),
+            lease_namespace: edpm_core::readiness::api::DEFAULT_LEASE_NAMESPACE.to_string(),
         }
     }
 
@@ -157,7 +157,8 @@ impl<'s> Context<'s> {
         let mut snap = self.snapshot()?;
         let found = Found::of(&snap);
         let model = model::take(&mut snap)?;
-        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
+        let inv =
+            inventory::build_spread(&model, &snap, &self.inventory_options(), &edpm_io::parallel::spread)?;
         self.check_not_empty(inv.hosts.len() + model.groups.len(), &found)?;
         Ok((snap, model, inv))
     }
@@ -165,20 +166,21 @@ impl<'s> Context<'s> {
     /// The inventory with every variable's provenance, for `explain`.
     /// With it, the redactor for every value the source's Secrets hold: `explain` masks them
     /// wherever they show up, not only in the variables that came straight from a Secret.
-    pub(crate) fn inventory_traced(&self) -> Result<(Inventory, crate::redact::Redactor), AppError> {
+    pub(crate) fn inventory_traced(&self) -> Result<(Inventory, edpm_core::redact::Redactor), AppError> {
         let snap = self.snapshot_read(true)?;
         let model = model::resolve(&snap)?;
         let opts = inventory::Options { provenance: true, ..self.inventory_options() };
-        let inv = inventory::build_spread(&model, &snap, &opts, &spread)?;
+        let inv = inventory::build_spread(&model, &snap, &opts, &edpm_io::parallel::spread)?;
         self.check_not_empty(inv.hosts.len() + model.groups.len(), &Found::of(&snap))?;
-        Ok((inv, crate::redact::Redactor::new(snap.secret_values())))
+        Ok((inv, edpm_core::redact::Redactor::new(snap.secret_values())))
     }
 
     /// Snapshot, model and inventory: what render, derive, mounts and stage work from.
     pub(crate) fn pipeline(&self) -> Result<Pipeline, AppError> {
         let snap = self.snapshot()?;
         let model = model::resolve(&snap)?;
-        let inv = inventory::build_spread(&model, &snap, &self.inventory_options(), &spread)?;
+        let inv =
+            inventory::build_spread(&model, &snap, &self.inventory_options(), &edpm_io::parallel::spread)?;
         // No empty check: mounts and derive work from the control plane alone, and render
         // and stage name the host they did not find.
         Ok(Pipeline { snap, model, inv })
@@ -253,17 +255,8 @@ impl std::fmt::Display for Found {
     }
 }
 
-/// Each group's variables on every core (`inventory::build_spread`).
-fn spread(
-    n: usize,
-    work: &(dyn Fn(usize) -> inventory::build::GroupVars + Sync),
-) -> Vec<inventory::build::GroupVars> {
-    let groups: Vec<usize> = (0..n).collect();
-    crate::shell::parallel::map(&groups, |i| work(*i))
-}
-
 /// The warning for one of edpm-agent's status objects that does not decode: it was skipped.
-pub(crate) fn unreadable_warning(u: &crate::snapshot::evidence::Unreadable) -> String {
+pub(crate) fn unreadable_warning(u: &edpm_core::snapshot::evidence::Unreadable) -> String {
     format!(
         "{} cannot be read ({}): skipped, and left as it is; its node is still evaluated; delete it (or mend the field) to have it written anew",
         u.id, u.problem

@@ -7,10 +7,10 @@ use std::path::Path;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::render::{self, NodeView, RenderError, RenderedFile, Templates};
-use crate::services::{self, Service};
 use crate::shell::cli::{RenderArgs, TextOrJson};
 use crate::shell::exit::Exit;
+use edpm_core::render::{self, NodeView, RenderError, RenderedFile, Templates};
+use edpm_core::services::{self, Service};
 
 pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> {
     let mut overrides = BTreeMap::new();
@@ -49,7 +49,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
                 let names = model.members().map(|(_, m)| m.key.as_str()).collect::<Vec<_>>();
                 AppError::not_found(format!(
                     "node \"{n}\" is not in the data plane{}",
-                    crate::model::did_you_mean(n, names.into_iter())
+                    edpm_core::model::did_you_mean(n, names.into_iter())
                 ))
             })?;
             nodes.push(view);
@@ -84,7 +84,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
         Ok(out)
     };
     let mut plan: Vec<Planned> = Vec::new();
-    for rendered in crate::shell::parallel::map(&nodes, render_node) {
+    for rendered in edpm_io::parallel::map(&nodes, render_node) {
         plan.extend(rendered?);
     }
     // One node: DIR/<service>/, the layout of /var/lib/openstack/configs on that node.
@@ -139,7 +139,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
                 unchanged.push(path.display().to_string());
                 continue;
             }
-            crate::shell::files::write_atomic(&path, f.content.as_bytes(), f.mode)
+            edpm_io::files::write_atomic(&path, f.content.as_bytes(), f.mode)
                 .map_err(|e| AppError::failure(format!("cannot write {}: {e}", path.display())))?;
             text.push_str(&format!("{} ({:04o}, from {})\n", path.display(), f.mode, f.from));
             changed.push(path.display().to_string());
@@ -156,7 +156,7 @@ pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result
 fn check_file(path: &Path, f: &RenderedFile) -> String {
     // A link, FIFO or device in the file's place differs (and `--out` refuses to replace it);
     // it is never read.
-    match crate::shell::files::read_existing(path, crate::shell::files::MAX_FILE_BYTES) {
+    match edpm_io::files::read_existing(path, edpm_io::files::MAX_FILE_BYTES) {
         Ok(None) => format!("missing: {}\n", path.display()),
         Err(e) => format!("differs: {} ({e})\n", path.display()),
         Ok(Some((bytes, _))) if bytes != f.content.as_bytes() => {

@@ -12,18 +12,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{AppError, Context};
-use crate::environment::Env;
-use crate::redact::Redactor;
-use crate::runner::fold::RunFacts;
-use crate::runner::job;
-use crate::runner::policy::{self, Given, Options};
-use crate::runner::retry::{RetryPlan, RetryScope, retry_plan};
-use crate::runner::shell::artifacts::{self as art, Layout, TERMINATION_LOG};
-use crate::runner::shell::prepare::{self, prepare};
-use crate::runner::shell::supervise;
-use crate::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
+use crate::runner::artifacts::{self as art, Layout, TERMINATION_LOG};
+use crate::runner::prepare::{self, prepare};
+use crate::runner::supervise;
 use crate::shell::cli::{RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
+use edpm_core::environment::Env;
+use edpm_core::redact::Redactor;
+use edpm_core::runner::fold::RunFacts;
+use edpm_core::runner::job;
+use edpm_core::runner::policy::{self, Given, Options};
+use edpm_core::runner::retry::{RetryPlan, RetryScope, retry_plan};
+use edpm_core::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
 
 /// Which attempt this is, and the hosts a retry limits it to.
 struct Attempt {
@@ -123,7 +123,7 @@ pub(super) fn run(
     // The command line holds the Job's words (RUNNER_CMDLINE, `-e db_password=…` included): a
     // line of the log, redacted and escaped.
     let note = redactor.redact(&note);
-    super::output::write_out(out, &format!("edpm-agent: {}\n", crate::excerpt::printable(&note)))?;
+    super::output::write_out(out, &format!("edpm-agent: {}\n", edpm_core::excerpt::printable(&note)))?;
 
     let sink = super::output::stdout_for_pump()
         .map_err(|e| AppError::failure(format!("cannot stream the play's output: {e}")))?;
@@ -168,7 +168,7 @@ fn build_inventory(
         source.sources = vec!["kube".into()];
     }
     let mut settings = super::resolve_settings(&source, env)?;
-    if settings.ssh_key_dir == crate::settings::DEFAULT_SSH_KEY_DIR
+    if settings.ssh_key_dir == edpm_core::settings::DEFAULT_SSH_KEY_DIR
         && dir != Path::new(job::DEFAULT_RUNNER_DIR)
     {
         settings.ssh_key_dir = dir.join("env/ssh_key").display().to_string();
@@ -178,7 +178,7 @@ fn build_inventory(
         secrets.extend(s.body.data.values().filter_map(|v| String::from_utf8(v.clone()).ok()));
     }
     let path = scratch.join("edpm-inventory.json");
-    super::output::write_file(&path, crate::inventory::export::static_json(&inv).as_bytes(), 0o600)?;
+    super::output::write_file(&path, edpm_core::inventory::export::static_json(&inv).as_bytes(), 0o600)?;
     Ok(path)
 }
 
@@ -195,7 +195,7 @@ fn summarize_only(
 ) -> Result<Status, AppError> {
     if !layout.artifact_dir.is_dir() {
         let dir = layout.artifact_dir.display();
-        let dir = crate::excerpt::printable(&dir.to_string()).into_owned();
+        let dir = edpm_core::excerpt::printable(&dir.to_string()).into_owned();
         super::output::write_out(out, &format!("edpm-agent: no artifacts in {dir}; nothing to summarize\n"))?;
         return Ok(Exit::Success.into());
     }
@@ -231,7 +231,7 @@ fn summarize_only(
 fn publish(layout: &Layout, s: &RunSummary) -> String {
     let (note, problems) = art::publish(layout, s);
     for p in problems {
-        super::output::warn(&crate::excerpt::printable(&p));
+        super::output::warn(&edpm_core::excerpt::printable(&p));
     }
     note
 }

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::render::NodeView;
 use crate::shell::cli::StageArgs;
 use crate::shell::exit::Exit;
-use crate::shell::node_root;
-use crate::staging::{self, Step, Want};
+use edpm_core::render::NodeView;
+use edpm_core::staging::{self, Step, Want};
+use edpm_io::node_root;
 
 pub(super) fn compute(
     cx: &Context,

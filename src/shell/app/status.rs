@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use super::output::{json_text, write_file, write_out};
 use super::{AppError, Context};
-use crate::condition::{READY, Severity, Status, Time};
-use crate::environment::Env;
-use crate::readiness::show::Filter;
-use crate::readiness::{self, Options, PhaseMap, Readiness};
-use crate::settings::{Settings, SourceSpec};
 use crate::shell::cli::{StatusAction, StatusArgs, TableOrJson};
 use crate::shell::exit::Exit;
+use edpm_core::condition::{READY, Severity, Status, Time};
+use edpm_core::environment::Env;
+use edpm_core::readiness::show::Filter;
+use edpm_core::readiness::{self, Options, PhaseMap, Readiness};
+use edpm_core::settings::{Settings, SourceSpec};
 
 pub(super) fn run(
     mut settings: Settings,
@@ -39,10 +39,10 @@ pub(super) fn run(
     }
     let mut cx = Context::new(&settings);
     cx.with_evidence = true;
-    if !crate::validate::is_dns1123_label(&args.lease_namespace) {
+    if !edpm_core::validate::is_dns1123_label(&args.lease_namespace) {
         return Err(AppError::usage(format!(
             "--lease-namespace {:?} is not a namespace name (lower-case letters, digits and '-', at most 63)",
-            crate::excerpt::printable(&args.lease_namespace)
+            edpm_core::excerpt::printable(&args.lease_namespace)
         )));
     }
     cx.lease_namespace = args.lease_namespace.clone();
@@ -176,14 +176,14 @@ fn compute_with(
     nova: &NovaOpts,
     evidence: bool,
     now: Time,
-) -> Result<(crate::snapshot::evidence::Evidence, Readiness), AppError> {
+) -> Result<(edpm_core::snapshot::evidence::Evidence, Readiness), AppError> {
     let mut snap = cx.snapshot()?;
-    let model = crate::model::resolve(&snap)?;
+    let model = edpm_core::model::resolve(&snap)?;
     // Readiness of nothing would be vacuously Ready (and `wait` would return at once). A
     // NodeSet without nodes still has conditions to show.
     cx.check_not_empty(model.members().count() + model.groups.len(), &super::pipeline::Found::of(&snap))?;
     // A saved Nova answer that cannot be used is bad input, not an Unknown.
-    crate::nova::answer::from_saved(&snap.evidence.nova_saved).map_err(AppError::invalid_input)?;
+    edpm_core::nova::answer::from_saved(&snap.evidence.nova_saved).map_err(AppError::invalid_input)?;
     if nova.ask {
         super::nova::ask_into(
             cx,
@@ -196,7 +196,14 @@ fn compute_with(
         )?;
     }
     let phases = PhaseMap { overrides: cx.settings.service_phases.clone() };
-    let r = readiness::evaluate(&snap, &model, &phases, Options { evidence }, now);
+    let r = readiness::evaluate_spread(
+        &snap,
+        &model,
+        &phases,
+        Options { evidence },
+        now,
+        &edpm_io::parallel::spread,
+    );
     Ok((std::mem::take(&mut snap.evidence), r))
 }
 
@@ -208,13 +215,13 @@ fn compute(cx: &Context, nova: &NovaOpts, evidence: bool, now: Time) -> Result<R
 fn check_selection(r: &Readiness, f: &Filter) -> Result<(), AppError> {
     for n in &f.nodes {
         if !r.nodes.iter().any(|x| [&x.node, &x.host, &x.host_name].contains(&n)) {
-            let hint = crate::model::did_you_mean(n, r.nodes.iter().map(|x| x.node.as_str()));
+            let hint = edpm_core::model::did_you_mean(n, r.nodes.iter().map(|x| x.node.as_str()));
             return Err(AppError::not_found(format!("node \"{n}\" is not in the data plane{hint}")));
         }
     }
     for s in &f.nodesets {
         if !r.nodesets.iter().any(|x| &x.name == s) {
-            let hint = crate::model::did_you_mean(s, r.nodesets.iter().map(|x| x.name.as_str()));
+            let hint = edpm_core::model::did_you_mean(s, r.nodesets.iter().map(|x| x.name.as_str()));
             return Err(AppError::not_found(format!(
                 "NodeSet or Role \"{s}\" is not in the data plane{hint}"
             )));
@@ -235,7 +242,7 @@ fn duration(flag: &str, text: &str) -> Result<Duration, AppError> {
         Some(i) => (&t[..i], &t[i..]),
         None => (t, "s"),
     };
-    let shown = crate::excerpt::printable(text);
+    let shown = edpm_core::excerpt::printable(text);
     let n: f64 = match num.parse::<f64>() {
         Ok(n) if n.is_finite() && n >= 0.0 && !num.is_empty() => n,
         _ => {
@@ -315,7 +322,7 @@ fn report(
         let text = serde_saphyr::to_string(&w.object)
             .map_err(|e| AppError::failure(format!("cannot encode {} {}: {e}", w.kind, w.name)))?;
         // Files are compared whole: an unchanged object keeps its file (and mtime).
-        let old = crate::shell::files::read_existing(&path, crate::shell::files::MAX_FILE_BYTES);
+        let old = edpm_io::files::read_existing(&path, edpm_io::files::MAX_FILE_BYTES);
         if old.ok().flatten().is_some_and(|(old, _)| old == text.as_bytes()) {
             unchanged += 1;
             continue;
@@ -331,12 +338,14 @@ fn report(
 fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
     Ok(match phase {
         "-1" | "baremetal" => {
-            (crate::condition::types::BAREMETAL, crate::condition::types::NODESET_BAREMETAL)
+            (edpm_core::condition::types::BAREMETAL, edpm_core::condition::types::NODESET_BAREMETAL)
         }
         "0" | "infrastructure" => {
-            (crate::condition::types::INFRASTRUCTURE, crate::condition::types::NODESET_INFRASTRUCTURE)
+            (edpm_core::condition::types::INFRASTRUCTURE, edpm_core::condition::types::NODESET_INFRASTRUCTURE)
         }
-        "1" | "services" => (crate::condition::types::SERVICES, crate::condition::types::NODESET_SERVICES),
+        "1" | "services" => {
+            (edpm_core::condition::types::SERVICES, edpm_core::condition::types::NODESET_SERVICES)
+        }
         "ready" => (READY, READY),
         _ => {
             return Err(AppError::usage(format!(
@@ -405,7 +414,7 @@ fn wait(
         let stalled = r.nodes.iter().filter(|n| {
             (nodes.iter().any(|x| x.object == n.object) || f.nodesets.contains(&n.nodeset))
                 && n.conditions
-                    .get(crate::condition::types::STALLED)
+                    .get(edpm_core::condition::types::STALLED)
                     .is_some_and(|c| c.status == Status::True)
         });
         let failures: Vec<String> = stalled
@@ -414,7 +423,7 @@ fn wait(
                     "{} ({})",
                     n.node,
                     n.conditions
-                        .get(crate::condition::types::STALLED)
+                        .get(edpm_core::condition::types::STALLED)
                         .map(|c| c.message.as_str())
                         .unwrap_or("")
                 )

@@ -12,11 +12,11 @@ pub(super) fn run(cx: &Context, args: ValidateArgs, out: &mut dyn Write) -> Resu
     // Unknown kinds are diagnostics here, not warnings on stderr.
     let snap = cx.snapshot_quiet(false)?;
     let found = super::pipeline::Found::of(&snap);
-    let diags = crate::validate::validate(&snap, &cx.inventory_options());
-    let (errors, warnings) = crate::validate::summary(&diags);
+    let diags = edpm_core::validate::validate(&snap, &cx.inventory_options());
+    let (errors, warnings) = edpm_core::validate::summary(&diags);
 
     let text = match args.format {
-        TextOrJson::Json => json_text(&crate::validate::to_json(&diags), true)?,
+        TextOrJson::Json => json_text(&edpm_core::validate::to_json(&diags), true)?,
         TextOrJson::Text => {
             let mut t: String = diags.iter().map(|d| format!("{d}\n")).collect();
             t.push_str(&format!(

@@ -17,7 +17,7 @@ pub(crate) async fn novaexternalcomputes(client: &Client, objects: &[Value]) -> 
     let ar = ApiResource {
         group: "nova.openstack.org".into(),
         version: "v1beta1".into(),
-        api_version: crate::derive::NEC_API_VERSION.into(),
+        api_version: edpm_core::derive::NEC_API_VERSION.into(),
         kind: "NovaExternalCompute".into(),
         plural: "novaexternalcomputes".into(),
     };

@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use super::Client;
-use crate::readiness::api;
-use crate::readiness::report::Transition;
+use edpm_core::readiness::api;
+use edpm_core::readiness::report::Transition;
 
 /// The most bytes of an Event's note the API server takes.
 const NOTE_LIMIT: usize = 1024;
@@ -60,7 +60,7 @@ impl Events {
     pub(crate) async fn unreadable(
         &self,
         client: &super::Client,
-        objects: &[crate::snapshot::evidence::Unreadable],
+        objects: &[edpm_core::snapshot::evidence::Unreadable],
     ) -> usize {
         let mut failed = 0;
         // A few per evaluation: the metric and the log count them all.

@@ -33,7 +33,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::{Client, Error};
-use crate::excerpt::printable;
+use edpm_core::excerpt::printable;
 
 /// How long a record must stay the same before another replica takes the Lease over (and the
 /// `leaseDurationSeconds` this replica writes): client-go's default.

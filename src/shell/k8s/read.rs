@@ -11,8 +11,8 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
 use super::{Client, Error};
-use crate::snapshot::resource::Origin;
-use crate::snapshot::{Located, Snapshot, SnapshotError};
+use edpm_core::snapshot::resource::Origin;
+use edpm_core::snapshot::{Located, Snapshot, SnapshotError};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReadError {
@@ -325,7 +325,7 @@ pub(super) async fn with_references(
 /// `snap` with the ConfigMaps and Secrets its objects reference, got by name.
 pub(super) async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
-    let (config_maps, secrets) = crate::snapshot::refs::references(&snap);
+    let (config_maps, secrets) = edpm_core::snapshot::refs::references(&snap);
     let config_map_api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
     let secret_api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
     // A few at a time, in the order the references were found.

@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::apply::FIELD_MANAGER;
 use super::{Client, Error};
-use crate::readiness::api;
-use crate::readiness::report::Write;
+use edpm_core::readiness::api;
+use edpm_core::readiness::report::Write;
 
 /// What a report did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -196,7 +196,7 @@ where
             Ok(v) => return Ok(v),
             Err(kube::Error::Api(s)) if s.code == 409 && attempt < 4 => {
                 tracing::debug!(action, attempt, "409 Conflict, retrying");
-                tokio::time::sleep(super::retry::jitter(delay)).await;
+                tokio::time::sleep(super::jitter(delay)).await;
                 delay *= 2;
                 attempt += 1;
             }

@@ -33,9 +33,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::read::{LISTED, Listed, ReadError, listed_json, located};
 use super::{Client, Error};
-use crate::readiness::touch::{self, Lookup, Reach, Touch};
-use crate::snapshot::resource::{FieldLines, Origin};
-use crate::snapshot::{Entry, Snapshot, SnapshotError};
+use edpm_core::readiness::touch::{self, Lookup, Reach, Touch};
+use edpm_core::snapshot::resource::{FieldLines, Origin};
+use edpm_core::snapshot::{Entry, Snapshot, SnapshotError};
 
 /// kubectl's copy of the whole object as last applied: nothing reads it, and on a NodeSet it
 /// doubles what the store would hold.
@@ -307,7 +307,7 @@ impl Watch {
     /// relist keeps the times of Leases that did not move).
     fn observe(&self, name: &str, part: &mut Part) {
         let Ok(Entry::Lease(lease)) = &mut part.entry else { return };
-        let now = crate::condition::Time::from_unix(
+        let now = edpm_core::condition::Time::from_unix(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
@@ -332,9 +332,9 @@ impl Watch {
         // A node agent's Lease names its NodeSet by label, shortened when the name is longer
         // than a label value may be; the whole name is in its annotation.
         if let Some(set) =
-            o.metadata.annotations.as_ref().and_then(|a| a.get(crate::readiness::api::NODESET_ANNOTATION))
+            o.metadata.annotations.as_ref().and_then(|a| a.get(edpm_core::readiness::api::NODESET_ANNOTATION))
         {
-            labels.to_mut().insert(crate::readiness::api::NODESET_LABEL.to_string(), set.clone());
+            labels.to_mut().insert(edpm_core::readiness::api::NODESET_LABEL.to_string(), set.clone());
         }
         let reach = touch::reach(self.listed.kind, &name, &labels, &o.data["spec"]);
         let action = format!("reading the watched {}", self.listed.name());

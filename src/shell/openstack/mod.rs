@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::staging::units::{Credentials, CsiShare, ResolvedShare};
+use edpm_core::staging::units::{Credentials, CsiShare, ResolvedShare};
 
 /// Manila microversion with share access rules by ID (2.45) and export location `preferred`.
 const MANILA_MICROVERSION: &str = "2.51";

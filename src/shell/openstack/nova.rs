@@ -14,10 +14,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Scope, application_credential_body, catalog_endpoint, keystone_v3, password_body};
-use crate::condition::Time;
-use crate::nova::answer::{hypervisors, next_page, services};
-use crate::nova::{HYPERVISORS_MICROVERSION, Login, NovaAnswer, NovaEvidence, SERVICES_MICROVERSION};
-use crate::redact::Redactor;
+use edpm_core::condition::Time;
+use edpm_core::nova::answer::{hypervisors, next_page, services};
+use edpm_core::nova::{HYPERVISORS_MICROVERSION, Login, NovaAnswer, NovaEvidence, SERVICES_MICROVERSION};
+use edpm_core::redact::Redactor;
 
 /// The largest answer read: os-services is ≈250 B a compute (2.5 MB at 10,000), a hypervisor
 /// page of Nova's default 1000 about as much; a server that sends more is not Nova.
@@ -102,7 +102,8 @@ impl NovaClient {
                     // What a server says is redacted where it is quoted (`echo`); the whole
                     // message passes the redactor too, for the URLs it names (an OS_AUTH_URL
                     // with a password in it) before it reaches a log line or a condition.
-                    let message = crate::redact::scrub(&format!("{}{message}", cells(login))).into_owned();
+                    let message =
+                        edpm_core::redact::scrub(&format!("{}{message}", cells(login))).into_owned();
                     tracing::debug!(%message, "Nova could not be asked");
                     return unavailable(message);
                 }
@@ -127,8 +128,10 @@ impl NovaClient {
         login: &Login,
         now: Time,
         asked: &[String],
-    ) -> Result<Option<(String, Vec<crate::nova::ComputeService>, Vec<crate::nova::Hypervisor>)>, String>
-    {
+    ) -> Result<
+        Option<(String, Vec<edpm_core::nova::ComputeService>, Vec<edpm_core::nova::Hypervisor>)>,
+        String,
+    > {
         let http = self.http(login)?;
         let mut session = match self.cached(login, now) {
             Some(s) => s,
@@ -214,7 +217,7 @@ impl NovaClient {
             }
         };
         self.keystone.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(url = %crate::redact::scrub(&url), user = %login.user, "logging in to Keystone to ask Nova");
+        tracing::debug!(url = %edpm_core::redact::scrub(&url), user = %login.user, "logging in to Keystone to ask Nova");
         let reach = "check the NovaCell's keystoneAuthURL and that Keystone is reachable from here";
         let resp = http
             .post(&url)
@@ -232,9 +235,9 @@ impl NovaClient {
                     login.secret,
                     login.from.credential_keys(),
                     match login.from {
-                        crate::nova::LoginFrom::Cell =>
+                        edpm_core::nova::LoginFrom::Cell =>
                             format!(" and the NovaCell's serviceUser ({})", login.user),
-                        crate::nova::LoginFrom::Explicit => String::new(),
+                        edpm_core::nova::LoginFrom::Explicit => String::new(),
                     }
                 )
             } else {
@@ -301,7 +304,7 @@ impl Call<'_> {
                 .await
                 .map_err(|e| transport(&step, &e, self.client.timeout, reach, self.login))?;
             let status = resp.status();
-            tracing::debug!(url = %crate::redact::scrub(url), status = status.as_u16(), "Nova answered");
+            tracing::debug!(url = %edpm_core::redact::scrub(url), status = status.as_u16(), "Nova answered");
             let bytes = read(resp, &step, self.client.timeout, reach, self.login).await?;
             if status.as_u16() == 401 {
                 self.client.forget(self.login);
@@ -364,7 +367,7 @@ fn unparsable(login: &Login, token: &str, url: &str, problem: &str) -> String {
 /// Text a server sent, as a message may quote it: cut, and with the login's secrets masked
 /// (a server that echoes a request must not make us print the password).
 fn echo(login: &Login, token: &str, text: &str) -> String {
-    redactor(login, token).redact(&crate::excerpt::echo(text).to_string())
+    redactor(login, token).redact(&edpm_core::excerpt::echo(text).to_string())
 }
 
 /// The login's secrets and the token in use: what no message may show ("Could not find
@@ -407,7 +410,7 @@ fn build_http(timeout: Duration, ca_bundle: Option<&str>, login: &Login) -> Resu
         let what = format!("the CA bundle ({})", login.ca_where());
         // Checked first: reqwest takes a CERTIFICATE block whatever it holds and fails only
         // when the client is built, saying "builder error".
-        crate::shell::tls::pem_bundle(pem.as_bytes(), &what)?;
+        edpm_io::tls::pem_bundle(pem.as_bytes(), &what)?;
         let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
             .map_err(|e| format!("{what} cannot be read ({e}); it must hold PEM certificates"))?;
         // The control plane's combined bundle already holds the system roots it trusts.
@@ -517,7 +520,7 @@ mod tests {
             ca_secret: None,
             secret: "nova-cell1".into(),
             cells: vec!["nova-cell1".into()],
-            from: crate::nova::LoginFrom::Cell,
+            from: edpm_core::nova::LoginFrom::Cell,
         }
     }
 

@@ -12,10 +12,10 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::SourceError;
-use crate::shell::files::{self, ReadError};
-use crate::snapshot::manifest::{self, Document, Layout, ParseError, Streamed};
-use crate::snapshot::{FilePart, Snapshot, SnapshotError};
-use crate::yaml::Section;
+use edpm_core::snapshot::manifest::{self, Document, Layout, ParseError, Streamed};
+use edpm_core::snapshot::{FilePart, Snapshot, SnapshotError};
+use edpm_core::yaml::Section;
+use edpm_io::files::{self, ReadError};
 
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
@@ -120,7 +120,7 @@ pub(crate) fn load(
             Err(e) => pieces.push(Piece::Failed { file, error: e.into() }),
         }
     }
-    let parts = crate::shell::parallel::map(&pieces, |piece| {
+    let parts = edpm_io::parallel::map(&pieces, |piece| {
         let (shown, text) = &texts[piece.file()];
         // A `kind: List`'s items are decoded as they are read (into `staged`, kept only if the
         // document does turn out to be a List), so a List is never one tree in memory.

@@ -4,9 +4,9 @@
 
 pub(crate) mod dir;
 
-use crate::settings::{Settings, SourceSpec};
 use crate::shell::k8s;
-use crate::snapshot::{Snapshot, SnapshotError};
+use edpm_core::settings::{Settings, SourceSpec};
+use edpm_core::snapshot::{Snapshot, SnapshotError};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SourceError {

@@ -21,9 +21,15 @@ pub struct RealNode {
 
 impl RealNode {
     /// Boots the systemd image named in `env` (`target/real-parts.env`'s settings), with
-    /// `agent` at `/usr/local/bin/edpm-agent` and `scripts/edpm-containers.sh` at
-    /// `/usr/local/bin/edpm-containers`; returns once systemd is running.
-    pub fn boot(env: &[(String, String)], agent: &Path, repo: &Path) -> Result<RealNode, String> {
+    /// `agent` at `/usr/local/bin/edpm-agent`, `node_agent` at `/usr/local/bin/edpm-agent-node`
+    /// and `scripts/edpm-containers.sh` at `/usr/local/bin/edpm-containers`; returns once
+    /// systemd is running.
+    pub fn boot(
+        env: &[(String, String)],
+        agent: &Path,
+        node_agent: &Path,
+        repo: &Path,
+    ) -> Result<RealNode, String> {
         let get = |key: &str| {
             env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).ok_or_else(|| {
                 format!("{key} is missing from target/real-parts.env: run scripts/real-parts.sh")
@@ -35,6 +41,7 @@ impl RealNode {
         let node =
             RealNode { name: format!("edpm-agent-test-{}-{n}", std::process::id()), env: env.to_vec() };
         let agent = format!("{}:/usr/local/bin/edpm-agent:ro", agent.display());
+        let node_agent = format!("{}:/usr/local/bin/edpm-agent-node:ro", node_agent.display());
         let containers = format!(
             "{}:/usr/local/bin/edpm-containers:ro",
             repo.join("scripts/edpm-containers.sh").display()
@@ -59,6 +66,8 @@ impl RealNode {
             &conf,
             "-v",
             &agent,
+            "-v",
+            &node_agent,
             "-v",
             &containers,
             &image,

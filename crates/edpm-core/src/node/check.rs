@@ -1,0 +1,442 @@
+//! The checks, over facts in plain data.
+//!
+//! `NodeAgentReady` covers the node itself: phase -1 (it booted what it was given: host name,
+//! addresses, operating system) and phase 0 (network configuration succeeded, the container
+//! runtime is there, the files `stage` wrote still match its manifest). Every problem found is
+//! named; the first decides the reason. `Service<Camel>RuntimeReady` covers each service in
+//! `deployed_services.yaml`: its `edpm_<container>.service` units are active
+//! (`UnitInactive`), their quadlet `config_hash` is what the container runs with
+//! (`ConfigHashMismatch`), and their podman health checks pass (`HealthcheckFailing`).
+//!
+//! Messages quote what the node holds (host names, file excerpts, what podman said): every
+//! one passes the redactor and has its control characters escaped on its way out, whatever
+//! the shell already did, because conditions are read by people and stored in the API.
+
+use crate::condition::types::NODE_AGENT;
+use crate::condition::{Condition, Severity};
+
+use super::config::Expect;
+use super::facts::{Facts, StagedDrift};
+
+/// A problem found: (reason, severity, message).
+type Problem = (&'static str, Severity, String);
+
+/// The agent's conditions for this node.
+pub fn evaluate(f: &Facts, expect: &Expect) -> Vec<Condition> {
+    let mut out = vec![node_condition(f, expect)];
+    out.extend(service_conditions(f));
+    let redactor = crate::redact::Redactor::default();
+    for c in &mut out {
+        let masked = redactor.redact(&c.message);
+        c.message = crate::excerpt::printable(&masked).into_owned();
+    }
+    out
+}
+
+fn short(h: &str) -> &str {
+    h.split('.').next().unwrap_or(h)
+}
+
+fn node_condition(f: &Facts, expect: &Expect) -> Condition {
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
+    // Phase -1: the node booted what it was given.
+    if let Some(want) = &expect.hostname {
+        match &f.hostname {
+            Ok(have) if have == want || short(have) == short(want) => {}
+            Ok(have) => problems.push((
+                "HostnameMismatch",
+                Severity::Error,
+                format!("host name is {have:?}, the inventory says {want:?}"),
+            )),
+            Err(e) => unknown.push(format!("host name: {e}")),
+        }
+    }
+    if !expect.addresses.is_empty() {
+        match &f.addresses {
+            Ok(have) => {
+                let missing: Vec<&str> = expect
+                    .addresses
+                    .iter()
+                    .filter(|a| !have.iter().any(|h| a.parse::<std::net::IpAddr>().is_ok_and(|w| w == *h)))
+                    .map(String::as_str)
+                    .collect();
+                if !missing.is_empty() {
+                    problems.push((
+                        "AddressMissing",
+                        Severity::Error,
+                        format!("the node holds none of the inventory's {}", missing.join(", ")),
+                    ));
+                }
+            }
+            Err(e) => unknown.push(format!("addresses: {e}")),
+        }
+    }
+    if let Some(want) = &expect.os {
+        match &f.os {
+            Ok(have) if have.contains(want.as_str()) => {}
+            Ok(have) => problems.push((
+                "UnexpectedOS",
+                Severity::Error,
+                format!("booted {have:?}, expected {want:?}"),
+            )),
+            Err(e) => unknown.push(format!("os-release: {e}")),
+        }
+    }
+    // Phase 0: network, container runtime, staged files.
+    match &f.network {
+        Some((file, Ok(code))) if *code != 0 => problems.push((
+            "NetworkConfigFailed",
+            Severity::Error,
+            format!("{file} records return code {code}: the network configuration failed"),
+        )),
+        Some((file, Err(e))) => unknown.push(format!("{file}: {e}")),
+        _ => {}
+    }
+    let deployed = matches!(&f.deployed, Some(Ok(d)) if !d.services.is_empty());
+    if f.runtime.is_none() && deployed {
+        problems.push((
+            "ContainerRuntimeMissing",
+            Severity::Error,
+            "services are deployed but podman is not installed (no program at usr/bin/podman)".into(),
+        ));
+    }
+    // A file of the wrong shape says nothing about what runs: not "0 deployed service(s)".
+    if let Some(Err(e)) = &f.deployed {
+        unknown.push(e.clone());
+    }
+    let staged_count = match &f.staged {
+        Ok((count, drift)) => {
+            if !drift.is_empty() {
+                let named: Vec<String> = drift
+                    .iter()
+                    .take(5)
+                    .map(|d| match d {
+                        StagedDrift::Missing(p) => format!("{p} (missing)"),
+                        StagedDrift::Changed(p) => format!("{p} (content)"),
+                        StagedDrift::Mode(p, have, want) => {
+                            format!("{p} (mode {have:04o}, staged {want:04o})")
+                        }
+                    })
+                    .collect();
+                let more =
+                    if drift.len() > 5 { format!(" and {} more", drift.len() - 5) } else { String::new() };
+                problems.push((
+                    "StagedFileMismatch",
+                    Severity::Warning,
+                    format!(
+                        "{} of {count} staged file(s) changed since edpm-agent stage wrote them: {}{more}; run stage again",
+                        drift.len(),
+                        named.join(", ")
+                    ),
+                ));
+            }
+            *count
+        }
+        Err(e) => {
+            unknown.push(format!("staged files: {e}"));
+            0
+        }
+    };
+    if let Some((reason, severity, _)) = problems.first() {
+        let message = problems.iter().map(|(_, _, m)| m.as_str()).collect::<Vec<_>>().join("; ");
+        return Condition::false_(NODE_AGENT, reason, *severity, message);
+    }
+    if !unknown.is_empty() {
+        return Condition::unknown(
+            NODE_AGENT,
+            "FactsUnavailable",
+            format!("cannot check: {}", unknown.join("; ")),
+        );
+    }
+    let services = match &f.deployed {
+        Some(Ok(d)) => format!("{} deployed service(s)", d.services.len()),
+        _ => "no services deployed yet".into(),
+    };
+    // Only services need the runtime (they are refused above without it): before them, its
+    // absence is said, not counted against the node.
+    let runtime = if f.runtime.is_some() { "container runtime present" } else { "no container runtime yet" };
+    Condition::true_(
+        NODE_AGENT,
+        format!(
+            "host name, addresses and network as given; {runtime}; {staged_count} staged file(s) as staged; {services}"
+        ),
+    )
+}
+
+fn service_conditions(f: &Facts) -> Vec<Condition> {
+    let Some(deployed) = &f.deployed else { return Vec::new() };
+    let d = match deployed {
+        Ok(d) => d,
+        Err(e) => {
+            return vec![Condition::unknown(
+                crate::condition::types::SERVICES_RUNTIME,
+                "FactsUnavailable",
+                format!("cannot check: {e}"),
+            )];
+        }
+    };
+    let mut out = Vec::new();
+    for (service, s) in &d.services {
+        let ty = crate::condition::types::service_runtime(service);
+        let units = match &f.units {
+            Ok(u) => u,
+            Err(e) => {
+                out.push(Condition::unknown(&ty, "FactsUnavailable", format!("cannot read units: {e}")));
+                continue;
+            }
+        };
+        // Without podman's answer, health and the running config_hash are unknown: say so
+        // rather than report a service ready that might be failing its health check.
+        if let Err(e) = &f.containers {
+            out.push(Condition::unknown(&ty, "FactsUnavailable", format!("cannot query podman: {e}")));
+            continue;
+        }
+        let mut problems: Vec<Problem> = Vec::new();
+        for c in &s.containers {
+            let unit = format!("edpm_{c}.service");
+            match units.get(&unit) {
+                Some(u) if u.active == "active" => {}
+                Some(u) if u.load == "not-found" || u.load.is_empty() => {
+                    problems.push(("UnitInactive", Severity::Error, format!("{unit} does not exist")))
+                }
+                Some(u) => problems.push((
+                    "UnitInactive",
+                    Severity::Error,
+                    format!("{unit} is {} ({})", u.active, u.sub),
+                )),
+                None => problems.push((
+                    "UnitInactive",
+                    Severity::Error,
+                    format!("{unit} is not known to systemd"),
+                )),
+            }
+            let running = f.containers.as_ref().ok().and_then(|m| m.get(c));
+            match (f.quadlet_hashes.get(c), running.and_then(|r| r.config_hash.as_ref())) {
+                (Some(want), Some(have)) if want != have => problems.push((
+                    "ConfigHashMismatch",
+                    Severity::Warning,
+                    format!("edpm_{c}.container has config_hash {want}, the container runs with {have}: restart {unit}"),
+                )),
+                _ => {}
+            }
+            if units.get(&unit).is_some_and(|u| u.need_daemon_reload) {
+                problems.push((
+                    "ConfigHashMismatch",
+                    Severity::Warning,
+                    format!("edpm_{c}.container changed since systemd loaded it: run systemctl daemon-reload and restart {unit}"),
+                ));
+            }
+            match running.and_then(|r| r.health.as_deref()) {
+                Some("unhealthy") => problems.push((
+                    "HealthcheckFailing",
+                    Severity::Error,
+                    format!("container {c} is unhealthy"),
+                )),
+                Some("starting") => problems.push((
+                    "HealthcheckStarting",
+                    Severity::Info,
+                    format!("container {c} health check is starting"),
+                )),
+                _ => {}
+            }
+        }
+        out.push(match problems.first() {
+            Some((reason, severity, _)) => Condition::false_(
+                &ty,
+                reason,
+                *severity,
+                problems.iter().map(|(_, _, m)| m.as_str()).collect::<Vec<_>>().join("; "),
+            ),
+            None => Condition::true_(
+                &ty,
+                format!("{} container(s) active{}", s.containers.len(), health_note(f, &s.containers)),
+            ),
+        });
+    }
+    out
+}
+
+fn health_note(f: &Facts, containers: &[String]) -> &'static str {
+    let checked = f
+        .containers
+        .as_ref()
+        .is_ok_and(|m| containers.iter().any(|c| m.get(c).is_some_and(|r| r.health.is_some())));
+    if checked { " and healthy" } else { "" }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::condition::Status;
+    use crate::node::facts::{ContainerState, DeployedService, DeployedServices, UnitState};
+
+    fn healthy() -> Facts {
+        let unit = |a: &str| UnitState {
+            active: a.into(),
+            sub: "running".into(),
+            load: "loaded".into(),
+            need_daemon_reload: false,
+        };
+        Facts {
+            hostname: Ok("edpm-compute-3".into()),
+            addresses: Ok(vec!["192.168.122.103".parse().unwrap(), "127.0.0.1".parse().unwrap()]),
+            os: Ok("CentOS Stream 9".into()),
+            network: Some(("var/lib/edpm-config/os-net-config.returncode".into(), Ok(0))),
+            runtime: Some("/usr/bin/podman".into()),
+            staged: Ok((12, vec![])),
+            deployed: Some(Ok(DeployedServices {
+                services: BTreeMap::from([
+                    (
+                        "nova".into(),
+                        DeployedService { containers: vec!["nova_compute".into()], updated_at: None },
+                    ),
+                    (
+                        "neutron_metadata".into(),
+                        DeployedService { containers: vec!["ovn_metadata_agent".into()], updated_at: None },
+                    ),
+                ]),
+            })),
+            units: Ok(BTreeMap::from([
+                ("edpm_nova_compute.service".into(), unit("active")),
+                ("edpm_ovn_metadata_agent.service".into(), unit("active")),
+            ])),
+            quadlet_hashes: BTreeMap::from([("nova_compute".into(), "abc".into())]),
+            containers: Ok(BTreeMap::from([(
+                "nova_compute".into(),
+                ContainerState { health: Some("healthy".into()), config_hash: Some("abc".into()) },
+            )])),
+        }
+    }
+
+    fn expect() -> Expect {
+        Expect {
+            hostname: Some("edpm-compute-3.ctlplane.example.com".into()),
+            addresses: vec!["192.168.122.103".into()],
+            os: Some("CentOS Stream".into()),
+        }
+    }
+
+    fn get<'a>(cs: &'a [Condition], ty: &str) -> &'a Condition {
+        cs.iter().find(|c| c.type_ == ty).unwrap()
+    }
+
+    #[test]
+    fn a_node_as_deployed_is_ready() {
+        let cs = evaluate(&healthy(), &expect());
+        assert!(get(&cs, NODE_AGENT).is_true(), "{cs:?}");
+        assert!(get(&cs, "ServiceNovaRuntimeReady").is_true());
+        assert_eq!(get(&cs, "ServiceNovaRuntimeReady").message, "1 container(s) active and healthy");
+        assert!(get(&cs, "ServiceNeutronMetadataRuntimeReady").is_true());
+    }
+
+    #[test]
+    fn one_reason_per_problem() {
+        let reason = |f: Facts| evaluate(&f, &expect())[0].reason.clone();
+        let mut f = healthy();
+        f.hostname = Ok("localhost".into());
+        assert_eq!(reason(f), "HostnameMismatch");
+        let mut f = healthy();
+        f.addresses = Ok(vec!["10.0.0.1".parse().unwrap()]);
+        assert_eq!(reason(f), "AddressMissing");
+        let mut f = healthy();
+        f.os = Ok("Fedora 40".into());
+        assert_eq!(reason(f), "UnexpectedOS");
+        let mut f = healthy();
+        f.network = Some(("var/lib/edpm-config/nmstate.returncode".into(), Ok(1)));
+        assert_eq!(reason(f), "NetworkConfigFailed");
+        let mut f = healthy();
+        f.runtime = None;
+        assert_eq!(reason(f), "ContainerRuntimeMissing");
+        let mut f = healthy();
+        f.staged = Ok((12, vec![StagedDrift::Changed("var/lib/openstack/configs/nova/01-nova.conf".into())]));
+        let c = evaluate(&f, &expect())[0].clone();
+        assert_eq!((c.reason.as_str(), c.severity), ("StagedFileMismatch", Severity::Warning));
+        assert!(c.message.contains("var/lib/openstack/configs/nova/01-nova.conf (content)"), "{}", c.message);
+        let mut f = healthy();
+        f.hostname = Err("permission denied".into());
+        let c = evaluate(&f, &expect())[0].clone();
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+    }
+
+    #[test]
+    fn service_runtime_problems() {
+        let nova = |f: Facts| get(&evaluate(&f, &expect()), "ServiceNovaRuntimeReady").clone();
+        let mut f = healthy();
+        f.units.as_mut().unwrap().get_mut("edpm_nova_compute.service").unwrap().active = "failed".into();
+        let c = nova(f);
+        assert_eq!(
+            (c.reason.as_str(), c.message.as_str()),
+            ("UnitInactive", "edpm_nova_compute.service is failed (running)")
+        );
+        let mut f = healthy();
+        f.units.as_mut().unwrap().remove("edpm_nova_compute.service");
+        assert_eq!(nova(f).reason, "UnitInactive");
+        let mut f = healthy();
+        f.containers.as_mut().unwrap().get_mut("nova_compute").unwrap().health = Some("unhealthy".into());
+        assert_eq!(nova(f).reason, "HealthcheckFailing");
+        let mut f = healthy();
+        f.containers = Err("podman ps: permission denied".into());
+        let c = nova(f);
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+        assert!(c.message.contains("permission denied"), "{}", c.message);
+        let mut f = healthy();
+        f.quadlet_hashes.insert("nova_compute".into(), "def".into());
+        let c = nova(f);
+        assert_eq!((c.reason.as_str(), c.severity), ("ConfigHashMismatch", Severity::Warning));
+        let mut f = healthy();
+        f.units.as_mut().unwrap().get_mut("edpm_nova_compute.service").unwrap().need_daemon_reload = true;
+        assert_eq!(nova(f).reason, "ConfigHashMismatch");
+        let mut f = healthy();
+        f.units = Err("systemctl: not found".into());
+        assert_eq!(nova(f).status, Status::Unknown);
+    }
+
+    #[test]
+    fn nothing_deployed_is_not_a_problem_and_no_runtime_is_not_called_present() {
+        let mut f = healthy();
+        f.deployed = None;
+        f.runtime = None;
+        let cs = evaluate(&f, &expect());
+        assert_eq!(cs.len(), 1);
+        assert!(cs[0].is_true() && cs[0].message.ends_with("no services deployed yet"), "{:?}", cs[0]);
+        assert!(cs[0].message.contains("; no container runtime yet;"), "{}", cs[0].message);
+        assert!(
+            get(&evaluate(&healthy(), &expect()), NODE_AGENT)
+                .message
+                .contains("; container runtime present;")
+        );
+    }
+
+    #[test]
+    fn a_deployed_services_file_of_the_wrong_shape_leaves_the_node_unknown() {
+        let mut f = healthy();
+        f.deployed = Some(Err("var/lib/edpm-config/deployed_services.yaml has no `services` key".into()));
+        let cs = evaluate(&f, &expect());
+        let c = get(&cs, NODE_AGENT);
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+        assert!(c.message.contains("deployed_services.yaml has no `services` key"), "{}", c.message);
+        // A real problem still decides the reason.
+        f.hostname = Ok("elsewhere".into());
+        assert_eq!(get(&evaluate(&f, &expect()), NODE_AGENT).reason, "HostnameMismatch");
+    }
+
+    #[test]
+    fn messages_are_redacted_and_escaped_whatever_the_facts_hold() {
+        let mut f = healthy();
+        f.containers = Err("podman exited with code 125: Error: dial postgres://nova:S3cretPassw0rd@db/nova: password=hunter2hunter2".into());
+        f.hostname = Ok("evil\u{1b}[2J\rhost".into());
+        let cs = evaluate(&f, &expect());
+        for c in &cs {
+            assert!(
+                !c.message.contains("S3cretPassw0rd") && !c.message.contains("hunter2hunter2"),
+                "{}",
+                c.message
+            );
+            assert!(!c.message.chars().any(char::is_control), "{:?}", c.message);
+        }
+        assert!(get(&cs, "ServiceNovaRuntimeReady").message.contains("postgres://nova:********@db/nova"));
+    }
+}

@@ -1,0 +1,254 @@
+//! edpm-agent's own API: the status objects readiness is reported in.
+//!
+//! Group `agent.edpm.openstack.org`, version `v1alpha1`:
+//! - `EDPMNodeStatus` (short name `edpmnode`): one per EDPM node, named by [`super::names`];
+//! - `EDPMNodeSetStatus` (short name `edpmnodeset`): one per NodeSet or Role, the rollup.
+//!
+//! Both have a status subresource whose `conditions` is a map-list keyed by `type`, so that the
+//! reporter (`status report`, field manager `edpm-agent`) and the node agent (its own field
+//! manager) each own their condition types and never clobber each other's. The CRD YAML is
+//! generated from these types (`crds`) and committed under `packaging/kubernetes/`.
+//!
+//! Pure types: the derive only describes the resource; talking to the API server is `k8s`'s.
+
+// kube's derive takes one `printcolumn(...)` per column; clippy reads their repeated
+// `type_ = "string"` as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_derive::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::condition::Conditions;
+
+pub const GROUP: &str = "agent.edpm.openstack.org";
+pub const VERSION: &str = "v1alpha1";
+pub const API_VERSION: &str = "agent.edpm.openstack.org/v1alpha1";
+pub const NODE_KIND: &str = "EDPMNodeStatus";
+pub const NODESET_KIND: &str = "EDPMNodeSetStatus";
+
+/// Labels on every object, for selection (`kubectl get edpmnode -l agent.edpm.openstack.org/nodeset=x`).
+pub const NODESET_LABEL: &str = "agent.edpm.openstack.org/nodeset";
+pub const NODE_LABEL: &str = "agent.edpm.openstack.org/node";
+/// Where the node agents' Leases live by default: a namespace of their own (as kubelet's
+/// `kube-node-lease`), so that whoever writes them holds no write on other Leases (other
+/// operators' leader Leases).
+pub const DEFAULT_LEASE_NAMESPACE: &str = "edpm-node-lease";
+/// The whole node (and NodeSet) name, on objects whose label had to be shortened
+/// (`names::label_value`): label values are at most 63 characters, node FQDNs are not.
+pub const NODE_ANNOTATION: &str = "agent.edpm.openstack.org/node";
+pub const NODESET_ANNOTATION: &str = "agent.edpm.openstack.org/nodeset";
+
+/// The labels of an object of `node` (when given) of `nodeset`, each a valid label value,
+/// and the annotations that keep the whole names that had to be shortened.
+pub fn labels_and_annotations(
+    nodeset: &str,
+    node: Option<&str>,
+) -> (std::collections::BTreeMap<String, String>, std::collections::BTreeMap<String, String>) {
+    let mut labels = std::collections::BTreeMap::new();
+    let mut annotations = std::collections::BTreeMap::new();
+    for (label, annotation, value) in
+        [(NODESET_LABEL, NODESET_ANNOTATION, Some(nodeset)), (NODE_LABEL, NODE_ANNOTATION, node)]
+    {
+        let Some(value) = value else { continue };
+        let short = super::names::label_value(value);
+        if short != value {
+            annotations.insert(annotation.to_string(), value.to_string());
+        }
+        labels.insert(label.to_string(), short);
+    }
+    (labels, annotations)
+}
+
+/// Which model the node comes from: a NodeSet node, or a seeds' Node of a Role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum OwnerKind {
+    OpenStackDataPlaneNodeSet,
+    OpenStackDataPlaneRole,
+}
+
+/// The per-node status object.
+#[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    crates(kube_core = "::kube_core"),
+    group = "agent.edpm.openstack.org",
+    version = "v1alpha1",
+    kind = "EDPMNodeStatus",
+    root = "EdpmNodeStatus",
+    plural = "edpmnodestatuses",
+    singular = "edpmnodestatus",
+    shortname = "edpmnode",
+    category = "edpm",
+    namespaced,
+    status = "NodeStatus",
+    doc = "Phase -1/0/1 readiness of one EDPM node, with edpm-agent's conditions and the node agent's",
+    printcolumn(name = "NodeSet", type_ = "string", json_path = ".spec.nodeSet"),
+    printcolumn(name = "Node", type_ = "string", json_path = ".spec.node"),
+    printcolumn(
+        name = "Baremetal",
+        type_ = "string",
+        description = "phase -1",
+        json_path = ".status.conditions[?(@.type==\"BaremetalProvisionReady\")].status"
+    ),
+    printcolumn(
+        name = "Infra",
+        type_ = "string",
+        description = "phase 0",
+        json_path = ".status.conditions[?(@.type==\"InfrastructureReady\")].status"
+    ),
+    printcolumn(
+        name = "Services",
+        type_ = "string",
+        description = "phase 1",
+        json_path = ".status.conditions[?(@.type==\"ServicesReady\")].status"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct EdpmNodeStatusSpec {
+    /// The NodeSet (or the seeds' Role) the node belongs to.
+    pub node_set: String,
+    pub node_set_kind: OwnerKind,
+    /// The node: its key in the NodeSet's `spec.nodes`, or the seeds' Node name.
+    pub node: String,
+    /// The node's `hostName`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host_name: String,
+}
+
+/// The status both writers share: conditions keyed by type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeStatus {
+    /// The object's `metadata.generation` the conditions were computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Conditions,
+    /// The node's last runs (at most 20), oldest first: Deployment, service, Job,
+    /// attempt, result, finish time and failed task. edpm-agent keeps it from what it sees of
+    /// the Jobs' pods and from this list itself, so it outlives the Deployments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub runs: Vec<crate::snapshot::evidence::NodeRun>,
+}
+
+/// How many runs a node's history keeps (the CRD's description says 20 too).
+pub const RUN_HISTORY: usize = 20;
+
+/// The per-NodeSet (or per-Role) rollup object.
+#[derive(CustomResource, Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    crates(kube_core = "::kube_core"),
+    group = "agent.edpm.openstack.org",
+    version = "v1alpha1",
+    kind = "EDPMNodeSetStatus",
+    root = "EdpmNodeSetStatus",
+    plural = "edpmnodesetstatuses",
+    singular = "edpmnodesetstatus",
+    shortname = "edpmnodeset",
+    category = "edpm",
+    namespaced,
+    status = "NodeSetStatus",
+    doc = "Phase -1/0/1 readiness of a NodeSet (or a seeds' Role): how many nodes are ready and which block",
+    printcolumn(name = "Nodes", type_ = "string", json_path = ".status.nodes.summary"),
+    printcolumn(
+        name = "Baremetal",
+        type_ = "string",
+        description = "phase -1",
+        json_path = ".status.conditions[?(@.type==\"NodeSetBaremetalProvisionReady\")].status"
+    ),
+    printcolumn(
+        name = "Infra",
+        type_ = "string",
+        description = "phase 0",
+        json_path = ".status.conditions[?(@.type==\"NodeSetInfrastructureReady\")].status"
+    ),
+    printcolumn(
+        name = "Services",
+        type_ = "string",
+        description = "phase 1",
+        json_path = ".status.conditions[?(@.type==\"NodeSetServicesReady\")].status"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        priority = 1,
+        json_path = ".status.conditions[?(@.type==\"Ready\")].message"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct EdpmNodeSetStatusSpec {
+    pub node_set: String,
+    pub node_set_kind: OwnerKind,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Conditions,
+    #[serde(default)]
+    pub nodes: NodeCounts,
+}
+
+/// How many of the NodeSet's nodes are ready, overall and per phase.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCounts {
+    pub total: u32,
+    pub ready: u32,
+    pub baremetal_ready: u32,
+    pub infrastructure_ready: u32,
+    pub services_ready: u32,
+    /// `ready/total`, for the printer column.
+    #[serde(default)]
+    pub summary: String,
+}
+
+/// The two CRDs, as generated from the types.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    use kube_core::CustomResourceExt;
+    vec![EdpmNodeStatus::crd(), EdpmNodeSetStatus::crd()]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn crds_declare_conditions_as_a_map_list_keyed_by_type() {
+        for crd in super::crds() {
+            let v = serde_json::to_value(&crd).unwrap();
+            let version = &v["spec"]["versions"][0];
+            let conds =
+                &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["conditions"];
+            assert_eq!(conds["x-kubernetes-list-type"], "map", "{}", crd.metadata.name.clone().unwrap());
+            assert_eq!(conds["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
+            assert!(
+                conds["items"]["required"].as_array().unwrap().iter().any(|r| r == "type"),
+                "a map-list key must be required"
+            );
+            assert!(version["subresources"]["status"].is_object(), "status subresource");
+        }
+    }
+}

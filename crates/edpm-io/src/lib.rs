@@ -1,0 +1,13 @@
+//! The I/O both of edpm-agent's binaries (`edpm-agent`, `edpm-agent-node`) share: files
+//! replaced atomically and read bounded (`files`), short-lived programs run bounded (`process`),
+//! work spread over cores (`parallel`), CA bundles checked before a client trusts them (`tls`),
+//! and the Kubernetes client (`k8s`: configuration, retries, deadlines, credential plugins).
+//! What each binary asks of the API server is its own (the product's `shell::k8s`, the node
+//! agent's `api`).
+
+pub mod files;
+pub mod k8s;
+pub mod node_root;
+pub mod parallel;
+pub mod process;
+pub mod tls;

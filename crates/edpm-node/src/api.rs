@@ -1,0 +1,78 @@
+//! The node agent's writes: its own node's status object (server-side apply of its condition
+//! types under field manager `edpm-agent-node`) and its Lease (a merge patch of the renew
+//! time). Both objects exist already (`status report` creates them: RBAC `resourceNames`
+//! cannot restrict create), so the agent only ever patches, by name.
+
+use std::time::Duration;
+
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde_json::json;
+
+use edpm_core::condition::{Condition, Time};
+use edpm_core::readiness::api;
+use edpm_io::k8s::{Client, Error};
+
+/// The node agent's field manager: it owns its condition types in the shared map-list.
+pub const AGENT_FIELD_MANAGER: &str = "edpm-agent-node";
+
+/// What the loop needs from the API; the loop takes it as an argument so tests can drive it.
+pub trait AgentApi {
+    /// Applies the agent's conditions to its object's status.
+    fn apply_status(&self, conditions: &[Condition]) -> impl std::future::Future<Output = Result<(), Error>>;
+    /// Renews its Lease at `now` for `duration`.
+    fn renew_lease(
+        &self,
+        now: Time,
+        duration: Duration,
+    ) -> impl std::future::Future<Output = Result<(), Error>>;
+}
+
+/// The API server, for one node's objects.
+pub struct NodeObjects {
+    pub client: Client,
+    pub object: String,
+    pub holder: String,
+    /// The namespace of its Lease (`lease_namespace` in node.yaml).
+    pub lease_namespace: String,
+}
+
+impl AgentApi for NodeObjects {
+    async fn apply_status(&self, conditions: &[Condition]) -> Result<(), Error> {
+        let ar = ApiResource {
+            group: api::GROUP.into(),
+            version: api::VERSION.into(),
+            api_version: api::API_VERSION.into(),
+            kind: api::NODE_KIND.into(),
+            plural: "edpmnodestatuses".into(),
+        };
+        let a: Api<DynamicObject> = Api::namespaced_with(self.client.kube(), self.client.namespace(), &ar);
+        let body = json!({
+            "apiVersion": api::API_VERSION, "kind": api::NODE_KIND,
+            "metadata": {"name": self.object},
+            "status": {"conditions": conditions},
+        });
+        // Force: the agent is the authority on its own condition types, also after the
+        // reporter turned them Unknown while the agent was away.
+        let params = PatchParams::apply(AGENT_FIELD_MANAGER).force();
+        let action = format!("applying the node agent's conditions to {} {}", api::NODE_KIND, self.object);
+        self.client
+            .within_time(a.patch_status(&self.object, &params, &Patch::Apply(&body)))
+            .await
+            .map(drop)
+            .map_err(|e| self.client.error(action, &e))
+    }
+
+    async fn renew_lease(&self, now: Time, duration: Duration) -> Result<(), Error> {
+        let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(self.client.kube(), &self.lease_namespace);
+        // A MicroTime, as the kubelet writes it.
+        let renew = format!("{}.000000Z", now.to_string().trim_end_matches('Z'));
+        let body = json!({"spec": {"holderIdentity": self.holder, "leaseDurationSeconds": duration.as_secs(), "renewTime": renew}});
+        let action = format!("renewing Lease {} in namespace {}", self.object, self.lease_namespace);
+        self.client
+            .within_time(leases.patch(&self.object, &PatchParams::default(), &Patch::Merge(&body)))
+            .await
+            .map(drop)
+            .map_err(|e| self.client.error(action, &e))
+    }
+}
