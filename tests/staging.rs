@@ -585,19 +585,24 @@ fn a_full_disk_keeps_old_files_and_names_the_path() {
     assert!(temps.is_empty(), "the failed write's temporary file is gone: {temps:?}");
 }
 
-#[test]
-fn manila_csi_volumes_resolve_through_keystone_and_manila() {
-    use crate::util::fake_openstack::{self as os, FakeOpenStack};
-    let api = FakeOpenStack::start();
+/// The examples with a Manila CSI volume of share `share` on the first Role.
+fn with_manila_volume(share: &str) -> tempfile::TempDir {
     let src = scratch();
     let roles = src.path().join("dataplane/roles.yaml");
     let text = std::fs::read_to_string(&roles).unwrap();
     let extra = format!(
-        "    extraMounts:\n      - volumes:\n          - name: manila-share\n            csi:\n              driver: cephfs.manila.csi.openstack.org\n              volumeAttributes: {{shareID: {}, shareAccessID: {}}}\n              nodePublishSecretRef: {{name: csi-manila-secret}}\n        mounts:\n          - {{name: manila-share, mountPath: /var/lib/manila-share}}\n",
-        os::SHARE,
-        os::ACCESS
+        "    extraMounts:\n      - volumes:\n          - name: manila-share\n            csi:\n              driver: cephfs.manila.csi.openstack.org\n              volumeAttributes: {{shareID: {share}, shareAccessID: {}}}\n              nodePublishSecretRef: {{name: csi-manila-secret}}\n        mounts:\n          - {{name: manila-share, mountPath: /var/lib/manila-share}}\n",
+        crate::util::fake_openstack::ACCESS
     );
     std::fs::write(&roles, text.replacen("    extraMounts:\n", &extra, 1)).unwrap();
+    src
+}
+
+#[test]
+fn manila_csi_volumes_resolve_through_keystone_and_manila() {
+    use crate::util::fake_openstack::{self as os, FakeOpenStack};
+    let api = FakeOpenStack::start();
+    let src = with_manila_volume(os::SHARE);
     let secret = |id: &str| {
         format!(
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: csi-manila-secret\nstringData:\n  os-authURL: http://{}\n  os-region: regionOne\n  os-applicationCredentialID: {id}\n  os-applicationCredentialSecret: {}\n",
@@ -638,6 +643,34 @@ fn manila_csi_volumes_resolve_through_keystone_and_manila() {
     );
     assert!(!out.stderr.contains(os::APP_SECRET), "no credential in messages");
     assert_eq!(std::fs::read_to_string(&key).unwrap(), os::KEY, "nothing changed on failure");
+}
+
+#[test]
+fn an_endless_manila_answer_is_cut_at_its_bound() {
+    use crate::util::fake_openstack::{self as os, FakeOpenStack};
+    let api = FakeOpenStack::start();
+    let src = with_manila_volume(os::HUGE_SHARE);
+    std::fs::write(
+        src.path().join("controlplane/manila.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: csi-manila-secret\nstringData:\n  os-authURL: http://{}\n  os-applicationCredentialID: {}\n  os-applicationCredentialSecret: {}\n",
+            api.addr,
+            os::APP_ID,
+            os::APP_SECRET
+        ),
+    )
+    .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let out = stage(src.path(), root.path());
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("Manila share share-huge")
+            && out.stderr.contains("export locations")
+            && out.stderr.contains("larger than 4 MiB"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("xxxxxxxx"), "the answer is not quoted: {}", out.stderr.len());
 }
 
 #[test]

@@ -223,6 +223,10 @@ impl Pump {
         let last = Arc::new(AtomicU64::new(0));
         let done = Arc::new((Mutex::new(false), Condvar::new()));
         let (l, d) = (last.clone(), done.clone());
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the play's output is drained beside the supervisor's wait"
+        )]
         std::thread::Builder::new().name("output".into()).spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
             loop {

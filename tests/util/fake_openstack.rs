@@ -13,6 +13,8 @@ pub const SHARE: &str = "share-1";
 pub const ACCESS: &str = "access-1";
 pub const EXPORT: &str = "192.0.2.11:6789,192.0.2.12:6789:/volumes/_nogroup/share-1";
 pub const KEY: &str = "AQDfakeManilaCephxKey==";
+/// A share whose export locations answer with 5 MiB: a server that is not answering.
+pub const HUGE_SHARE: &str = "share-huge";
 
 pub struct FakeOpenStack {
     pub addr: std::net::SocketAddr,
@@ -65,6 +67,11 @@ fn answer(
             200,
             String::new(),
             json!({"export_locations": [{"path": "192.0.2.99:6789:/volumes/_nogroup/other", "preferred": false}, {"path": EXPORT, "preferred": true}]}),
+        ),
+        ("GET", p) if p == format!("/manila/v2/shares/{HUGE_SHARE}/export_locations") => (
+            200,
+            String::new(),
+            json!({"export_locations": [{"path": "x".repeat(5 << 20), "preferred": true}]}),
         ),
         ("GET", p) if p == format!("/manila/v2/share-access-rules/{ACCESS}") => (
             200,

@@ -2,11 +2,23 @@
 //! that dominates large runs (YAML parsing, rendering). Results come back in input order, so
 //! output and the first reported error stay deterministic.
 
+#![allow(clippy::disallowed_methods, reason = "the one place that spreads work over threads")]
+
 /// `work(0)`, …, `work(n - 1)` on every core, in order: the spread function the core's
 /// per-group work takes from its caller (`inventory::build_spread`, `readiness::evaluate_spread`).
 pub fn spread<R: Send>(n: usize, work: &(dyn Fn(usize) -> R + Sync)) -> Vec<R> {
     let items: Vec<usize> = (0..n).collect();
     map(&items, |i| work(*i))
+}
+
+/// `a` on a thread of its own while the calling thread runs `b`: two slow, unlike queries
+/// asked at once. `None` for `a` when it panicked (a bug), so the caller can say so.
+pub fn join<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (Option<A>, B) {
+    std::thread::scope(|scope| {
+        let first = scope.spawn(a);
+        let second = b();
+        (first.join().ok(), second)
+    })
 }
 
 /// `f` applied to every item, on up to `available_parallelism` threads, results in input

@@ -358,6 +358,10 @@ impl Drop for Group {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a child stuck in the kernel is reaped in the background"
+        )]
         let _ = std::thread::Builder::new().name("reap".into()).spawn(move || child.wait());
     }
 }
@@ -551,6 +555,10 @@ pub fn run(spec: &Spec, cancel: Option<&Cancel>) -> Result<Output, Error> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests cancel from a thread of their own and read their own files"
+)]
 mod tests {
     use super::*;
 

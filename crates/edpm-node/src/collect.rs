@@ -271,11 +271,12 @@ impl Collect for Host {
         // systemctl and podman each take about 60 ms for 50 containers on a real node (podman
         // mostly starting up): asked at once, a check waits for the slower, not both
         // (BENCHMARKS.md, node agent on real parts).
-        let (units, containers_state) = std::thread::scope(|s| {
-            let ps = s.spawn(|| if containers.is_empty() { Ok(BTreeMap::new()) } else { self.podman_ps() });
-            let units = if units.is_empty() { Ok(BTreeMap::new()) } else { self.systemctl_show(&units) };
-            (units, ps.join().unwrap_or_else(|_| Err("podman ps: the query thread panicked".into())))
-        });
+        let (containers_state, units) = edpm_io::parallel::join(
+            || if containers.is_empty() { Ok(BTreeMap::new()) } else { self.podman_ps() },
+            || if units.is_empty() { Ok(BTreeMap::new()) } else { self.systemctl_show(&units) },
+        );
+        let containers_state =
+            containers_state.unwrap_or_else(|| Err("podman ps: the query thread panicked".into()));
         Facts {
             hostname: self.hostname(),
             addresses: self.addresses(),

@@ -15,6 +15,34 @@ use edpm_core::staging::units::{Credentials, CsiShare, ResolvedShare};
 /// Manila microversion with share access rules by ID (2.45) and export location `preferred`.
 const MANILA_MICROVERSION: &str = "2.51";
 
+/// The most of an answer read from Keystone or Manila: a token with its service catalog, or
+/// one share's export locations, is a few KiB; a server that sends more is not answering.
+const MAX_ANSWER: u64 = 4 << 20;
+
+/// The answer's body as JSON, read to at most [`MAX_ANSWER`] bytes.
+fn read_json(resp: reqwest::blocking::Response, step: &str) -> Result<Value, OpenStackError> {
+    use std::io::Read;
+    let mut body = Vec::new();
+    #[allow(clippy::disallowed_methods, reason = "bounded by take")]
+    resp.take(MAX_ANSWER + 1).read_to_end(&mut body).map_err(|e| OpenStackError::Api {
+        step: step.to_string(),
+        message: format!("cannot read the answer: {e}"),
+        hint: String::new(),
+    })?;
+    if body.len() as u64 > MAX_ANSWER {
+        return Err(OpenStackError::Api {
+            step: step.to_string(),
+            message: format!("the answer is larger than {} MiB", MAX_ANSWER >> 20),
+            hint: "; check that the URL is the OpenStack API's".into(),
+        });
+    }
+    serde_json::from_slice(&body).map_err(|e| OpenStackError::Api {
+        step: step.to_string(),
+        message: format!("invalid JSON: {e}"),
+        hint: String::new(),
+    })
+}
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum OpenStackError {
     #[error("{step}: {message}{hint}")]
@@ -47,7 +75,6 @@ impl Client {
         let resp = self.http.post(&auth).json(&auth_body(creds)).send().map_err(|e| transport(&step, &e))?;
         let status = resp.status();
         let token = resp.headers().get("X-Subject-Token").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let body: Value = resp.json().unwrap_or(Value::Null);
         if !status.is_success() {
             let hint = if status.as_u16() == 401 {
                 format!("; the credentials in Secret {} were rejected", share.secret)
@@ -61,6 +88,7 @@ impl Client {
             message: "no X-Subject-Token in the answer".into(),
             hint: String::new(),
         })?;
+        let body = read_json(resp, &step)?;
         let manila = catalog_endpoint(&body, "sharev2", creds.region.as_deref()).ok_or_else(|| {
             OpenStackError::Api {
                 step: step.clone(),
@@ -94,11 +122,7 @@ impl Client {
                     hint: hint.into(),
                 });
             }
-            resp.json().map_err(|e| OpenStackError::Api {
-                step,
-                message: format!("invalid JSON: {e}"),
-                hint: String::new(),
-            })
+            read_json(resp, &step)
         };
         let exports = get(&format!("shares/{}/export_locations", share.share_id), "export locations")?;
         let access = get(&format!("share-access-rules/{}", share.access_id), "access rule")?;

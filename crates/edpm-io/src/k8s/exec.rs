@@ -106,6 +106,7 @@ fn stop_on_signals(cancel: &crate::process::Cancel, parent: i32) -> Result<(), S
         }
         let cancel = cancel.clone();
         let set = set;
+        #[allow(clippy::disallowed_methods, reason = "the one thread that waits for the stop signal")]
         std::thread::spawn(move || {
             let mut sig = 0;
             libc::sigwait(&set, &mut sig);
