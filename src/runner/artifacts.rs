@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 
 use edpm_core::environment::Env;
 use edpm_core::redact::{Redactor, secret_values};
+use edpm_core::runner::argv::{self, DEFAULT_RUNNER_DIR, RunnerCommand};
+use edpm_core::runner::env::JobEnv;
 use edpm_core::runner::events::{event_file_counter, parse_event, parse_notes};
 use edpm_core::runner::fold::{Fold, RunFacts};
-use edpm_core::runner::job::{self, JobEnv, RunnerCommand};
+use edpm_core::runner::job::JobError;
 use edpm_core::runner::policy::{InventoryScan, Options, RC_STOPPED, RunError};
 use edpm_core::runner::summary::{RunStatus, RunSummary, SUMMARY_FILE};
 use edpm_io::files::{self, MAX_FILE_BYTES, ReadError};
@@ -48,36 +50,33 @@ pub(crate) struct Layout {
     pub termination_log: Option<PathBuf>,
 }
 
-/// The Job's command (or the default one), its runner directory, artifacts directory and
-/// ident. `termination_log`: where the termination message goes when Kubernetes gave none.
+/// The Job's command (or the default one, from the Job's environment `job`), its runner
+/// directory, artifacts directory and ident. `termination_log`: where the termination message
+/// goes when Kubernetes gave none.
 pub(crate) fn command_and_layout(
     opts: &Options,
     env: &Env,
+    job: &JobEnv,
     termination_log: Option<PathBuf>,
 ) -> Result<(RunnerCommand, Layout), RunError> {
     // Resolved once, absolutely, as ansible-runner resolves them: every path derived from
     // them (the retry's limit file, the notes file) is then the same for every process.
     let cwd = std::env::current_dir()
         .map_err(|e| RunError::Failure(format!("cannot read the working directory: {e}")))?;
-    let given_dir = opts.runner_dir.as_ref().map(|d| job::absolute(&cwd, &d.display().to_string()));
+    let given_dir = opts.runner_dir.as_ref().map(|d| argv::absolute(&cwd, &d.display().to_string()));
     let mut cmd = if opts.command.is_empty() {
-        // Only the playbook or role: a bad timeout is prepare's to report, once the summary
-        // has a place.
-        let job_env = JobEnv::read_texts(&|k: &str| env.string(k));
-        RunnerCommand::default_for(given_dir.as_deref().unwrap_or(job::DEFAULT_RUNNER_DIR), &job_env)
+        RunnerCommand::default_for(given_dir.as_deref().unwrap_or(DEFAULT_RUNNER_DIR), job)
     } else {
         RunnerCommand::parse(&opts.command)?
     };
     cmd.resolve_paths(&cwd);
     if let Some(d) = &given_dir {
-        if cmd.private_data_dir == job::DEFAULT_RUNNER_DIR || cmd.private_data_dir == *d {
+        if cmd.private_data_dir == DEFAULT_RUNNER_DIR || cmd.private_data_dir == *d {
             cmd.set_private_data_dir(d);
         } else {
-            return Err(job::JobError::DirMismatch {
-                given: d.clone(),
-                command: cmd.private_data_dir.clone(),
-            }
-            .into());
+            return Err(
+                JobError::DirMismatch { given: d.clone(), command: cmd.private_data_dir.clone() }.into()
+            );
         }
     }
     // Where ansible-runner writes its artifacts is where the summary is read: the command's
@@ -85,7 +84,7 @@ pub(crate) fn command_and_layout(
     if cmd.get("--artifact-dir").is_none()
         && let Some(root) = env.get("EDPM_AEE_ARTIFACTS_ROOT")
     {
-        cmd.push_option("--artifact-dir", &job::absolute(&cwd, root));
+        cmd.push_option("--artifact-dir", &argv::absolute(&cwd, root));
     }
     let root = cmd.artifact_root();
     let ident = match cmd.ident() {

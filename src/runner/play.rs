@@ -9,7 +9,9 @@ use std::path::Path;
 use super::artifacts::{Layout, NOTES_FILE, create_dir, read_optional, write_file};
 use super::supervise::{self, Spec};
 use edpm_core::environment::Env;
-use edpm_core::runner::job::{self, DirState, RunnerCommand};
+use edpm_core::runner::ansible_playbook::{DirState, playbook_command};
+use edpm_core::runner::argv::RunnerCommand;
+use edpm_core::runner::entrypoint::DEFAULT_ENV;
 use edpm_core::runner::policy::RunError;
 
 /// The callback plugin that writes job_events when ansible-playbook runs the play.
@@ -36,7 +38,7 @@ pub(crate) fn play(
     let lookup = |k: &str| env.string(k);
     let dir = &layout.runner_dir;
     let failure = |p: &Path, e: std::io::Error| RunError::Failure(format!("{}: {e}", p.display()));
-    let mut vars: Vec<(String, String)> = job::DEFAULT_ENV
+    let mut vars: Vec<(String, String)> = DEFAULT_ENV
         .iter()
         .filter(|(k, _)| env.get(k).is_none())
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -79,7 +81,7 @@ pub(crate) fn play(
             settings: read_optional(&dir.join("env/settings"))?,
         };
         let role_play = scratch.join("role-play.json");
-        let p = job::playbook_command(cmd, &state, inventory, &layout.artifact_dir, &role_play)?;
+        let p = playbook_command(cmd, &state, inventory, &layout.artifact_dir, &role_play)?;
         if let Some(text) = &p.role_play {
             write_file(&role_play, text.as_bytes(), 0o644)?;
         }

@@ -7,7 +7,11 @@ use super::artifacts::{Layout, RETRY_LIMIT_FILE, create_dir, read_optional, scan
 use super::play::{Play, find_program, play};
 use super::supervise::Limits;
 use edpm_core::environment::Env;
-use edpm_core::runner::job::{self, JobEnv, JobError, RunnerCommand};
+use edpm_core::runner::argv::RunnerCommand;
+use edpm_core::runner::entrypoint;
+use edpm_core::runner::env::JobEnv;
+use edpm_core::runner::extra_vars::extra_var_secrets;
+use edpm_core::runner::job::JobError;
 use edpm_core::runner::policy::{self, InventoryPlan, Options, RunError};
 
 /// Everything the play needs, checked; the runner directory written.
@@ -26,22 +30,24 @@ pub(crate) struct Prepared {
     pub _scratch: tempfile::TempDir,
 }
 
-/// Checks every input, builds the inventory when edpm-agent provides it (`build(kube_only,
+/// Checks every input (the Job's environment `job`, read once by the caller, first), builds the inventory when edpm-agent provides it (`build(kube_only,
 /// scratch, secrets)`, the command's, which adds the values of the Secrets it read), and only
 /// then writes the runner directory and the retry's `limit`. Generic over the command's error,
 /// so the inventory's own errors keep their exit codes.
 pub(crate) fn prepare<E: From<RunError> + From<JobError>>(
     opts: &Options,
     env: &Env,
+    job: &JobEnv,
     cmd: &mut RunnerCommand,
     layout: &Layout,
     limit: Option<&[String]>,
     build: impl FnOnce(bool, &Path, &mut Vec<String>) -> Result<PathBuf, E>,
 ) -> Result<Prepared, E> {
+    let limits = job.limits(opts.grace)?;
+    // `env/settings` may name any variable: it is expanded from the whole environment.
     let lookup = |k: &str| env.string(k);
-    let job = JobEnv::read(&lookup)?;
     let settings = read_optional(&layout.runner_dir.join("env/settings"))?;
-    let files = job::prepare(cmd, &job, settings.as_deref(), &lookup)?;
+    let files = entrypoint::prepare(cmd, job, settings.as_deref(), &lookup)?;
     let written = |p: &Path| files.writes.iter().any(|w| w.path == p);
     policy::check_playbook(cmd, &|p| written(p) || p.is_file())?;
     let scratch = tempfile::Builder::new()
@@ -49,7 +55,7 @@ pub(crate) fn prepare<E: From<RunError> + From<JobError>>(
         .tempdir()
         .map_err(|e| RunError::Failure(format!("cannot create a temporary directory: {e}")))?;
     let mut named = files.secrets.clone();
-    named.extend(named_secrets(&layout.runner_dir, cmd, &job));
+    named.extend(named_secrets(&layout.runner_dir, cmd, job));
     let mut secrets = Vec::new();
     let (generated, mounted) =
         match policy::choose_inventory(opts.inventory_source, cmd, job.cmdline.as_deref(), &written) {
@@ -83,7 +89,6 @@ pub(crate) fn prepare<E: From<RunError> + From<JobError>>(
     }
     let play =
         play(opts.init.as_deref(), env, cmd, layout, ansible_runner, generated.as_deref(), scratch.path())?;
-    let limits = Limits { job: job.job_timeout, idle: job.idle_timeout, grace: opts.grace };
     Ok(Prepared {
         play,
         limits,
@@ -102,7 +107,7 @@ pub(crate) fn prepare<E: From<RunError> + From<JobError>>(
 pub(crate) fn named_secrets(dir: &Path, cmd: &RunnerCommand, job: &JobEnv) -> Vec<String> {
     let read = |rel: &str| read_optional(&dir.join(rel)).ok().flatten();
     let extravars = match &job.extra_vars {
-        // As the entrypoint writes it (job::prepare).
+        // As the entrypoint writes it (entrypoint::prepare).
         Some(text) => Some(format!("---\n{text}\n")),
         None => read("env/extravars"),
     };
@@ -110,5 +115,5 @@ pub(crate) fn named_secrets(dir: &Path, cmd: &RunnerCommand, job: &JobEnv) -> Ve
         Some(c) => Some(c.to_string()),
         None => job.cmdline.clone().or_else(|| read("env/cmdline")),
     };
-    job::extra_var_secrets(extravars.as_deref(), cmdline.as_deref())
+    extra_var_secrets(extravars.as_deref(), cmdline.as_deref())
 }

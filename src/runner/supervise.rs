@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use edpm_core::runner::job::Timeout;
+use edpm_core::runner::outcome::Timeout;
 pub(crate) use edpm_core::runner::outcome::{Ending, Limits, Outcome, Stop};
 
 /// The child to run.

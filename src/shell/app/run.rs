@@ -1,8 +1,9 @@
 //! `run`: the AnsibleEE job entrypoint, as a sequence of I/O around the runner's decisions
 //! (`runner::policy`): prepare the runner directory as upstream's image entrypoint does
-//! (`runner::job::prepare`), run the play with ansible-runner (else ansible-playbook and the
-//! project's callback plugin) under `runner::shell::supervise`, fold the job events into
-//! per-host results, and write the summary and the termination message.
+//! (`runner::entrypoint::prepare`), run the play with ansible-runner (else ansible-playbook and
+//! the project's callback plugin) under `runner::supervise`, fold the job events into per-host
+//! results, and write the summary and the termination message. The Job's environment
+//! (`runner::env::JobEnv`) is read once, here, and passed down.
 //!
 //! Order matters: the previous attempt is archived and the retry's hosts chosen first, then
 //! every input is checked before anything is written, so bad input leaves the runner directory
@@ -13,14 +14,15 @@ use std::path::{Path, PathBuf};
 
 use super::{AppError, Context};
 use crate::runner::artifacts::{self as art, Layout, TERMINATION_LOG};
-use crate::runner::prepare::{self, prepare};
+use crate::runner::prepare::{self, Prepared, prepare};
 use crate::runner::supervise;
 use crate::shell::cli::{RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 use edpm_core::environment::Env;
 use edpm_core::redact::Redactor;
+use edpm_core::runner::argv::{DEFAULT_RUNNER_DIR, RunnerCommand};
+use edpm_core::runner::env::JobEnv;
 use edpm_core::runner::fold::RunFacts;
-use edpm_core::runner::job;
 use edpm_core::runner::policy::{self, Given, Options};
 use edpm_core::runner::retry::{RetryPlan, RetryScope, retry_plan};
 use edpm_core::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
@@ -29,6 +31,17 @@ use edpm_core::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
 struct Attempt {
     number: u32,
     limit: Option<Vec<String>>,
+}
+
+impl Attempt {
+    /// `e`, once a summary (status `invalid`) that names it is written where this attempt's
+    /// summary goes.
+    fn fail(&self, layout: &Layout, e: AppError) -> AppError {
+        let s =
+            RunSummary::invalid(&layout.ident, e.code() as i32, e.message(), self.number, self.limit.clone());
+        publish(layout, &s);
+        e
+    }
 }
 
 pub(super) fn run(
@@ -41,81 +54,30 @@ pub(super) fn run(
     // supervision loop, never by default action.
     supervise::block_signals()
         .map_err(|e| AppError::failure(format!("cannot block signals for supervision: {e}")))?;
-    let termination_log = env
-        .get("EDPM_AEE_TERMINATION_LOG")
-        .map(PathBuf::from)
-        .or_else(|| Path::new(TERMINATION_LOG).exists().then(|| PathBuf::from(TERMINATION_LOG)));
+    let termination_log = termination_log(env);
     // Errors before the artifacts directory is known: only the termination log can say so.
-    let early = |e: AppError| -> AppError {
-        let partial = Layout {
-            runner_dir: PathBuf::new(),
-            ident: String::new(),
-            artifact_dir: PathBuf::new(),
-            termination_log: termination_log.clone(),
-        };
-        publish(&partial, &RunSummary::invalid("", e.code() as i32, e.message(), 1, None));
-        e
-    };
-    let given = Given {
-        runner_dir: args.runner_dir,
-        inventory_source: args.inventory_source,
-        retry_failed: args.retry_failed,
-        executor: args.executor,
-        init: args.init,
-        grace_period: args.grace_period,
-        summarize_only: args.summarize_only,
-        command: args.command,
-    };
-    let opts = Options::resolve(given, env).map_err(|e| early(e.into()))?;
+    let early = |e: AppError| early_failure(termination_log.clone(), e);
+    let opts = Options::resolve(given(args), env).map_err(|e| early(e.into()))?;
+    // The Job's environment, read once for the whole run: the default command, the runner
+    // directory's files, the limits and the secrets of extra vars all come from this reading.
+    let job = JobEnv::read(&|k: &str| env.string(k));
     let (mut cmd, layout) =
-        art::command_and_layout(&opts, env, termination_log.clone()).map_err(|e| early(e.into()))?;
+        art::command_and_layout(&opts, env, &job, termination_log.clone()).map_err(|e| early(e.into()))?;
     if opts.summarize_only {
-        return summarize_only(&opts, &cmd, env, &layout, out);
+        return summarize_only(&opts, &cmd, &job, &layout, out);
     }
-
-    // The previous attempt: archived, and read for --retry-failed.
-    let previous = art::read_previous(&layout.artifact_dir);
-    let archived = art::archive_previous(&layout.artifact_dir, previous.as_ref().map(|p| p.attempt));
-    let plan = opts.retry_failed.then(|| retry_plan(previous.as_ref()));
-    let limit = match &plan {
-        Some(RetryPlan { scope: RetryScope::Hosts(h), .. }) => Some(h.clone()),
-        _ => None,
-    };
-    let attempt = Attempt { number: archived.as_ref().ok().copied().flatten().map_or(1, |n| n + 1), limit };
-    let fail = |e: AppError| -> AppError {
-        let s = RunSummary::invalid(
-            &layout.ident,
-            e.code() as i32,
-            e.message(),
-            attempt.number,
-            attempt.limit.clone(),
-        );
-        publish(&layout, &s);
-        e
-    };
-    if let Err(e) = archived {
-        let where_ = layout.artifact_dir.display();
-        return Err(fail(AppError::failure(format!(
-            "cannot move the previous attempt aside in {where_}: {e}"
-        ))));
-    }
+    let (plan, attempt) = next_attempt(&opts, &layout)?;
 
     let cmd_dir = PathBuf::from(&cmd.private_data_dir);
     let build = |kube_only: bool, scratch: &Path, secrets: &mut Vec<String>| {
         build_inventory(source, env, &cmd_dir, kube_only, scratch, secrets)
     };
-    let prepared = prepare(&opts, env, &mut cmd, &layout, attempt.limit.as_deref(), build).map_err(fail)?;
+    let prepared = prepare(&opts, env, &job, &mut cmd, &layout, attempt.limit.as_deref(), build)
+        .map_err(|e| attempt.fail(&layout, e))?;
     if let Some(sig) = supervise::pending_stop() {
-        let reason =
-            format!("{} received before the play started; nothing was run", policy::signal_name(sig));
-        let (n, l) = (attempt.number, attempt.limit.clone());
-        let s = RunSummary::not_run(&layout.ident, RunStatus::Canceled, 128 + sig, &reason, n, l);
-        let written = publish(&layout, &s);
-        super::output::write_out(out, &describe(&s, &written))?;
-        return Ok(Status::Play((128 + sig) as u8));
+        return not_started(sig, &layout, &attempt, out);
     }
-    let mut redactor =
-        Redactor::new(prepared.secrets.iter().cloned()).with_named(prepared.named.iter().cloned());
+    let redactor = Redactor::new(prepared.secrets.iter().cloned()).with_named(prepared.named.iter().cloned());
     let note = match &plan {
         Some(p) => p.note.clone(),
         None => format!("running {} (attempt {})", prepared.play.spec.argv.join(" "), attempt.number),
@@ -124,11 +86,93 @@ pub(super) fn run(
     // line of the log, redacted and escaped.
     let note = redactor.redact(&note);
     super::output::write_out(out, &format!("edpm-agent: {}\n", edpm_core::excerpt::printable(&note)))?;
+    play_and_summarize(prepared, redactor, &layout, attempt, out)
+}
 
+/// The command line's options as the runner's policy takes them.
+fn given(args: RunArgs) -> Given {
+    Given {
+        runner_dir: args.runner_dir,
+        inventory_source: args.inventory_source,
+        retry_failed: args.retry_failed,
+        executor: args.executor,
+        init: args.init,
+        grace_period: args.grace_period,
+        summarize_only: args.summarize_only,
+        command: args.command,
+    }
+}
+
+/// Where the termination message goes: `EDPM_AEE_TERMINATION_LOG`, else Kubernetes' file when
+/// it is there.
+fn termination_log(env: &Env) -> Option<PathBuf> {
+    env.get("EDPM_AEE_TERMINATION_LOG")
+        .map(PathBuf::from)
+        .or_else(|| Path::new(TERMINATION_LOG).exists().then(|| PathBuf::from(TERMINATION_LOG)))
+}
+
+/// `e`, before the artifacts directory is known: said in the termination log only.
+fn early_failure(termination_log: Option<PathBuf>, e: AppError) -> AppError {
+    let partial = Layout {
+        runner_dir: PathBuf::new(),
+        ident: String::new(),
+        artifact_dir: PathBuf::new(),
+        termination_log,
+    };
+    publish(&partial, &RunSummary::invalid("", e.code() as i32, e.message(), 1, None));
+    e
+}
+
+/// The previous attempt, archived, and read for `--retry-failed`: the retry's plan, and this
+/// attempt.
+fn next_attempt(opts: &Options, layout: &Layout) -> Result<(Option<RetryPlan>, Attempt), AppError> {
+    let previous = art::read_previous(&layout.artifact_dir);
+    let archived = art::archive_previous(&layout.artifact_dir, previous.as_ref().map(|p| p.attempt));
+    let plan = opts.retry_failed.then(|| retry_plan(previous.as_ref()));
+    let limit = match &plan {
+        Some(RetryPlan { scope: RetryScope::Hosts(h), .. }) => Some(h.clone()),
+        _ => None,
+    };
+    let attempt = Attempt { number: archived.as_ref().ok().copied().flatten().map_or(1, |n| n + 1), limit };
+    if let Err(e) = archived {
+        let where_ = layout.artifact_dir.display();
+        return Err(attempt.fail(
+            layout,
+            AppError::failure(format!("cannot move the previous attempt aside in {where_}: {e}")),
+        ));
+    }
+    Ok((plan, attempt))
+}
+
+/// A SIGTERM or SIGINT (`sig`) taken before the play started: nothing was run, and the summary
+/// says so.
+fn not_started(
+    sig: i32,
+    layout: &Layout,
+    attempt: &Attempt,
+    out: &mut dyn Write,
+) -> Result<Status, AppError> {
+    let reason = format!("{} received before the play started; nothing was run", policy::signal_name(sig));
+    let (n, l) = (attempt.number, attempt.limit.clone());
+    let s = RunSummary::not_run(&layout.ident, RunStatus::Canceled, 128 + sig, &reason, n, l);
+    let written = publish(layout, &s);
+    super::output::write_out(out, &describe(&s, &written))?;
+    Ok(Status::Play((128 + sig) as u8))
+}
+
+/// Runs the prepared play under supervision, folds its job events into the summary and
+/// publishes it. The play's return code is the exit status.
+fn play_and_summarize(
+    prepared: Prepared,
+    mut redactor: Redactor,
+    layout: &Layout,
+    attempt: Attempt,
+    out: &mut dyn Write,
+) -> Result<Status, AppError> {
     let sink = super::output::stdout_for_pump()
         .map_err(|e| AppError::failure(format!("cannot stream the play's output: {e}")))?;
     let outcome = supervise::supervise(&prepared.play.spec, &prepared.limits, sink, prepared.play.tee)
-        .map_err(|e| fail(AppError::failure(e)))?;
+        .map_err(|e| attempt.fail(layout, AppError::failure(e)))?;
     let runner_status = prepared.ansible_runner.then(|| art::runner_result(&layout.artifact_dir).1).flatten();
     let end = policy::ending(&outcome, runner_status, &prepared.limits);
     if !prepared.ansible_runner {
@@ -148,7 +192,7 @@ pub(super) fn run(
     let (attempt, limit) = (attempt.number, attempt.limit);
     let facts = RunFacts { ident: layout.ident.clone(), status, rc, timeout, reason, attempt, limit };
     let s = fold.finish(facts, &redactor);
-    let written = publish(&layout, &s);
+    let written = publish(layout, &s);
     let _ = super::output::write_out(out, &describe(&s, &written));
     Ok(Status::Play((rc & 0xff) as u8))
 }
@@ -169,7 +213,7 @@ fn build_inventory(
     }
     let mut settings = super::resolve_settings(&source, env)?;
     if settings.ssh_key_dir == edpm_core::settings::DEFAULT_SSH_KEY_DIR
-        && dir != Path::new(job::DEFAULT_RUNNER_DIR)
+        && dir != Path::new(DEFAULT_RUNNER_DIR)
     {
         settings.ssh_key_dir = dir.join("env/ssh_key").display().to_string();
     }
@@ -188,8 +232,8 @@ fn build_inventory(
 /// masks those).
 fn summarize_only(
     opts: &Options,
-    cmd: &job::RunnerCommand,
-    env: &Env,
+    cmd: &RunnerCommand,
+    job: &JobEnv,
     layout: &Layout,
     out: &mut dyn Write,
 ) -> Result<Status, AppError> {
@@ -211,8 +255,7 @@ fn summarize_only(
     let (ident, rc) = (layout.ident.clone(), rc.unwrap_or(RC_UNKNOWN));
     let facts = RunFacts { ident, status, rc, timeout: None, reason, attempt, limit: None };
     let fold = art::read_job_events(&layout.artifact_dir);
-    let job = job::JobEnv::read_texts(&|k: &str| env.string(k));
-    let mut named = prepare::named_secrets(&layout.runner_dir, cmd, &job);
+    let mut named = prepare::named_secrets(&layout.runner_dir, cmd, job);
     if fold.has_failures()
         && let policy::InventoryPlan::Mounted { path, .. } =
             policy::choose_inventory(opts.inventory_source, cmd, job.cmdline.as_deref(), &|_| false)

@@ -10,8 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::events::{Event, EventKind, Failure, Notes, Stats};
-use super::job::Timeout;
-use super::outcome::exit_reason;
+use super::outcome::{Timeout, exit_reason};
 use super::summary::{
     FailedTask, HostResult, HostStatus, MESSAGE_LIMIT, RunStatus, RunSummary, SUMMARY_VERSION,
 };

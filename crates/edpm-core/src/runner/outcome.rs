@@ -5,7 +5,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::job::Timeout;
+/// Which limit a timed-out run hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timeout {
+    /// `RUNNER_JOB_TIMEOUT`: the whole run took too long.
+    Job,
+    /// `RUNNER_IDLE_TIMEOUT`: the play printed nothing for too long.
+    Idle,
+}
 
 /// Limits on the run.
 #[derive(Debug, Clone, Copy)]

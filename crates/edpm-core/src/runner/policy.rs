@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::job::{JobError, Playbook, RunnerCommand, Timeout};
-use super::outcome::{Ending, Limits, Outcome, Stop};
+use super::argv::{Playbook, RunnerCommand};
+use super::job::JobError;
+use super::outcome::{Ending, Limits, Outcome, Stop, Timeout};
 use super::summary::RunStatus;
 use crate::environment::Env;
 
@@ -304,7 +305,7 @@ pub fn choose_inventory(
     match source {
         InventorySource::Mounted => {
             let named_by_cmdline = cmdline
-                .map(super::job::shlex_split)
+                .map(super::shlex::shlex_split)
                 .and_then(Result::ok)
                 .is_some_and(|w| w.iter().any(|a| a == "-i" || a.starts_with("--inventory")));
             let path = cmd.get("--inventory").map_or_else(|| dir.join("inventory"), |p| dir.join(p));

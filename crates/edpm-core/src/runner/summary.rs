@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::job::Timeout;
+use super::outcome::Timeout;
 use super::termination::TerminationMessage;
 use super::text::one_line;
 

@@ -13,6 +13,17 @@ use super::termination::*;
 use super::text::*;
 use crate::redact::Redactor;
 
+/// A command line split at spaces, for the job contract's tests.
+pub(super) fn argv(s: &str) -> Vec<String> {
+    s.split(' ').map(str::to_string).collect()
+}
+
+/// An environment lookup over `pairs`, for the job contract's tests.
+pub(super) fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let m: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    move |k| m.get(k).cloned()
+}
+
 fn ev(v: serde_json::Value) -> Event {
     parse_event(v.to_string().as_bytes()).unwrap()
 }
