@@ -54,6 +54,9 @@ mod roles;
 // extraMounts propagation.
 mod mounts;
 
+// The guides' reason tables against condition::reasons.
+mod reasons;
+
 // Readiness: conformance with upstream's conditions, status goldens, report, wait, CRDs.
 mod readiness;
 

@@ -16,8 +16,12 @@
 //! - [`Condition::is_error`]: False with reason `Error` or `BackoffLimitExceeded`, whatever the
 //!   severity.
 //!
+//! Condition types are [`types`]; reasons are [`reasons`], and a condition is built from its
+//! reason ([`Condition::because`]), which decides its status and severity.
+//!
 //! Pure: the time is always passed in.
 
+pub mod reasons;
 pub mod types;
 
 use std::cmp::Ordering;
@@ -27,6 +31,8 @@ use serde::{Deserialize, Serialize};
 
 /// `Ready`: always first in the list.
 pub use types::READY;
+
+pub use reasons::Reason;
 
 /// A point in time, in whole seconds (lib-common truncates to seconds), written as RFC 3339 UTC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -125,15 +131,13 @@ pub struct Condition {
 impl Condition {
     /// lib-common `TrueCondition`: reason `Ready`, no severity.
     pub fn true_(type_: &str, message: impl Into<String>) -> Condition {
-        Condition::new(type_, Status::True, Severity::None, "Ready", message)
+        Condition::because(type_, &reasons::READY, message)
     }
 
-    pub fn false_(type_: &str, reason: &str, severity: Severity, message: impl Into<String>) -> Condition {
-        Condition::new(type_, Status::False, severity, reason, message)
-    }
-
-    pub fn unknown(type_: &str, reason: &str, message: impl Into<String>) -> Condition {
-        Condition::new(type_, Status::Unknown, Severity::None, reason, message)
+    /// A condition of `reason`, with the status and severity the reason is written with
+    /// (lib-common's `TrueCondition`, `FalseCondition` and `UnknownCondition` in one).
+    pub fn because(type_: &str, reason: &Reason, message: impl Into<String>) -> Condition {
+        Condition::new(type_, reason.status, reason.severity(), reason.name, message)
     }
 
     fn new(
@@ -158,9 +162,15 @@ impl Condition {
         Condition { type_: type_.to_string(), ..self.clone() }
     }
 
+    /// Whether the condition's reason is `reason`, whatever its status and severity.
+    pub fn has_reason(&self, reason: &Reason) -> bool {
+        self.reason == reason.name
+    }
+
     /// lib-common `IsError`: False with reason `Error` or `BackoffLimitExceeded`.
     pub fn is_error(&self) -> bool {
-        self.status == Status::False && (self.reason == "Error" || self.reason == "BackoffLimitExceeded")
+        self.status == Status::False
+            && (self.has_reason(&reasons::ERROR) || self.has_reason(&reasons::BACKOFF_LIMIT_EXCEEDED))
     }
 
     /// `True`, `False` or `Unknown`, for messages.
@@ -382,7 +392,11 @@ pub fn mirror<'a>(conds: impl Iterator<Item = &'a Condition>, type_: &str) -> Op
     let mut best: Option<&Condition> = None;
     for c in conds {
         if c.type_ == READY && c.status == Status::True {
-            return Some(Condition { reason: "Ready".into(), severity: Severity::None, ..c.as_type(type_) });
+            return Some(Condition {
+                reason: reasons::READY.name.into(),
+                severity: Severity::None,
+                ..c.as_type(type_)
+            });
         }
         best = match best {
             None => Some(c),
@@ -392,17 +406,29 @@ pub fn mirror<'a>(conds: impl Iterator<Item = &'a Condition>, type_: &str) -> Op
         };
     }
     best.map(|c| match c.status {
-        Status::True => Condition { reason: "Ready".into(), severity: Severity::None, ..c.as_type(type_) },
+        Status::True => {
+            Condition { reason: reasons::READY.name.into(), severity: Severity::None, ..c.as_type(type_) }
+        }
         _ => c.as_type(type_),
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::reasons::{BACKOFF_LIMIT_EXCEEDED, ERROR, INIT, REQUESTED};
     use super::*;
 
     fn t(s: i64) -> Time {
         Time(s)
+    }
+
+    /// A False condition of any severity: the rules hold for whatever a list holds.
+    fn false_(type_: &str, reason: &Reason, severity: Severity, message: &str) -> Condition {
+        Condition::new(type_, Status::False, severity, reason.name, message)
+    }
+
+    fn unknown(type_: &str, reason: &Reason, message: &str) -> Condition {
+        Condition::new(type_, Status::Unknown, Severity::None, reason.name, message)
     }
 
     #[test]
@@ -418,14 +444,14 @@ mod tests {
     #[test]
     fn set_moves_the_time_only_on_a_change_of_status_reason_severity_or_message() {
         let mut cs = Conditions::default();
-        cs.set(Condition::false_("X", "Requested", Severity::Info, "waiting"), t(10));
+        cs.set(false_("X", &REQUESTED, Severity::Info, "waiting"), t(10));
         assert_eq!(cs.get("X").unwrap().last_transition_time, t(10));
-        cs.set(Condition::false_("X", "Requested", Severity::Info, "waiting"), t(20));
+        cs.set(false_("X", &REQUESTED, Severity::Info, "waiting"), t(20));
         assert_eq!(cs.get("X").unwrap().last_transition_time, t(10), "nothing changed");
         for (i, changed) in [
-            Condition::false_("X", "Requested", Severity::Info, "still waiting"),
-            Condition::false_("X", "Requested", Severity::Warning, "still waiting"),
-            Condition::false_("X", "Error", Severity::Warning, "still waiting"),
+            false_("X", &REQUESTED, Severity::Info, "still waiting"),
+            false_("X", &REQUESTED, Severity::Warning, "still waiting"),
+            false_("X", &ERROR, Severity::Warning, "still waiting"),
             Condition::true_("X", "still waiting"),
         ]
         .into_iter()
@@ -440,8 +466,8 @@ mod tests {
     #[test]
     fn a_type_held_twice_reads_as_its_worst_copy_and_is_named_a_conflict() {
         let ok = Condition::true_("ServiceNovaDeploymentReady", "done");
-        let failed = Condition::false_("ServiceNovaDeploymentReady", "Error", Severity::Error, "nova failed");
-        let waiting = Condition::unknown("ServiceNovaDeploymentReady", "Init", "");
+        let failed = false_("ServiceNovaDeploymentReady", &ERROR, Severity::Error, "nova failed");
+        let waiting = unknown("ServiceNovaDeploymentReady", &INIT, "");
         for list in [vec![ok.clone(), failed.clone()], vec![failed.clone(), ok.clone()]] {
             // As read from the cluster.
             let cs: Conditions = serde_json::from_value(serde_json::to_value(&list).unwrap()).unwrap();
@@ -452,7 +478,7 @@ mod tests {
         let cs = Conditions::worst_first(vec![ok.clone(), waiting.clone()]);
         assert_eq!(cs.get("ServiceNovaDeploymentReady"), Some(&waiting));
         // A False without severity is still worse than True here.
-        let bare = Condition::false_("X", "Requested", Severity::None, "");
+        let bare = false_("X", &REQUESTED, Severity::None, "");
         let cs = Conditions::worst_first(vec![Condition::true_("X", ""), bare.clone()]);
         assert_eq!(cs.get("X"), Some(&bare));
         // Other types keep their places.
@@ -468,7 +494,7 @@ mod tests {
     fn ready_sorts_first_then_by_type() {
         let mut cs = Conditions::default();
         for ty in ["ServicesReady", "Ready", "BaremetalProvisionReady", "InfrastructureReady"] {
-            cs.set(Condition::unknown(ty, "Init", ""), t(1));
+            cs.set(unknown(ty, &INIT, ""), t(1));
         }
         let types: Vec<&str> = cs.iter().map(|c| c.type_.as_str()).collect();
         assert_eq!(types, ["Ready", "BaremetalProvisionReady", "InfrastructureReady", "ServicesReady"]);
@@ -476,15 +502,15 @@ mod tests {
 
     #[test]
     fn mirror_priority_and_newest_within_a_level() {
-        let mut info_old = Condition::false_("A", "Requested", Severity::Info, "a");
+        let mut info_old = false_("A", &REQUESTED, Severity::Info, "a");
         info_old.last_transition_time = t(1);
-        let mut info_new = Condition::false_("B", "Requested", Severity::Info, "b");
+        let mut info_new = false_("B", &REQUESTED, Severity::Info, "b");
         info_new.last_transition_time = t(2);
-        let mut unknown = Condition::unknown("C", "Init", "c");
+        let mut unknown = unknown("C", &INIT, "c");
         unknown.last_transition_time = t(9);
-        let mut warning = Condition::false_("D", "Error", Severity::Warning, "d");
+        let mut warning = false_("D", &ERROR, Severity::Warning, "d");
         warning.last_transition_time = t(0);
-        let mut error = Condition::false_("E", "Error", Severity::Error, "e");
+        let mut error = false_("E", &ERROR, Severity::Error, "e");
         error.last_transition_time = t(0);
         let mut ok = Condition::true_("F", "f");
         ok.last_transition_time = t(99);
@@ -503,18 +529,18 @@ mod tests {
 
     #[test]
     fn mirror_ties_go_to_the_later_condition_and_a_true_ready_wins_outright() {
-        let a = Condition::false_("AReady", "Requested", Severity::Info, "a");
-        let b = Condition::false_("BReady", "Requested", Severity::Info, "b");
+        let a = false_("AReady", &REQUESTED, Severity::Info, "a");
+        let b = false_("BReady", &REQUESTED, Severity::Info, "b");
         assert_eq!(mirror([&a, &b].into_iter(), "Ready").unwrap().message, "b");
         let ready = Condition::true_("Ready", "all good");
-        let failing = Condition::false_("X", "Error", Severity::Error, "x");
+        let failing = false_("X", &ERROR, Severity::Error, "x");
         let m = mirror([&ready, &failing].into_iter(), "Ready").unwrap();
         assert_eq!((m.status, m.message.as_str()), (Status::True, "all good"));
         // A True result is reason Ready whatever the source said; False without a severity
         // ranks below True (lib-common's groupOrder).
         let mut odd_true = Condition::true_("Y", "y");
         odd_true.reason = "Custom".into();
-        let no_severity = Condition::false_("Z", "Requested", Severity::None, "z");
+        let no_severity = false_("Z", &REQUESTED, Severity::None, "z");
         let m = mirror([&odd_true, &no_severity].into_iter(), "Ready").unwrap();
         assert_eq!((m.status, m.reason.as_str(), m.message.as_str()), (Status::True, "Ready", "y"));
     }
@@ -522,20 +548,34 @@ mod tests {
     #[test]
     fn set_keeps_a_time_the_condition_carries() {
         let mut cs = Conditions::default();
-        cs.set(Condition::false_("Ready", "Requested", Severity::Info, "x"), t(10));
-        let mut mirrored = Condition::false_("Ready", "Error", Severity::Error, "y");
+        cs.set(false_("Ready", &REQUESTED, Severity::Info, "x"), t(10));
+        let mut mirrored = false_("Ready", &ERROR, Severity::Error, "y");
         mirrored.last_transition_time = t(7);
         cs.set(mirrored, t(20));
         assert_eq!(cs.get("Ready").unwrap().last_transition_time, t(7));
     }
 
     #[test]
+    fn a_condition_built_from_its_reason_has_the_reasons_status_and_severity() {
+        for r in reasons::ALL {
+            let c = Condition::because("X", r, "m");
+            assert_eq!((c.status, c.severity, c.reason.as_str()), (r.status, r.severity(), r.name));
+            assert!(c.has_reason(r) && r.allows(c.severity), "{}", r.name);
+        }
+        assert_eq!(Condition::true_("X", "m"), Condition::because("X", &reasons::READY, "m"));
+        let c = Condition::because("X", &reasons::HOST_FAILED, "m");
+        assert_eq!((c.status, c.severity), (Status::False, Severity::Error));
+        let c = Condition::because("X", &reasons::AGENT_LEASE_MISSING, "m");
+        assert_eq!((c.status, c.severity), (Status::Unknown, Severity::None));
+    }
+
+    #[test]
     fn is_error_is_false_with_error_or_backoff_reason() {
-        assert!(Condition::false_("X", "Error", Severity::Error, "").is_error());
-        assert!(Condition::false_("X", "BackoffLimitExceeded", Severity::Error, "").is_error());
-        assert!(!Condition::false_("X", "Requested", Severity::Info, "").is_error());
+        assert!(false_("X", &ERROR, Severity::Error, "").is_error());
+        assert!(false_("X", &BACKOFF_LIMIT_EXCEEDED, Severity::Error, "").is_error());
+        assert!(!false_("X", &REQUESTED, Severity::Info, "").is_error());
         assert!(!Condition::true_("X", "").is_error());
-        assert!(Condition::false_("X", "Error", Severity::Warning, "").is_error(), "severity is ignored");
+        assert!(false_("X", &ERROR, Severity::Warning, "").is_error(), "severity is ignored");
     }
 
     #[test]
@@ -543,7 +583,7 @@ mod tests {
         let mut prev = Conditions::default();
         prev.set(Condition::true_("A", "a"), t(5));
         prev.set(Condition::true_("Gone", "g"), t(5));
-        let fresh = vec![Condition::true_("A", "a"), Condition::unknown("B", "Init", "b")];
+        let fresh = vec![Condition::true_("A", "a"), unknown("B", &INIT, "b")];
         let out = Conditions::carry_times(fresh, &prev, t(50));
         assert_eq!(out.get("A").unwrap().last_transition_time, t(5));
         assert_eq!(out.get("B").unwrap().last_transition_time, t(50));
@@ -552,7 +592,7 @@ mod tests {
 
     #[test]
     fn serializes_in_lib_commons_shape() {
-        let mut c = Condition::false_("ServicesReady", "Requested", Severity::Info, "waiting");
+        let mut c = false_("ServicesReady", &REQUESTED, Severity::Info, "waiting");
         c.last_transition_time = Time::parse("2024-01-02T03:04:05Z").unwrap();
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(

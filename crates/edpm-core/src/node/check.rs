@@ -12,14 +12,19 @@
 //! one passes the redactor and has its control characters escaped on its way out, whatever
 //! the shell already did, because conditions are read by people and stored in the API.
 
+use crate::condition::reasons::{
+    ADDRESS_MISSING, CONFIG_HASH_MISMATCH, CONTAINER_RUNTIME_MISSING, FACTS_UNAVAILABLE, HEALTHCHECK_FAILING,
+    HEALTHCHECK_STARTING, HOSTNAME_MISMATCH, NETWORK_CONFIG_FAILED, STAGED_FILE_MISMATCH, UNEXPECTED_OS,
+    UNIT_INACTIVE,
+};
 use crate::condition::types::NODE_AGENT;
-use crate::condition::{Condition, Severity};
+use crate::condition::{Condition, Reason};
 
 use super::config::Expect;
-use super::facts::{Facts, StagedDrift};
+use super::facts::{Facts, StagedDrift, UnitState};
 
-/// A problem found: (reason, severity, message).
-type Problem = (&'static str, Severity, String);
+/// A problem found: its reason (which says how bad it is) and message.
+type Problem = (&'static Reason, String);
 
 /// The agent's conditions for this node.
 pub fn evaluate(f: &Facts, expect: &Expect) -> Vec<Condition> {
@@ -37,116 +42,40 @@ fn short(h: &str) -> &str {
     h.split('.').next().unwrap_or(h)
 }
 
+/// What the checks of one condition found: the problems, in the order checked, and the facts
+/// that could not be read.
+#[derive(Default)]
+struct Findings {
+    problems: Vec<Problem>,
+    unknown: Vec<String>,
+}
+
+impl Findings {
+    fn problem(&mut self, reason: &'static Reason, message: impl Into<String>) {
+        self.problems.push((reason, message.into()));
+    }
+
+    /// False with the first problem's reason and every problem's message; `None` without any.
+    fn failed(&self, type_: &str) -> Option<Condition> {
+        let (reason, _) = self.problems.first()?;
+        let message = self.problems.iter().map(|(_, m)| m.as_str()).collect::<Vec<_>>().join("; ");
+        Some(Condition::because(type_, reason, message))
+    }
+}
+
 fn node_condition(f: &Facts, expect: &Expect) -> Condition {
-    let mut problems: Vec<Problem> = Vec::new();
-    let mut unknown: Vec<String> = Vec::new();
-    // Phase -1: the node booted what it was given.
-    if let Some(want) = &expect.hostname {
-        match &f.hostname {
-            Ok(have) if have == want || short(have) == short(want) => {}
-            Ok(have) => problems.push((
-                "HostnameMismatch",
-                Severity::Error,
-                format!("host name is {have:?}, the inventory says {want:?}"),
-            )),
-            Err(e) => unknown.push(format!("host name: {e}")),
-        }
+    let mut found = Findings::default();
+    booted_as_given(f, expect, &mut found);
+    network_and_runtime(f, &mut found);
+    let staged_count = staged_files(f, &mut found);
+    if let Some(c) = found.failed(NODE_AGENT) {
+        return c;
     }
-    if !expect.addresses.is_empty() {
-        match &f.addresses {
-            Ok(have) => {
-                let missing: Vec<&str> = expect
-                    .addresses
-                    .iter()
-                    .filter(|a| !have.iter().any(|h| a.parse::<std::net::IpAddr>().is_ok_and(|w| w == *h)))
-                    .map(String::as_str)
-                    .collect();
-                if !missing.is_empty() {
-                    problems.push((
-                        "AddressMissing",
-                        Severity::Error,
-                        format!("the node holds none of the inventory's {}", missing.join(", ")),
-                    ));
-                }
-            }
-            Err(e) => unknown.push(format!("addresses: {e}")),
-        }
-    }
-    if let Some(want) = &expect.os {
-        match &f.os {
-            Ok(have) if have.contains(want.as_str()) => {}
-            Ok(have) => problems.push((
-                "UnexpectedOS",
-                Severity::Error,
-                format!("booted {have:?}, expected {want:?}"),
-            )),
-            Err(e) => unknown.push(format!("os-release: {e}")),
-        }
-    }
-    // Phase 0: network, container runtime, staged files.
-    match &f.network {
-        Some((file, Ok(code))) if *code != 0 => problems.push((
-            "NetworkConfigFailed",
-            Severity::Error,
-            format!("{file} records return code {code}: the network configuration failed"),
-        )),
-        Some((file, Err(e))) => unknown.push(format!("{file}: {e}")),
-        _ => {}
-    }
-    let deployed = matches!(&f.deployed, Some(Ok(d)) if !d.services.is_empty());
-    if f.runtime.is_none() && deployed {
-        problems.push((
-            "ContainerRuntimeMissing",
-            Severity::Error,
-            "services are deployed but podman is not installed (no program at usr/bin/podman)".into(),
-        ));
-    }
-    // A file of the wrong shape says nothing about what runs: not "0 deployed service(s)".
-    if let Some(Err(e)) = &f.deployed {
-        unknown.push(e.clone());
-    }
-    let staged_count = match &f.staged {
-        Ok((count, drift)) => {
-            if !drift.is_empty() {
-                let named: Vec<String> = drift
-                    .iter()
-                    .take(5)
-                    .map(|d| match d {
-                        StagedDrift::Missing(p) => format!("{p} (missing)"),
-                        StagedDrift::Changed(p) => format!("{p} (content)"),
-                        StagedDrift::Mode(p, have, want) => {
-                            format!("{p} (mode {have:04o}, staged {want:04o})")
-                        }
-                    })
-                    .collect();
-                let more =
-                    if drift.len() > 5 { format!(" and {} more", drift.len() - 5) } else { String::new() };
-                problems.push((
-                    "StagedFileMismatch",
-                    Severity::Warning,
-                    format!(
-                        "{} of {count} staged file(s) changed since edpm-agent stage wrote them: {}{more}; run stage again",
-                        drift.len(),
-                        named.join(", ")
-                    ),
-                ));
-            }
-            *count
-        }
-        Err(e) => {
-            unknown.push(format!("staged files: {e}"));
-            0
-        }
-    };
-    if let Some((reason, severity, _)) = problems.first() {
-        let message = problems.iter().map(|(_, _, m)| m.as_str()).collect::<Vec<_>>().join("; ");
-        return Condition::false_(NODE_AGENT, reason, *severity, message);
-    }
-    if !unknown.is_empty() {
-        return Condition::unknown(
+    if !found.unknown.is_empty() {
+        return Condition::because(
             NODE_AGENT,
-            "FactsUnavailable",
-            format!("cannot check: {}", unknown.join("; ")),
+            &FACTS_UNAVAILABLE,
+            format!("cannot check: {}", found.unknown.join("; ")),
         );
     }
     let services = match &f.deployed {
@@ -164,97 +93,173 @@ fn node_condition(f: &Facts, expect: &Expect) -> Condition {
     )
 }
 
+/// Phase -1: the node booted what it was given (host name, addresses, operating system).
+fn booted_as_given(f: &Facts, expect: &Expect, found: &mut Findings) {
+    if let Some(want) = &expect.hostname {
+        match &f.hostname {
+            Ok(have) if have == want || short(have) == short(want) => {}
+            Ok(have) => found
+                .problem(&HOSTNAME_MISMATCH, format!("host name is {have:?}, the inventory says {want:?}")),
+            Err(e) => found.unknown.push(format!("host name: {e}")),
+        }
+    }
+    if !expect.addresses.is_empty() {
+        match &f.addresses {
+            Ok(have) => {
+                let missing: Vec<&str> = expect
+                    .addresses
+                    .iter()
+                    .filter(|a| !have.iter().any(|h| a.parse::<std::net::IpAddr>().is_ok_and(|w| w == *h)))
+                    .map(String::as_str)
+                    .collect();
+                if !missing.is_empty() {
+                    found.problem(
+                        &ADDRESS_MISSING,
+                        format!("the node holds none of the inventory's {}", missing.join(", ")),
+                    );
+                }
+            }
+            Err(e) => found.unknown.push(format!("addresses: {e}")),
+        }
+    }
+    if let Some(want) = &expect.os {
+        match &f.os {
+            Ok(have) if have.contains(want.as_str()) => {}
+            Ok(have) => found.problem(&UNEXPECTED_OS, format!("booted {have:?}, expected {want:?}")),
+            Err(e) => found.unknown.push(format!("os-release: {e}")),
+        }
+    }
+}
+
+/// Phase 0: the network configuration succeeded, and services have their container runtime.
+fn network_and_runtime(f: &Facts, found: &mut Findings) {
+    match &f.network {
+        Some((file, Ok(code))) if *code != 0 => found.problem(
+            &NETWORK_CONFIG_FAILED,
+            format!("{file} records return code {code}: the network configuration failed"),
+        ),
+        Some((file, Err(e))) => found.unknown.push(format!("{file}: {e}")),
+        _ => {}
+    }
+    let deployed = matches!(&f.deployed, Some(Ok(d)) if !d.services.is_empty());
+    if f.runtime.is_none() && deployed {
+        found.problem(
+            &CONTAINER_RUNTIME_MISSING,
+            "services are deployed but podman is not installed (no program at usr/bin/podman)",
+        );
+    }
+    // A file of the wrong shape says nothing about what runs: not "0 deployed service(s)".
+    if let Some(Err(e)) = &f.deployed {
+        found.unknown.push(e.clone());
+    }
+}
+
+/// Phase 0: the files `stage` wrote still match its manifest. Returns how many it wrote.
+fn staged_files(f: &Facts, found: &mut Findings) -> usize {
+    let (count, drift) = match &f.staged {
+        Ok((count, drift)) => (*count, drift),
+        Err(e) => {
+            found.unknown.push(format!("staged files: {e}"));
+            return 0;
+        }
+    };
+    if drift.is_empty() {
+        return count;
+    }
+    let named: Vec<String> = drift
+        .iter()
+        .take(5)
+        .map(|d| match d {
+            StagedDrift::Missing(p) => format!("{p} (missing)"),
+            StagedDrift::Changed(p) => format!("{p} (content)"),
+            StagedDrift::Mode(p, have, want) => format!("{p} (mode {have:04o}, staged {want:04o})"),
+        })
+        .collect();
+    let more = if drift.len() > 5 { format!(" and {} more", drift.len() - 5) } else { String::new() };
+    found.problem(
+        &STAGED_FILE_MISMATCH,
+        format!(
+            "{} of {count} staged file(s) changed since edpm-agent stage wrote them: {}{more}; run stage again",
+            drift.len(),
+            named.join(", ")
+        ),
+    );
+    count
+}
+
 fn service_conditions(f: &Facts) -> Vec<Condition> {
     let Some(deployed) = &f.deployed else { return Vec::new() };
     let d = match deployed {
         Ok(d) => d,
         Err(e) => {
-            return vec![Condition::unknown(
+            return vec![Condition::because(
                 crate::condition::types::SERVICES_RUNTIME,
-                "FactsUnavailable",
+                &FACTS_UNAVAILABLE,
                 format!("cannot check: {e}"),
             )];
         }
     };
-    let mut out = Vec::new();
-    for (service, s) in &d.services {
-        let ty = crate::condition::types::service_runtime(service);
-        let units = match &f.units {
-            Ok(u) => u,
-            Err(e) => {
-                out.push(Condition::unknown(&ty, "FactsUnavailable", format!("cannot read units: {e}")));
-                continue;
-            }
-        };
-        // Without podman's answer, health and the running config_hash are unknown: say so
-        // rather than report a service ready that might be failing its health check.
-        if let Err(e) = &f.containers {
-            out.push(Condition::unknown(&ty, "FactsUnavailable", format!("cannot query podman: {e}")));
-            continue;
-        }
-        let mut problems: Vec<Problem> = Vec::new();
-        for c in &s.containers {
-            let unit = format!("edpm_{c}.service");
-            match units.get(&unit) {
-                Some(u) if u.active == "active" => {}
-                Some(u) if u.load == "not-found" || u.load.is_empty() => {
-                    problems.push(("UnitInactive", Severity::Error, format!("{unit} does not exist")))
-                }
-                Some(u) => problems.push((
-                    "UnitInactive",
-                    Severity::Error,
-                    format!("{unit} is {} ({})", u.active, u.sub),
-                )),
-                None => problems.push((
-                    "UnitInactive",
-                    Severity::Error,
-                    format!("{unit} is not known to systemd"),
-                )),
-            }
-            let running = f.containers.as_ref().ok().and_then(|m| m.get(c));
-            match (f.quadlet_hashes.get(c), running.and_then(|r| r.config_hash.as_ref())) {
-                (Some(want), Some(have)) if want != have => problems.push((
-                    "ConfigHashMismatch",
-                    Severity::Warning,
-                    format!("edpm_{c}.container has config_hash {want}, the container runs with {have}: restart {unit}"),
-                )),
-                _ => {}
-            }
-            if units.get(&unit).is_some_and(|u| u.need_daemon_reload) {
-                problems.push((
-                    "ConfigHashMismatch",
-                    Severity::Warning,
-                    format!("edpm_{c}.container changed since systemd loaded it: run systemctl daemon-reload and restart {unit}"),
-                ));
-            }
-            match running.and_then(|r| r.health.as_deref()) {
-                Some("unhealthy") => problems.push((
-                    "HealthcheckFailing",
-                    Severity::Error,
-                    format!("container {c} is unhealthy"),
-                )),
-                Some("starting") => problems.push((
-                    "HealthcheckStarting",
-                    Severity::Info,
-                    format!("container {c} health check is starting"),
-                )),
-                _ => {}
-            }
-        }
-        out.push(match problems.first() {
-            Some((reason, severity, _)) => Condition::false_(
-                &ty,
-                reason,
-                *severity,
-                problems.iter().map(|(_, _, m)| m.as_str()).collect::<Vec<_>>().join("; "),
-            ),
-            None => Condition::true_(
-                &ty,
-                format!("{} container(s) active{}", s.containers.len(), health_note(f, &s.containers)),
-            ),
-        });
+    d.services.iter().map(|(service, s)| service_condition(f, service, &s.containers)).collect()
+}
+
+/// One deployed service's `Service<Camel>RuntimeReady`, from its containers.
+fn service_condition(f: &Facts, service: &str, containers: &[String]) -> Condition {
+    let ty = crate::condition::types::service_runtime(service);
+    let units = match &f.units {
+        Ok(u) => u,
+        Err(e) => return Condition::because(&ty, &FACTS_UNAVAILABLE, format!("cannot read units: {e}")),
+    };
+    // Without podman's answer, health and the running config_hash are unknown: say so
+    // rather than report a service ready that might be failing its health check.
+    if let Err(e) = &f.containers {
+        return Condition::because(&ty, &FACTS_UNAVAILABLE, format!("cannot query podman: {e}"));
     }
-    out
+    let mut found = Findings::default();
+    for c in containers {
+        container_problems(f, c, units.get(&format!("edpm_{c}.service")), &mut found);
+    }
+    found.failed(&ty).unwrap_or_else(|| {
+        Condition::true_(
+            &ty,
+            format!("{} container(s) active{}", containers.len(), health_note(f, containers)),
+        )
+    })
+}
+
+/// One container's problems: its unit, its `config_hash`, its health check.
+fn container_problems(f: &Facts, c: &str, unit_state: Option<&UnitState>, found: &mut Findings) {
+    let unit = format!("edpm_{c}.service");
+    match unit_state {
+        Some(u) if u.active == "active" => {}
+        Some(u) if u.load == "not-found" || u.load.is_empty() => {
+            found.problem(&UNIT_INACTIVE, format!("{unit} does not exist"))
+        }
+        Some(u) => found.problem(&UNIT_INACTIVE, format!("{unit} is {} ({})", u.active, u.sub)),
+        None => found.problem(&UNIT_INACTIVE, format!("{unit} is not known to systemd")),
+    }
+    let running = f.containers.as_ref().ok().and_then(|m| m.get(c));
+    match (f.quadlet_hashes.get(c), running.and_then(|r| r.config_hash.as_ref())) {
+        (Some(want), Some(have)) if want != have => found.problem(
+            &CONFIG_HASH_MISMATCH,
+            format!(
+                "edpm_{c}.container has config_hash {want}, the container runs with {have}: restart {unit}"
+            ),
+        ),
+        _ => {}
+    }
+    if unit_state.is_some_and(|u| u.need_daemon_reload) {
+        found.problem(
+            &CONFIG_HASH_MISMATCH,
+            format!("edpm_{c}.container changed since systemd loaded it: run systemctl daemon-reload and restart {unit}"),
+        );
+    }
+    match running.and_then(|r| r.health.as_deref()) {
+        Some("unhealthy") => found.problem(&HEALTHCHECK_FAILING, format!("container {c} is unhealthy")),
+        Some("starting") => {
+            found.problem(&HEALTHCHECK_STARTING, format!("container {c} health check is starting"))
+        }
+        _ => {}
+    }
 }
 
 fn health_note(f: &Facts, containers: &[String]) -> &'static str {
@@ -270,8 +275,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::condition::Status;
-    use crate::node::facts::{ContainerState, DeployedService, DeployedServices, UnitState};
+    use crate::condition::{Severity, Status};
+    use crate::node::facts::{ContainerState, DeployedService, DeployedServices};
 
     fn healthy() -> Facts {
         let unit = |a: &str| UnitState {
@@ -337,28 +342,28 @@ mod tests {
         let reason = |f: Facts| evaluate(&f, &expect())[0].reason.clone();
         let mut f = healthy();
         f.hostname = Ok("localhost".into());
-        assert_eq!(reason(f), "HostnameMismatch");
+        assert_eq!(reason(f), HOSTNAME_MISMATCH.name);
         let mut f = healthy();
         f.addresses = Ok(vec!["10.0.0.1".parse().unwrap()]);
-        assert_eq!(reason(f), "AddressMissing");
+        assert_eq!(reason(f), ADDRESS_MISSING.name);
         let mut f = healthy();
         f.os = Ok("Fedora 40".into());
-        assert_eq!(reason(f), "UnexpectedOS");
+        assert_eq!(reason(f), UNEXPECTED_OS.name);
         let mut f = healthy();
         f.network = Some(("var/lib/edpm-config/nmstate.returncode".into(), Ok(1)));
-        assert_eq!(reason(f), "NetworkConfigFailed");
+        assert_eq!(reason(f), NETWORK_CONFIG_FAILED.name);
         let mut f = healthy();
         f.runtime = None;
-        assert_eq!(reason(f), "ContainerRuntimeMissing");
+        assert_eq!(reason(f), CONTAINER_RUNTIME_MISSING.name);
         let mut f = healthy();
         f.staged = Ok((12, vec![StagedDrift::Changed("var/lib/openstack/configs/nova/01-nova.conf".into())]));
         let c = evaluate(&f, &expect())[0].clone();
-        assert_eq!((c.reason.as_str(), c.severity), ("StagedFileMismatch", Severity::Warning));
+        assert_eq!((c.reason.as_str(), c.severity), (STAGED_FILE_MISMATCH.name, Severity::Warning));
         assert!(c.message.contains("var/lib/openstack/configs/nova/01-nova.conf (content)"), "{}", c.message);
         let mut f = healthy();
         f.hostname = Err("permission denied".into());
         let c = evaluate(&f, &expect())[0].clone();
-        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, FACTS_UNAVAILABLE.name));
     }
 
     #[test]
@@ -369,26 +374,26 @@ mod tests {
         let c = nova(f);
         assert_eq!(
             (c.reason.as_str(), c.message.as_str()),
-            ("UnitInactive", "edpm_nova_compute.service is failed (running)")
+            (UNIT_INACTIVE.name, "edpm_nova_compute.service is failed (running)")
         );
         let mut f = healthy();
         f.units.as_mut().unwrap().remove("edpm_nova_compute.service");
-        assert_eq!(nova(f).reason, "UnitInactive");
+        assert_eq!(nova(f).reason, UNIT_INACTIVE.name);
         let mut f = healthy();
         f.containers.as_mut().unwrap().get_mut("nova_compute").unwrap().health = Some("unhealthy".into());
-        assert_eq!(nova(f).reason, "HealthcheckFailing");
+        assert_eq!(nova(f).reason, HEALTHCHECK_FAILING.name);
         let mut f = healthy();
         f.containers = Err("podman ps: permission denied".into());
         let c = nova(f);
-        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, FACTS_UNAVAILABLE.name));
         assert!(c.message.contains("permission denied"), "{}", c.message);
         let mut f = healthy();
         f.quadlet_hashes.insert("nova_compute".into(), "def".into());
         let c = nova(f);
-        assert_eq!((c.reason.as_str(), c.severity), ("ConfigHashMismatch", Severity::Warning));
+        assert_eq!((c.reason.as_str(), c.severity), (CONFIG_HASH_MISMATCH.name, Severity::Warning));
         let mut f = healthy();
         f.units.as_mut().unwrap().get_mut("edpm_nova_compute.service").unwrap().need_daemon_reload = true;
-        assert_eq!(nova(f).reason, "ConfigHashMismatch");
+        assert_eq!(nova(f).reason, CONFIG_HASH_MISMATCH.name);
         let mut f = healthy();
         f.units = Err("systemctl: not found".into());
         assert_eq!(nova(f).status, Status::Unknown);
@@ -416,11 +421,11 @@ mod tests {
         f.deployed = Some(Err("var/lib/edpm-config/deployed_services.yaml has no `services` key".into()));
         let cs = evaluate(&f, &expect());
         let c = get(&cs, NODE_AGENT);
-        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "FactsUnavailable"));
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, FACTS_UNAVAILABLE.name));
         assert!(c.message.contains("deployed_services.yaml has no `services` key"), "{}", c.message);
         // A real problem still decides the reason.
         f.hostname = Ok("elsewhere".into());
-        assert_eq!(get(&evaluate(&f, &expect()), NODE_AGENT).reason, "HostnameMismatch");
+        assert_eq!(get(&evaluate(&f, &expect()), NODE_AGENT).reason, HOSTNAME_MISMATCH.name);
     }
 
     #[test]

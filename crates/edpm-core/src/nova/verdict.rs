@@ -17,8 +17,12 @@
 
 use super::answer::NovaEvidence;
 use super::host::{Found, HostMatch, Index, Lookup};
+use crate::condition::reasons::{
+    self, COMPUTE_SERVICE_DISABLED, COMPUTE_SERVICE_DOWN, COMPUTE_SERVICE_NOT_REGISTERED, HYPERVISOR_MISSING,
+    NOVA_API_UNAVAILABLE,
+};
 use crate::condition::types::NOVA_COMPUTE;
-use crate::condition::{Condition, Severity};
+use crate::condition::{Condition, Reason};
 use crate::excerpt::echo;
 
 /// The name Nova is expected to know a node by, and where that came from.
@@ -36,12 +40,8 @@ pub struct Deployed<'a> {
     pub done: bool,
 }
 
-pub const NOT_ASKED_YET: &str = "Requested";
-pub const UNAVAILABLE: &str = "NovaAPIUnavailable";
-pub const NOT_REGISTERED: &str = "ComputeServiceNotRegistered";
-pub const DOWN: &str = "ComputeServiceDown";
-pub const DISABLED: &str = "ComputeServiceDisabled";
-pub const HYPERVISOR_MISSING: &str = "HypervisorMissing";
+/// The reason of a node whose nova service has not succeeded yet: Nova is not asked about it.
+pub const NOT_ASKED_YET: &Reason = &reasons::REQUESTED;
 
 /// The node's condition and, for `status explain`, the evidence behind it.
 pub fn verdict(
@@ -52,10 +52,9 @@ pub fn verdict(
 ) -> (Condition, Vec<String>) {
     let mut lines = vec![format!("expected host: {} ({})", expected.name, expected.from)];
     if !deployed.done {
-        let c = Condition::false_(
+        let c = Condition::because(
             NOVA_COMPUTE,
             NOT_ASKED_YET,
-            Severity::Info,
             format!("waiting for the {} service to succeed on this node", deployed.service),
         );
         return (c, lines);
@@ -69,7 +68,7 @@ pub fn verdict(
                 m.push_str(&format!(" (since {t}"));
                 m.push_str(&last_answer.map_or(")".to_string(), |l| format!("; last answer {l})")));
             }
-            return (Condition::unknown(NOVA_COMPUTE, UNAVAILABLE, m), lines);
+            return (Condition::because(NOVA_COMPUTE, &NOVA_API_UNAVAILABLE, m), lines);
         }
         (NovaEvidence::Answer(_), None) => unreachable!("an answer is always indexed"),
     };
@@ -82,10 +81,9 @@ pub fn verdict(
         Lookup::Found(f) => f,
         Lookup::NotRegistered => {
             lines.push(format!("no nova-compute service for this host among {}", answer.services.len()));
-            let c = Condition::false_(
+            let c = Condition::because(
                 NOVA_COMPUTE,
-                NOT_REGISTERED,
-                Severity::Warning,
+                &COMPUTE_SERVICE_NOT_REGISTERED,
                 format!(
                     "Nova lists no nova-compute service for host {host}; check the nova_compute container on the node (podman logs nova_compute) and that its [DEFAULT] host is {host}"
                 ),
@@ -94,10 +92,9 @@ pub fn verdict(
         }
         Lookup::Ambiguous(names) => {
             lines.push(format!("hosts sharing the short name: {}", names.join(", ")));
-            let c = Condition::false_(
+            let c = Condition::because(
                 NOVA_COMPUTE,
-                NOT_REGISTERED,
-                Severity::Warning,
+                &COMPUTE_SERVICE_NOT_REGISTERED,
                 format!(
                     "Nova lists no nova-compute service for host {host}, and {} share its short name; set the node's canonical_hostname to the name Nova uses",
                     names.join(" and ")
@@ -116,60 +113,13 @@ fn condition(f: &Found<'_>, expected: &str) -> Condition {
         HostMatch::Exact => s.host.clone(),
         HostMatch::Short { nova } => format!("{nova} (matched by short name; expected {expected})"),
     };
-    if s.status.as_deref() == Some("UNKNOWN") {
-        return Condition::unknown(
-            NOVA_COMPUTE,
-            UNAVAILABLE,
-            format!(
-                "Nova cannot reach the cell of nova-compute {host} (status UNKNOWN); check the cell's database and message bus"
-            ),
-        );
-    }
-    match s.state.as_deref() {
-        Some("up") => {}
-        Some("down") => {
-            // No `updated_at` here: a forced-down compute still heartbeats, and a message
-            // that moves would be a write at every poll (explain's evidence has the time).
-            let forced = if s.forced_down == Some(true) { ", forced down" } else { "" };
-            return Condition::false_(
-                NOVA_COMPUTE,
-                DOWN,
-                Severity::Warning,
-                format!(
-                    "nova-compute {host} is registered but down{forced}; check the nova_compute container on the node (podman logs nova_compute) and its connection to the cell's message bus"
-                ),
-            );
-        }
-        other => {
-            return Condition::unknown(
-                NOVA_COMPUTE,
-                UNAVAILABLE,
-                format!("Nova gives nova-compute {host} no known state ({})", other.unwrap_or("none")),
-            );
-        }
-    }
-    if s.status.as_deref() == Some("disabled") {
-        let reason = s.disabled_reason.as_deref().filter(|r| !r.is_empty());
-        let why = match reason {
-            Some(r) if r.starts_with("AUTO:") => format!(": Nova disabled it itself: {}", echo(r)),
-            Some(r) => format!(": {}", echo(r)),
-            None => " (no reason given)".to_string(),
-        };
-        return Condition::false_(
-            NOVA_COMPUTE,
-            DISABLED,
-            Severity::Warning,
-            format!(
-                "nova-compute {host} is up but disabled{why}; once fixed: openstack compute service set --enable {} nova-compute",
-                s.host
-            ),
-        );
+    if let Some(c) = not_serving(f, &host) {
+        return c;
     }
     if f.checked && f.hypervisor.is_none() {
-        return Condition::false_(
+        return Condition::because(
             NOVA_COMPUTE,
-            HYPERVISOR_MISSING,
-            Severity::Warning,
+            &HYPERVISOR_MISSING,
             format!(
                 "nova-compute {host} is up and enabled, but Nova has no hypervisor for it: the host is not mapped to its cell yet; run `nova-manage cell_v2 discover_hosts --verbose` (in the nova-cell0-conductor pod) or wait for the periodic discovery (discover_hosts_in_cells_interval, 900 s by default)"
             ),
@@ -179,10 +129,60 @@ fn condition(f: &Found<'_>, expected: &str) -> Condition {
         (true, Some(h)) => format!("; hypervisor {}", h.hostname),
         _ => "; hypervisors not checked (no hypervisor list)".to_string(),
     };
-    Condition {
-        reason: "Ready".into(),
-        ..Condition::true_(NOVA_COMPUTE, format!("nova-compute {host} is up and enabled{hv}"))
+    Condition::true_(NOVA_COMPUTE, format!("nova-compute {host} is up and enabled{hv}"))
+}
+
+/// The service's own state, when it is not up and enabled: its cell unreachable, down, in no
+/// known state, or disabled. `host` is how messages name it.
+fn not_serving(f: &Found<'_>, host: &str) -> Option<Condition> {
+    let s = f.service;
+    if s.status.as_deref() == Some("UNKNOWN") {
+        return Some(Condition::because(
+            NOVA_COMPUTE,
+            &NOVA_API_UNAVAILABLE,
+            format!(
+                "Nova cannot reach the cell of nova-compute {host} (status UNKNOWN); check the cell's database and message bus"
+            ),
+        ));
     }
+    match s.state.as_deref() {
+        Some("up") => {}
+        Some("down") => {
+            // No `updated_at` here: a forced-down compute still heartbeats, and a message
+            // that moves would be a write at every poll (explain's evidence has the time).
+            let forced = if s.forced_down == Some(true) { ", forced down" } else { "" };
+            return Some(Condition::because(
+                NOVA_COMPUTE,
+                &COMPUTE_SERVICE_DOWN,
+                format!(
+                    "nova-compute {host} is registered but down{forced}; check the nova_compute container on the node (podman logs nova_compute) and its connection to the cell's message bus"
+                ),
+            ));
+        }
+        other => {
+            return Some(Condition::because(
+                NOVA_COMPUTE,
+                &NOVA_API_UNAVAILABLE,
+                format!("Nova gives nova-compute {host} no known state ({})", other.unwrap_or("none")),
+            ));
+        }
+    }
+    if s.status.as_deref() != Some("disabled") {
+        return None;
+    }
+    let why = match s.disabled_reason.as_deref().filter(|r| !r.is_empty()) {
+        Some(r) if r.starts_with("AUTO:") => format!(": Nova disabled it itself: {}", echo(r)),
+        Some(r) => format!(": {}", echo(r)),
+        None => " (no reason given)".to_string(),
+    };
+    Some(Condition::because(
+        NOVA_COMPUTE,
+        &COMPUTE_SERVICE_DISABLED,
+        format!(
+            "nova-compute {host} is up but disabled{why}; once fixed: openstack compute service set --enable {} nova-compute",
+            s.host
+        ),
+    ))
 }
 
 fn found_lines(f: &Found<'_>) -> Vec<String> {
@@ -225,7 +225,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::condition::{Status, Time};
+    use crate::condition::{Severity, Status, Time};
     use crate::nova::answer::{NovaAnswer, hypervisors, services};
 
     fn answer(svcs: serde_json::Value, hvs: Option<serde_json::Value>) -> NovaEvidence {
@@ -270,29 +270,29 @@ mod tests {
             Some(json!({"hypervisors": [hv("ok"), hv("down"), hv("off")]})),
         );
         let (c, lines) = judge(&ev, "ok", true);
-        assert_eq!((c.status, c.reason.as_str()), (Status::True, "Ready"));
+        assert_eq!((c.status, c.reason.as_str()), (Status::True, reasons::READY.name));
         assert_eq!(c.message, "nova-compute ok is up and enabled; hypervisor ok");
         assert!(lines.iter().any(|l| l == "hypervisor hv-ok: ok, state up, status enabled"), "{lines:?}");
         let (c, _) = judge(&ev, "down", true);
-        assert_eq!((c.reason.as_str(), c.severity), (DOWN, Severity::Warning));
+        assert_eq!((c.reason.as_str(), c.severity), (COMPUTE_SERVICE_DOWN.name, Severity::Warning));
         assert!(
             c.message.contains("is registered but down, forced down; check") && !c.message.contains("2026"),
             "{}",
             c.message
         );
         let (c, _) = judge(&ev, "off", true);
-        assert_eq!(c.reason, DISABLED);
+        assert_eq!(c.reason, COMPUTE_SERVICE_DISABLED.name);
         assert!(c.message.contains("Nova disabled it itself: AUTO: Connection to libvirt lost: 1"));
         let (c, _) = judge(&ev, "new", true);
-        assert_eq!((c.status, c.reason.as_str()), (Status::False, HYPERVISOR_MISSING));
+        assert_eq!((c.status, c.reason.as_str()), (Status::False, HYPERVISOR_MISSING.name));
         assert!(c.message.contains("discover_hosts"));
         let (c, _) = judge(&ev, "lost", true);
-        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, UNAVAILABLE));
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, NOVA_API_UNAVAILABLE.name));
         let (c, _) = judge(&ev, "absent", true);
-        assert_eq!(c.reason, NOT_REGISTERED);
+        assert_eq!(c.reason, COMPUTE_SERVICE_NOT_REGISTERED.name);
         // Before the nova service succeeded, Nova is not asked about the node.
         let (c, _) = judge(&ev, "absent", false);
-        assert_eq!((c.reason.as_str(), c.severity), (NOT_ASKED_YET, Severity::Info));
+        assert_eq!((c.reason.as_str(), c.severity), (NOT_ASKED_YET.name, Severity::Info));
     }
 
     #[test]
@@ -303,7 +303,7 @@ mod tests {
             last_answer: None,
         };
         let (c, lines) = judge(&ev, "c0", true);
-        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, UNAVAILABLE));
+        assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, NOVA_API_UNAVAILABLE.name));
         assert!(c.message.starts_with("cannot ask Nova: Keystone http://ks/v3: no answer in time (since "));
         assert!(lines[1].starts_with("Nova: not asked"));
     }

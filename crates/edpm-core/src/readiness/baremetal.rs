@@ -2,6 +2,7 @@
 //! own provisioning condition.
 
 use super::*;
+use crate::condition::reasons::{DEPROVISIONING, NOT_OBSERVED, PROVISIONING};
 use crate::snapshot::evidence::BaremetalSet;
 
 impl<'a> GroupContext<'a> {
@@ -49,9 +50,9 @@ impl<'a> GroupContext<'a> {
                 )],
             ),
             None => (
-                Condition::unknown(
+                Condition::because(
                     BAREMETAL,
-                    "NotObserved",
+                    &NOT_OBSERVED,
                     "no OpenStackBaremetalSet and no provisioning condition on the NodeSet: read them with --source kube",
                 ),
                 vec!["no OpenStackBaremetalSet of the same name in the snapshot".into()],
@@ -78,10 +79,9 @@ fn from_baremetal_set(bms: &BaremetalSet, m: &Member) -> (Condition, Vec<String>
             (provisioning(state, bmh), ev(state))
         }
         None => (
-            Condition::false_(
+            Condition::because(
                 BAREMETAL,
-                "Provisioning",
-                Severity::Info,
+                &PROVISIONING,
                 format!("OpenStackBaremetalSet {} has no host for {} yet", bms.id.name, m.host_name.value),
             ),
             ev(""),
@@ -95,23 +95,14 @@ fn provisioning(state: &str, bmh: &str) -> Condition {
         "provisioned" | "externally provisioned" => {
             Condition::true_(BAREMETAL, format!("BareMetalHost {bmh} is {state}"))
         }
-        "deprovisioning" | "deleting" | "powering off before delete" => Condition::false_(
+        "deprovisioning" | "deleting" | "powering off before delete" => {
+            Condition::because(BAREMETAL, &DEPROVISIONING, format!("BareMetalHost {bmh} is {state}"))
+        }
+        "" => Condition::because(
             BAREMETAL,
-            "Deprovisioning",
-            Severity::Warning,
-            format!("BareMetalHost {bmh} is {state}"),
-        ),
-        "" => Condition::false_(
-            BAREMETAL,
-            "Provisioning",
-            Severity::Info,
+            &PROVISIONING,
             format!("BareMetalHost {bmh} has no provisioning state yet"),
         ),
-        _ => Condition::false_(
-            BAREMETAL,
-            "Provisioning",
-            Severity::Info,
-            format!("BareMetalHost {bmh} is {state}"),
-        ),
+        _ => Condition::because(BAREMETAL, &PROVISIONING, format!("BareMetalHost {bmh} is {state}")),
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::condition::reasons::BACKOFF_LIMIT_EXCEEDED;
 use crate::condition::{Condition, Conditions, Status, Time};
 use crate::snapshot::evidence::{Deployment, Evidence, ExecutionSummary, NodeSetStatus};
 
@@ -66,7 +67,7 @@ impl<'a> Run<'a> {
         let Some(conds) = self.conds else { return RunState::NotStarted };
         match conds.get(crate::condition::types::NODESET_DEPLOYMENT_READY) {
             Some(c) if c.is_true() => RunState::Done,
-            Some(c) if c.is_error() => RunState::Failed { terminal: c.reason == "BackoffLimitExceeded" },
+            Some(c) if c.is_error() => RunState::Failed { terminal: c.has_reason(&BACKOFF_LIMIT_EXCEEDED) },
             Some(c) if c.status == Status::False => RunState::Running,
             // Unknown ("Deployment not started"), or no condition at all.
             _ if conds.iter().any(|c| c.type_.starts_with("Service") && c.status == Status::False) => {

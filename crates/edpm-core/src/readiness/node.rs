@@ -2,6 +2,11 @@
 //! agent's conditions (Unknown once its Lease expired), and `Ready` over all of them.
 
 use super::*;
+use crate::condition::Reason;
+use crate::condition::reasons::{
+    self, AGENT_CLOCK_SKEW, AGENT_HEARTBEAT_EXPIRED, AGENT_LEASE_MISSING, AGENT_LEASE_UNREADABLE,
+    CONFIG_DRIFT,
+};
 
 /// What one node's evaluation gathers before its conditions are put together.
 #[derive(Default)]
@@ -88,7 +93,7 @@ impl<'a> GroupContext<'a> {
         let mut waiting = None;
         if let Some(nova) = self.nova_member(m, &states) {
             self.keep(&mut g.evidence, crate::condition::types::NOVA_COMPUTE, nova.2.evidence.clone());
-            if nova.2.cond.reason == crate::nova::verdict::NOT_ASKED_YET {
+            if nova.2.cond.has_reason(crate::nova::verdict::NOT_ASKED_YET) {
                 waiting = Some(nova.2.cond);
             } else {
                 states.push(nova);
@@ -162,12 +167,12 @@ impl<'a> GroupContext<'a> {
                 return agent;
             }
             Some((l, Heartbeat::Expired { renewed, expires })) => (
-                "AgentHeartbeatExpired",
+                &AGENT_HEARTBEAT_EXPIRED,
                 format!("the node agent's Lease {} expired at {expires} (last renewed {renewed})", l.id.name),
                 format!("Lease {}: renewed {renewed}, expired {expires}", l.id.name),
             ),
             Some((l, Heartbeat::Skewed { renewed, ahead })) => (
-                "AgentClockSkew",
+                &AGENT_CLOCK_SKEW,
                 format!(
                     "the node agent's Lease {} says it was renewed at {renewed}, {ahead} s ahead of this clock and more than the Lease lasts: a clock is wrong (check NTP on the node); its reports are no evidence until the clocks agree",
                     l.id.name
@@ -175,14 +180,14 @@ impl<'a> GroupContext<'a> {
                 format!("Lease {}: renewTime {renewed} is {ahead} s ahead of now", l.id.name),
             ),
             Some((l, Heartbeat::Unreadable(why))) => (
-                "AgentLeaseUnreadable",
+                &AGENT_LEASE_UNREADABLE,
                 format!("the node agent's Lease {} cannot vouch for its reports: {why}", l.id.name),
                 format!("Lease {}: {why}", l.id.name),
             ),
             None => match &self.snap.evidence.leases_unread {
-                Some(why) => ("AgentLeaseMissing", format!("the node agent reported, but its Lease cannot be read: {why}"), why.clone()),
+                Some(why) => (&AGENT_LEASE_MISSING, format!("the node agent reported, but its Lease cannot be read: {why}"), why.clone()),
                 None => (
-                    "AgentLeaseMissing",
+                    &AGENT_LEASE_MISSING,
                     "the node agent reported, but it has no Lease: nothing says it is still alive (edpm-agent status report creates the Lease; the agent renews it)".to_string(),
                     "no Lease for this node".to_string(),
                 ),
@@ -197,7 +202,7 @@ impl<'a> GroupContext<'a> {
         for c in &mut agent {
             *c = Condition {
                 last_transition_time: since,
-                ..Condition::unknown(&c.type_, reason, message.clone())
+                ..Condition::because(&c.type_, reason, message.clone())
             };
         }
         self.keep(evidence, NODE_AGENT, vec![line]);
@@ -214,12 +219,12 @@ impl<'a> GroupContext<'a> {
 /// The reasons readiness gives the node agent's conditions when its Lease cannot vouch for
 /// them: edpm-agent writes these (the agent writes the rest), so the stored object says what
 /// `status show` says.
-pub(super) const AGENT_VERDICTS: [&str; 4] =
-    ["AgentHeartbeatExpired", "AgentClockSkew", "AgentLeaseUnreadable", "AgentLeaseMissing"];
+pub(super) const AGENT_VERDICTS: [&Reason; 4] =
+    [&AGENT_HEARTBEAT_EXPIRED, &AGENT_CLOCK_SKEW, &AGENT_LEASE_UNREADABLE, &AGENT_LEASE_MISSING];
 
 /// Whether `c` is one of the node agent's conditions as readiness turned it Unknown.
 pub(crate) fn is_agent_verdict(c: &Condition) -> bool {
-    c.status == Status::Unknown && AGENT_VERDICTS.contains(&c.reason.as_str())
+    c.status == Status::Unknown && AGENT_VERDICTS.iter().any(|r| c.has_reason(r))
 }
 
 /// A phase of one node from its services' states: True when all are; else the worst one
@@ -238,10 +243,7 @@ pub(super) fn phase_condition(
         if let Some(d) = drift
             && total > 0
         {
-            return (
-                Condition::false_(ty, "ConfigDrift", Severity::Warning, d.to_string()),
-                Some("ConfigDrift".into()),
-            );
+            return (Condition::because(ty, &CONFIG_DRIFT, d.to_string()), Some(CONFIG_DRIFT.name.into()));
         }
         let mut msg = if total == 0 {
             format!("no {label} services")
@@ -293,18 +295,14 @@ pub(super) fn order(a: &Condition, b: &Condition) -> std::cmp::Ordering {
 /// no running Deployment will retry.
 fn kstatus(running: Option<&str>, stalled: Option<(&str, String, String)>) -> [Condition; 2] {
     let reconciling = match running {
-        Some(what) => {
-            Condition { reason: "Deploying".into(), ..Condition::true_(RECONCILING, what.to_string()) }
-        }
-        None => {
-            Condition::false_(RECONCILING, "Idle", Severity::Info, "no Deployment is running on this node")
-        }
+        Some(what) => Condition::because(RECONCILING, &reasons::DEPLOYING, what),
+        None => Condition::because(RECONCILING, &reasons::IDLE, "no Deployment is running on this node"),
     };
     let stalled = match (stalled, running) {
         (Some((s, reason, message)), None) => {
             Condition { reason, ..Condition::true_(STALLED, format!("{s}: {message}")) }
         }
-        _ => Condition::false_(STALLED, "Progressing", Severity::Info, "no terminal failure on this node"),
+        _ => Condition::because(STALLED, &reasons::PROGRESSING, "no terminal failure on this node"),
     };
     [reconciling, stalled]
 }
@@ -335,7 +333,8 @@ fn node_conditions(
     let ready = if sub.iter().all(|c| c.is_true()) {
         Condition::true_(READY, "node ready: bare metal, infrastructure and OpenStack services")
     } else {
-        mirror(sub.into_iter(), READY).unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"))
+        mirror(sub.into_iter(), READY)
+            .unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"))
     };
     let ready = match previous.and_then(|p| p.get(READY)) {
         Some(p) if !ready.differs_from(p) => {

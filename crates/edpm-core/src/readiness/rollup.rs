@@ -2,6 +2,7 @@
 //! that count nodes and name the blocking ones.
 
 use super::*;
+use crate::condition::reasons::{self, CONFIG_DRIFT, ERROR, REQUESTED, RETRYING};
 
 impl<'a> GroupContext<'a> {
     /// The NodeSet's (or Role's) own conditions.
@@ -94,28 +95,23 @@ impl<'a> GroupContext<'a> {
                 );
             }
             return (
-                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, WAITING_FOR_DEPLOYMENT),
+                Condition::because(DEPLOYMENT_READY, &REQUESTED, WAITING_FOR_DEPLOYMENT),
                 vec!["no OpenStackDataPlaneDeployment names this NodeSet".into()],
             );
         };
         let line = format!("newest Deployment with status: {}", run.name);
         let c = match run.state() {
             RunState::Done if self.drift.is_some() => {
-                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, WAITING_FOR_DEPLOYMENT)
+                Condition::because(DEPLOYMENT_READY, &REQUESTED, WAITING_FOR_DEPLOYMENT)
             }
             RunState::Done => Condition::true_(DEPLOYMENT_READY, DEPLOYMENT_COMPLETED),
-            RunState::Running => {
-                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, DEPLOYMENT_IN_PROGRESS)
-            }
-            RunState::Failed { .. } => Condition::false_(
+            RunState::Running => Condition::because(DEPLOYMENT_READY, &REQUESTED, DEPLOYMENT_IN_PROGRESS),
+            RunState::Failed { .. } => Condition::because(
                 DEPLOYMENT_READY,
-                "Error",
-                Severity::Error,
+                &ERROR,
                 run.nodeset_condition().map(|c| c.message.clone()).unwrap_or_default(),
             ),
-            RunState::NotStarted => {
-                Condition::false_(DEPLOYMENT_READY, "Requested", Severity::Info, WAITING_FOR_DEPLOYMENT)
-            }
+            RunState::NotStarted => Condition::because(DEPLOYMENT_READY, &REQUESTED, WAITING_FOR_DEPLOYMENT),
         };
         let mut lines = vec![line];
         lines.extend(self.drift.clone());
@@ -156,17 +152,20 @@ pub(super) fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], tot
             shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
         )
     };
+    // The worst node's severity stays; the reason is upstream's word for it (the vocabulary
+    // lists the severities each is written with).
     let reason = match (worst.status, worst.severity) {
-        (Status::False, Severity::Error) => "Error".to_string(),
-        (Status::False, Severity::Warning) if worst.reason == "ConfigDrift" => "ConfigDrift".into(),
+        (Status::False, Severity::Error) => &ERROR,
+        (Status::False, Severity::Warning) if worst.has_reason(&CONFIG_DRIFT) => &CONFIG_DRIFT,
         // A Job retrying a failed attempt is still in progress, in upstream's words; the
         // severity (Warning) and the blocking node's reason say it failed once.
-        (Status::False, Severity::Warning) if worst.reason == "Retrying" => "Requested".into(),
-        (Status::False, Severity::Warning) => "Error".into(),
-        (Status::False, _) => "Requested".into(),
-        _ => worst.reason.clone(),
+        (Status::False, Severity::Warning) if worst.has_reason(&RETRYING) => &REQUESTED,
+        (Status::False, Severity::Warning) => &ERROR,
+        (Status::False, _) => &REQUESTED,
+        // True or Unknown: the worst node's own reason.
+        _ => return Condition { type_: ty.to_string(), message, ..worst },
     };
-    Condition { type_: ty.to_string(), reason, message, ..worst }
+    Condition { type_: ty.to_string(), reason: reason.name.to_string(), message, ..worst }
 }
 
 /// How many of the nodes are ready, per phase and in all.
@@ -210,7 +209,7 @@ fn nodeset_conditions(
         Condition::true_(READY, "NodeSet Ready")
     } else {
         let m = mirror(sub.into_iter(), READY)
-            .unwrap_or_else(|| Condition::unknown(READY, "Init", "no conditions"));
+            .unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));
         // "7/10 nodes ready; blocking: …" from a rollup; the count in front of anything else.
         if m.message.starts_with(&format!("{}/", counts.ready)) || no_nodes {
             m

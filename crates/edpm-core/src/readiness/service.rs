@@ -3,6 +3,12 @@
 //! DeploymentReady or the seeds' Role/Node status.
 
 use super::*;
+use crate::condition::Reason;
+use crate::condition::reasons::{
+    BACKOFF_LIMIT_EXCEEDED, ERROR, HOST_FAILED, HOST_UNREACHABLE, INVALID_EVIDENCE, NOT_DEPLOYED,
+    OTHER_HOSTS_FAILED, REQUESTED, RETRYING,
+};
+use crate::snapshot::evidence::ExecutionSummary;
 
 impl<'a> GroupContext<'a> {
     /// One service's state on one node: the newest run that ran it there decides.
@@ -19,7 +25,7 @@ impl<'a> GroupContext<'a> {
             .find_map(|r| r.unordered.as_deref())
         {
             evidence.push(why.to_string());
-            let cond = Condition::unknown(&info.ty, "InvalidEvidence", why);
+            let cond = Condition::because(&info.ty, &INVALID_EVIDENCE, why);
             return ServiceState { cond, running: None, terminal: false, evidence };
         }
         for (idx, run) in self.runs.iter().enumerate().rev() {
@@ -61,68 +67,25 @@ impl<'a> GroupContext<'a> {
         outcome: &Outcome,
         evidence: &mut Vec<String>,
     ) -> Option<ServiceState> {
-        let (service, ty, ns) = (info.name, info.ty.as_str(), self.group.name.as_str());
+        let (service, ty) = (info.name, info.ty.as_str());
         let keep = self.opts.evidence;
-        let source = || {
-            if run.from_nodeset_copy {
-                format!("NodeSet {ns} status.deploymentStatuses[{}]", run.name)
-            } else {
-                format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
-            }
-        };
         if keep && let Some(conds) = run.conds {
             for t in [ty, crate::condition::types::NODESET_DEPLOYMENT_READY] {
-                evidence.extend(conds.conflict_line(t, &source()));
+                evidence.extend(conds.conflict_line(t, &self.source(run)));
             }
         }
         match *outcome {
-            Outcome::Done(c) => {
-                if keep {
-                    evidence.push(format!("{}: {ty} True ({})", source(), c.message));
-                }
-                // The condition says done, but the Job that ran the service failed for good and
-                // its summary names this host: the worst reading wins.
-                if let Some(failure) = self.job_contradicts(m, info, run, c) {
-                    evidence.push(format!(
-                        "conflict: {} says {ty} True, but {}; the failure counts",
-                        source(),
-                        failure.message
-                    ));
-                    return Some(self.failed(
-                        m,
-                        service,
-                        ty,
-                        run,
-                        &failure,
-                        info.global,
-                        std::mem::take(evidence),
-                    ));
-                }
-                // The run's condition is of this very type: shared as it is.
-                let evidence = std::mem::take(evidence);
-                Some(ServiceState { cond: c.clone(), running: None, terminal: false, evidence })
-            }
-            Outcome::Pending(c) => {
-                if keep {
-                    evidence.push(match c {
-                        Some(c) => {
-                            format!("{}: {ty} {} {} ({})", source(), c.status_word(), c.reason, c.message)
-                        }
-                        None => format!("{}: no {ty} yet: an earlier service is still running", source()),
-                    });
-                    evidence.extend(self.job_line(service, run.name));
-                }
-                let mut state = pending(ty, service, run, c, std::mem::take(evidence));
-                if let Some(retrying) = self.retrying(m, service, ty, run, &mut state.evidence) {
-                    state.cond =
-                        Condition { last_transition_time: state.cond.last_transition_time, ..retrying };
-                }
-                Some(state)
-            }
+            Outcome::Done(c) => Some(self.done(m, info, run, c, evidence)),
+            Outcome::Pending(c) => Some(self.pending(m, info, run, c, evidence)),
             Outcome::Failed(c) => {
                 if keep {
-                    let line =
-                        format!("{}: {ty} False {} {:?} ({})", source(), c.reason, c.severity, c.message);
+                    let line = format!(
+                        "{}: {ty} False {} {:?} ({})",
+                        self.source(run),
+                        c.reason,
+                        c.severity,
+                        c.message
+                    );
                     evidence.push(line);
                     evidence.extend(self.job_line(service, run.name));
                 }
@@ -137,6 +100,70 @@ impl<'a> GroupContext<'a> {
                 None
             }
         }
+    }
+
+    /// Where a run's conditions were read, for evidence lines.
+    fn source(&self, run: &Run) -> String {
+        let ns = self.group.name.as_str();
+        if run.from_nodeset_copy {
+            format!("NodeSet {ns} status.deploymentStatuses[{}]", run.name)
+        } else {
+            format!("Deployment {} status.nodeSetConditions[{ns}]", run.name)
+        }
+    }
+
+    /// A run that says the service is done on the node: its condition, unless the Job that ran
+    /// the service failed for good and its summary names this host (the worst reading wins).
+    fn done(
+        &self,
+        m: &Member,
+        info: &SvcInfo,
+        run: &Run,
+        c: &Condition,
+        evidence: &mut Vec<String>,
+    ) -> ServiceState {
+        let ty = info.ty.as_str();
+        if self.opts.evidence {
+            evidence.push(format!("{}: {ty} True ({})", self.source(run), c.message));
+        }
+        if let Some(failure) = self.job_contradicts(m, info, run, c) {
+            evidence.push(format!(
+                "conflict: {} says {ty} True, but {}; the failure counts",
+                self.source(run),
+                failure.message
+            ));
+            return self.failed(m, info.name, ty, run, &failure, info.global, std::mem::take(evidence));
+        }
+        // The run's condition is of this very type: shared as it is.
+        let evidence = std::mem::take(evidence);
+        ServiceState { cond: c.clone(), running: None, terminal: false, evidence }
+    }
+
+    /// A run still going on that has not finished the service on the node (`Retrying` when a
+    /// failed attempt named this host).
+    fn pending(
+        &self,
+        m: &Member,
+        info: &SvcInfo,
+        run: &Run,
+        c: Option<&Condition>,
+        evidence: &mut Vec<String>,
+    ) -> ServiceState {
+        let (service, ty) = (info.name, info.ty.as_str());
+        if self.opts.evidence {
+            evidence.push(match c {
+                Some(c) => {
+                    format!("{}: {ty} {} {} ({})", self.source(run), c.status_word(), c.reason, c.message)
+                }
+                None => format!("{}: no {ty} yet: an earlier service is still running", self.source(run)),
+            });
+            evidence.extend(self.job_line(service, run.name));
+        }
+        let mut state = pending(ty, service, run, c, std::mem::take(evidence));
+        if let Some(retrying) = self.retrying(m, service, ty, run, &mut state.evidence) {
+            state.cond = Condition { last_transition_time: state.cond.last_transition_time, ..retrying };
+        }
+        state
     }
 
     /// A Job of the service in `run` that failed for good (`BackoffLimitExceeded`, or any
@@ -159,10 +186,9 @@ impl<'a> GroupContext<'a> {
         }
         let reason = failed.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("Failed");
         let reason = crate::redact::scrub(reason);
-        let mut c = Condition::false_(
+        let mut c = Condition::because(
             &info.ty,
-            "BackoffLimitExceeded",
-            Severity::Error,
+            &BACKOFF_LIMIT_EXCEEDED,
             format!("Job {} failed ({reason}) and its summary names this host", job.id.name),
         );
         // A Job condition carries no time the snapshot keeps: the service condition's.
@@ -183,9 +209,8 @@ impl<'a> GroupContext<'a> {
         global: bool,
         mut evidence: Vec<String>,
     ) -> ServiceState {
-        let terminal = c.reason == "BackoffLimitExceeded";
+        let terminal = c.has_reason(&BACKOFF_LIMIT_EXCEEDED);
         let names = member_names(m);
-        let named = |list: &[String]| list.iter().any(|h| names.contains(&h.as_str()));
         // The operator's copy of the summary, else the newest attempt's own message (an
         // operator that has not copied it yet, or a Deployment that was not read).
         let job_name = self.job_name(service, run, global);
@@ -204,57 +229,33 @@ impl<'a> GroupContext<'a> {
                     s.unreachable_host_list
                 ));
             }
-            // Why, from the pods' termination messages (the operator's copy drops it).
-            let why = self.jobs.host_failure(&job, &names).and_then(|f| {
-                if self.opts.evidence {
-                    evidence.push(format!(
-                        "Pod {} termination message: hostFailures: {}",
-                        f.attempt.pod.id.name,
-                        f.reason.unwrap_or("(none: the runner did not say)")
-                    ));
-                }
-                f.reason.map(|r| format!(": {r}"))
-            });
-            let why = why.unwrap_or_default();
-            let (reason, severity, message, term) = if named(&s.failed_host_list) {
-                (
-                    "HostFailed",
-                    Severity::Error,
-                    format!("{service} failed on this host in job {job} (Deployment {}){why}", run.name),
-                    true,
-                )
-            } else if named(&s.unreachable_host_list) {
-                (
-                    "HostUnreachable",
-                    Severity::Error,
-                    format!(
-                        "this host was unreachable in job {job} (Deployment {}, {service}){why}",
-                        run.name
-                    ),
-                    true,
-                )
-            } else if s.total_hosts > 0 {
-                let others: Vec<&String> =
-                    s.failed_host_list.iter().chain(&s.unreachable_host_list).take(5).collect();
-                (
-                    "OtherHostsFailed",
-                    Severity::Warning,
-                    format!(
-                        "job {job} ({service}) failed on {}; this host was not reported failed, but the play stopped before {service} completed here",
-                        others.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
-                    false,
-                )
-            } else {
-                ("BackoffLimitExceeded", Severity::Error, c.message.clone(), true)
-            };
-            let mut cond = Condition::false_(ty, reason, severity, message);
+            let why = self.why_failed(&job, &names, &mut evidence);
+            let at = Failure { service, deployment: run.name, job: &job, why: &why };
+            let (reason, message) = host_verdict(&at, s, &names, c);
+            let mut cond = Condition::because(ty, reason, message);
             cond.last_transition_time = c.last_transition_time;
-            return ServiceState { cond, running: None, terminal: term, evidence };
+            let terminal = *reason != OTHER_HOSTS_FAILED;
+            return ServiceState { cond, running: None, terminal, evidence };
         }
         let mut cond = c.as_type(ty);
         cond.severity = Severity::Error;
         ServiceState { cond, running: None, terminal, evidence }
+    }
+
+    /// Why the host failed in `job`, from the pods' termination messages (the operator's copy
+    /// drops it): `": <reason>"`, or nothing.
+    fn why_failed(&self, job: &str, names: &[&str], evidence: &mut Vec<String>) -> String {
+        let why = self.jobs.host_failure(job, names).and_then(|f| {
+            if self.opts.evidence {
+                evidence.push(format!(
+                    "Pod {} termination message: hostFailures: {}",
+                    f.attempt.pod.id.name,
+                    f.reason.unwrap_or("(none: the runner did not say)")
+                ));
+            }
+            f.reason.map(|r| format!(": {r}"))
+        });
+        why.unwrap_or_default()
     }
 
     /// No run with status decided the service: the NodeSet's own DeploymentReady when no run
@@ -280,17 +281,16 @@ impl<'a> GroupContext<'a> {
                 (Condition::true_(ty, format!("Deployment ready for {service} service")), None, false)
             } else if c.message == DEPLOYMENT_IN_PROGRESS {
                 (
-                    Condition::false_(
+                    Condition::because(
                         ty,
-                        "Requested",
-                        Severity::Info,
+                        &REQUESTED,
                         format!("Deployment not yet ready for {service} service"),
                     ),
                     Some(format!("NodeSet {ns} reports a Deployment in progress")),
                     false,
                 )
             } else if c.is_error() {
-                (Condition::false_(ty, "Error", Severity::Error, c.message.clone()), None, false)
+                (Condition::because(ty, &ERROR, c.message.clone()), None, false)
             } else {
                 (not_deployed(ty, service), None, false)
             };
@@ -306,12 +306,11 @@ impl<'a> GroupContext<'a> {
             let cond = match c.1.status {
                 Status::True => Condition::true_(ty, format!("Deployment ready for {service} service")),
                 Status::False if c.1.severity == Severity::Error || c.1.is_error() => {
-                    Condition::false_(ty, "Error", Severity::Error, c.1.message.clone())
+                    Condition::because(ty, &ERROR, c.1.message.clone())
                 }
-                _ => Condition::false_(
+                _ => Condition::because(
                     ty,
-                    "Requested",
-                    Severity::Info,
+                    &REQUESTED,
                     format!("Deployment not yet ready for {service} service"),
                 ),
             };
@@ -383,10 +382,9 @@ impl<'a> GroupContext<'a> {
         let attempts = job.spec.backoff_limit.unwrap_or(6) + 1;
         let what = if f.unreachable { "this host was unreachable" } else { "failed on this host" };
         let why = f.reason.map(|r| format!(": {r}")).unwrap_or_default();
-        Some(Condition::false_(
+        Some(Condition::because(
             ty,
-            "Retrying",
-            Severity::Warning,
+            &RETRYING,
             format!(
                 "attempt {} of {attempts} {what} in job {} (Deployment {}){why}; the Job retries",
                 job.status.failed, job.id.name, run.name
@@ -426,10 +424,9 @@ pub(super) struct ServiceState {
 }
 
 pub(super) fn not_deployed(ty: &str, service: &str) -> Condition {
-    Condition::false_(
+    Condition::because(
         ty,
-        "NotDeployed",
-        Severity::Info,
+        &NOT_DEPLOYED,
         format!("no OpenStackDataPlaneDeployment has deployed {service} on this node yet"),
     )
 }
@@ -437,10 +434,49 @@ pub(super) fn not_deployed(ty: &str, service: &str) -> Condition {
 /// A service a running Deployment has not finished on the node.
 fn pending(ty: &str, service: &str, run: &Run, c: Option<&Condition>, evidence: Vec<String>) -> ServiceState {
     let message = format!("Deployment not yet ready for {service} service");
-    let mut cond = Condition::false_(ty, "Requested", Severity::Info, message);
+    let mut cond = Condition::because(ty, &REQUESTED, message);
     if let Some(c) = c {
         cond.last_transition_time = c.last_transition_time;
     }
     let running = Some(format!("Deployment {} is running {service}", run.name));
     ServiceState { cond, running, terminal: false, evidence }
+}
+
+/// Where a terminal failure happened: the service, its Deployment and Job, and why the host
+/// failed (`": <reason>"`, or nothing).
+struct Failure<'f> {
+    service: &'f str,
+    deployment: &'f str,
+    job: &'f str,
+    why: &'f str,
+}
+
+/// Which of a failed Job's hosts this node is, by the Job's summary: failed, unreachable, one
+/// the play stopped before, or (a summary that names no host) the whole Job failed.
+fn host_verdict(
+    at: &Failure,
+    s: &ExecutionSummary,
+    names: &[&str],
+    c: &Condition,
+) -> (&'static Reason, String) {
+    let Failure { service, deployment, job, why } = *at;
+    let named = |list: &[String]| list.iter().any(|h| names.contains(&h.as_str()));
+    if named(&s.failed_host_list) {
+        let message = format!("{service} failed on this host in job {job} (Deployment {deployment}){why}");
+        (&HOST_FAILED, message)
+    } else if named(&s.unreachable_host_list) {
+        let message =
+            format!("this host was unreachable in job {job} (Deployment {deployment}, {service}){why}");
+        (&HOST_UNREACHABLE, message)
+    } else if s.total_hosts > 0 {
+        let others: Vec<&String> =
+            s.failed_host_list.iter().chain(&s.unreachable_host_list).take(5).collect();
+        let message = format!(
+            "job {job} ({service}) failed on {}; this host was not reported failed, but the play stopped before {service} completed here",
+            others.iter().map(|h| h.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        (&OTHER_HOSTS_FAILED, message)
+    } else {
+        (&BACKOFF_LIMIT_EXCEEDED, c.message.clone())
+    }
 }

@@ -181,23 +181,9 @@ pub fn explain(n: &NodeView) -> String {
         printable(&n.nodeset),
         printable(&n.object)
     );
-    let line = |c: &Condition| {
-        let sev = match c.severity {
-            Severity::None => String::new(),
-            s => format!("/{}", severity_word(s)),
-        };
-        format!(
-            "{}: {}{sev} {} since {}\n    {}\n",
-            printable(&c.type_),
-            c.status_word(),
-            printable(&c.reason),
-            c.last_transition_time,
-            printable(&c.message)
-        )
-    };
     for ty in [READY, BAREMETAL, INFRASTRUCTURE, SERVICES] {
         if let Some(c) = n.conditions.get(ty) {
-            out.push_str(&line(c));
+            out.push_str(&condition_line(c));
             for e in n.evidence.get(ty).into_iter().flatten() {
                 out.push_str(&evidence_line(e));
             }
@@ -211,33 +197,56 @@ pub fn explain(n: &NodeView) -> String {
         if c.type_.ends_with("DeploymentReady") {
             continue;
         }
-        out.push_str(&line(c));
+        out.push_str(&condition_line(c));
         for e in n.evidence.get(&c.type_).into_iter().flatten() {
             out.push_str(&evidence_line(e));
         }
     }
-    if !n.runs.is_empty() {
-        out.push_str(&format!("Runs ({}, oldest first):\n", n.runs.len()));
-        for r in &n.runs {
-            let why = r.failed_task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
-            // One line per run, whatever the task's message held.
-            out.push_str(&format!(
-                "    - {}\n",
-                printable(&crate::redact::scrub(&format!(
-                    "{} Deployment {} {} (job {}, attempt {}): {}{why}",
-                    r.finished.as_deref().unwrap_or("(running)"),
-                    r.deployment,
-                    r.service,
-                    r.job,
-                    r.attempt,
-                    r.result
-                )))
-            ));
-        }
-    }
+    out.push_str(&runs_lines(&n.runs));
     // Text from the cluster (names, messages, a task's output) never reaches the terminal raw:
     // its control characters are escaped; the line breaks are this text's own.
     printable_lines(&out).into_owned()
+}
+
+/// A condition in `explain`: type, status, severity, reason and time, then its message.
+fn condition_line(c: &Condition) -> String {
+    let sev = match c.severity {
+        Severity::None => String::new(),
+        s => format!("/{}", severity_word(s)),
+    };
+    format!(
+        "{}: {}{sev} {} since {}\n    {}\n",
+        printable(&c.type_),
+        c.status_word(),
+        printable(&c.reason),
+        c.last_transition_time,
+        printable(&c.message)
+    )
+}
+
+/// The node's run history in `explain`, oldest first; nothing without runs.
+fn runs_lines(runs: &[crate::snapshot::evidence::NodeRun]) -> String {
+    if runs.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("Runs ({}, oldest first):\n", runs.len());
+    for r in runs {
+        let why = r.failed_task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
+        // One line per run, whatever the task's message held.
+        out.push_str(&format!(
+            "    - {}\n",
+            printable(&crate::redact::scrub(&format!(
+                "{} Deployment {} {} (job {}, attempt {}): {}{why}",
+                r.finished.as_deref().unwrap_or("(running)"),
+                r.deployment,
+                r.service,
+                r.job,
+                r.attempt,
+                r.result
+            )))
+        ));
+    }
+    out
 }
 
 /// A line of evidence; an indented one is where the line above was read from.
@@ -350,9 +359,8 @@ mod tests {
     /// A node and its NodeSet whose every piece of text is `t` (hostile input).
     fn hostile(t: &str) -> Readiness {
         let cond = |ty: &str| {
-            let mut c = Condition::false_(ty, t, Severity::Error, t);
-            c.last_transition_time = Time(1);
-            c
+            let failed = Condition::because(ty, &crate::condition::reasons::ERROR, t);
+            Condition { reason: t.into(), last_transition_time: Time(1), ..failed }
         };
         let conditions =
             Conditions([READY, BAREMETAL, INFRASTRUCTURE, SERVICES, "NodeAgentReady"].map(cond).to_vec());
