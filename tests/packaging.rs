@@ -283,24 +283,17 @@ fn the_rbac_grants_what_the_kubernetes_source_reads_and_no_more() {
             }
         }
     }
-    // Every kind the Kubernetes source lists for an inventory (src/shell/k8s/read.rs, not the
-    // readiness evidence, which only `status` lists) needs list; ConfigMaps and Secrets only get.
-    let source = std::fs::read_to_string(repo().join("src/shell/k8s/read.rs")).unwrap();
-    let mut listed = Vec::new();
-    let (mut group, mut plural) = (String::new(), String::new());
-    for line in source.lines().map(str::trim) {
-        if let Some(g) = line.strip_prefix("group: \"") {
-            group = g.trim_end_matches("\",").to_string();
-        }
-        if let Some(p) = line.strip_prefix("plural: \"") {
-            plural = p.trim_end_matches("\",").to_string();
-        }
-        if line == "evidence: false," {
-            listed.push((group.clone(), plural.clone()));
-        }
-    }
-    let evidence = source.matches("evidence: true,").count();
-    assert!(evidence >= 5, "the evidence kinds are still told apart in src/shell/k8s/read.rs");
+    // Every kind the Kubernetes source lists for an inventory (edpm_core::kinds, the table
+    // src/shell/k8s/read.rs lists from; not the readiness evidence, which only `status`
+    // lists) needs list; ConfigMaps and Secrets only get.
+    let kinds = edpm_core::kinds::KINDS;
+    let listed: Vec<(String, String)> = kinds
+        .iter()
+        .filter(|k| k.is_listed() && !k.evidence)
+        .map(|k| (k.group.to_string(), k.plural.to_string()))
+        .collect();
+    let evidence = kinds.iter().filter(|k| k.evidence).count();
+    assert!(evidence >= 5, "the evidence kinds are still told apart in edpm_core::kinds");
     for (g, p) in [("batch", "jobs"), ("coordination.k8s.io", "leases")] {
         assert!(
             !granted.iter().any(|(gg, pp, _)| gg == g && pp == p),

@@ -10,10 +10,12 @@
 //! `edpm-agent` and `edpm-node` crates; `edpm-io` holds the I/O they share.
 
 pub mod condition;
+pub mod controller;
 pub mod derive;
 pub mod environment;
 pub mod excerpt;
 pub mod inventory;
+pub mod kinds;
 pub mod model;
 pub mod mounts;
 pub mod node;

@@ -11,6 +11,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use serde_json::Value;
 
 use super::{Client, Error};
+use edpm_core::kinds::{self, Kind, KnownKind, Read};
 use edpm_core::snapshot::resource::Origin;
 use edpm_core::snapshot::{Located, Snapshot, SnapshotError};
 
@@ -22,227 +23,57 @@ pub(crate) enum ReadError {
     Snapshot(#[from] SnapshotError),
 }
 
-/// A kind to list: (group, version, kind, plural, whether the label selector applies).
-pub(super) struct Listed {
-    pub(super) group: &'static str,
-    pub(super) version: &'static str,
-    pub(super) kind: &'static str,
-    pub(super) plural: &'static str,
-    pub(super) selected: bool,
-    /// A label selector of its own (the operator's Jobs, the node agents' Leases).
-    pub(super) labels: Option<&'static str>,
-    /// Read only for readiness (`status` commands): Deployments, Jobs, BaremetalSets, Leases and
-    /// edpm-agent's own status objects.
-    pub(super) evidence: bool,
+/// A kind of the table of kinds read (`edpm_core::kinds`), as the API server is asked for it.
+pub(super) type Listed = Kind;
+
+/// The kinds listed (and watched): every kind of the table but those only got by name.
+pub(super) fn listed() -> impl Iterator<Item = &'static Listed> {
+    kinds::KINDS.iter().filter(|k| k.is_listed())
 }
 
-impl Listed {
-    pub(super) fn resource(&self) -> ApiResource {
+/// How a kind is asked for.
+pub(super) trait Listing {
+    fn resource(&self) -> ApiResource;
+    /// `plural.group` (or `plural` for the core group), for messages.
+    fn name(&self) -> String;
+    /// The namespace this kind is read in: the node agents' Leases have one of their own
+    /// (`--lease-namespace`); everything else is the data plane's `ns`.
+    fn namespace<'a>(&self, client: &'a Client, ns: &'a str) -> &'a str;
+    /// The label selector a read of this kind uses.
+    fn selector(&self, selector: Option<&str>) -> Option<String>;
+}
+
+impl Listing for Kind {
+    fn resource(&self) -> ApiResource {
         ApiResource {
             group: self.group.into(),
             version: self.version.into(),
-            // The core group's objects are plain `v1`.
-            api_version: if self.group.is_empty() {
-                self.version.to_string()
-            } else {
-                format!("{}/{}", self.group, self.version)
-            },
+            api_version: self.api_version(),
             kind: self.kind.into(),
             plural: self.plural.into(),
         }
     }
 
-    /// `plural.group` (or `plural` for the core group), for messages.
-    pub(super) fn name(&self) -> String {
-        if self.group.is_empty() {
-            self.plural.to_string()
-        } else {
-            format!("{}.{}", self.plural, self.group)
-        }
+    fn name(&self) -> String {
+        self.resource_name()
     }
 
-    /// The namespace this kind is read in: the node agents' Leases have one of their own
-    /// (`--lease-namespace`); everything else is the data plane's `ns`.
-    pub(super) fn namespace<'a>(&self, client: &'a Client, ns: &'a str) -> &'a str {
-        if self.kind == "Lease" { client.lease_namespace() } else { ns }
+    fn namespace<'a>(&self, client: &'a Client, ns: &'a str) -> &'a str {
+        if self.known == KnownKind::Lease { client.lease_namespace() } else { ns }
     }
 
-    /// The label selector a read of this kind uses.
-    pub(super) fn selector(&self, selector: Option<&str>) -> Option<String> {
-        let own = if self.selected { selector } else { None };
-        match (own, self.labels) {
+    fn selector(&self, selector: Option<&str>) -> Option<String> {
+        let (own, labels) = match self.read {
+            Read::Selected => (selector, None),
+            Read::Labelled(l) => (None, Some(l)),
+            Read::Listed | Read::ByName => (None, None),
+        };
+        match (own, labels) {
             (Some(a), Some(b)) => Some(format!("{a},{b}")),
             (a, b) => a.or(b).map(String::from),
         }
     }
 }
-
-pub(super) const LISTED: &[Listed] = &[
-    Listed {
-        group: "dataplane.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackDataPlane",
-        plural: "openstackdataplanes",
-        selected: true,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "dataplane.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackDataPlaneRole",
-        plural: "openstackdataplaneroles",
-        selected: true,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "dataplane.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackDataPlaneNode",
-        plural: "openstackdataplanenodes",
-        selected: true,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "dataplane.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackDataPlaneNodeSet",
-        plural: "openstackdataplanenodesets",
-        selected: true,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "dataplane.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackDataPlaneService",
-        plural: "openstackdataplaneservices",
-        selected: false,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "network.openstack.org",
-        version: "v1beta1",
-        kind: "IPSet",
-        plural: "ipsets",
-        selected: false,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "network.openstack.org",
-        version: "v1beta1",
-        kind: "NetConfig",
-        plural: "netconfigs",
-        selected: false,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "network.openstack.org",
-        version: "v1beta1",
-        kind: "DNSMasq",
-        plural: "dnsmasqs",
-        selected: false,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "nova.openstack.org",
-        version: "v1beta1",
-        kind: "NovaCell",
-        plural: "novacells",
-        selected: false,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "nova.openstack.org",
-        version: "v1beta1",
-        kind: "NovaExternalCompute",
-        plural: "novaexternalcomputes",
-        selected: false,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "core.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackControlPlane",
-        plural: "openstackcontrolplanes",
-        selected: false,
-        labels: None,
-        evidence: false,
-    },
-    Listed {
-        group: "dataplane.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackDataPlaneDeployment",
-        plural: "openstackdataplanedeployments",
-        selected: false,
-        labels: None,
-        evidence: true,
-    },
-    Listed {
-        group: "batch",
-        version: "v1",
-        kind: "Job",
-        plural: "jobs",
-        selected: false,
-        labels: Some("app=openstackansibleee"),
-        evidence: true,
-    },
-    // Each attempt's pod, for its termination message (why each host failed, also while the
-    // Job still retries), selected as upstream selects them.
-    Listed {
-        group: "",
-        version: "v1",
-        kind: "Pod",
-        plural: "pods",
-        selected: false,
-        labels: Some("batch.kubernetes.io/job-name"),
-        evidence: true,
-    },
-    Listed {
-        group: "baremetal.openstack.org",
-        version: "v1beta1",
-        kind: "OpenStackBaremetalSet",
-        plural: "openstackbaremetalsets",
-        selected: false,
-        labels: None,
-        evidence: true,
-    },
-    Listed {
-        group: "agent.edpm.openstack.org",
-        version: "v1alpha1",
-        kind: "EDPMNodeStatus",
-        plural: "edpmnodestatuses",
-        selected: false,
-        labels: None,
-        evidence: true,
-    },
-    Listed {
-        group: "agent.edpm.openstack.org",
-        version: "v1alpha1",
-        kind: "EDPMNodeSetStatus",
-        plural: "edpmnodesetstatuses",
-        selected: false,
-        labels: None,
-        evidence: true,
-    },
-    Listed {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        selected: false,
-        labels: Some("agent.edpm.openstack.org/node"),
-        evidence: true,
-    },
-];
 
 /// How many lists or gets are in flight at once: a slow API server costs the slowest answer
 /// per round, not the sum of all answers, and the server is not flooded.
@@ -256,7 +87,7 @@ pub(crate) async fn snapshot(
     with_evidence: bool,
 ) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
-    let kinds: Vec<&Listed> = LISTED.iter().filter(|l| with_evidence || !l.evidence).collect();
+    let kinds: Vec<&Listed> = listed().filter(|l| with_evidence || !l.evidence).collect();
     let lists = futures::stream::iter(kinds.iter().map(|l| list_kind(client, &ns, l, selector)))
         .buffered(READ_CONCURRENCY)
         .collect::<Vec<_>>()
@@ -271,7 +102,7 @@ pub(crate) async fn snapshot(
             // The Leases only vouch for the node agents' word: without them those conditions
             // read Unknown, saying why, and everything else is still evaluated (a reporter's
             // RBAC from before the Leases had a namespace of their own answers 403).
-            Err(ReadError::Api(e)) if l.kind == "Lease" && e.code() == Some(403) => {
+            Err(ReadError::Api(e)) if l.known == KnownKind::Lease && e.code() == Some(403) => {
                 leases_unread = Some(format!(
                     "the node agents' Leases in namespace {} cannot be listed ({e}); grant list on leases there (packaging/kubernetes/rbac-reporter.yaml), or name their namespace with --lease-namespace",
                     client.lease_namespace()

@@ -1,5 +1,5 @@
 //! The controller's view of the cluster: one watch per kind the status commands read
-//! (`read::LISTED`, evidence included), each feeding a store of its own, so an evaluation
+//! (`read::listed`: the kinds of `edpm_core::kinds`, evidence included), each feeding a store of its own, so an evaluation
 //! reads memory, not the API server. Every change is sent on a channel, named by its kind,
 //! for the caller to decide what it touches.
 //!
@@ -31,9 +31,10 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::read::{LISTED, Listed, ReadError, listed_json, located};
+use super::read::{Listed, Listing, ReadError, listed, listed_json, located};
 use super::{Client, Error};
-use edpm_core::readiness::touch::{self, Lookup, Reach, Touch};
+use edpm_core::controller::touch::{self, Lookup, Reach, Touch};
+use edpm_core::kinds::KnownKind;
 use edpm_core::snapshot::resource::{FieldLines, Origin};
 use edpm_core::snapshot::{Entry, Snapshot, SnapshotError};
 
@@ -104,11 +105,11 @@ impl Stores {
         let mut names: Vec<String> = self
             .kinds
             .iter()
-            .filter(|k| matches!(k.listed.kind, "OpenStackDataPlaneNodeSet" | "OpenStackDataPlaneRole"))
+            .filter(|k| k.listed.holds_hosts())
             .flat_map(|k| lock(&k.store).keys().cloned().collect::<Vec<_>>())
             .collect();
         // The seeds' DataPlane declares Roles inline too.
-        for k in self.kinds.iter().filter(|k| k.listed.kind == "OpenStackDataPlane") {
+        for k in self.kinds.iter().filter(|k| k.listed.known == KnownKind::DataPlane) {
             for p in lock(&k.store).values() {
                 if let Ok(Entry::DataPlane(dp)) = &p.entry {
                     names.extend(dp.body.roles.keys().cloned());
@@ -144,7 +145,7 @@ impl Stores {
 /// What the stores know of Jobs (pods name only theirs) and Deployments (a Job names one).
 impl Lookup for Stores {
     fn job(&self, name: &str) -> Option<Reach> {
-        let jobs = self.kinds.iter().find(|k| k.listed.kind == "Job")?;
+        let jobs = self.kinds.iter().find(|k| k.listed.known == KnownKind::Job)?;
         if let Some(p) = lock(&jobs.store).get(name) {
             return Some(p.reach.clone());
         }
@@ -152,7 +153,7 @@ impl Lookup for Stores {
     }
 
     fn deployment(&self, name: &str) -> Option<Vec<String>> {
-        let d = self.kinds.iter().find(|k| k.listed.kind == "OpenStackDataPlaneDeployment")?;
+        let d = self.kinds.iter().find(|k| k.listed.known == KnownKind::Deployment)?;
         match &lock(&d.store).get(name)?.reach {
             Reach::NodeSets(v) => Some(v.clone()),
             _ => None,
@@ -171,7 +172,7 @@ pub(crate) async fn start(
     let ns = client.namespace().to_string();
     let mut kinds = Vec::new();
     let departed = Departed::default();
-    for l in LISTED {
+    for l in listed() {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.kube(), l.namespace(client, &ns), &l.resource());
         let sel = l.selector(selector);
@@ -188,7 +189,7 @@ pub(crate) async fn start(
             synced: synced.clone(),
             tx: events.clone(),
             recheck,
-            departed: (l.kind == "Job").then(|| departed.clone()),
+            departed: (l.known == KnownKind::Job).then(|| departed.clone()),
         };
         tokio::spawn(w.run(installed));
         kinds.push(Watched { listed: l, store, synced });
@@ -336,7 +337,7 @@ impl Watch {
         {
             labels.to_mut().insert(edpm_core::readiness::api::NODESET_LABEL.to_string(), set.clone());
         }
-        let reach = touch::reach(self.listed.kind, &name, &labels, &o.data["spec"]);
+        let reach = touch::reach(self.listed.reach, &name, &labels, &o.data["spec"]);
         let action = format!("reading the watched {}", self.listed.name());
         let ns = self.listed.namespace(&self.client, self.client.namespace());
         let origin = Origin::Api { namespace: ns.to_string() };

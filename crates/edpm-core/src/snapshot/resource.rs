@@ -12,15 +12,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, de::DeserializeOwned};
 use serde_json::Value;
 
-/// Upstream's API groups, so that a manifest with the right kind but a foreign group is not
-/// mistaken for one of ours.
-pub const DATAPLANE_GROUP: &str = "dataplane.openstack.org";
-pub const NETWORK_GROUP: &str = "network.openstack.org";
-pub const NOVA_GROUP: &str = "nova.openstack.org";
-pub const CORE_OPENSTACK_GROUP: &str = "core.openstack.org";
-pub const BAREMETAL_GROUP: &str = "baremetal.openstack.org";
-/// edpm-agent's own API group (its status objects).
-pub const AGENT_GROUP: &str = "agent.edpm.openstack.org";
+/// Upstream's API groups and our own, defined with the table of kinds read.
+pub use crate::kinds::{
+    AGENT_GROUP, BAREMETAL_GROUP, CORE_OPENSTACK_GROUP, DATAPLANE_GROUP, NETWORK_GROUP, NOVA_GROUP,
+};
 
 /// Annotation that places a Node (or every Node of a Role / NodeSet) in a nova cell.
 pub const CELL_ANNOTATION: &str = "nova.openstack.org/cell";
