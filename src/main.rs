@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     edpm_node::logging::init(&env, cli.verbose, service, journal_name);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match app::run(cli, &env, &mut out) {
+    match edpm_agent::run(cli, &env, &mut out) {
         Ok(code) => code.into(),
         Err(e) if e.code() == Exit::Success => Exit::Success.into(),
         Err(e) => {

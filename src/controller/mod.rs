@@ -1,10 +1,15 @@
-//! `status controller`: `status report` kept live. The cluster's evidence is watched
-//! (`k8s::watch`, one watch and store per kind); each change names the NodeSets it can move
-//! (`readiness::touch`); a burst of changes is gathered (`--debounce-ms`, at most a second)
-//! into one evaluation of just those NodeSets (10 at a time), by the same snapshot, model, `readiness` and
-//! `report::plan` as `status report`, and only what changed is written (server-side apply,
-//! `k8s::status`). A node agent's Lease expiring re-evaluates its NodeSet at that instant,
-//! with no event to say so.
+//! `status controller`: `status report` kept live. This is the controller's shell: the loop,
+//! its evaluations (`evaluate`), its HTTP endpoints (`probes`) and its Nova poller (`nova`);
+//! what it asks of the API server is `shell::k8s`'s (`watch`, `leader`, `status`, `events`),
+//! and its decisions are the pure `edpm_core::controller`: which NodeSets a change can move
+//! (`touch`) and when to evaluate what (`schedule`).
+//!
+//! The cluster's evidence is watched (`k8s::watch`, one watch and store per kind of
+//! `edpm_core::kinds`); each change names the NodeSets it can move; a burst of changes is
+//! gathered (`--debounce-ms`, at most a second) into one evaluation of just those NodeSets
+//! (10 at a time), by the same snapshot, model, `readiness` and `report::plan` as `status
+//! report`, and only what changed is written (server-side apply, `k8s::status`). A node
+//! agent's Lease expiring re-evaluates its NodeSet at that instant, with no event to say so.
 //!
 //! With `--leader-elect`, only the replica holding the leader Lease writes; the others
 //! evaluate (so their metrics are current) and take over when it goes. A failed write keeps
@@ -23,24 +28,28 @@
 //! keeps it healthy), every write begun and every batch done. A loop that makes none of these
 //! for four request timeouts (`probes::STALE_SECS`, 60 s by default) fails it.
 
-use std::collections::BTreeMap;
-use std::io::Write;
+pub mod command;
+mod evaluate;
+mod nova;
+pub(crate) mod probes;
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use tokio::signal::unix::{Signal, SignalKind};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
-use super::output::write_out;
-use super::{AppError, Context};
-use crate::shell::exit::Exit;
+use crate::shell::app::AppError;
 use crate::shell::k8s::watch::{self, WatchEvent};
 use crate::shell::k8s::{self, Client};
-use crate::shell::probes::{self, Metrics};
-use edpm_core::condition::Time;
-use edpm_core::readiness::touch::{self, Touch};
-use edpm_core::readiness::{self, PhaseMap};
-use edpm_core::settings::SourceSpec;
+use edpm_core::controller::schedule::Schedule;
+use edpm_core::controller::touch::Touch;
+use edpm_core::readiness::PhaseMap;
+use edpm_core::settings::{Settings, SourceSpec};
+use evaluate::{Batches, Cx};
+use probes::Metrics;
 
 pub(crate) struct Options {
     pub(crate) metrics: Option<std::net::SocketAddr>,
@@ -61,26 +70,17 @@ pub(crate) struct NovaPolling {
     pub(crate) credentials: Option<String>,
 }
 
-/// The longest a change waits for the burst it belongs to to end.
-const MAX_GATHER: Duration = Duration::from_secs(1);
-/// Events sent per evaluation at most: a data plane failing at once is one story, not 10,000
-/// Events (the status objects hold every node's conditions).
-const EVENTS_PER_EVALUATION: usize = 50;
 /// What the leader Lease's release gets at least at shutdown, even when the evaluation in
 /// flight used the whole grace period.
 const RELEASE_MIN: Duration = Duration::from_secs(1);
-/// Backoff after a failed evaluation or write.
-const RETRY_MIN: Duration = Duration::from_secs(1);
-const RETRY_MAX: Duration = Duration::from_secs(30);
 
-pub(super) fn run(cx: &Context, opts: Options, out: &mut dyn Write) -> Result<Exit, AppError> {
-    let s = cx.settings;
+/// Runs the controller until a signal or the end of its watches; returns why it stopped.
+pub(crate) fn run(s: &Settings, settings: k8s::Settings, opts: Options) -> Result<&'static str, AppError> {
     if !s.sources.contains(&SourceSpec::Kube) || s.sources.len() != 1 {
         return Err(AppError::usage(
             "status controller watches the cluster: give --source kube (and no directory source)",
         ));
     }
-    let settings = cx.k8s_settings();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -95,9 +95,7 @@ pub(super) fn run(cx: &Context, opts: Options, out: &mut dyn Write) -> Result<Ex
     });
     // Tasks still waiting on the API (watches, an abandoned request) must not hold the exit.
     rt.shutdown_timeout(Duration::from_millis(200));
-    let stopped = stopped?;
-    write_out(out, &format!("edpm-agent status controller: stopped ({stopped})\n"))?;
-    Ok(Exit::Success)
+    stopped
 }
 
 /// Binds the metrics and probe listeners (one server when they share an address).
@@ -119,6 +117,46 @@ async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), AppEr
     Ok(())
 }
 
+/// The loop's clock for the schedule: time since the loop began.
+struct Clock(Instant);
+
+impl Clock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+
+    fn at(&self, t: Option<Duration>) -> Option<Instant> {
+        t.map(|t| self.0 + t)
+    }
+}
+
+/// SIGTERM and SIGINT, either of which stops the loop.
+struct Stop {
+    term: Signal,
+    int: Signal,
+}
+
+impl Stop {
+    fn new() -> Result<Stop, AppError> {
+        let listen = |kind: SignalKind, name: &str| {
+            tokio::signal::unix::signal(kind)
+                .map_err(|e| AppError::failure(format!("cannot watch for {name}: {e}")))
+        };
+        Ok(Stop {
+            term: listen(SignalKind::terminate(), "SIGTERM")?,
+            int: listen(SignalKind::interrupt(), "SIGINT")?,
+        })
+    }
+
+    /// The name of the first of the two to arrive.
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
+}
+
 /// The loop; returns why it stopped.
 async fn control(
     client: &Client,
@@ -137,139 +175,62 @@ async fn control(
     } else {
         k8s::leader::Leadership::always()
     };
-    let mut led = leadership.leads();
-    metrics.set_leader(led);
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| AppError::failure(format!("cannot watch for SIGTERM: {e}")))?;
-    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| AppError::failure(format!("cannot watch for SIGINT: {e}")))?;
-
-    // Nova's answers, polled (`shell::app::nova`); a change that could move a verdict
-    // re-evaluates the NodeSets that run nova.
+    let mut schedule = Schedule::new(opts.debounce, leadership.leads());
+    metrics.set_leader(schedule.leads());
+    let mut stop = Stop::new()?;
+    // Nova's answers, polled (`nova`); a change that could move a verdict re-evaluates the
+    // NodeSets that run nova.
     let (nova_tx, mut nova_changed) = tokio::sync::mpsc::unbounded_channel();
     let nova = opts
         .nova
         .as_ref()
-        .map(|p| super::nova::Poller::start(p.interval, p.timeout, p.credentials.clone(), nova_tx));
-    let mut pending = Touch::none();
-    let mut gather: Option<(Instant, Instant)> = None; // (first change, due)
-    // NodeSet → when its first node agent Lease expires ("": a Lease naming no NodeSet).
-    let mut expiries: BTreeMap<String, Instant> = BTreeMap::new();
-    let mut backoff = RETRY_MIN;
+        .map(|p| nova::Poller::start(p.interval, p.timeout, p.credentials.clone(), nova_tx));
+    let clock = Clock(Instant::now());
     // The heartbeat of /healthz, and the leadership guard's verdict (see k8s::leader).
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     // When a signal asked to stop: the grace period ends then.
     let mut stopping: Option<Instant> = None;
     let reason = loop {
-        let due = gather.map(|(_, d)| d);
-        let expiry = expiries.values().min().copied();
+        let (due, expiry) = (clock.at(schedule.due()), clock.at(schedule.next_expiry()));
         tokio::select! {
             ev = events.recv() => {
                 let Some(ev) = ev else { break "the watches ended" };
-                on_event(ev, &stores, &mut pending, &mut gather, metrics, opts.debounce);
+                on_event(ev, &stores, &mut schedule, metrics, clock.now());
             }
-            _ = sleep_until(due), if due.is_some() => {
-                gather = None;
+            () = sleep_until(due), if due.is_some() => {
                 if !stores.synced() {
-                    continue; // the last Synced schedules everything
+                    schedule.wait_for_sync(); // the last Synced schedules everything
+                    continue;
                 }
-                let touched = std::mem::replace(&mut pending, Touch::none());
+                let Some(touched) = schedule.take_due(clock.now()) else { continue };
                 let skipped = std::cell::Cell::new(false);
-                let cx = Cx {
-                    client,
-                    events: &recorder,
-                    stores: &stores,
-                    phases,
-                    metrics,
-                    leadership: &leadership,
-                    skipped: &skipped,
-                    nova: nova.as_ref(),
-                };
-                // While it runs, the watches' events are still taken in (they are progress, and
-                // what they touch is evaluated next), and a signal is heard at once.
-                let finished = {
-                    let mut eval = std::pin::pin!(evaluate_in_batches(&cx, &touched, &mut expiries));
-                    let mut watching = true;
-                    let signal = loop {
-                        tokio::select! {
-                            r = &mut eval => break Ok(r),
-                            ev = events.recv(), if watching => match ev {
-                                Some(ev) => on_event(ev, &stores, &mut pending, &mut gather, metrics, opts.debounce),
-                                None => watching = false,
-                            },
-                            _ = term.recv() => break Err("SIGTERM"),
-                            _ = int.recv() => break Err("SIGINT"),
-                        }
-                    };
-                    if signal.is_err() {
-                        let deadline = Instant::now() + opts.grace;
-                        stopping = Some(deadline);
-                        if tokio::time::timeout_at(deadline, &mut eval).await.is_err() {
-                            tracing::warn!(
-                                grace = ?opts.grace,
-                                "the evaluation in flight did not finish within the grace period; abandoned (the next leader evaluates everything)"
-                            );
-                        }
-                    }
-                    signal
-                };
-                let result = match finished {
-                    Ok(r) => r,
-                    Err(signal) => break signal,
-                };
-                if skipped.get() && led {
-                    // Writes were left out while leadership was unconfirmed, perhaps only for a
-                    // moment: as not leading, so that leading again looks at everything.
-                    led = false;
+                let cx = Cx { client, events: &recorder, stores: &stores, phases, metrics, leadership: &leadership, skipped: &skipped, nova: nova.as_ref() };
+                let run = Run { cx: &cx, events: &mut events, schedule: &mut schedule, clock: &clock, grace: opts.grace };
+                if let Err((signal, deadline)) = run.evaluate(&touched, &mut stop).await {
+                    stopping = Some(deadline);
+                    break signal;
+                }
+                if skipped.get() && schedule.writes_skipped() {
                     metrics.set_leader(false);
                 }
-                match result {
-                    Ok(()) => backoff = RETRY_MIN,
-                    Err(e) => {
-                        tracing::warn!(error = %e, retry_in = ?backoff, "evaluation failed; retrying");
-                        pending.add(touched);
-                        let now = Instant::now();
-                        gather = Some((now, now + k8s::jitter(backoff)));
-                        backoff = (backoff * 2).min(RETRY_MAX);
-                    }
-                }
             }
-            _ = sleep_until(expiry), if expiry.is_some() => {
-                let now = Instant::now();
-                let expired: Vec<String> =
-                    expiries.iter().filter(|(_, t)| **t <= now).map(|(s, _)| s.clone()).collect();
-                for set in expired {
-                    expiries.remove(&set);
-                    pending.add(if set.is_empty() { Touch::All } else { Touch::NodeSets([set].into()) });
-                }
-                gather = Some(schedule(gather, Duration::ZERO));
-            }
+            () = sleep_until(expiry), if expiry.is_some() => schedule.expire(clock.now()),
             changed = leadership.changed() => {
                 if changed.is_err() {
                     break "leader election ended";
                 }
-                if leadership_moved(&leadership, &mut led, metrics, &identity) {
-                    pending.add(Touch::All);
-                    gather = Some(schedule(gather, Duration::ZERO));
-                }
+                leadership_moved(&leadership, &mut schedule, metrics, &identity, clock.now());
             }
             Some(()) = nova_changed.recv() => {
-                let sets = nova.as_ref().map(super::nova::Poller::nodesets).unwrap_or_default();
+                let sets = nova.as_ref().map(nova::Poller::nodesets).unwrap_or_default();
                 tracing::debug!(nodesets = sets.len(), "Nova's answer changed");
-                if !sets.is_empty() {
-                    pending.add(Touch::NodeSets(sets.into_iter().collect()));
-                    gather = Some(schedule(gather, Duration::ZERO));
-                }
+                schedule.now(Touch::NodeSets(sets), clock.now());
             }
-            _ = term.recv() => break "SIGTERM",
-            _ = int.recv() => break "SIGINT",
+            signal = stop.recv() => break signal,
             _ = tick.tick() => {
                 // The loop is waiting, not stuck.
                 metrics.tick();
-                if leadership_moved(&leadership, &mut led, metrics, &identity) {
-                    pending.add(Touch::All);
-                    gather = Some(schedule(gather, Duration::ZERO));
-                }
+                leadership_moved(&leadership, &mut schedule, metrics, &identity, clock.now());
             }
         }
     };
@@ -285,14 +246,72 @@ async fn control(
     Ok(reason)
 }
 
+/// One evaluation under way, and what the loop keeps doing meanwhile.
+struct Run<'r, 'c> {
+    cx: &'r Cx<'c>,
+    events: &'r mut UnboundedReceiver<WatchEvent>,
+    schedule: &'r mut Schedule,
+    clock: &'r Clock,
+    grace: Duration,
+}
+
+impl Run<'_, '_> {
+    /// Evaluates `touched`. While it runs, the watches' events are still taken in (they are
+    /// progress, and what they touch is evaluated next), and a signal is heard at once: the
+    /// evaluation then gets the grace period to finish (its writes are current) and is
+    /// abandoned after it (the writes are idempotent applies, and the next leader evaluates
+    /// everything). `Err`: the signal that stopped the loop, and when its grace period ends.
+    async fn evaluate(self, touched: &Touch, stop: &mut Stop) -> Result<(), (&'static str, Instant)> {
+        let Run { cx, events, schedule, clock, grace } = self;
+        let mut done: Batches = Vec::new();
+        let result = {
+            let mut eval = std::pin::pin!(evaluate::in_batches(cx, touched, &mut done));
+            let mut watching = true;
+            let signal = loop {
+                tokio::select! {
+                    r = &mut eval => break Ok(r),
+                    ev = events.recv(), if watching => match ev {
+                        Some(ev) => on_event(ev, cx.stores, schedule, cx.metrics, clock.now()),
+                        None => watching = false,
+                    },
+                    signal = stop.recv() => break Err(signal),
+                }
+            };
+            match signal {
+                Ok(result) => result,
+                Err(signal) => {
+                    let deadline = Instant::now() + grace;
+                    if tokio::time::timeout_at(deadline, &mut eval).await.is_err() {
+                        tracing::warn!(
+                            ?grace,
+                            "the evaluation in flight did not finish within the grace period; abandoned (the next leader evaluates everything)"
+                        );
+                    }
+                    return Err((signal, deadline));
+                }
+            }
+        };
+        for (batch, expiries, at) in done {
+            schedule.evaluated(&batch, expiries, at.duration_since(clock.0));
+        }
+        match result {
+            Ok(()) => schedule.succeeded(),
+            Err(e) => {
+                let wait = schedule.failed(touched.clone(), clock.now(), k8s::jitter);
+                tracing::warn!(error = %e, retry_in = ?wait, "evaluation failed; retrying");
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Takes in one watch event: what it touches is gathered for the next evaluation.
 fn on_event(
     ev: WatchEvent,
     stores: &watch::Stores,
-    pending: &mut Touch,
-    gather: &mut Option<(Instant, Instant)>,
+    schedule: &mut Schedule,
     metrics: &Metrics,
-    debounce: Duration,
+    now: Duration,
 ) {
     // An event is the watches and this loop at work (during an evaluation too).
     metrics.tick();
@@ -300,19 +319,14 @@ fn on_event(
         WatchEvent::Changed { kind, reach } => {
             let t = reach.touch(stores);
             tracing::trace!(kind, touched = ?t, "changed");
-            if !t.is_empty() {
-                pending.add(t);
-                *gather = Some(schedule(*gather, debounce));
-            }
+            schedule.changed(t, now);
         }
         WatchEvent::Synced { kind } => {
             tracing::debug!(kind, "listed");
             if stores.synced() && !metrics.synced.swap(true, Ordering::AcqRel) {
                 tracing::info!("every watched kind listed: evaluating everything");
             }
-            // A relist may have missed deletions' events: look at everything.
-            pending.add(Touch::All);
-            *gather = Some(schedule(*gather, debounce));
+            schedule.relisted(now);
         }
         WatchEvent::Failed { kind, code, error } => {
             metrics.watch_restarted(kind);
@@ -322,30 +336,21 @@ fn on_event(
     }
 }
 
-/// Notes a change of this replica's leadership (the manager's or the guard's); true when it
-/// has just become the leader, which must then look at everything.
+/// Notes this replica's leadership as the manager or the guard says it now.
 fn leadership_moved(
     leadership: &k8s::leader::Leadership,
-    led: &mut bool,
+    schedule: &mut Schedule,
     metrics: &Metrics,
     identity: &str,
-) -> bool {
-    let now = leadership.leads();
-    if now == *led {
-        return false;
+    now: Duration,
+) {
+    let leads = leadership.leads();
+    if leads == schedule.leads() {
+        return;
     }
-    *led = now;
-    metrics.set_leader(now);
-    tracing::info!(leading = now, identity, "leadership changed");
-    now
-}
-
-/// When a gathering that saw a change now ends: `debounce` after the last change, but never
-/// more than [`MAX_GATHER`] after the first.
-fn schedule(gather: Option<(Instant, Instant)>, debounce: Duration) -> (Instant, Instant) {
-    let now = Instant::now();
-    let first = gather.map_or(now, |(f, _)| f);
-    (first, (now + debounce).min(first + MAX_GATHER))
+    schedule.leadership(leads, now);
+    metrics.set_leader(leads);
+    tracing::info!(leading = leads, identity, "leadership changed");
 }
 
 async fn sleep_until(t: Option<Instant>) {
@@ -363,158 +368,4 @@ fn identity() -> String {
     let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
     let host = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
     format!("{}-{}", if host.is_empty() { "edpm-agent" } else { &host }, std::process::id())
-}
-
-/// What every evaluation works with.
-struct Cx<'a> {
-    client: &'a Client,
-    events: &'a k8s::events::Events,
-    stores: &'a watch::Stores,
-    phases: &'a PhaseMap,
-    metrics: &'a Metrics,
-    /// Checked before every write: a replica that may have lost the Lease stops at once.
-    leadership: &'a k8s::leader::Leadership,
-    /// Set when an evaluation left its writes out for want of leadership.
-    skipped: &'a std::cell::Cell<bool>,
-    nova: Option<&'a super::nova::Poller>,
-}
-
-/// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
-/// a second of changes all over the data plane): an evaluation's memory grows with its nodes,
-/// and at 10,000 nodes one evaluation of all more than doubled the process's resident memory,
-/// which the allocator then keeps.
-const BATCH: usize = 10;
-
-/// Evaluates the touched NodeSets, [`BATCH`] at a time, and records when each one's first
-/// node agent Lease expires.
-async fn evaluate_in_batches(
-    cx: &Cx<'_>,
-    touched: &Touch,
-    expiries: &mut BTreeMap<String, Instant>,
-) -> Result<(), AppError> {
-    let names: Vec<String> = match touched {
-        Touch::All => {
-            let names = cx.stores.group_names();
-            let ns = cx.client.namespace();
-            cx.metrics.forget_nodesets(ns, |set| names.binary_search_by(|n| n.as_str().cmp(set)).is_err());
-            // A NodeSet deleted while the watch was down has no event of its own.
-            if let Some(p) = cx.nova {
-                p.retain(&names);
-            }
-            expiries.clear();
-            names
-        }
-        Touch::NodeSets(sets) => sets.iter().cloned().collect(),
-    };
-    let batches: Vec<Touch> =
-        names.chunks(BATCH).map(|c| Touch::NodeSets(c.iter().cloned().collect())).collect();
-    for batch in &batches {
-        let next = evaluate(cx, batch).await?;
-        cx.metrics.tick();
-        expiries.retain(|set, _| set.is_empty() || !batch.includes(set));
-        for (set, t) in next {
-            let slot = expiries.entry(set).or_insert(t);
-            *slot = (*slot).min(t);
-        }
-    }
-    Ok(())
-}
-
-/// One evaluation of the touched NodeSets (timed and counted); writes when leading.
-async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Instant>, AppError> {
-    let started = std::time::Instant::now();
-    let result = evaluate_once(cx, touched).await;
-    cx.metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
-    result
-}
-
-/// Returns when each touched NodeSet's first node agent Lease expires.
-async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Instant>, AppError> {
-    let Cx { client, events, stores, phases, metrics, leadership, skipped, nova } = *cx;
-    // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
-    let mut snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
-    for u in &snap.evidence.unreadable {
-        tracing::warn!("{}", super::pipeline::unreadable_warning(u));
-        metrics.skipped(&u.id.kind);
-    }
-    let mut model = edpm_core::model::resolve(&snap)?;
-    model.groups.retain(|g| touched.includes(&g.name));
-    if let Some(poller) = nova {
-        snap.evidence.nova = poller.for_evaluation(client, &snap, &model, touched).await?;
-    }
-    let now = clock();
-    let r = readiness::evaluate_spread(
-        &snap,
-        &model,
-        phases,
-        readiness::Options { evidence: false },
-        now,
-        &edpm_io::parallel::spread,
-    );
-    let ns = client.namespace().to_string();
-    for set in &r.nodesets {
-        let nodes: Vec<&readiness::NodeView> = r.nodes.iter().filter(|n| n.nodeset == set.name).collect();
-        metrics.set_nodeset(&ns, &set.name, &nodes);
-    }
-    metrics.forget_nodesets(&ns, |set| touched.includes(set) && !r.nodesets.iter().any(|s| s.name == set));
-    if leadership.leads() {
-        let writes = readiness::report::plan(&r, &snap.evidence, &ns);
-        let may_write = || {
-            // Each write begun is progress (a first sync of thousands of nodes is many writes).
-            metrics.tick();
-            leadership.leads()
-        };
-        let outcome = k8s::status::apply(client, writes, Duration::from_secs(60), &may_write)
-            .await
-            .inspect_err(|e| {
-                metrics.api_error("patch", e.code());
-            })?;
-        let missing = readiness::report::missing_leases(&r, &snap.evidence);
-        if !missing.is_empty() && may_write() {
-            k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {
-                metrics.api_error("patch", e.code());
-            })?;
-        }
-        let (told, dropped) = readiness::report::transitions(&r, &snap.evidence, EVENTS_PER_EVALUATION);
-        if dropped > 0 {
-            tracing::info!(
-                dropped,
-                "more transitions than Events sent at once; the status objects say them all"
-            );
-        }
-        if !snap.evidence.unreadable.is_empty() && may_write() {
-            let failed = events.unreadable(client, &snap.evidence.unreadable).await;
-            for _ in 0..failed {
-                metrics.api_error("create", None);
-            }
-        }
-        if !told.is_empty() && may_write() {
-            let failed = events.publish(client, &told).await;
-            for _ in 0..failed {
-                metrics.api_error("create", None);
-            }
-        }
-        if !outcome.created.is_empty() || !outcome.updated.is_empty() {
-            tracing::info!(
-                nodesets = r.nodesets.len(),
-                created = outcome.created.len(),
-                updated = outcome.updated.len(),
-                requests = outcome.requests,
-                "wrote"
-            );
-        }
-    } else {
-        skipped.set(true);
-    }
-    let at = |t: Time| {
-        // One second after: the evaluation must see the Lease as expired.
-        let secs = u64::try_from(t.0 - now.0).unwrap_or(0) + 1;
-        Instant::now() + Duration::from_secs(secs)
-    };
-    Ok(touch::next_expiries(&snap.evidence, now).into_iter().map(|(set, t)| (set, at(t))).collect())
-}
-
-fn clock() -> Time {
-    use edpm_node::agent_loop::Clock;
-    edpm_node::agent_loop::SystemClock.now()
 }

@@ -1,6 +1,6 @@
 //! The product's imperative shell: the command line (`cli`, `app`, `exit`), the sources
 //! (`source`, and `k8s`, what the product asks of the API server), OpenStack's APIs
-//! (`openstack`) and the controller's probes (`probes`). Files, processes, parallelism, CA
+//! (`openstack`). Files, processes, parallelism, CA
 //! bundles and the Kubernetes client itself live in `edpm_io`, shared with the node agent.
 
 pub mod app;
@@ -8,5 +8,4 @@ pub mod cli;
 pub mod exit;
 pub(crate) mod k8s;
 pub(crate) mod openstack;
-pub(crate) mod probes;
 pub(crate) mod source;

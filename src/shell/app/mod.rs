@@ -3,19 +3,18 @@
 //! it; module errors become exit codes in one place (`errors`). Output is produced whole
 //! before anything is written, so a failure never leaves partial output.
 
-mod controller;
 mod derive;
 mod errors;
 mod inventory;
 mod mounts;
-mod nova;
+pub(crate) mod nova;
 mod oslo;
-mod output;
-mod pipeline;
+pub(crate) mod output;
+pub(crate) mod pipeline;
 mod render;
 mod run;
 mod stage;
-mod status;
+pub(crate) mod status;
 mod validate;
 
 use std::io::Write;

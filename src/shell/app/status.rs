@@ -39,13 +39,7 @@ pub(super) fn run(
     }
     let mut cx = Context::new(&settings);
     cx.with_evidence = true;
-    if !edpm_core::validate::is_dns1123_label(&args.lease_namespace) {
-        return Err(AppError::usage(format!(
-            "--lease-namespace {:?} is not a namespace name (lower-case letters, digits and '-', at most 63)",
-            edpm_core::excerpt::printable(&args.lease_namespace)
-        )));
-    }
-    cx.lease_namespace = args.lease_namespace.clone();
+    cx.lease_namespace = lease_namespace(&args)?;
     let nova = NovaOpts {
         ask: !args.no_nova && settings.sources.contains(&SourceSpec::Kube),
         timeout: duration("--nova-timeout", &args.nova_timeout)?.max(Duration::from_secs(1)),
@@ -97,50 +91,27 @@ pub(super) fn run(
             wait(&cx, nova, &phase, Filter { nodes, nodesets }, &timeout, &interval, env, out)
         }
         StatusAction::Crds {} => crds(out),
-        StatusAction::Controller {
-            metrics_bind_address,
-            health_probe_bind_address,
-            leader_elect,
-            leader_election_id,
-            debounce_ms,
-            grace_period,
-            crd_recheck,
-            nova_interval,
-            ..
-        } => {
-            let opts = super::controller::Options {
-                metrics: crate::shell::probes::parse_bind("--metrics-bind-address", &metrics_bind_address)
-                    .map_err(AppError::usage)?,
-                probes: crate::shell::probes::parse_bind(
-                    "--health-probe-bind-address",
-                    &health_probe_bind_address,
-                )
-                .map_err(AppError::usage)?,
-                leader_elect,
-                leader_election_id,
-                debounce: Duration::from_millis(debounce_ms.max(1)),
-                grace: duration("--grace-period", &grace_period)?,
-                crd_recheck: match duration("--crd-recheck", &crd_recheck)? {
-                    d if d < Duration::from_secs(1) => {
-                        return Err(AppError::usage(format!(
-                            "--crd-recheck {crd_recheck}: give at least 1 second (each recheck is a list request per absent kind)"
-                        )));
-                    }
-                    d => d,
-                },
-                nova: (!args.no_nova).then_some(super::controller::NovaPolling {
-                    interval: duration("--nova-interval", &nova_interval)?.max(Duration::from_secs(1)),
-                    timeout: nova.timeout,
-                    credentials: nova.credentials.clone(),
-                }),
-            };
-            super::controller::run(&cx, opts, out)
+        // Its own room's command (`edpm_agent::run` sends it there), which shares this one's
+        // checks (`lease_namespace`, `duration`).
+        StatusAction::Controller { .. } => {
+            Err(AppError::failure("status controller is run by edpm_agent::run, not shell::app::run"))
         }
     }
 }
 
+/// `--lease-namespace`, checked.
+pub(crate) fn lease_namespace(args: &StatusArgs) -> Result<String, AppError> {
+    if !edpm_core::validate::is_dns1123_label(&args.lease_namespace) {
+        return Err(AppError::usage(format!(
+            "--lease-namespace {:?} is not a namespace name (lower-case letters, digits and '-', at most 63)",
+            edpm_core::excerpt::printable(&args.lease_namespace)
+        )));
+    }
+    Ok(args.lease_namespace.clone())
+}
+
 /// The clock: `EDPM_AGENT_NOW` (RFC 3339) when set, for reproducible output; else the system's.
-fn now(env: &Env) -> Result<Time, AppError> {
+pub(crate) fn now(env: &Env) -> Result<Time, AppError> {
     match env.get("EDPM_AGENT_NOW") {
         Some(v) => Time::parse(v).ok_or_else(|| {
             AppError::usage(format!(
@@ -236,7 +207,7 @@ const MAX_FLAG_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 
 /// `30`, `30s`, `1.5`, `0.5m`, `5m`, `1h`: seconds, or a number with s, m or h; decimals
 /// are taken; at most a week.
-fn duration(flag: &str, text: &str) -> Result<Duration, AppError> {
+pub(crate) fn duration(flag: &str, text: &str) -> Result<Duration, AppError> {
     let t = text.trim();
     let (num, unit) = match t.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
         Some(i) => (&t[..i], &t[i..]),

@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::api::NODESET_LABEL;
 use crate::condition::Time;
+use crate::kinds::ReachRule;
+use crate::readiness::api::{NODESET_ANNOTATION, NODESET_LABEL};
 use crate::snapshot::evidence::Evidence;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,37 +109,34 @@ impl Reach {
     }
 }
 
-/// What an object of `kind` reaches, from its name, labels and spec.
-pub fn reach(kind: &str, name: &str, labels: &BTreeMap<String, String>, spec: &Value) -> Reach {
+/// What an object reaches by its kind's `rule` (`crate::kinds`), from its name, labels and spec.
+pub fn reach(rule: ReachRule, name: &str, labels: &BTreeMap<String, String>, spec: &Value) -> Reach {
     let one = |s: Option<&str>| match s {
         Some(s) if !s.is_empty() => Reach::NodeSets(vec![s.to_string()]),
         _ => Reach::All,
     };
     let label = |k: &str| labels.get(k).map(String::as_str).filter(|v| !v.is_empty());
-    match kind {
-        "OpenStackDataPlaneNodeSet" | "OpenStackBaremetalSet" | "OpenStackDataPlaneRole" => one(Some(name)),
-        // A seeds' Node belongs to its Role.
-        "OpenStackDataPlaneNode" => one(spec["role"].as_str()),
-        "OpenStackDataPlaneDeployment" => match spec["nodeSets"].as_array() {
+    match rule {
+        ReachRule::OwnName => one(Some(name)),
+        ReachRule::SpecRole => one(spec["role"].as_str()),
+        ReachRule::DeploymentNodeSets => match spec["nodeSets"].as_array() {
             Some(list) => Reach::NodeSets(list.iter().filter_map(|n| n.as_str().map(String::from)).collect()),
             None => Reach::All,
         },
-        "Job" => match label("openstackdataplanedeployment") {
+        ReachRule::JobLabels => match label("openstackdataplanedeployment") {
             Some(d) => Reach::Run {
                 nodeset: label("openstackdataplanenodeset").map(String::from),
                 deployment: d.to_string(),
             },
             None => one(label("openstackdataplanenodeset")),
         },
-        "Pod" => match label("batch.kubernetes.io/job-name").or_else(|| label("job-name")) {
+        ReachRule::PodJob => match label("batch.kubernetes.io/job-name").or_else(|| label("job-name")) {
             Some(job) => Reach::Job(job.to_string()),
             None => Reach::All,
         },
-        "EDPMNodeStatus" | "EDPMNodeSetStatus" => {
-            one(spec["nodeSet"].as_str().or_else(|| label(NODESET_LABEL)))
-        }
-        "Lease" => one(label(NODESET_LABEL)),
-        _ => Reach::All,
+        ReachRule::StatusNodeSet => one(spec["nodeSet"].as_str().or_else(|| label(NODESET_LABEL))),
+        ReachRule::LeaseNodeSet => one(label(NODESET_LABEL)),
+        ReachRule::All => Reach::All,
     }
 }
 
@@ -151,7 +149,8 @@ pub fn touched_parts(
     spec: &Value,
     lookup: &dyn Lookup,
 ) -> Touch {
-    reach(kind, name, labels, spec).touch(lookup)
+    let rule = crate::kinds::named(kind).map_or(ReachRule::All, |k| k.reach);
+    reach(rule, name, labels, spec).touch(lookup)
 }
 
 /// For each NodeSet, the earliest time after `now` at which one of its node agents' Leases
@@ -162,11 +161,7 @@ pub fn next_expiries(ev: &Evidence, now: Time) -> BTreeMap<String, Time> {
     for l in &ev.leases {
         let Some(t) = l.alive_until(now).filter(|t| *t > now) else { continue };
         // The whole name when the label had to be shortened (`api::labels_and_annotations`).
-        let set = l
-            .meta
-            .annotations
-            .get(super::api::NODESET_ANNOTATION)
-            .or_else(|| l.meta.labels.get(NODESET_LABEL));
+        let set = l.meta.annotations.get(NODESET_ANNOTATION).or_else(|| l.meta.labels.get(NODESET_LABEL));
         let set = set.cloned().unwrap_or_default();
         let slot = out.entry(set).or_insert(t);
         *slot = (*slot).min(t);

@@ -26,7 +26,6 @@ pub mod report;
 mod rollup;
 mod service;
 pub mod show;
-pub mod touch;
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,0 +1,82 @@
+//! `status controller`'s command line: its flags checked and turned into [`Options`], then
+//! [`run`](super::run). It is here, not among `shell::app`'s commands, so that the controller
+//! depends on the shell and never the other way round (`edpm_agent::run` sends the command
+//! here); the checks it shares with the other `status` commands are `shell::app::status`'s.
+
+use std::io::Write;
+use std::time::Duration;
+
+use super::{NovaPolling, Options, probes};
+use crate::shell::app::output::write_out;
+use crate::shell::app::pipeline::Context;
+use crate::shell::app::status::{duration, lease_namespace, now};
+use crate::shell::app::{AppError, resolve_settings};
+use crate::shell::cli::{Cli, Command, StatusAction, StatusArgs};
+use crate::shell::exit::{Exit, Status};
+use edpm_core::environment::Env;
+
+/// Whether `cli` is `status controller`.
+pub fn is_controller(cli: &Cli) -> bool {
+    matches!(&cli.command, Command::Status(StatusArgs { action: StatusAction::Controller { .. }, .. }))
+}
+
+/// Runs `status controller` until a signal or the end of its watches.
+pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError> {
+    let Command::Status(args) = cli.command else {
+        return Err(AppError::failure(
+            "controller::command::run was given another command than status controller",
+        ));
+    };
+    let settings = resolve_settings(&cli.source, env)?;
+    // The checks every `status` command makes, in the same order.
+    now(env)?;
+    let mut cx = Context::new(&settings);
+    cx.with_evidence = true;
+    cx.lease_namespace = lease_namespace(&args)?;
+    let nova_timeout = duration("--nova-timeout", &args.nova_timeout)?.max(Duration::from_secs(1));
+    let opts = options(&args, nova_timeout)?;
+    let stopped = super::run(cx.settings, cx.k8s_settings(), opts)?;
+    write_out(out, &format!("edpm-agent status controller: stopped ({stopped})\n"))?;
+    Ok(Exit::Success.into())
+}
+
+/// The controller's flags, checked.
+fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppError> {
+    let StatusAction::Controller {
+        metrics_bind_address,
+        health_probe_bind_address,
+        leader_elect,
+        leader_election_id,
+        debounce_ms,
+        grace_period,
+        crd_recheck,
+        nova_interval,
+        ..
+    } = &args.action
+    else {
+        return Err(AppError::failure("not status controller's flags"));
+    };
+    Ok(Options {
+        metrics: probes::parse_bind("--metrics-bind-address", metrics_bind_address)
+            .map_err(AppError::usage)?,
+        probes: probes::parse_bind("--health-probe-bind-address", health_probe_bind_address)
+            .map_err(AppError::usage)?,
+        leader_elect: *leader_elect,
+        leader_election_id: leader_election_id.clone(),
+        debounce: Duration::from_millis((*debounce_ms).max(1)),
+        grace: duration("--grace-period", grace_period)?,
+        crd_recheck: match duration("--crd-recheck", crd_recheck)? {
+            d if d < Duration::from_secs(1) => {
+                return Err(AppError::usage(format!(
+                    "--crd-recheck {crd_recheck}: give at least 1 second (each recheck is a list request per absent kind)"
+                )));
+            }
+            d => d,
+        },
+        nova: (!args.no_nova).then_some(NovaPolling {
+            interval: duration("--nova-interval", nova_interval)?.max(Duration::from_secs(1)),
+            timeout: nova_timeout,
+            credentials: args.nova_credentials.clone(),
+        }),
+    })
+}
