@@ -77,7 +77,7 @@ async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Durat
 
 /// Returns when, from now, each touched NodeSet's first node agent Lease expires.
 async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Duration>, AppError> {
-    let Cx { client, events, stores, phases, metrics, leadership, skipped, nova } = *cx;
+    let Cx { client, stores, phases, metrics, leadership, skipped, nova, .. } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
     let mut snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
     for u in &snap.evidence.unreadable {
@@ -105,51 +105,7 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
     }
     metrics.forget_nodesets(&ns, |set| touched.includes(set) && !r.nodesets.iter().any(|s| s.name == set));
     if leadership.leads() {
-        let writes = readiness::report::plan(&r, &snap.evidence, &ns);
-        let may_write = || {
-            // Each write begun is progress (a first sync of thousands of nodes is many writes).
-            metrics.tick();
-            leadership.leads()
-        };
-        let outcome = k8s::status::apply(client, writes, Duration::from_secs(60), &may_write)
-            .await
-            .inspect_err(|e| {
-                metrics.api_error("patch", e.code());
-            })?;
-        let missing = readiness::report::missing_leases(&r, &snap.evidence);
-        if !missing.is_empty() && may_write() {
-            k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {
-                metrics.api_error("patch", e.code());
-            })?;
-        }
-        let (told, dropped) = readiness::report::transitions(&r, &snap.evidence, EVENTS_PER_EVALUATION);
-        if dropped > 0 {
-            tracing::info!(
-                dropped,
-                "more transitions than Events sent at once; the status objects say them all"
-            );
-        }
-        if !snap.evidence.unreadable.is_empty() && may_write() {
-            let failed = events.unreadable(client, &snap.evidence.unreadable).await;
-            for _ in 0..failed {
-                metrics.api_error("create", None);
-            }
-        }
-        if !told.is_empty() && may_write() {
-            let failed = events.publish(client, &told).await;
-            for _ in 0..failed {
-                metrics.api_error("create", None);
-            }
-        }
-        if !outcome.created.is_empty() || !outcome.updated.is_empty() {
-            tracing::info!(
-                nodesets = r.nodesets.len(),
-                created = outcome.created.len(),
-                updated = outcome.updated.len(),
-                requests = outcome.requests,
-                "wrote"
-            );
-        }
+        write(cx, &r, &snap.evidence, &ns).await?;
     } else {
         skipped.set(true);
     }
@@ -158,6 +114,59 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
         Duration::from_secs(u64::try_from(t.0 - now.0).unwrap_or(0) + 1)
     };
     Ok(touch::next_expiries(&snap.evidence, now).into_iter().map(|(set, t)| (set, after(t))).collect())
+}
+
+/// The leader's writes for one evaluation: the status objects that changed, the node agents'
+/// missing Leases, the Events of what moved and of what could not be read.
+async fn write(
+    cx: &Cx<'_>,
+    r: &readiness::Readiness,
+    evidence: &edpm_core::snapshot::evidence::Evidence,
+    ns: &str,
+) -> Result<(), AppError> {
+    let Cx { client, events, metrics, leadership, .. } = *cx;
+    let writes = readiness::report::plan(r, evidence, ns);
+    let may_write = || {
+        // Each write begun is progress (a first sync of thousands of nodes is many writes).
+        metrics.tick();
+        leadership.leads()
+    };
+    let outcome =
+        k8s::status::apply(client, writes, Duration::from_secs(60), &may_write).await.inspect_err(|e| {
+            metrics.api_error("patch", e.code());
+        })?;
+    let missing = readiness::report::missing_leases(r, evidence);
+    if !missing.is_empty() && may_write() {
+        k8s::status::ensure_leases(client, missing, Duration::from_secs(60)).await.inspect_err(|e| {
+            metrics.api_error("patch", e.code());
+        })?;
+    }
+    let (told, dropped) = readiness::report::transitions(r, evidence, EVENTS_PER_EVALUATION);
+    if dropped > 0 {
+        tracing::info!(dropped, "more transitions than Events sent at once; the status objects say them all");
+    }
+    if !evidence.unreadable.is_empty() && may_write() {
+        let failed = events.unreadable(client, &evidence.unreadable).await;
+        for _ in 0..failed {
+            metrics.api_error("create", None);
+        }
+    }
+    if !told.is_empty() && may_write() {
+        let failed = events.publish(client, &told).await;
+        for _ in 0..failed {
+            metrics.api_error("create", None);
+        }
+    }
+    if !outcome.created.is_empty() || !outcome.updated.is_empty() {
+        tracing::info!(
+            nodesets = r.nodesets.len(),
+            created = outcome.created.len(),
+            updated = outcome.updated.len(),
+            requests = outcome.requests,
+            "wrote"
+        );
+    }
+    Ok(())
 }
 
 fn clock() -> Time {

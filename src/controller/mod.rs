@@ -170,21 +170,13 @@ async fn control(
     tracing::info!(namespace = client.namespace(), kinds = %stores.kinds().join(" "), "watching");
     let identity = identity();
     let recorder = k8s::events::Events::new(client, &identity);
-    let mut leadership = if opts.leader_elect {
-        k8s::leader::elect(client, &opts.leader_election_id, &identity).await?
-    } else {
-        k8s::leader::Leadership::always()
-    };
+    let mut leadership = lead(client, opts, &identity).await?;
     let mut schedule = Schedule::new(opts.debounce, leadership.leads());
     metrics.set_leader(schedule.leads());
     let mut stop = Stop::new()?;
-    // Nova's answers, polled (`nova`); a change that could move a verdict re-evaluates the
-    // NodeSets that run nova.
-    let (nova_tx, mut nova_changed) = tokio::sync::mpsc::unbounded_channel();
-    let nova = opts
-        .nova
-        .as_ref()
-        .map(|p| nova::Poller::start(p.interval, p.timeout, p.credentials.clone(), nova_tx));
+    // Nova's answers, polled; a change that could move a verdict re-evaluates the NodeSets
+    // that run nova.
+    let (nova, mut nova_changed) = nova::Poller::start_polling(opts.nova.as_ref());
     let clock = Clock(Instant::now());
     // The heartbeat of /healthz, and the leadership guard's verdict (see k8s::leader).
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -221,11 +213,7 @@ async fn control(
                 }
                 leadership_moved(&leadership, &mut schedule, metrics, &identity, clock.now());
             }
-            Some(()) = nova_changed.recv() => {
-                let sets = nova.as_ref().map(nova::Poller::nodesets).unwrap_or_default();
-                tracing::debug!(nodesets = sets.len(), "Nova's answer changed");
-                schedule.now(Touch::NodeSets(sets), clock.now());
-            }
+            Some(()) = nova_changed.recv() => nova_answered(nova.as_ref(), &mut schedule, clock.now()),
             signal = stop.recv() => break signal,
             _ = tick.tick() => {
                 // The loop is waiting, not stuck.
@@ -236,14 +224,35 @@ async fn control(
     };
     tracing::info!(reason, "stopping");
     metrics.set_leader(false);
-    let deadline = stopping.unwrap_or_else(|| Instant::now() + opts.grace);
+    release(leadership, opts, stopping.unwrap_or_else(|| Instant::now() + opts.grace)).await;
+    Ok(reason)
+}
+
+/// Nova's answer changed: the NodeSets that run nova are evaluated now.
+fn nova_answered(nova: Option<&nova::Poller>, schedule: &mut Schedule, now: Duration) {
+    let sets = nova.map(nova::Poller::nodesets).unwrap_or_default();
+    tracing::debug!(nodesets = sets.len(), "Nova's answer changed");
+    schedule.now(Touch::NodeSets(sets), now);
+}
+
+/// With `--leader-elect`, the leader election under way; else a leadership always held.
+async fn lead(client: &Client, opts: &Options, identity: &str) -> Result<k8s::leader::Leadership, AppError> {
+    Ok(if opts.leader_elect {
+        k8s::leader::elect(client, &opts.leader_election_id, identity).await?
+    } else {
+        k8s::leader::Leadership::always()
+    })
+}
+
+/// Releases the leader Lease (with `--leader-elect`) by the grace period's `deadline`, giving
+/// it at least [`RELEASE_MIN`].
+async fn release(leadership: k8s::leader::Leadership, opts: &Options, deadline: Instant) {
     let left = deadline.saturating_duration_since(Instant::now()).max(RELEASE_MIN);
     if opts.leader_elect && !leadership.release(left).await {
         tracing::warn!(
             "the leader Lease was not released within the grace period; it is taken over after its duration"
         );
     }
-    Ok(reason)
 }
 
 /// One evaluation under way, and what the loop keeps doing meanwhile.

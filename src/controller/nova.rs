@@ -101,6 +101,16 @@ enum Why {
 }
 
 impl Poller {
+    /// With `--no-nova` (`polling` None) no poller; else one started, and the channel that
+    /// says when its answer changed (silent without a poller).
+    pub(crate) fn start_polling(
+        polling: Option<&super::NovaPolling>,
+    ) -> (Option<Poller>, tokio::sync::mpsc::UnboundedReceiver<()>) {
+        let (tx, changed) = tokio::sync::mpsc::unbounded_channel();
+        let poller = polling.map(|p| Poller::start(p.interval, p.timeout, p.credentials.clone(), tx));
+        (poller, changed)
+    }
+
     pub(crate) fn start(
         interval: Duration,
         timeout: Duration,
