@@ -9,6 +9,8 @@
     clippy::disallowed_macros,
     reason = "tests set up fixtures directly; the rules are for the product's code"
 )]
+// A scenario reads best told whole, setup, steps and assertions in one function.
+#![allow(clippy::too_many_lines, reason = "a test is a scenario, told whole")]
 
 // Helpers: running the built binary, locating fixtures and Ansible, the fake API server.
 mod util;

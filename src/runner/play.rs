@@ -26,6 +26,10 @@ pub(crate) struct Play {
 }
 
 /// Builds the play; `scratch` holds the plugin and a role's play, and must live as long as it.
+#[allow(
+    clippy::too_many_lines,
+    reason = "builds one command from the Job's contract, option by option, in ansible-runner's order"
+)]
 pub(crate) fn play(
     init: Option<&str>,
     env: &Env,

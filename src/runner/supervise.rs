@@ -276,6 +276,10 @@ impl Pump {
 
 /// Runs `spec` to its end under `limits`, streaming its output (stdout and stderr, merged in
 /// order) to `out` and `tee`. Signals must already be blocked ([`block_signals`]).
+#[allow(
+    clippy::too_many_lines,
+    reason = "spawns and supervises one child: its pipes, signals and deadlines share one poll loop"
+)]
 pub(crate) fn supervise(
     spec: &Spec,
     limits: &Limits,

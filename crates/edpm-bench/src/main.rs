@@ -28,6 +28,10 @@
     clippy::disallowed_macros,
     reason = "a benchmark tool: it writes its generated inputs, reads its own environment and prints its tables"
 )]
+#![allow(
+    clippy::too_many_lines,
+    reason = "each benchmark is one scenario: generate, run both peers, print the table"
+)]
 
 // The fake API server of the integration tests (tests/testkit): the same server-side apply
 // semantics.

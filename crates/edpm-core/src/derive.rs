@@ -31,6 +31,7 @@ pub enum DeriveError {
 }
 
 /// The CRs, in node order.
+#[allow(clippy::too_many_lines, reason = "builds each CR field by field, in the order of upstream's CRD")]
 pub fn novaexternalcomputes(
     snap: &Snapshot,
     model: &Model,

@@ -87,6 +87,10 @@ pub fn resolve(snap: &Snapshot, group: &HostGroup, member: &Member) -> Result<Ce
 }
 
 /// The NovaCell named `name` and its Secret's keys; `chain` says how it was reached.
+#[allow(
+    clippy::too_many_lines,
+    reason = "follows the chain NovaCell to Secret to keys, each link with its own error and fix"
+)]
 fn resolve_named(snap: &Snapshot, name: &str, mut chain: String) -> Result<CellContext, CellError> {
     let fail = |chain: &str, problem: String, fix: &str| CellError {
         chain: chain.to_string(),
@@ -269,6 +273,10 @@ pub const CREDENTIAL_KEYS: &[&str] = &[
 
 /// A login from an explicitly named Secret (`--nova-credentials`), which every compute is
 /// asked about with; `Err` names the Secret and the key to fix, never a value.
+#[allow(
+    clippy::too_many_lines,
+    reason = "each Secret key's check and its message naming the key to fix read best side by side"
+)]
 pub fn explicit_login(snap: &Snapshot, name: &str) -> Result<crate::nova::Login, String> {
     let Some(secret) = snap.secret(name) else {
         return Err(format!(

@@ -216,6 +216,10 @@ impl Redactor {
     /// Secret: every option value and comment is masked, sections and keys stay. `exact` are
     /// values known to be secret whatever their length (a template's password): an option
     /// whose value is one of them is masked.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one pass over the lines; whether a continuation line is masked carries from line to line"
+    )]
     pub fn redact_config(&self, text: &str, whole: bool, exact: &[String]) -> String {
         let mut out = String::with_capacity(text.len());
         // Whether the option whose continuation lines follow is being masked.
@@ -751,6 +755,10 @@ fn one(r: Range<usize>) -> Vec<Range<usize>> {
 }
 
 /// What to mask after the key at `key` (`start..end`), and where scanning goes on.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a byte scanner over one value's forms (quoted, flow, block); its states share the position"
+)]
 fn keyed_spans(s: &str, start: usize, end: usize, key: Key) -> (Vec<Range<usize>>, usize) {
     let b = s.as_bytes();
     let blank = |i: usize| i < b.len() && (b[i] == b' ' || b[i] == b'\t');

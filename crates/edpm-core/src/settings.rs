@@ -198,6 +198,10 @@ pub fn parse_file(path: &Path, text: &str) -> Result<FileValues, SettingsError> 
 
 /// Resolves the settings from the command line, the environment and `file`, the parsed
 /// config file and its path.
+#[allow(
+    clippy::too_many_lines,
+    reason = "each setting's precedence (flag, environment, file, default) side by side"
+)]
 pub fn resolve(
     cli: CliValues,
     env: &Env,

@@ -303,6 +303,10 @@ fn control_message(what: &str) -> String {
     )
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one check after another over the model, each a few lines; a list reads best whole"
+)]
 fn check_model(snap: &Snapshot, m: &model::Model, r: &mut Report) {
     check_tls(snap, m, r);
     check_service_configs(snap, m, r);

@@ -415,6 +415,10 @@ fn nonblocking(fd: RawFd) -> std::io::Result<()> {
 }
 
 /// Runs `spec` to its end, its deadline, or `cancel`; see the module documentation.
+#[allow(
+    clippy::too_many_lines,
+    reason = "spawns one child and waits for its end, deadline or cancel; pipes and signals share one loop"
+)]
 pub fn run(spec: &Spec, cancel: Option<&Cancel>) -> Result<Output, Error> {
     let program = spec.name();
     if cancel.is_some_and(Cancel::is_cancelled) {

@@ -98,6 +98,10 @@ impl Backoff {
 }
 
 /// Runs until `shutdown` completes.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the agent's select! loop: check, report, renew and shutdown share its timers"
+)]
 pub async fn run<A: AgentApi>(
     expect: &Expect,
     iv: &Intervals,

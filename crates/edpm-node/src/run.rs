@@ -86,6 +86,10 @@ fn load(path: &Path) -> Result<AgentConfig, NodeError> {
 }
 
 /// Runs the node agent (`--once`: one check, printed to `out`).
+#[allow(
+    clippy::too_many_lines,
+    reason = "the agent's start-up in order: config, facts, API, then once or the loop"
+)]
 pub fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<(), NodeError> {
     let config_path = args
         .config

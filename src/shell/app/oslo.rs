@@ -19,6 +19,7 @@ use edpm_core::oslo::lint::{self, Severity};
 use edpm_core::oslo::{self, ConfigFile, pyrepr};
 use edpm_io::files::Texts;
 
+#[allow(clippy::too_many_lines, reason = "the dispatch of the oslo subcommands, one arm each")]
 pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let json = args.format == TextOrJson::Json;
     match args.action {

@@ -35,6 +35,10 @@ pub(super) fn load_templates(dir: Option<&Path>) -> Result<Templates, AppError> 
 /// A node's rendered files for one service: (node, service, files).
 type Planned = (String, &'static str, Vec<RenderedFile>);
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "plans every node's files before writing any, so a failure leaves nothing half-written"
+)]
 pub(super) fn run(cx: &Context, args: RenderArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     let templates = load_templates(args.templates.as_deref())?;
     let super::pipeline::Pipeline { snap, model, inv } = cx.pipeline()?;

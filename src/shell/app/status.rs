@@ -16,6 +16,7 @@ use edpm_core::readiness::show::Filter;
 use edpm_core::readiness::{self, Options, PhaseMap, Readiness};
 use edpm_core::settings::{Settings, SourceSpec};
 
+#[allow(clippy::too_many_lines, reason = "the dispatch of the status subcommands, one arm each")]
 pub(super) fn run(
     mut settings: Settings,
     args: StatusArgs,
@@ -329,6 +330,10 @@ fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
 /// Polls until every selected node (or NodeSet) has the phase True: exit 0; a selected node
 /// `Stalled` (a terminal failure no running Deployment will retry): exit 12; time out: 11.
 #[allow(clippy::too_many_arguments)] // one per flag of `status wait`
+#[allow(
+    clippy::too_many_lines,
+    reason = "the wait loop: its deadline, interval and exit codes share the state of the last evaluation"
+)]
 fn wait(
     cx: &Context,
     nova: &NovaOpts,

@@ -289,6 +289,10 @@ impl Elector {
     }
 
     /// Reads the Lease and takes, renews or leaves it.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one round of client-go's leader election: read, then take, renew or leave, each with its outcome"
+    )]
     async fn round(&mut self, sent: Instant) -> Round {
         let lease = match self.client.within_time(self.api.get_opt(&self.name)).await {
             Ok(l) => l,

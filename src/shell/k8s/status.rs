@@ -46,6 +46,10 @@ fn resource(kind: &str) -> ApiResource {
 
 /// Applies the writes that need it, `CONCURRENCY` at a time, all within `deadline`, each only
 /// while `may_write` says so (a controller that may have lost its leadership stops).
+#[allow(
+    clippy::too_many_lines,
+    reason = "the write loop: deadline, concurrency and the leadership check share the in-flight requests"
+)]
 pub(crate) async fn apply(
     client: &Client,
     writes: Vec<Write>,

@@ -234,6 +234,10 @@ struct Watch {
 }
 
 impl Watch {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one watch's life (waiting for its CRD, listing, watching, restarting) around one store"
+    )]
     async fn run(self, installed: bool) {
         let kind = self.listed.kind;
         if !installed {

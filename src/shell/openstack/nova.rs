@@ -197,6 +197,10 @@ impl NovaClient {
 
     /// A new token from Keystone (password scoped to the project by name in the login's
     /// domain, or the application credential), cached for the next asks.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "Keystone's two login bodies and the token's checks, each failure naming the step"
+    )]
     async fn login(&self, http: &reqwest::Client, login: &Login, now: Time) -> Result<Session, String> {
         let url = format!("{}/auth/tokens", keystone_v3(&login.auth_url));
         let step = format!("Keystone {url}");

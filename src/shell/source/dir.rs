@@ -54,6 +54,10 @@ impl Piece {
 
 /// Reads the manifests under `path` into one snapshot. `namespace`, when given, keeps only
 /// objects in that namespace (and those that name none); `lines` keeps every field's line.
+#[allow(
+    clippy::too_many_lines,
+    reason = "walks a directory once: each file's read, decode and namespace filter share its errors"
+)]
 pub(crate) fn load(
     path: &Path,
     namespace: Option<&str>,

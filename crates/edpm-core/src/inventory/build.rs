@@ -34,6 +34,10 @@ pub fn build(model: &Model, snap: &Snapshot, opts: &Options) -> Result<Inventory
 
 /// [`build`], with each group's variables made through `spread`. Errors come in the order
 /// [`build`] finds them: the groups' variables are made first, then checked in order.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the inventory's build steps in upstream's order; their errors must come in that order"
+)]
 pub fn build_spread(
     model: &Model,
     snap: &Snapshot,
@@ -652,6 +656,10 @@ pub fn canonical(host_name: &str, dns_domain: &str) -> (String, Option<String>) 
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "upstream's populateInventoryFromIPAM, reservation by reservation, so the two read side by side"
+)]
 fn apply_ipam(vars: &mut Vars, s: &Setter, g: &HostGroup, m: &Member, net: &NetInfo) {
     let host_name = &m.host_name.value;
     let ipset = net.facts.ipsets.get(host_name.as_str()).or_else(|| net.facts.ipsets.get(m.key.as_str()));

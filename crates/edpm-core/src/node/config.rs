@@ -106,6 +106,7 @@ const DURATIONS: [(&str, Duration, u64, u64); 6] = [
     ("command_timeout_seconds", COMMAND_TIMEOUT, 1, 600),
 ];
 
+#[allow(clippy::too_many_lines, reason = "reads node.yaml key by key, each with its range and message")]
 pub fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
     let err = |message: String| ConfigError { path: path.display().to_string(), message };
     // The manifests' YAML reader: its errors name the line and say what to do, in our words.

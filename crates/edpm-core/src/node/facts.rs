@@ -45,6 +45,10 @@ impl DeployedServices {
     /// (a misspelt key, a list where a mapping goes) is an error naming the key: read leniently
     /// it would say "0 deployed service(s)" about a node that runs them. An empty file is
     /// nothing deployed, as edpm-ansible itself reads it. Errors quote no values.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a strict reader of one file's shape, each wrong shape with its own message"
+    )]
     pub fn parse(text: &str) -> Result<DeployedServices, String> {
         use serde_json::Value;
         let doc: Option<Value> = crate::yaml::ansible(text)?;

@@ -209,6 +209,10 @@ struct Pending<'a> {
     line: usize,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a line-by-line state machine, as oslo.config's iniparser is; its states share the pending option"
+)]
 pub fn parse(text: &str) -> Result<ConfigFile<'_>, ParseError> {
     let mut file = ConfigFile::default();
     let mut pending: Option<Pending> = None;

@@ -239,6 +239,10 @@ struct SvcInfo<'a> {
 }
 
 impl<'a> GroupContext<'a> {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "gathers a group's evidence into one context; split, each part would take the same borrows"
+    )]
     fn new(
         snap: &'a Snapshot,
         group: &'a HostGroup,

@@ -728,6 +728,7 @@ status: {{failed: {failed}}}
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "a scenario told step by step")]
 fn a_nodes_run_history_comes_from_the_pods_and_outlives_them() {
     let job = r#"---
 apiVersion: batch/v1

@@ -173,6 +173,10 @@ pub fn effective_vars(inv: &Inventory, host: &str) -> Map<String, Value> {
 
 /// Renders `kind` for the node. The files come sorted by name, which is the order oslo reads
 /// them from a config directory.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the steps of rendering one service's files, in the order oslo layers them"
+)]
 pub fn render(
     snap: &Snapshot,
     node: &NodeView,

@@ -194,6 +194,7 @@ mod tests {
     use crate::runner::tests::argv;
 
     #[test]
+    #[allow(clippy::too_many_lines, reason = "a table of cases")]
     fn the_ansible_playbook_command_matches_ansible_runner() {
         let cmd = RunnerCommand::parse(&argv(
             "ansible-runner run /runner -p site.yml -i j --forks 7 -vv --limit x",

@@ -45,6 +45,10 @@ fn list_for_people(hosts: &[String]) -> String {
 /// its failed ∪ unreachable ∪ interrupted hosts when that attempt ran to its end; the same
 /// hosts as that attempt (every host, unless it was itself limited) when it did not finish,
 /// never started, or left nothing to retry; every host without a previous summary.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one case per way the previous attempt ended, each with the note it gives"
+)]
 pub fn retry_plan(previous: Option<&RunSummary>) -> RetryPlan {
     let Some(prev) = previous else {
         return RetryPlan {

@@ -13,6 +13,10 @@ use super::resource::DataSource;
 /// listing every Secret in the namespace would need wider RBAC and pull in unrelated keys.
 /// Covers what every stage reads: `ansibleVarsFrom`, SSH keys, NovaCell Secrets, each service's
 /// dataSources, extra-config and CA bundle, and the volumes of extraMounts.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one list of every place a Secret or ConfigMap is named, read against the CRDs as a whole"
+)]
 pub fn references(s: &Snapshot) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut cms = BTreeSet::new();
     let mut secrets = BTreeSet::new();

@@ -94,6 +94,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Everything the node should have, sorted by path.
+#[allow(
+    clippy::too_many_lines,
+    reason = "every kind of file a node should have, one after another, into one sorted list"
+)]
 pub fn wants(
     snap: &Snapshot,
     view: &NodeView,
