@@ -728,7 +728,7 @@ fn summarize_only_keeps_the_termination_message_within_4096_bytes() {
 
 #[test]
 fn the_offline_example_runs_on_the_bundled_deployment() {
-    // README, "Trying it offline": examples/runner with edpm-agent's inventory of examples/.
+    // docs/ansibleee.md, "Trying it offline": examples/runner with edpm-agent's inventory of examples/.
     let job = Job::new(&[], &[]);
     std::fs::remove_dir_all(job.dir().join("inventory")).unwrap();
     for rel in ["project/playbook.yaml", "env/extravars"] {

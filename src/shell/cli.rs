@@ -156,7 +156,7 @@ impl Command {
 /// arguments follow `--` unchanged: `ansible-runner run /runner -p PLAYBOOK -i IDENT` (or
 /// `-r ROLE`). The Job's environment (RUNNER_PLAYBOOK, RUNNER_CMDLINE, RUNNER_EXTRA_VARS,
 /// RUNNER_INVENTORY, RUNNER_JOB_TIMEOUT, RUNNER_IDLE_TIMEOUT) is read as upstream's entrypoint
-/// reads it. Exits with the play's return code; before the play, with the codes in README.
+/// reads it. Exits with the play's return code; before the play, with the codes in docs/reference.md.
 #[derive(Debug, Args)]
 #[command(after_help = "Paths: the termination message goes to EDPM_AEE_TERMINATION_LOG, else \
     /dev/termination-log when Kubernetes mounted it, else ARTIFACTS/IDENT/termination-log; the \

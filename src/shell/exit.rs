@@ -1,5 +1,5 @@
 //! Exit codes. Each class of failure has its own code so that scripts and Ansible wrappers can
-//! tell a typo in a manifest from an unreachable cluster. Documented in README.md.
+//! tell a typo in a manifest from an unreachable cluster. Documented in docs/reference.md, "Exit codes".
 
 /// Process exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

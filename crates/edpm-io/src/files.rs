@@ -64,7 +64,7 @@ pub fn kind_of(t: &std::fs::FileType) -> &'static str {
 
 /// The most one input file may hold: far above any manifest or config file (a must-gather
 /// of a 50,000-node data plane is about 20 MiB), far below what would exhaust memory (a link
-/// to `/dev/zero` once grew the process to 23 GB). Documented in README.md.
+/// to `/dev/zero` once grew the process to 23 GB). Documented in docs/reference.md.
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
 
 /// Why [`read_bounded`] gave no text.

@@ -46,7 +46,7 @@ pub enum Format {
 }
 
 /// Why the node agent stopped short, by the exit code's class (the product's table:
-/// README, "Exit codes").
+/// docs/reference.md, "Exit codes").
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
     /// Bad usage (exit 2).

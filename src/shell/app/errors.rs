@@ -1,4 +1,4 @@
-//! The one place where errors become exit codes (README, "Exit codes"): `AppError` is built
+//! The one place where errors become exit codes (docs/reference.md, "Exit codes"): `AppError` is built
 //! only here, by a constructor named after its exit code's class or from a module error by
 //! the `From` impls below.
 

@@ -1,5 +1,5 @@
-//! The per-host results of one run: `edpm-summary.json`'s format (README, "The run
-//! summary"), and the result line for the job's log.
+//! The per-host results of one run: `edpm-summary.json`'s format (docs/ansibleee.md, "The
+//! run summary"), and the result line for the job's log.
 //!
 //! Field names and meanings are a contract (readiness and people read the file): add fields,
 //! never rename or repurpose them (bump [`SUMMARY_VERSION`] if that ever has to happen).
