@@ -314,6 +314,18 @@ fn a_failing_credential_plugin_is_reported_without_its_secrets() {
 /// and left the plugin running with PPID 1).
 #[test]
 fn the_node_agent_stops_cleanly_while_a_credential_plugin_hangs() {
+    stops_cleanly_while_a_credential_plugin_hangs(crate::util::bin(), &["node"]);
+}
+
+/// The same with `edpm-agent-node`, as the unit runs it: kube runs the plugin through the
+/// binary itself (`edpm-agent-node __exec-credential …`), which the node agent's own main
+/// must answer (it once went to clap, so no plugin ever ran).
+#[test]
+fn the_node_agent_binary_runs_credential_plugins_and_stops_cleanly_while_one_hangs() {
+    stops_cleanly_while_a_credential_plugin_hangs(crate::util::node_bin(), &[]);
+}
+
+fn stops_cleanly_while_a_credential_plugin_hangs(program: std::path::PathBuf, args: &[&str]) {
     let api = cluster();
     let d = tempfile::tempdir().unwrap();
     let pidfile = d.path().join("pids");
@@ -331,8 +343,9 @@ fn the_node_agent_stops_cleanly_while_a_credential_plugin_hangs() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(crate::util::bin())
-        .args(["node", "--config", config.to_str().unwrap()])
+    let mut child = Command::new(program)
+        .args(args)
+        .args(["--config", config.to_str().unwrap()])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .stdin(Stdio::null())
