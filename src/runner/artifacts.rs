@@ -1,7 +1,7 @@
 //! The job's files: the runner directory's inputs, the artifacts directory (the previous
 //! attempt archived and read back, job events, the summary) and the termination log.
 //!
-//! Every input is read regular-only and bounded (`shell::files`), so a FIFO or a device
+//! Every input is read regular-only and bounded (`edpm_io::files`), so a FIFO or a device
 //! mounted where a file is expected is named, never waited on. Files are replaced with
 //! `write_atomic`, but for the termination log (see [`publish`]).
 

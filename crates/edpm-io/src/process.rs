@@ -1,6 +1,6 @@
 //! Runs a short-lived child process, bounded: the one general way edpm-agent starts a program
 //! and waits for its answer (the node agent's `systemctl` and `podman` queries, kubeconfig
-//! exec credential plugins). The play's long supervision is `runner::shell::supervise`.
+//! exec credential plugins). The play's long supervision is `edpm-agent`'s `runner::supervise`.
 //!
 //! What a caller gets, whatever the program does:
 //! - it runs in a process group of its own, stdin from /dev/null (or the bytes given), with
@@ -23,7 +23,7 @@
 //! time left as its timeout. The child is looked at with `waitid(WNOWAIT)` and reaped only at
 //! the end, so its pid (the group's id) cannot be reused while the group may still be
 //! signalled. A caller that reaps every child of the process (`waitpid(-1)`, as
-//! `runner::shell::supervise` does) must not run this at the same time.
+//! `edpm-agent`'s `runner::supervise` does) must not run this at the same time.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};

@@ -7,7 +7,7 @@
 //! size, mtime or inode changed since the last check), `deployed_services.yaml` and the
 //! quadlet files; and it asks `systemctl show` (one call for every unit) and `podman ps` (one
 //! call for every container), at once, for the runtime. Commands are looked up on `PATH` and
-//! run through `shell::process`: in their own process group, killed at `command_timeout`
+//! run through `edpm_io::process`: in their own process group, killed at `command_timeout`
 //! (or at once on [`Host::cancel`], the agent's SIGTERM), their output capped.
 
 use std::collections::{BTreeMap, HashMap};
@@ -239,7 +239,7 @@ impl Host {
     }
 
     /// Runs one query, bounded; its stdout. Every error names the program and what happened;
-    /// text from its stderr is redacted and escaped by `shell::process`.
+    /// text from its stderr is redacted and escaped by `edpm_io::process`.
     fn query(&self, program: &str, args: &[&str]) -> Result<String, String> {
         let mut spec =
             process::Spec::new(program, self.command_timeout, OUTPUT_CAP).args(args.iter().copied());

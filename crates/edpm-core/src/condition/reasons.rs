@@ -4,7 +4,8 @@
 //! without a CHANGELOG entry.
 //!
 //! A condition is built from its reason ([`super::Condition::because`]), which gives it its
-//! status and severity, so no call site can pair a reason with another. Two kinds of condition
+//! status and severity, so call sites do not pair a reason with another by hand (the fields
+//! stay public for decoding what others wrote; review holds the rest). Two kinds of condition
 //! carry a reason they did not choose: `Ready` and the phases mirror the condition they report
 //! (lib-common's `Mirror`), and a True `Stalled` carries the reason of the terminal failure it
 //! reports; those reasons are still from this list (or upstream's own, copied as they are).

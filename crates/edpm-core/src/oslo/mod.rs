@@ -5,7 +5,7 @@
 //!
 //! Pure: text in, values out. Reading files and directories is the caller's job
 //! (`app`), which hands in [`layer::Layer`]s. Faithfulness is checked against the real
-//! `oslo.config` package by the differential tests in `tests/oslo.rs`.
+//! `oslo.config` package by the differential tests in `tests/oslo_diff.rs`.
 
 pub mod layer;
 pub mod lint;

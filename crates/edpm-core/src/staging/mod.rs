@@ -1,4 +1,4 @@
-//! Staging: the files a node needs, decided purely, then written by [`fs`] (the only code that
+//! Staging: the files a node needs, decided purely, then written by `edpm_io::node_root` (the only code that
 //! writes host files).
 //!
 //! What a node gets:

@@ -9,7 +9,7 @@
 //! So the configuration is rewritten before the client is built ([`wrap`]): kube runs
 //! edpm-agent itself as the plugin (`edpm-agent __exec-credential PID MS COMMAND ARGS…`, PID
 //! being the edpm-agent that asks), which
-//! runs the real one through `shell::process` ([`main`]): its own process group, the request
+//! runs the real one through `edpm_io::process` ([`main`]): its own process group, the request
 //! timeout (or what is left of the command's deadline), output capped, killed with its group
 //! on timeout, on SIGTERM and when edpm-agent dies (the parent-death signal); its answer is
 //! passed on as it is, and a failure becomes one line that names the program and what
