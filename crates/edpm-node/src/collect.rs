@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -47,13 +46,54 @@ impl StatKey {
     }
 }
 
+/// What a check needs of a staged file's stat (a `Metadata` is three times its size, and a
+/// check holds one per staged file).
+struct Stat {
+    key: StatKey,
+    is_file: bool,
+    mode: u32,
+}
+
+impl Stat {
+    fn of(m: &std::fs::Metadata) -> Stat {
+        Stat { key: StatKey::of(m), is_file: m.is_file(), mode: m.mode() & 0o7777 }
+    }
+}
+
+/// A staged file as `stage`'s manifest records it, held compactly: the agent keeps one per
+/// staged file for as long as it runs (10,000 on a large node). Its path is a range of
+/// [`Known::paths`].
+struct StagedFile {
+    path: std::ops::Range<usize>,
+    /// `None` when the manifest's hash is not a sha256 (never matches).
+    sha256: Option<[u8; 32]>,
+    mode: u32,
+}
+
+/// The staged files as the manifest (with the stat it had) last listed them, in its order,
+/// and beside each the stat it had and the sha256 it hashed to at the last check. Held in
+/// three allocations, not three per file: what the agent keeps for its life must not be
+/// scattered among the pages the manifest's parsing used and freed, or they stay resident.
+#[derive(Default)]
+struct Known {
+    manifest: Option<StatKey>,
+    /// Every staged file's path, one after another.
+    paths: String,
+    files: Vec<StagedFile>,
+    seen: Vec<Option<(StatKey, [u8; 32])>>,
+}
+
+impl Known {
+    fn path(&self, f: &StagedFile) -> &str {
+        &self.paths[f.path.clone()]
+    }
+}
+
 /// The node under `root`.
 pub struct Host {
     pub root: PathBuf,
-    /// path → the stat it had and the sha256 it hashed to at the last check.
-    seen: Mutex<HashMap<String, (StatKey, String)>>,
-    /// `stage`'s manifest as last read, with the stat it had: read again only when it changed.
-    manifest: Mutex<Option<(StatKey, Arc<edpm_core::staging::Manifest>)>>,
+    /// The staged files as `stage`'s manifest last listed them, and what each hashed to.
+    staged: Mutex<Known>,
     /// The limit on each `systemctl` and `podman` query.
     command_timeout: Duration,
     /// Set on shutdown: the query in flight is killed, none starts.
@@ -64,8 +104,7 @@ impl Host {
     pub fn new(root: PathBuf) -> Host {
         Host {
             root,
-            seen: Mutex::new(HashMap::new()),
-            manifest: Mutex::new(None),
+            staged: Mutex::new(Known::default()),
             command_timeout: edpm_core::node::config::COMMAND_TIMEOUT,
             cancel: Cancel::new(),
         }
@@ -147,67 +186,82 @@ impl Host {
     /// The files `stage` recorded and whether they still hold what it wrote: stat first, hash
     /// only what changed since the last check.
     fn staged(&self) -> Result<(usize, Vec<StagedDrift>), String> {
-        let manifest = self.manifest()?;
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let mut drift = Vec::new();
-        let entries: Vec<(&String, &edpm_core::staging::Record)> = manifest.files.iter().collect();
+        let mut known = self.staged.lock().unwrap_or_else(|e| e.into_inner());
+        self.reread_manifest(&mut known)?;
+        let Known { paths, files, seen, .. } = &mut *known;
+        let path_of = |f: &StagedFile| &paths[f.path.clone()];
         // Stats are the cost of a check where nothing changed, hashing the cost of the first:
         // both run on every core.
         let root = &self.root;
-        let stats: Vec<Option<std::fs::Metadata>> =
-            edpm_io::parallel::map(&entries, |(p, _)| std::fs::symlink_metadata(root.join(p)).ok());
-        let todo: Vec<usize> = (0..entries.len())
+        let stats: Vec<Option<Stat>> = edpm_io::parallel::map(files, |f| {
+            std::fs::symlink_metadata(root.join(path_of(f))).ok().map(|m| Stat::of(&m))
+        });
+        let todo: Vec<usize> = (0..files.len())
             // Only regular files are hashed: a FIFO in a staged file's place would block the
             // read (it is drift, reported below from its stat).
-            .filter(|&i| match (&stats[i], seen.get(entries[i].0)) {
-                (Some(m), _) if !m.is_file() => false,
-                (Some(m), Some((key, _))) => StatKey::of(m) != *key,
+            .filter(|&i| match (&stats[i], &seen[i]) {
+                (Some(s), _) if !s.is_file => false,
+                (Some(s), Some((key, _))) => s.key != *key,
                 (Some(_), None) => true,
                 (None, _) => false,
             })
             .collect();
         let hashed = edpm_io::parallel::map(&todo, |&i| {
-            edpm_io::files::read_existing(&root.join(entries[i].0), edpm_io::files::MAX_FILE_BYTES)
+            edpm_io::files::read_existing(&root.join(path_of(&files[i])), edpm_io::files::MAX_FILE_BYTES)
                 .ok()
                 .flatten()
-                .map(|(b, _)| edpm_core::staging::sha256_hex(&b))
+                .map(|(b, _)| edpm_core::staging::sha256(&b))
         });
         for (&i, h) in todo.iter().zip(hashed) {
-            if let (Some(m), Some(h)) = (&stats[i], h) {
-                seen.insert(entries[i].0.clone(), (StatKey::of(m), h));
+            if let (Some(s), Some(h)) = (&stats[i], h) {
+                seen[i] = Some((s.key, h));
             }
         }
-        for (i, (path, rec)) in entries.iter().enumerate() {
-            match (&stats[i], seen.get(*path)) {
-                (None, _) => drift.push(StagedDrift::Missing((*path).clone())),
-                (Some(m), _) if !m.is_file() => drift.push(StagedDrift::Changed((*path).clone())),
-                (Some(_), Some((_, sha))) if sha != &rec.sha256 => {
-                    drift.push(StagedDrift::Changed((*path).clone()))
+        let mut drift = Vec::new();
+        for (i, f) in files.iter().enumerate() {
+            let path = || path_of(f).to_string();
+            match (&stats[i], &seen[i]) {
+                (None, _) => drift.push(StagedDrift::Missing(path())),
+                (Some(s), _) if !s.is_file => drift.push(StagedDrift::Changed(path())),
+                // A manifest hash that is not one never matches.
+                (Some(_), Some((_, sha))) if f.sha256.as_ref() != Some(sha) => {
+                    drift.push(StagedDrift::Changed(path()))
                 }
-                (Some(m), _) if m.mode() & 0o7777 != rec.mode => {
-                    drift.push(StagedDrift::Mode((*path).clone(), m.mode() & 0o7777, rec.mode))
-                }
+                (Some(s), _) if s.mode != f.mode => drift.push(StagedDrift::Mode(path(), s.mode, f.mode)),
                 _ => {}
             }
         }
-        Ok((entries.len(), drift))
+        Ok((files.len(), drift))
     }
 
     /// `stage`'s manifest, parsed again only when its stat changed (10,000 entries are most of
-    /// a quiet check otherwise).
-    fn manifest(&self) -> Result<Arc<edpm_core::staging::Manifest>, String> {
+    /// a quiet check otherwise); what was hashed is kept for the files still listed.
+    fn reread_manifest(&self, known: &mut Known) -> Result<(), String> {
         let key = std::fs::symlink_metadata(self.root.join(edpm_core::staging::MANIFEST))
             .ok()
             .map(|m| StatKey::of(&m));
-        let mut cached = self.manifest.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some(k), Some((ck, m))) = (key, cached.as_ref())
-            && k == *ck
-        {
-            return Ok(m.clone());
+        if key.is_some() && key == known.manifest {
+            return Ok(());
         }
-        let m = Arc::new(edpm_io::node_root::read_manifest(&self.root).map_err(|e| e.to_string())?);
-        *cached = key.map(|k| (k, m.clone()));
-        Ok(m)
+        let m = edpm_io::node_root::read_manifest(&self.root).map_err(|e| e.to_string())?;
+        let before: HashMap<&str, (StatKey, [u8; 32])> =
+            known.files.iter().zip(&known.seen).filter_map(|(f, s)| Some((known.path(f), (*s)?))).collect();
+        let mut paths = String::with_capacity(m.files.keys().map(String::len).sum());
+        let mut files = Vec::with_capacity(m.files.len());
+        let mut seen = Vec::with_capacity(m.files.len());
+        for (path, rec) in &m.files {
+            let start = paths.len();
+            paths.push_str(path);
+            files.push(StagedFile {
+                path: start..paths.len(),
+                sha256: edpm_core::staging::parse_sha256_hex(&rec.sha256),
+                mode: rec.mode,
+            });
+            seen.push(before.get(path.as_str()).copied());
+        }
+        drop(before);
+        *known = Known { manifest: key, paths, files, seen };
+        Ok(())
     }
 
     fn deployed(&self) -> Option<Result<DeployedServices, String>> {
@@ -383,6 +437,60 @@ pub fn parse_ps(out: &str) -> Result<BTreeMap<String, ContainerState>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The agent's staged-file memory across checks and manifest changes: drift of content,
+    /// mode and presence found on a later check, hashes kept for files a new manifest still
+    /// lists, and a manifest hash that is not one never matching.
+    #[test]
+    #[allow(clippy::disallowed_methods, reason = "the test writes its node root directly")]
+    fn staged_files_are_remembered_across_checks_and_manifests() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let write = |rel: &str, body: &str, mode: u32| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, body).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let manifest = |files: &[(&str, &str, u32)]| {
+            let files: serde_json::Map<String, serde_json::Value> = files
+                .iter()
+                .map(|(p, sha, mode)| ((*p).to_string(), serde_json::json!({"sha256": sha, "mode": mode})))
+                .collect();
+            let text = serde_json::json!({ "files": files }).to_string();
+            // A new inode each time, as stage's atomic write gives: the stat moves.
+            let p = root.join(edpm_core::staging::MANIFEST);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            let _ = std::fs::remove_file(&p);
+            std::fs::write(&p, text).unwrap();
+        };
+        let sha = |b: &str| edpm_core::staging::sha256_hex(b.as_bytes());
+        write("etc/a.conf", "a", 0o644);
+        write("etc/b.conf", "b", 0o600);
+        manifest(&[("etc/a.conf", &sha("a"), 0o644), ("etc/b.conf", &sha("b"), 0o600)]);
+        let host = Host::new(root.to_path_buf());
+        assert_eq!(host.staged().unwrap(), (2, vec![]));
+        assert_eq!(host.staged().unwrap(), (2, vec![]));
+        // Same size, new content; a mode moved; then a file gone.
+        write("etc/a.conf", "A", 0o644);
+        std::fs::set_permissions(root.join("etc/b.conf"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(
+            host.staged().unwrap().1,
+            vec![
+                StagedDrift::Changed("etc/a.conf".into()),
+                StagedDrift::Mode("etc/b.conf".into(), 0o644, 0o600)
+            ]
+        );
+        std::fs::remove_file(root.join("etc/b.conf")).unwrap();
+        assert_eq!(host.staged().unwrap().1[1], StagedDrift::Missing("etc/b.conf".into()));
+        // A new manifest: a.conf as it is now, b.conf dropped, c.conf new with a broken hash.
+        write("etc/c.conf", "c", 0o644);
+        manifest(&[("etc/a.conf", &sha("A"), 0o644), ("etc/c.conf", "not-a-hash", 0o644)]);
+        assert_eq!(host.staged().unwrap(), (2, vec![StagedDrift::Changed("etc/c.conf".into())]));
+        let known = host.staged.lock().unwrap();
+        assert_eq!(known.seen[0].map(|s| s.1), Some(edpm_core::staging::sha256(b"A")));
+    }
 
     #[test]
     fn parses_procfs_addresses() {

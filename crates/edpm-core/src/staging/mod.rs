@@ -89,8 +89,27 @@ pub enum StageError {
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
-    d.iter().map(|b| format!("{b:02x}")).collect()
+    sha256(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The sha256 of `bytes`, as bytes: what a long-lived holder of many hashes keeps (the node
+/// agent keeps one per staged file).
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// A sha256 written as [`sha256_hex`] writes it, as bytes; `None` when it is not 64 hex digits.
+pub fn parse_sha256_hex(hex: &str) -> Option<[u8; 32]> {
+    let b = hex.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16);
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::try_from(digit(b[2 * i])? * 16 + digit(b[2 * i + 1])?).ok()?;
+    }
+    Some(out)
 }
 
 /// Everything the node should have, sorted by path.
@@ -391,6 +410,23 @@ mod tests {
 
     fn want(path: &str, body: &str, mode: u32) -> Want {
         Want { path: path.into(), bytes: body.as_bytes().to_vec(), mode, from: "t".into(), secret: false }
+    }
+
+    #[test]
+    fn a_hash_reads_back_from_its_hex_and_nothing_else_does() {
+        for body in [&b""[..], b"x", b"[DEFAULT]\ndebug = true\n"] {
+            let hex = sha256_hex(body);
+            assert_eq!(parse_sha256_hex(&hex), Some(sha256(body)));
+            assert_eq!(parse_sha256_hex(&hex.to_uppercase()), Some(sha256(body)));
+        }
+        let good = sha256_hex(b"x");
+        for bad in
+            ["", &good[1..], &format!("{good}0"), &format!("g{}", &good[1..]), &format!("+{}", &good[1..])]
+        {
+            assert_eq!(parse_sha256_hex(bad), None, "{bad}");
+        }
+        // Multibyte text of the right byte length is not hex either.
+        assert_eq!(parse_sha256_hex(&"é".repeat(32)), None);
     }
 
     #[test]
