@@ -9,7 +9,10 @@ bin=${1:-target/release/edpm-agent}
 [ -x "$bin" ] || { echo "install.sh: $bin not found; run cargo build --release first" >&2; exit 1; }
 install -D -m 0755 "$bin" "$prefix/bin/edpm-agent"
 ln -sf edpm-agent "$prefix/bin/edpm-inventory"
-node="$(dirname "$bin")/edpm-agent-node"
+# The node agent as it ships is built for size (cargo build --profile node -p edpm-node, in
+# target/node); a node agent beside the binary is taken otherwise.
+node="$(dirname "$bin")/../node/edpm-agent-node"
+[ -x "$node" ] || node="$(dirname "$bin")/edpm-agent-node"
 installed="$prefix/bin/edpm-agent and $prefix/bin/edpm-inventory"
 if [ -x "$node" ]; then
   install -D -m 0755 "$node" "$prefix/bin/edpm-agent-node"

@@ -190,7 +190,11 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
     // A first check in a new process: the node agent's own binary, and the product's
     // `edpm-agent node` (the same code, in the 25 MB binary) beside it.
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let node_agent = exe.with_file_name("edpm-agent-node");
+    // The node agent as it ships: built with the `node` profile (size-optimised, LTO) when
+    // that build is there; else the one beside this benchmark.
+    let shipped = repo().join("target/node/edpm-agent-node");
+    let node_agent = if shipped.is_file() { shipped } else { exe.with_file_name("edpm-agent-node") };
+    println!("node agent binary: {}", node_agent.display());
     let product = exe.with_file_name("edpm-agent");
     for (shown, program, prefix) in [
         ("edpm-agent-node --once", &node_agent, &[][..]),
@@ -301,15 +305,15 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
         match *name {
             "idle" | "unreachable" | "idle-product" => println!(
                 "{} ({files} staged files known): RSS {:.1} MiB ({:.1} anonymous, {:.1} file-backed; peak {:.1} MiB), CPU {per_min:.2} ms per idle minute (Lease renewals, no checks){}, {requests} requests in {idle} s",
-                rss as f64 / 1024.0,
-                anon as f64 / 1024.0,
-                file as f64 / 1024.0,
-                hwm as f64 / 1024.0,
                 match *name {
                     "idle" => "idle edpm-agent-node",
                     "unreachable" => "idle edpm-agent-node, the API unreachable",
                     _ => "idle edpm-agent node (the product binary)",
                 },
+                rss as f64 / 1024.0,
+                anon as f64 / 1024.0,
+                file as f64 / 1024.0,
+                hwm as f64 / 1024.0,
                 if changed { " (threads came or went: under-counted)" } else { "" }
             ),
             "checking" => println!(
