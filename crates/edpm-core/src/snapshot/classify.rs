@@ -4,7 +4,6 @@
 //! ignored.
 
 use super::SnapshotError;
-use super::entry::Entry;
 use super::resource::Origin;
 use crate::yaml::Node;
 
@@ -41,29 +40,29 @@ fn unknown_kind(api_version: &str, kind: &str) -> Option<Option<&'static str>> {
     Some(close)
 }
 
-/// The entry of a document of a kind edpm-agent does not read (`api_version`, `kind`): ignored,
-/// a typo of a kind we read (an error), or unknown (kept, to be warned about).
+/// A document of a kind edpm-agent does not read (`api_version`, `kind`): ignored (`None`), a
+/// typo of a kind we read (an error), or unknown (kept, to be warned about).
 pub(super) fn not_read(
     origin: Origin,
     api_version: &str,
     kind: &str,
     node: &Node<'_>,
     namespace: Option<&str>,
-) -> Result<Entry, SnapshotError> {
+) -> Result<Option<UnknownKind>, SnapshotError> {
     // An object another namespace holds is not read, so its kind is not our concern.
     let elsewhere = match (namespace, node.get("metadata").and_then(|m| m.get("namespace"))) {
         (Some(want), Some(have)) => have.as_str().is_some_and(|h| h != want),
         _ => false,
     };
     match unknown_kind(api_version, kind).filter(|_| !elsewhere) {
-        None => Ok(Entry::Ignored),
+        None => Ok(None),
         Some(Some(suggestion)) => Err(SnapshotError::KindTypo {
             origin,
             kind: kind.to_string(),
             group: api_version.split_once('/').map_or("", |(g, _)| g).to_string(),
             suggestion,
         }),
-        Some(None) => Ok(Entry::Unknown(UnknownKind {
+        Some(None) => Ok(Some(UnknownKind {
             origin,
             api_version: api_version.to_string(),
             kind: kind.to_string(),

@@ -65,7 +65,10 @@ impl Entry {
             return Err(not_object("apiVersion or kind is missing or not a string"));
         };
         let Some(known) = crate::kinds::classify(api_version, kind) else {
-            return super::classify::not_read(origin, api_version, kind, &node, namespace);
+            return Ok(match super::classify::not_read(origin, api_version, kind, &node, namespace)? {
+                None => Entry::Ignored,
+                Some(unknown) => Entry::Unknown(unknown),
+            });
         };
         let kind = kind.to_string();
         let null = Node::new(node.line, Data::Null);
