@@ -10,17 +10,12 @@ use std::borrow::Cow;
 
 use granit_parser::{Event, Options, Parser, ScalarStyle, Span, StructureStyle};
 
-use super::node::{Data, Entry, Node};
+use super::node::{Data, Entry, KeyIndex, MAP_CAPACITY, Node, SEQ_CAPACITY};
 use super::resolve::{self, Scalar};
 use super::{ALIAS_NODES_FLOOR, ALIAS_NODES_PER_WRITTEN, DUPLICATE_POLICY, Error, MAX_DEPTH};
 use crate::excerpt::echo;
 
 const MERGE_TAG: &str = "tag:yaml.org,2002:merge";
-
-/// First allocations of a collection's children: most mappings of a manifest have fewer than
-/// eight keys, so one allocation holds them (the trees live only until they are decoded).
-pub(crate) const MAP_CAPACITY: usize = 8;
-pub(crate) const SEQ_CAPACITY: usize = 4;
 
 /// Parses the text of one kubectl document (the lines between two `---` separators), whose
 /// first line is line `first_line` of the file. `None` when it holds no document (only
@@ -505,49 +500,6 @@ fn json_number(f: f64) -> Option<Data<'static>> {
         }
     }
     Some(Data::Float(f))
-}
-
-/// Finds keys of one mapping: a scan while it is small, a hash table once it is large, so a
-/// mapping with 50,000 keys costs linear time.
-#[derive(Default)]
-pub(crate) struct KeyIndex {
-    table: Option<hashbrown::HashTable<usize>>,
-}
-
-const LINEAR_KEYS: usize = 16;
-
-fn hash_key(key: &str) -> u64 {
-    // FNV-1a: keys are short, and the table only needs spread, not secrecy (the duplicate
-    // check is exact).
-    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-impl KeyIndex {
-    pub(crate) fn find(&self, entries: &[Entry], key: &str) -> Option<usize> {
-        match &self.table {
-            None => entries.iter().position(|e| e.key == key),
-            Some(t) => t.find(hash_key(key), |&i| entries[i].key == key).copied(),
-        }
-    }
-
-    /// Records the entry just pushed.
-    pub(crate) fn added(&mut self, entries: &[Entry]) {
-        let hasher = |&i: &usize| hash_key(&entries[i].key);
-        match &mut self.table {
-            Some(t) => {
-                let i = entries.len() - 1;
-                t.insert_unique(hash_key(&entries[i].key), i, hasher);
-            }
-            None if entries.len() > LINEAR_KEYS => {
-                let mut t = hashbrown::HashTable::with_capacity(entries.len() * 2);
-                for (i, e) in entries.iter().enumerate() {
-                    t.insert_unique(hash_key(&e.key), i, hasher);
-                }
-                self.table = Some(t);
-            }
-            None => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -445,7 +445,7 @@ impl<'de> Visitor<'de> for JsonSeed {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
         let deeper = self.deeper()?;
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(super::load::SEQ_CAPACITY));
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(SEQ_CAPACITY));
         while let Some(n) = seq.next_element_seed(JsonSeed { depth: deeper.depth })? {
             items.push(n);
         }
@@ -454,8 +454,8 @@ impl<'de> Visitor<'de> for JsonSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let deeper = self.deeper()?;
-        let mut entries: Vec<Entry<'de>> = Vec::with_capacity(super::load::MAP_CAPACITY);
-        let mut index = super::load::KeyIndex::default();
+        let mut entries: Vec<Entry<'de>> = Vec::with_capacity(MAP_CAPACITY);
+        let mut index = KeyIndex::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if index.find(&entries, &key).is_some() {
                 return Err(duplicate_key(&key));
@@ -519,8 +519,8 @@ impl<'de> Visitor<'de> for StreamSeed<'_, 'de> {
         if self.items {
             return JsonSeed { depth: 1 }.visit_map(map);
         }
-        let mut entries: Vec<Entry<'de>> = Vec::with_capacity(super::load::MAP_CAPACITY);
-        let mut index = super::load::KeyIndex::default();
+        let mut entries: Vec<Entry<'de>> = Vec::with_capacity(MAP_CAPACITY);
+        let mut index = KeyIndex::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             if index.find(&entries, &key).is_some() {
                 return Err(duplicate_key(&key));
@@ -569,6 +569,54 @@ impl<'de> Visitor<'de> for KeySeed {
 
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
         Ok(Cow::Owned(v))
+    }
+}
+
+/// First allocations of a collection's children: most mappings of a manifest have fewer than
+/// eight keys, so one allocation holds them (the trees live only until they are decoded).
+pub(crate) const MAP_CAPACITY: usize = 8;
+pub(crate) const SEQ_CAPACITY: usize = 4;
+
+/// Finds keys of one mapping: a scan while it is small, a hash table once it is large, so a
+/// mapping with 50,000 keys costs linear time.
+#[derive(Default)]
+pub(crate) struct KeyIndex {
+    table: Option<hashbrown::HashTable<usize>>,
+}
+
+const LINEAR_KEYS: usize = 16;
+
+fn hash_key(key: &str) -> u64 {
+    // FNV-1a: keys are short, and the table only needs spread, not secrecy (the duplicate
+    // check is exact).
+    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+impl KeyIndex {
+    pub(crate) fn find(&self, entries: &[Entry], key: &str) -> Option<usize> {
+        match &self.table {
+            None => entries.iter().position(|e| e.key == key),
+            Some(t) => t.find(hash_key(key), |&i| entries[i].key == key).copied(),
+        }
+    }
+
+    /// Records the entry just pushed.
+    pub(crate) fn added(&mut self, entries: &[Entry]) {
+        let hasher = |&i: &usize| hash_key(&entries[i].key);
+        match &mut self.table {
+            Some(t) => {
+                let i = entries.len() - 1;
+                t.insert_unique(hash_key(&entries[i].key), i, hasher);
+            }
+            None if entries.len() > LINEAR_KEYS => {
+                let mut t = hashbrown::HashTable::with_capacity(entries.len() * 2);
+                for (i, e) in entries.iter().enumerate() {
+                    t.insert_unique(hash_key(&e.key), i, hasher);
+                }
+                self.table = Some(t);
+            }
+            None => {}
+        }
     }
 }
 
