@@ -461,3 +461,109 @@ fn no_crate_has_a_module_cycle() {
     let core = &graphs["edpm-core"];
     assert!(core["snapshot"].contains("services") && !core["services"].contains("snapshot"));
 }
+
+/// The sibling files a file of a folder module names (`super::entry::Entry`, `use super::{a,
+/// b::X}`, `crate::snapshot::entry::…`): the stems among `siblings` that a path segment names.
+fn named_siblings(code: &str, folder: &str, siblings: &[String]) -> std::collections::BTreeSet<String> {
+    let word =
+        |s: &str| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
+    let mut out = std::collections::BTreeSet::new();
+    let mut take = |rest: &str| {
+        let rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            // A use group: every word of it followed by `::` at the group's top level.
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            for part in group.split(',') {
+                let w = word(part.trim());
+                if part.trim().starts_with(&format!("{w}::")) {
+                    out.insert(w);
+                }
+            }
+        } else {
+            let w = word(rest);
+            if rest.starts_with(&format!("{w}::")) {
+                out.insert(w);
+            }
+        }
+    };
+    for (i, _) in code.match_indices("super::") {
+        if i > 0 && code.as_bytes()[i - 1] == b':' {
+            continue; // super::super::, a parent's sibling
+        }
+        take(&code[i + "super::".len()..]);
+    }
+    let own = format!("crate::{folder}::");
+    for (i, _) in code.match_indices(&own) {
+        take(&code[i + own.len()..]);
+    }
+    out.retain(|w| siblings.contains(w));
+    out
+}
+
+/// Within one folder module, no two files import each other, directly or round a circle: a
+/// module's files are layered as its modules are (a circle is one file split in two).
+#[test]
+fn no_module_has_a_file_circle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let all = sources();
+    let mut circles = Vec::new();
+    // Folder modules: (crate, folder) → the stems of its files but mod.rs.
+    let mut folders: BTreeMap<(&str, PathBuf), Vec<&Source>> = BTreeMap::new();
+    for s in &all {
+        let Some(parent) = s.rel.parent().filter(|p| !p.as_os_str().is_empty()) else { continue };
+        if s.rel.file_name().is_some_and(|n| n != "mod.rs") {
+            folders.entry((s.krate, parent.to_path_buf())).or_default().push(s);
+        }
+    }
+    for ((krate, folder), files) in &folders {
+        let stem = |s: &Source| s.rel.file_stem().unwrap().to_str().unwrap().to_string();
+        let siblings: Vec<String> = files.iter().map(|s| stem(s)).collect();
+        let module = folder.to_str().unwrap().replace('/', "::");
+        let graph: BTreeMap<String, BTreeSet<String>> = files
+            .iter()
+            .map(|s| {
+                let mut deps = named_siblings(&s.code, &module, &siblings);
+                deps.remove(&stem(s));
+                (stem(s), deps)
+            })
+            .collect();
+        // A circle exists when a file reaches itself.
+        for start in graph.keys() {
+            let (mut seen, mut todo) = (BTreeSet::new(), vec![start.clone()]);
+            while let Some(f) = todo.pop() {
+                for d in graph.get(&f).into_iter().flatten() {
+                    if d == start {
+                        circles.push(format!(
+                            "{krate}: {}/{start}.rs reaches itself (through {f}.rs)",
+                            folder.display()
+                        ));
+                    } else if seen.insert(d.clone()) {
+                        todo.push(d.clone());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "file circles (move what both need into one of them, or a third file):\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn named_siblings_reads_paths_and_use_groups() {
+    let sib = |code: &str| {
+        named_siblings(code, "snapshot", &["entry".into(), "classify".into(), "refs".into()])
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(sib("use super::entry::Entry;"), ["entry"]);
+    assert_eq!(
+        sib("use super::{SnapshotError, classify::UnknownKind, entry::Entry};"),
+        ["classify", "entry"]
+    );
+    assert_eq!(sib("let x = crate::snapshot::refs::references(s);"), ["refs"]);
+    // A name of the parent, a parent's sibling and an unknown file are no sibling.
+    assert!(sib("use super::SnapshotError; use super::super::entry::X; use super::other::Y;").is_empty());
+}
