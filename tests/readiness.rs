@@ -372,6 +372,21 @@ fn wait_exits_by_outcome() {
         timeout.stderr
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    // A NodeSet that times out names the nodes it waits for, not only itself.
+    let set = run(
+        &["--source", "examples", "status", "wait", "--phase", "1", "--nodeset", "edpm-compute-cell1"]
+            .into_iter()
+            .chain(["--timeout", "1", "--interval", "1"])
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(set.code, 11, "{}", set.stderr);
+    assert!(
+        set.stderr
+            .contains("ServicesReady is not True for NodeSet edpm-compute-cell1 (nodes edpm-compute-4)"),
+        "{}",
+        set.stderr
+    );
     let bad = run(&["--source", "examples", "status", "wait", "--phase", "2", "--timeout", "1"], &[]);
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("-1 (bare metal)"), "{}", bad.stderr);

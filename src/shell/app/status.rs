@@ -413,7 +413,7 @@ fn wait(
         }
         if started.elapsed() >= timeout {
             let mut what: Vec<String> = waiting_nodes;
-            what.extend(waiting_sets.iter().map(|s| format!("NodeSet {s}")));
+            what.extend(waiting_sets.iter().map(|s| nodeset_waiting_for(&r, s, node_ty)));
             let worst = nodes
                 .iter()
                 .filter_map(|n| n.conditions.get(node_ty))
@@ -430,6 +430,27 @@ fn wait(
         std::thread::sleep(
             interval.min(timeout.saturating_sub(started.elapsed())).max(Duration::from_millis(10)),
         );
+    }
+}
+
+/// How many of a NodeSet's nodes a timeout names before it counts the rest.
+const NAMED_NODES: usize = 10;
+
+/// A waited-for NodeSet as a timeout names it: with its nodes whose `node_ty` is not True
+/// (those the wait is for), so the operator knows where to look.
+fn nodeset_waiting_for(r: &Readiness, set: &str, node_ty: &str) -> String {
+    let nodes: Vec<&str> = r
+        .nodes
+        .iter()
+        .filter(|n| n.nodeset == set && !n.conditions.get(node_ty).is_some_and(|c| c.is_true()))
+        .map(|n| n.node.as_str())
+        .collect();
+    match nodes.len() {
+        0 => format!("NodeSet {set}"),
+        n if n <= NAMED_NODES => format!("NodeSet {set} (nodes {})", nodes.join(", ")),
+        n => {
+            format!("NodeSet {set} (nodes {} and {} more)", nodes[..NAMED_NODES].join(", "), n - NAMED_NODES)
+        }
     }
 }
 
