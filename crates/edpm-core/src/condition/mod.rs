@@ -219,7 +219,7 @@ impl Condition {
 
     /// Mirror priority (lib-common `groupOrder`): lower is more important. A False condition
     /// without a severity ranks below every True one, as upstream ranks it.
-    fn level(&self) -> u8 {
+    pub fn level(&self) -> u8 {
         match (self.status, self.severity) {
             (Status::False, Severity::Error) => 0,
             (Status::False, Severity::Warning) => 1,

@@ -313,10 +313,22 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, width: usize, colour: bool)
     }
     out.push_str(head.trim_end());
     out.push('\n');
-    if let Some(c) = set.conditions.get(READY).filter(|c| !c.is_true()) {
+    if let Some(ready) = set.conditions.get(READY).filter(|c| !c.is_true()) {
+        // The phase that explains it, chosen as each node's row chooses (`most_important`), so
+        // the header and the rows name the same service; Ready's own words when no phase is
+        // behind it (upstream's DeploymentReady, say).
+        let phases = [NODESET_BAREMETAL, NODESET_INFRASTRUCTURE, NODESET_SERVICES];
+        let c = most_important(phases.iter().filter_map(|t| set.conditions.get(t))).unwrap_or(ready);
         out.push_str(&fit(&printable(&format!("  {}: {}", c.reason, c.message)), width));
         out.push('\n');
     }
+}
+
+/// Of conditions listed in phase order, the one not True that matters most: the most
+/// important as Ready mirrors them (lib-common's order), the earliest phase of those alike.
+fn most_important<'c>(phases: impl Iterator<Item = &'c Condition>) -> Option<&'c Condition> {
+    // min_by_key keeps the first of equals: the earliest phase.
+    phases.filter(|c| !c.is_true()).min_by_key(|c| c.level())
 }
 
 /// One node's line: its phases, Ready, and what blocks it.
@@ -325,7 +337,14 @@ fn node_line(n: &NodeView, nw: usize, width: usize, colour: bool) -> String {
     let why = if ready.is_some_and(Condition::is_true) {
         String::new()
     } else {
-        match ([BAREMETAL, INFRASTRUCTURE, SERVICES].into_iter().find_map(|p| n.blocking.get(p)), ready) {
+        // The phase that matters most, as the NodeSet's header chooses (`most_important`).
+        let phase = most_important(
+            [BAREMETAL, INFRASTRUCTURE, SERVICES]
+                .into_iter()
+                .filter(|p| n.blocking.contains_key(p))
+                .filter_map(|p| n.conditions.get(p)),
+        );
+        match (phase.and_then(|c| n.blocking.get(c.type_.as_str())), ready) {
             (Some(b), _) => b.clone(),
             (None, Some(r)) => format!("{}: {}", r.reason, r.message),
             (None, None) => String::new(),
@@ -355,6 +374,23 @@ mod tests {
     use crate::readiness::api::{NodeCounts, OwnerKind};
     use crate::readiness::{NodeSetView, NodeView, Owner};
     use crate::snapshot::evidence::NodeRun;
+
+    #[test]
+    fn the_phase_that_explains_is_the_worst_and_the_earliest_of_equals() {
+        use crate::condition::reasons::{HOST_FAILED, NOT_DEPLOYED, RETRYING};
+        let infra = Condition::because(INFRASTRUCTURE, &NOT_DEPLOYED, "run-os");
+        let services = Condition::because(SERVICES, &NOT_DEPLOYED, "nova");
+        let ok = Condition::true_(BAREMETAL, "");
+        // Alike: the earliest phase (as a node's row said, and now the NodeSet's header too).
+        let pick = |cs: &[&Condition]| most_important(cs.iter().copied()).map(|c| c.message.clone());
+        assert_eq!(pick(&[&ok, &infra, &services]).as_deref(), Some("run-os"));
+        // Worse beats earlier: a failure is what an operator must see.
+        let failed = Condition::because(SERVICES, &HOST_FAILED, "nova failed");
+        assert_eq!(pick(&[&ok, &infra, &failed]).as_deref(), Some("nova failed"));
+        let retrying = Condition::because(SERVICES, &RETRYING, "retrying");
+        assert_eq!(pick(&[&infra, &retrying]).as_deref(), Some("retrying"));
+        assert_eq!(pick(&[&ok]), None);
+    }
 
     /// A node and its NodeSet whose every piece of text is `t` (hostile input).
     fn hostile(t: &str) -> Readiness {
