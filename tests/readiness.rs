@@ -254,12 +254,17 @@ fn goldens_for_an_upstream_failure() {
 }
 
 #[test]
-fn the_table_fits_80_columns() {
-    let out = run(&["--source", "examples", "status", "show"], &[NOW]);
+fn the_table_fits_its_columns_and_piped_keeps_whole_lines() {
+    let out = run(&["--source", "examples", "status", "show"], &[NOW, ("COLUMNS", "80")]);
     for line in out.stdout.lines() {
         assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
     }
+    assert!(out.stdout.contains('…'), "something was cut to fit");
     assert!(!out.stdout.contains('\u{1b}'), "no colour when stdout is not a terminal");
+    // Piped (no terminal, no COLUMNS): nothing is cut, so grep finds every blocking node.
+    let piped = run(&["--source", "examples", "status", "show"], &[NOW]);
+    assert!(!piped.stdout.contains('…'), "{}", piped.stdout);
+    assert!(piped.stdout.contains("edpm-compute-2 (run-os: NotDeployed)"), "{}", piped.stdout);
 }
 
 #[test]

@@ -56,9 +56,15 @@ pub(super) fn run(
             let text = match format {
                 TableOrJson::Json => json_text(&readiness::show::to_json(&r, &f), true)?,
                 TableOrJson::Table => {
-                    let colour = std::io::stdout().is_terminal() && env.get("NO_COLOR").is_none();
-                    let width =
-                        env.get("COLUMNS").and_then(|c| c.parse().ok()).filter(|w| *w >= 60).unwrap_or(80);
+                    let terminal = std::io::stdout().is_terminal();
+                    let colour = terminal && env.get("NO_COLOR").is_none();
+                    // Lines are cut to fit a terminal (COLUMNS, else 80); piped into a file,
+                    // grep or a pager, they are whole.
+                    let width = match env.get("COLUMNS").and_then(|c| c.parse().ok()).filter(|w| *w >= 60) {
+                        Some(w) => w,
+                        None if terminal => 80,
+                        None => usize::MAX,
+                    };
                     readiness::show::table(&r, &f, width, colour)
                 }
             };
