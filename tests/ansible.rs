@@ -209,3 +209,24 @@ fn ansible_playbook_runs_against_the_script_inventory() {
     );
     assert!(!results.join("edpm-networker-0").exists());
 }
+
+/// `validate`'s list of the names Ansible reserves is the installed Ansible's own
+/// (`ansible.vars.reserved.get_reserved_names()`, less `vars`, which it ignores), and a
+/// reserved name in ansibleVars is what ansible-playbook warns about.
+#[test]
+fn validate_knows_the_names_ansible_reserves() {
+    let python = python_tool("python3");
+    let out = run_program(
+        &python,
+        &[
+            "-c",
+            "from ansible.vars.reserved import get_reserved_names; print('\\n'.join(sorted(get_reserved_names() - {'vars'})))",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ansible: Vec<&str> = out.stdout.lines().collect();
+    let mut ours: Vec<&str> = edpm_core::validate::ANSIBLE_RESERVED.to_vec();
+    ours.sort_unstable();
+    assert_eq!(ours, ansible, "update edpm_core::validate::ANSIBLE_RESERVED to the installed Ansible's list");
+}

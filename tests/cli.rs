@@ -423,3 +423,20 @@ fn render_check_confirms_a_match() {
         out.stdout
     );
 }
+
+#[test]
+fn validate_warns_of_variable_names_ansible_reserves() {
+    let ns = "apiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNodeSet\nmetadata:\n  name: ns\nspec:\n  nodeTemplate:\n    ansibleSSHPrivateKeySecret: k\n    ansible:\n      ansibleVars:\n        gather_facts: false\n        edpm_kernel_args: quiet\n  nodes:\n    n0:\n      ansible:\n        ansibleHost: 10.0.0.1\n        ansibleVars:\n          port: 2222\n";
+    let d = scratch(&[("ns.yaml", ns)]);
+    let src = d.path().to_str().unwrap().to_string();
+    let out = run(&["--source", &src, "validate"], &[]);
+    assert_eq!(out.code, 0, "warnings only: {}", out.stdout);
+    for needle in [
+        "spec.nodeTemplate.ansible.ansibleVars.gather_facts: gather_facts is a name Ansible reserves",
+        "spec.nodes.n0.ansible.ansibleVars.port: port is a name Ansible reserves",
+    ] {
+        assert!(out.stdout.contains(needle), "validate output lacks {needle:?}:\n{}", out.stdout);
+    }
+    assert_eq!(out.stdout.matches("a name Ansible reserves").count(), 2, "{}", out.stdout);
+    assert!(!out.stdout.contains("edpm_kernel_args"), "{}", out.stdout);
+}

@@ -416,16 +416,106 @@ fn check_cell(snap: &Snapshot, c: &model::CellRef, r: &mut Report) {
 }
 
 fn check_section(snap: &Snapshot, id: &ObjRef, s: &AnsibleSection, r: &mut Report) {
-    if let Err(e) = parse_ansible_vars(id, s.vars.as_ref()) {
-        let field = s.vars.as_ref().map_or("ansibleVars", |f| &*f.path);
-        let msg = e.to_string();
-        let msg = msg.split_once(&format!("{field} ")).map_or(msg.as_str(), |(_, m)| m).to_string();
-        r.error(id, field, msg);
+    let field = s.vars.as_ref().map_or("ansibleVars", |f| &*f.path);
+    match parse_ansible_vars(id, s.vars.as_ref()) {
+        Err(e) => {
+            let msg = e.to_string();
+            let msg = msg.split_once(&format!("{field} ")).map_or(msg.as_str(), |(_, m)| m).to_string();
+            r.error(id, field, msg);
+        }
+        Ok(vars) => {
+            for (name, _) in vars.iter().filter(|(n, _)| ANSIBLE_RESERVED.contains(&n.as_str())) {
+                r.warn(id, format!("{field}.{name}"), format!(
+                    "{name} is a name Ansible reserves (a play or task keyword): every run warns \"Found variable using reserved name\", and a play setting such as gather_facts belongs in the playbook; rename the variable or remove it"
+                ));
+            }
+        }
     }
     for f in &s.vars_from {
         check_vars_from(snap, id, f, r);
     }
 }
+
+/// The variable names Ansible reserves (`ansible.vars.reserved.get_reserved_names()`, less
+/// `vars`, which it ignores): an inventory variable of one of these names makes every run
+/// warn. ansible-core 2.19's list, checked against the installed Ansible by
+/// `tests/ansible.rs` `validate_knows_the_names_ansible_reserves`.
+pub const ANSIBLE_RESERVED: &[&str] = &[
+    "action",
+    "always",
+    "any_errors_fatal",
+    "args",
+    "async",
+    "async_val",
+    "become",
+    "become_exe",
+    "become_flags",
+    "become_method",
+    "become_user",
+    "block",
+    "changed_when",
+    "check_mode",
+    "collections",
+    "connection",
+    "cycler",
+    "debugger",
+    "delay",
+    "delegate_facts",
+    "delegate_to",
+    "dict",
+    "diff",
+    "environment",
+    "fact_path",
+    "failed_when",
+    "force_handlers",
+    "gather_facts",
+    "gather_timeout",
+    "handlers",
+    "hosts",
+    "ignore_errors",
+    "ignore_unreachable",
+    "joiner",
+    "lipsum",
+    "local_action",
+    "lookup",
+    "loop",
+    "loop_control",
+    "loop_with",
+    "max_fail_percentage",
+    "module_defaults",
+    "name",
+    "namespace",
+    "no_log",
+    "notify",
+    "now",
+    "omit",
+    "order",
+    "poll",
+    "port",
+    "post_tasks",
+    "pre_tasks",
+    "q",
+    "query",
+    "range",
+    "register",
+    "remote_user",
+    "rescue",
+    "retries",
+    "roles",
+    "run_once",
+    "serial",
+    "strategy",
+    "tags",
+    "tasks",
+    "throttle",
+    "timeout",
+    "undef",
+    "until",
+    "vars_files",
+    "vars_prompt",
+    "when",
+    "with_",
+];
 
 fn check_vars_from(
     snap: &Snapshot,
