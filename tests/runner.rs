@@ -843,3 +843,34 @@ fn extra_vars_with_a_repeated_key_are_checked_and_redacted_as_ansible_reads_them
         assert!(!text.contains("Sup3rS3cret"), "{text}");
     }
 }
+
+/// Ansible colours whatever ansible-runner's pty shows it; a Job's log is no terminal, so the
+/// play runs uncoloured unless the Job asks (ANSIBLE_FORCE_COLOR), and escape codes reach
+/// neither the pod's log nor the artifacts' stdout.
+#[test]
+fn the_play_is_coloured_only_when_asked_or_on_a_terminal() {
+    let job = Job::new(&["a"], &[]);
+    job.write(
+        "project/site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug: {msg: hello}\n",
+    );
+    let dir = job.dir().display().to_string();
+    let base: Vec<(String, String)> = job.env().into_iter().filter(|(k, _)| k != "ANSIBLE_NOCOLOR").collect();
+    let mut env: Vec<(&str, &str)> = base.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    // A terminal type, as a shell that runs the command (or redirects it to a file) has: with
+    // it, Ansible colours on ansible-runner's pty.
+    env.push(("TERM", "xterm-256color"));
+    let run = |ident: &str, env: &[(&str, &str)]| {
+        run_program(&bin(), &["run", "--", "ansible-runner", "run", &dir, "-p", "site.yml", "-i", ident], env)
+    };
+    let out = run("plain", &env);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("hello"), "{}", out.stdout);
+    assert!(!out.stdout.contains('\u{1b}'), "escape codes in the log: {:?}", out.stdout);
+    let log = std::fs::read_to_string(job.dir().join("artifacts/plain/stdout")).unwrap();
+    assert!(log.contains("hello") && !log.contains('\u{1b}'), "{log:?}");
+    env.push(("ANSIBLE_FORCE_COLOR", "1"));
+    let out = run("forced", &env);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains('\u{1b}'), "the Job asked for colour: {:?}", out.stdout);
+}

@@ -3,6 +3,7 @@
 //! failures; with ansible-playbook it writes the job events, and edpm-agent tees the output
 //! to the artifacts' `stdout` as ansible-runner would), then the init in front.
 
+use std::io::IsTerminal;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
@@ -66,6 +67,14 @@ pub(crate) fn play(
         ("ANSIBLE_CALLBACKS_ENABLED".into(), join("ANSIBLE_CALLBACKS_ENABLED", EVENTS_PLUGIN_NAME, ",")),
         ("EDPM_AGENT_IDENT".into(), layout.ident.clone()),
     ]);
+    // Ansible colours its output whenever it sees a terminal, and ansible-runner gives it
+    // one (a pty): escape codes then fill the pod's log and the artifacts' stdout. Colour
+    // only when this process writes to a terminal, unless the Job chose (ANSIBLE_NOCOLOR,
+    // ANSIBLE_FORCE_COLOR, NO_COLOR).
+    let chosen = ["ANSIBLE_NOCOLOR", "ANSIBLE_FORCE_COLOR", "NO_COLOR"].iter().any(|v| env.get(v).is_some());
+    if !chosen && !std::io::stdout().is_terminal() {
+        vars.push(("ANSIBLE_NOCOLOR".into(), "1".into()));
+    }
     let (mut argv, cwd, tee) = if ansible_runner {
         // Absolute: ansible-runner runs ansible-playbook in the project directory, where a
         // relative --runner-dir would point elsewhere.
