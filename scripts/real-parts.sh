@@ -20,6 +20,7 @@ for p in podman runc netavark aardvark-dns iptables debootstrap debian-archive-k
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
+  echo "real-parts: installing Debian packages: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   { apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null 2>&1 ||
     { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null; }; } ||
@@ -92,8 +93,10 @@ tarball="$cache/images/edpm-images-$key.tar.gz"
 
 if ! podman image exists "$systemd_image" || ! podman image exists "$runner_base" || ! podman image exists "$base"; then
   if [ -f "$tarball" ]; then
+    echo "real-parts: loading the cached images from $tarball"
     gunzip -c "$tarball" | podman load -q >/dev/null || fail "cannot load the cached images from $tarball"
   else
+    echo "real-parts: building a Debian base, a systemd image and a runner base in podman's storage (about 900 MB, 1-2 minutes), cached as $tarball (about 300 MB)"
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     debootstrap --variant=minbase bookworm "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1 ||

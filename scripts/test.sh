@@ -11,6 +11,7 @@ command -v rpmbuild >/dev/null || missing+=(rpm)
 command -v ssh >/dev/null || missing+=(openssh-client)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
+  echo "test.sh: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }
 fi
@@ -21,6 +22,7 @@ if ! bash scripts/real-parts.sh; then
   echo "test.sh: no container environment; the real-parts tests will skip" >&2
 fi
 export EDPM_AGENT_TEST_VENV="$PWD/.venv"
+echo "test.sh: building and testing the workspace into target/ (several GB on a first run)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
