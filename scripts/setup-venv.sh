@@ -9,7 +9,7 @@ stamp=.venv/.requirements
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
   exit 0
 fi
-echo "setup-venv: creating .venv with $(grep -c . "$req") Python packages from PyPI ($req)"
+echo "setup-venv: creating .venv with $(grep -c "^[^#[:space:]]" "$req") Python packages from PyPI ($req)"
 python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check -r "$req"
 cp "$req" "$stamp"
