@@ -23,8 +23,9 @@ pub fn run(
     env: &shell::app::Env,
     out: &mut dyn std::io::Write,
 ) -> Result<shell::exit::Status, shell::app::AppError> {
-    if controller::command::is_controller(&cli) {
-        return controller::command::run(cli, env, out);
+    use shell::cli::{Command, StatusAction, StatusArgs};
+    if let Command::Status(args @ StatusArgs { action: StatusAction::Controller { .. }, .. }) = cli.command {
+        return controller::command::run(&cli.source, args, env, out);
     }
     shell::app::run(cli, env, out)
 }

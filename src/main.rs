@@ -13,7 +13,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // kube runs edpm-agent itself to run a kubeconfig's credential plugin, bounded.
-    if let Some(code) = app::exec_credential(&args) {
+    if let Some(code) = edpm_io::k8s::exec::answer(&args) {
         return code;
     }
     let cli = match cli::parse(args) {

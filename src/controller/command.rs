@@ -11,23 +11,19 @@ use crate::shell::app::output::write_out;
 use crate::shell::app::pipeline::Context;
 use crate::shell::app::status::{duration, lease_namespace, now};
 use crate::shell::app::{AppError, resolve_settings};
-use crate::shell::cli::{Cli, Command, StatusAction, StatusArgs};
+use crate::shell::cli::{SourceArgs, StatusAction, StatusArgs};
 use crate::shell::exit::{Exit, Status};
 use edpm_core::environment::Env;
 
-/// Whether `cli` is `status controller`.
-pub fn is_controller(cli: &Cli) -> bool {
-    matches!(&cli.command, Command::Status(StatusArgs { action: StatusAction::Controller { .. }, .. }))
-}
-
-/// Runs `status controller` until a signal or the end of its watches.
-pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError> {
-    let Command::Status(args) = cli.command else {
-        return Err(AppError::failure(
-            "controller::command::run was given another command than status controller",
-        ));
-    };
-    let settings = resolve_settings(&cli.source, env)?;
+/// Runs `status controller` (`args`, whose action is `Controller`; `source`, the source
+/// flags) until a signal or the end of its watches.
+pub fn run(
+    source: &SourceArgs,
+    args: StatusArgs,
+    env: &Env,
+    out: &mut dyn Write,
+) -> Result<Status, AppError> {
+    let settings = resolve_settings(source, env)?;
     // The checks every `status` command makes, in the same order.
     now(env)?;
     let mut cx = Context::new(&settings);

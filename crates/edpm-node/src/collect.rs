@@ -84,9 +84,15 @@ struct Known {
 }
 
 impl Known {
+    /// A file's path.
     fn path(&self, f: &StagedFile) -> &str {
-        &self.paths[f.path.clone()]
+        path_in(&self.paths, f)
     }
+}
+
+/// `f`'s path in `paths` (where a check that borrows `Known`'s fields apart looks it up).
+fn path_in<'p>(paths: &'p str, f: &StagedFile) -> &'p str {
+    &paths[f.path.clone()]
 }
 
 /// The node under `root`.
@@ -189,7 +195,7 @@ impl Host {
         let mut known = self.staged.lock().unwrap_or_else(|e| e.into_inner());
         self.reread_manifest(&mut known)?;
         let Known { paths, files, seen, .. } = &mut *known;
-        let path_of = |f: &StagedFile| &paths[f.path.clone()];
+        let path_of = |f: &StagedFile| path_in(paths, f);
         // Stats are the cost of a check where nothing changed, hashing the cost of the first:
         // both run on every core.
         let root = &self.root;

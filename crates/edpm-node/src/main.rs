@@ -27,8 +27,8 @@ fn main() -> ExitCode {
     // kube runs a kubeconfig's credential plugin through this binary itself, bounded
     // (`edpm-agent-node __exec-credential …`, see edpm_io::k8s::exec): answer it before clap.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == edpm_io::k8s::exec::ARG) {
-        return edpm_io::k8s::exec::main(&args[2..]);
+    if let Some(code) = edpm_io::k8s::exec::answer(&args) {
+        return code;
     }
     let cli = Cli::parse_from(args);
     // The one read of the process environment; everything after looks variables up in `env`.

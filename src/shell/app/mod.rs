@@ -27,17 +27,6 @@ pub use edpm_core::environment::Env;
 pub use errors::AppError;
 use pipeline::Context;
 
-/// When edpm-agent was started as the bounded runner of a kubeconfig credential plugin
-/// (`edpm-agent __exec-credential …`, which only edpm-agent itself writes into the
-/// configuration it hands kube): runs it and says how it ended. `None`: an ordinary start.
-pub fn exec_credential(args: &[std::ffi::OsString]) -> Option<std::process::ExitCode> {
-    let rest = match args.get(1) {
-        Some(a) if a == edpm_io::k8s::exec::ARG => &args[2..],
-        _ => return None,
-    };
-    Some(edpm_io::k8s::exec::main(rest))
-}
-
 /// Runs one command. `env` is the process environment (injected so tests can pass their own).
 pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError> {
     // oslo commands read only the files they are given: no source settings needed.

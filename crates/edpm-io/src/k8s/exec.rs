@@ -43,6 +43,17 @@ pub fn wrap(exec: &mut ExecConfig, timeout: Duration) -> Result<(), String> {
     Ok(())
 }
 
+/// When the process was started as the bounded runner of a credential plugin (its first
+/// argument [`ARG`], which only [`wrap`] writes into the configuration it hands kube): runs
+/// it and says how it ended. `None`: an ordinary start. Every binary that connects with
+/// [`wrap`]ped plugins (edpm-agent, edpm-agent-node) asks this first thing in `main`.
+pub fn answer(args: &[OsString]) -> Option<std::process::ExitCode> {
+    match args.get(1) {
+        Some(a) if a == ARG => Some(main(&args[2..])),
+        _ => None,
+    }
+}
+
 /// `edpm-agent __exec-credential PID MS COMMAND ARGS…`: runs COMMAND for at most MS
 /// milliseconds, for the edpm-agent of process PID; its stdout (the ExecCredential) on
 /// success, else one line saying why, on stdout (kube keeps it for the error) with exit
