@@ -32,20 +32,13 @@ impl Controller {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("127.0.0.1:{port}");
         let kc = api.kubeconfig();
-        let mut args = vec![
-            "--source",
-            "kube",
-            "--kubeconfig",
-            kc.to_str().unwrap(),
-            "status",
-            "controller",
-            "--metrics-bind-address",
-            &addr,
-            "--health-probe-bind-address",
-            &addr,
-            "--debounce-ms",
-            "100",
-        ];
+        let mut args = vec!["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "status", "controller"];
+        // /metrics on the probes' address over plain HTTP, for these scenarios, unless the
+        // scenario serves it its own way (the HTTPS one below).
+        if !extra.contains(&"--metrics-bind-address") {
+            args.extend(["--metrics-bind-address", &addr, "--metrics-secure=false"]);
+        }
+        args.extend(["--health-probe-bind-address", &addr, "--debounce-ms", "100"]);
         args.extend_from_slice(extra);
         // Nova's polling has its own scenarios below (logged at debug, so that every field
         // of every line is checked for secrets); the examples' cluster has no NovaCell.
@@ -360,8 +353,15 @@ fn wait_for_attempt(api: &FakeApi, attempt: u32, what: &str, limit: Duration) {
 #[test]
 fn of_two_replicas_one_writes_and_the_other_takes_over() {
     let api = crate::status_api::cluster();
-    let a = Controller::start(&api, &["--leader-elect"]);
-    let b = Controller::start(&api, &["--leader-elect"]);
+    // Times of our own (client-go's defaults are 15 s, 10 s, 2 s): the flags are obeyed.
+    let timings = [
+        "--leader-elect",
+        "--leader-elect-lease-duration=4s",
+        "--leader-elect-renew-deadline=3s",
+        "--leader-elect-retry-period=0.5s",
+    ];
+    let a = Controller::start(&api, &timings);
+    let b = Controller::start(&api, &timings);
     wait_for("a leader", Duration::from_secs(20), || leads(&a) == Some(true) || leads(&b) == Some(true));
     wait_for("the first writes", Duration::from_secs(20), || {
         condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
@@ -372,6 +372,7 @@ fn of_two_replicas_one_writes_and_the_other_takes_over() {
     let lease = api.object("Lease", "edpm-agent-status-controller").expect("the leader Lease");
     let holder = lease["spec"]["holderIdentity"].as_str().unwrap_or_default().to_string();
     assert!(!holder.is_empty(), "{lease}");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 4, "{lease}");
     // One change, one write: only the leader writes.
     let before = status_patches(&api).len();
     retry_fails(&api, 2);
@@ -387,10 +388,9 @@ fn of_two_replicas_one_writes_and_the_other_takes_over() {
     let killed = Instant::now();
     wait_for("the follower to lead", Duration::from_secs(30), || leads(&follower) == Some(true));
     let took = killed.elapsed();
-    assert!(
-        took <= Duration::from_secs(21),
-        "took over after {took:?} (Lease 15 s, renewal 5 s before its end)"
-    );
+    // The Lease's 4 s from when the follower last saw the record move (at most a retry
+    // period before the kill), plus a round's time.
+    assert!(took <= Duration::from_secs(7), "took over after {took:?} (Lease 4 s, retry 0.5 s)");
     retry_fails(&api, 3);
     wait_for_attempt(&api, 3, "the new leader's write", Duration::from_secs(5));
     // SIGTERM: exit 0, the Lease released.
@@ -764,4 +764,135 @@ fn the_controller_asks_nova_with_an_explicitly_named_secret() {
         secrets.iter().all(|r| r.starts_with("GET") && !r.ends_with("/secrets") && !r.contains("/secrets?")),
         "got by name, never listed: {secrets:?}"
     );
+}
+
+/// An HTTPS client that trusts the test CA (`tests/fixtures/tls`), whose server certificate
+/// the secure scenario serves.
+fn https_client() -> reqwest::blocking::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = std::fs::read(crate::util::repo().join("tests/fixtures/tls/ca.pem")).unwrap();
+    reqwest::blocking::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(&ca).unwrap())
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// `--metrics-secure` (the default): `/metrics` over HTTPS with the certificate in
+/// `--metrics-cert-path`, refused without a token (401), with a token the TokenReview does not
+/// authenticate (401), and to a user the SubjectAccessReview does not let `get /metrics`
+/// (403); served to one it does, and to a group it does. The probes stay plain HTTP.
+#[test]
+fn secure_metrics_answer_only_tokens_the_api_server_lets_in() {
+    let api = crate::status_api::cluster();
+    api.add_token(
+        "prom-token",
+        "system:serviceaccount:openshift-monitoring:prometheus-k8s",
+        &["system:serviceaccounts"],
+    );
+    api.add_token("other-token", "system:serviceaccount:openstack:default", &["system:serviceaccounts"]);
+    api.add_token("group-token", "someone", &["monitoring-readers"]);
+    api.grant_non_resource("system:serviceaccount:openshift-monitoring:prometheus-k8s", "/metrics", "get");
+    api.grant_non_resource("group:monitoring-readers", "/metrics", "get");
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let certs = crate::util::repo().join("tests/fixtures/tls");
+    let c = Controller::start(
+        &api,
+        &[
+            "--metrics-secure",
+            "--metrics-bind-address",
+            &metrics_addr,
+            "--metrics-cert-path",
+            certs.to_str().unwrap(),
+            "--metrics-cert-name",
+            "server.pem",
+            "--metrics-cert-key",
+            "server.key",
+        ],
+    );
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+    });
+    // The probes: plain HTTP on their own address; /metrics is not there.
+    assert_eq!(c.get("/healthz").0, 200);
+    assert_eq!(c.get("/metrics").0, 404);
+    let http = https_client();
+    let url = format!("https://127.0.0.1:{metrics_port}/metrics");
+    let scrape = |token: Option<&str>| {
+        let mut r = http.get(&url);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let resp = r.send().unwrap_or_else(|e| panic!("{url}: {e:?}"));
+        (resp.status().as_u16(), resp.text().unwrap())
+    };
+    let (code, body) = scrape(None);
+    assert_eq!((code, body.contains("Authorization")), (401, true), "{body}");
+    assert_eq!(scrape(Some("made-up")).0, 401);
+    let (code, body) = scrape(Some("other-token"));
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("edpm-agent-metrics-reader"), "the answer says what to bind: {body}");
+    for token in ["prom-token", "group-token"] {
+        let (code, body) = scrape(Some(token));
+        assert_eq!(code, 200, "{token}: {body}");
+        let samples = parse_openmetrics(&body);
+        assert_eq!(samples.get("edpm-compute-5/Ready/False"), Some(&1.0), "{body}");
+    }
+    // Verdicts are kept a while: scraping again asks the API server nothing more.
+    let reviews = |api: &FakeApi| api.count("POST", "/apis/authentication.k8s.io/v1/tokenreviews");
+    let before = reviews(&api);
+    assert_eq!(scrape(Some("prom-token")).0, 200);
+    assert_eq!(reviews(&api), before);
+    // Plain HTTP to the TLS port is no answer with metrics in it.
+    let plain = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).and_then(|mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        Ok(out)
+    });
+    assert!(!String::from_utf8_lossy(&plain.unwrap_or_default()).contains("edpm_node_condition"));
+    // Tokens never reach the log.
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    for secret in ["prom-token", "other-token", "group-token", "made-up"] {
+        assert!(!err.contains(secret), "{secret} in the log: {err}");
+    }
+}
+
+#[test]
+fn secure_metrics_on_the_probes_address_and_bad_leader_times_are_refused() {
+    let out = crate::util::run(
+        &[
+            "--source",
+            "kube",
+            "status",
+            "controller",
+            "--metrics-bind-address",
+            ":9443",
+            "--health-probe-bind-address",
+            ":9443",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("needs an address of its own") && out.stderr.contains("--metrics-secure=false"),
+        "{}",
+        out.stderr
+    );
+    let out = crate::util::run(
+        &[
+            "--source",
+            "kube",
+            "status",
+            "controller",
+            "--leader-elect-lease-duration=10s",
+            "--leader-elect-renew-deadline=10s",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("must be longer than --leader-elect-renew-deadline"), "{}", out.stderr);
 }

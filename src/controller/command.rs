@@ -6,13 +6,15 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::{NovaPolling, Options, probes};
+use super::secure::CertFiles;
+use super::{MetricsSecurity, NovaPolling, Options, probes};
 use crate::shell::app::output::write_out;
 use crate::shell::app::pipeline::Context;
 use crate::shell::app::status::{duration, lease_namespace, now};
 use crate::shell::app::{AppError, resolve_settings};
 use crate::shell::cli::{SourceArgs, StatusAction, StatusArgs};
 use crate::shell::exit::{Exit, Status};
+use crate::shell::k8s::leader::Timings;
 use edpm_core::environment::Env;
 
 /// Runs `status controller` (`args`, whose action is `Controller`; `source`, the source
@@ -41,6 +43,7 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
     let StatusAction::Controller {
         metrics_bind_address,
         health_probe_bind_address,
+        metrics_secure,
         leader_elect,
         leader_election_id,
         debounce_ms,
@@ -52,13 +55,22 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
     else {
         return Err(AppError::failure("not status controller's flags"));
     };
+    let metrics =
+        probes::parse_bind("--metrics-bind-address", metrics_bind_address).map_err(AppError::usage)?;
+    let probes = probes::parse_bind("--health-probe-bind-address", health_probe_bind_address)
+        .map_err(AppError::usage)?;
+    if *metrics_secure && metrics.is_some() && metrics == probes {
+        return Err(AppError::usage(format!(
+            "--metrics-bind-address {metrics_bind_address} is the probes' address too: /metrics over HTTPS needs an address of its own (the kubelet probes speak plain HTTP); give another, or --metrics-secure=false"
+        )));
+    }
     Ok(Options {
-        metrics: probes::parse_bind("--metrics-bind-address", metrics_bind_address)
-            .map_err(AppError::usage)?,
-        probes: probes::parse_bind("--health-probe-bind-address", health_probe_bind_address)
-            .map_err(AppError::usage)?,
+        metrics,
+        probes,
+        metrics_security: metrics_security(args),
         leader_elect: *leader_elect,
         leader_election_id: leader_election_id.clone(),
+        leader_timings: leader_timings(args)?,
         debounce: Duration::from_millis((*debounce_ms).max(1)),
         grace: duration("--grace-period", grace_period)?,
         crd_recheck: match duration("--crd-recheck", crd_recheck)? {
@@ -75,4 +87,46 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
             credentials: args.nova_credentials.clone(),
         }),
     })
+}
+
+/// `--metrics-secure` and the certificate's files.
+fn metrics_security(args: &StatusArgs) -> MetricsSecurity {
+    let StatusAction::Controller {
+        metrics_secure,
+        metrics_cert_path,
+        metrics_cert_name,
+        metrics_cert_key,
+        ..
+    } = &args.action
+    else {
+        return MetricsSecurity::Plain;
+    };
+    if !*metrics_secure {
+        return MetricsSecurity::Plain;
+    }
+    MetricsSecurity::Secure(metrics_cert_path.as_ref().map(|dir| CertFiles {
+        dir: dir.clone(),
+        cert: metrics_cert_name.clone(),
+        key: metrics_cert_key.clone(),
+    }))
+}
+
+/// The leader election's times, checked as client-go checks them.
+fn leader_timings(args: &StatusArgs) -> Result<Timings, AppError> {
+    let StatusAction::Controller {
+        leader_elect_lease_duration,
+        leader_elect_renew_deadline,
+        leader_elect_retry_period,
+        ..
+    } = &args.action
+    else {
+        return Ok(Timings::default());
+    };
+    Timings {
+        lease_duration: duration("--leader-elect-lease-duration", leader_elect_lease_duration)?,
+        renew_deadline: duration("--leader-elect-renew-deadline", leader_elect_renew_deadline)?,
+        retry: duration("--leader-elect-retry-period", leader_elect_retry_period)?,
+    }
+    .checked()
+    .map_err(AppError::usage)
 }

@@ -32,6 +32,7 @@ pub mod command;
 mod evaluate;
 mod nova;
 pub(crate) mod probes;
+mod secure;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -54,13 +55,24 @@ use probes::Metrics;
 pub(crate) struct Options {
     pub(crate) metrics: Option<std::net::SocketAddr>,
     pub(crate) probes: Option<std::net::SocketAddr>,
+    /// `/metrics` over TLS behind the API server's authentication and authorization
+    /// (`--metrics-secure`, the default), or plain HTTP to anyone (`--metrics-secure=false`).
+    pub(crate) metrics_security: MetricsSecurity,
     pub(crate) leader_elect: bool,
     pub(crate) leader_election_id: String,
+    /// `--leader-elect-lease-duration`, `-renew-deadline`, `-retry-period`.
+    pub(crate) leader_timings: k8s::leader::Timings,
     pub(crate) debounce: Duration,
     pub(crate) grace: Duration,
     pub(crate) crd_recheck: Duration,
     /// Ask Nova about the computes (`NovaComputeReady`), unless `--no-nova`.
     pub(crate) nova: Option<NovaPolling>,
+}
+
+pub(crate) enum MetricsSecurity {
+    Plain,
+    /// With the certificate in these files, or a self-signed one (`None`).
+    Secure(Option<secure::CertFiles>),
 }
 
 pub(crate) struct NovaPolling {
@@ -91,6 +103,7 @@ pub(crate) fn run(s: &Settings, settings: k8s::Settings, opts: Options) -> Resul
     let stopped = rt.block_on(async {
         serve_probes(&opts, metrics.clone()).await?;
         let client = Client::connect_watching(&settings).await?;
+        serve_secure_metrics(&opts, &settings, metrics.clone()).await?;
         control(&client, s.selector.as_ref().map(|s| s.as_str()), &opts, &phases, &metrics).await
     });
     // Tasks still waiting on the API (watches, an abandoned request) must not hold the exit.
@@ -98,23 +111,52 @@ pub(crate) fn run(s: &Settings, settings: k8s::Settings, opts: Options) -> Resul
     stopped
 }
 
-/// Binds the metrics and probe listeners (one server when they share an address).
+/// Binds the probe listener and, unless it is served over TLS, the metrics one (one server when
+/// they share an address).
 async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), AppError> {
     const ALL: &[&str] = &["/metrics", "/healthz", "/readyz"];
     const METRICS: &[&str] = &["/metrics"];
     const PROBES: &[&str] = &["/healthz", "/readyz"];
-    let plan: Vec<(std::net::SocketAddr, &'static [&'static str])> = match (opts.metrics, opts.probes) {
+    let plain_metrics = match opts.metrics_security {
+        MetricsSecurity::Plain => opts.metrics,
+        MetricsSecurity::Secure(_) => None,
+    };
+    let plan: Vec<(std::net::SocketAddr, &'static [&'static str])> = match (plain_metrics, opts.probes) {
         (Some(m), Some(p)) if m == p => vec![(m, ALL)],
         (m, p) => m.map(|m| (m, METRICS)).into_iter().chain(p.map(|p| (p, PROBES))).collect(),
     };
     for (addr, paths) in plan {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            AppError::failure(format!("cannot listen on {addr} for {}: {e}", paths.join(", ")))
-        })?;
-        tracing::info!(%addr, paths = %paths.join(" "), "serving");
-        tokio::spawn(probes::serve(listener, metrics.clone(), paths));
+        let listener = bind(addr, paths).await?;
+        tokio::spawn(probes::serve(listener, metrics.clone(), paths, None));
     }
     Ok(())
+}
+
+/// Binds `/metrics` over TLS (`--metrics-secure`), its requests checked with the API server
+/// by a client of its own (bounded requests; the watching client has no read timeout).
+async fn serve_secure_metrics(
+    opts: &Options,
+    settings: &k8s::Settings,
+    metrics: Arc<Metrics>,
+) -> Result<(), AppError> {
+    let (Some(addr), MetricsSecurity::Secure(files)) = (opts.metrics, &opts.metrics_security) else {
+        return Ok(());
+    };
+    let certs = secure::Certs::new(files.clone()).map_err(AppError::failure)?;
+    let acceptor = secure::acceptor(Arc::new(certs)).map_err(AppError::failure)?;
+    let gate = secure::Gate::new(Client::connect(settings).await?);
+    let listener = bind(addr, &["/metrics"]).await?;
+    let secure = Arc::new(probes::Secure { acceptor, gate });
+    tokio::spawn(probes::serve(listener, metrics, &["/metrics"], Some(secure)));
+    Ok(())
+}
+
+async fn bind(addr: std::net::SocketAddr, paths: &[&str]) -> Result<tokio::net::TcpListener, AppError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| AppError::failure(format!("cannot listen on {addr} for {}: {e}", paths.join(", "))))?;
+    tracing::info!(%addr, paths = %paths.join(" "), "serving");
+    Ok(listener)
 }
 
 /// The loop's clock for the schedule: time since the loop began.
@@ -238,7 +280,7 @@ fn nova_answered(nova: Option<&nova::Poller>, schedule: &mut Schedule, now: Dura
 /// With `--leader-elect`, the leader election under way; else a leadership always held.
 async fn lead(client: &Client, opts: &Options, identity: &str) -> Result<k8s::leader::Leadership, AppError> {
     Ok(if opts.leader_elect {
-        k8s::leader::elect(client, &opts.leader_election_id, identity).await?
+        k8s::leader::elect(client, &opts.leader_election_id, identity, opts.leader_timings).await?
     } else {
         k8s::leader::Leadership::always()
     })

@@ -311,35 +311,97 @@ pub(crate) fn parse_bind(flag: &str, text: &str) -> Result<Option<SocketAddr>, S
         .map_err(|_| format!("{flag} {text:?}: give :PORT, HOST:PORT, or 0 to turn it off"))
 }
 
-/// Serves `paths` (of `/metrics`, `/healthz`, `/readyz`) on `listener` until the task ends.
+/// `/metrics` over TLS, behind the API server's authentication and authorization.
+pub(crate) struct Secure {
+    pub(crate) acceptor: tokio_rustls::TlsAcceptor,
+    pub(crate) gate: super::secure::Gate,
+}
+
+/// How long a client has for its TLS handshake and for its request's headers: a connection
+/// that trickles is closed, not kept.
+const SLOW_CLIENT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves `paths` (of `/metrics`, `/healthz`, `/readyz`) on `listener` until the task ends;
+/// with `secure`, over TLS and `/metrics` only to whom the gate lets in.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     metrics: Arc<Metrics>,
     paths: &'static [&'static str],
+    secure: Option<Arc<Secure>>,
 ) {
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
         let metrics = metrics.clone();
+        let secure = secure.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                let metrics = metrics.clone();
-                async move { Ok::<_, std::convert::Infallible>(answer(&metrics, paths, req.uri().path())) }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+            match secure {
+                None => http(hyper_util::rt::TokioIo::new(stream), metrics, paths, None).await,
+                Some(s) => {
+                    let Ok(Ok(tls)) = tokio::time::timeout(SLOW_CLIENT, s.acceptor.accept(stream)).await
+                    else {
+                        return;
+                    };
+                    http(hyper_util::rt::TokioIo::new(tls), metrics, paths, Some(s)).await;
+                }
+            }
         });
     }
 }
 
-fn answer(metrics: &Metrics, paths: &[&str], path: &str) -> Response<Full<Bytes>> {
-    let reply = |code: StatusCode, content_type: &str, body: String| {
-        let mut r = Response::new(Full::new(Bytes::from(body)));
-        *r.status_mut() = code;
-        if let Ok(v) = content_type.parse() {
-            r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+/// HTTP/1.1 on one connection.
+async fn http<I>(io: I, metrics: Arc<Metrics>, paths: &'static [&'static str], secure: Option<Arc<Secure>>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let metrics = metrics.clone();
+        let secure = secure.clone();
+        async move {
+            let path = req.uri().path();
+            if let Some(s) = secure.as_deref()
+                && path == "/metrics"
+                && paths.contains(&path)
+            {
+                let header = req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
+                match s.gate.check(header).await {
+                    Ok(super::secure::Verdict::Allowed) => {}
+                    Ok(v) => {
+                        return Ok::<_, std::convert::Infallible>(reply(
+                            v.status(),
+                            "text/plain",
+                            v.message(),
+                        ));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot check a /metrics request with the API server");
+                        return Ok(reply(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "text/plain",
+                            "the request's token cannot be checked now (the API server did not answer); try again\n".into(),
+                        ));
+                    }
+                }
+            }
+            Ok(answer(&metrics, paths, path))
         }
-        r
-    };
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(SLOW_CLIENT)
+        .serve_connection(io, service)
+        .await;
+}
+
+fn reply(code: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = code;
+    if let Ok(v) = content_type.parse() {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn answer(metrics: &Metrics, paths: &[&str], path: &str) -> Response<Full<Bytes>> {
     if !paths.contains(&path) {
         return reply(StatusCode::NOT_FOUND, "text/plain", format!("{path}: not served here\n"));
     }

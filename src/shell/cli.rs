@@ -293,8 +293,24 @@ pub enum StatusAction {
     /// NodeSets a change touches, write what changed (a long-running controller).
     Controller {
         /// Where /metrics is served (OpenMetrics): :PORT, HOST:PORT, or 0 for off.
-        #[arg(long, value_name = "ADDRESS", default_value = ":8080")]
+        #[arg(long, value_name = "ADDRESS", default_value = ":8443")]
         metrics_bind_address: String,
+        /// Serve /metrics over HTTPS, only to a bearer token the API server authenticates
+        /// (TokenReview) whose user may `get /metrics` (SubjectAccessReview);
+        /// --metrics-secure=false serves plain HTTP to anyone (for development).
+        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+              num_args = 0..=1, default_missing_value = "true", require_equals = true)]
+        metrics_secure: bool,
+        /// The directory of /metrics' serving certificate and key (re-read when they change);
+        /// without it, or while the files are absent, a self-signed certificate.
+        #[arg(long, value_name = "DIR")]
+        metrics_cert_path: Option<PathBuf>,
+        /// The certificate's file name in --metrics-cert-path.
+        #[arg(long, value_name = "FILE", default_value = "tls.crt")]
+        metrics_cert_name: String,
+        /// The key's file name in --metrics-cert-path.
+        #[arg(long, value_name = "FILE", default_value = "tls.key")]
+        metrics_cert_key: String,
         /// Where /healthz and /readyz are served: :PORT, HOST:PORT, or 0 for off.
         #[arg(long, value_name = "ADDRESS", default_value = ":8081")]
         health_probe_bind_address: String,
@@ -304,6 +320,17 @@ pub enum StatusAction {
         /// The leader Lease's name.
         #[arg(long, value_name = "NAME", default_value = "edpm-agent-status-controller")]
         leader_election_id: String,
+        /// How long a leader Lease whose record does not change is waited on before another
+        /// replica takes it over: seconds, or with a unit (client-go's default, 15s).
+        #[arg(long, value_name = "DURATION", default_value = "15s")]
+        leader_elect_lease_duration: String,
+        /// How long after its last renewal the leader stops writing: shorter than the lease
+        /// duration.
+        #[arg(long, value_name = "DURATION", default_value = "10s")]
+        leader_elect_renew_deadline: String,
+        /// How often the Lease is read, and renewed while held.
+        #[arg(long, value_name = "DURATION", default_value = "2s")]
+        leader_elect_retry_period: String,
         /// How long a burst of changes is gathered into one evaluation, in milliseconds.
         #[arg(long, value_name = "MS", default_value = "200")]
         debounce_ms: u64,

@@ -2,18 +2,19 @@
 //! controller only one writes. It follows client-go's `leaderelection` (the protocol every
 //! Kubernetes controller speaks), in a small loop of our own:
 //!
-//! - Every [`RETRY`] the Lease is read. Each time its record (the `spec`) differs from the one
+//! - Every retry period ([`Timings::retry`]) the Lease is read. Each time its record (the `spec`) differs from the one
 //!   seen last, this replica notes *when it saw it*, by its own monotonic clock. A Lease held by
-//!   another replica is taken over once the record has stayed the same for [`DURATION`] since
+//!   another replica is taken over once the record has stayed the same for the lease duration since
 //!   then, whatever its `renewTime` says: a holder whose clock is wrong (a `renewTime` in
 //!   2099, or one that does not parse) can neither keep the Lease forever nor lose it early,
 //!   and an unreadable `renewTime` is no reason to stop (it is named in a warning).
-//! - The holder renews every [`RETRY`] with a merge patch carrying the `resourceVersion` it
+//! - The holder renews every retry period with a merge patch carrying the `resourceVersion` it
 //!   read (the API server refuses it, 409, if the Lease changed in between), and creates the
 //!   Lease when there is none.
 //! - This replica writes only while its last successful renewal is recent: [`Leadership::leads`]
-//!   turns false [`RENEW_DEADLINE`] after the last renewal *was sent*, before any other
-//!   replica could see the record unchanged for [`DURATION`] (it saw it after it was sent).
+//!   turns false the renew deadline after the last renewal *was sent*, before any other
+//!   replica could see the record unchanged for the lease duration (it saw it after it was
+//!   sent).
 //!   A replica cut off from the API stops writing on its own.
 //! - On shutdown the holder clears `holderIdentity`, so that another takes over at once.
 //!
@@ -35,14 +36,71 @@ use tokio::time::Instant;
 use super::{Client, Error};
 use edpm_core::excerpt::printable;
 
-/// How long a record must stay the same before another replica takes the Lease over (and the
-/// `leaseDurationSeconds` this replica writes): client-go's default.
-pub(crate) const DURATION: Duration = Duration::from_secs(15);
-/// How long after its last successful renewal (as sent) the holder stops writing; well within
-/// [`DURATION`], since a write takes time. client-go's default.
-pub(crate) const RENEW_DEADLINE: Duration = Duration::from_secs(10);
-/// How often the Lease is read, and renewed while held. client-go's default.
-pub(crate) const RETRY: Duration = Duration::from_secs(2);
+/// The election's three times, as client-go's `LeaderElectionConfig` names them and
+/// kubebuilder's `--leader-elect-lease-duration`, `--leader-elect-renew-deadline` and
+/// `--leader-elect-retry-period` set them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Timings {
+    /// How long a record must stay the same before another replica takes the Lease over (and
+    /// the `leaseDurationSeconds` this replica writes, in whole seconds).
+    pub(crate) lease_duration: Duration,
+    /// How long after its last successful renewal (as sent) the holder stops writing; within
+    /// the lease duration, since a write takes time.
+    pub(crate) renew_deadline: Duration,
+    /// How often the Lease is read, and renewed while held.
+    pub(crate) retry: Duration,
+}
+
+impl Default for Timings {
+    /// client-go's defaults (15 s, 10 s, 2 s).
+    fn default() -> Timings {
+        Timings {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Timings {
+    /// The times, if they keep client-go's order (`NewLeaderElector` refuses the others): the
+    /// lease duration longer than the renew deadline, which is longer than 1.2 retry periods
+    /// (client-go's jitter), each at least a second's worth where it is written in seconds.
+    pub(crate) fn checked(self) -> Result<Timings, String> {
+        let secs = |d: Duration| format!("{:.1}s", d.as_secs_f64());
+        if self.lease_duration < Duration::from_secs(1) {
+            return Err(format!(
+                "--leader-elect-lease-duration {}: give at least 1s (the Lease holds it in whole seconds)",
+                secs(self.lease_duration)
+            ));
+        }
+        if self.retry.is_zero() {
+            return Err("--leader-elect-retry-period 0: give a period above zero".into());
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(format!(
+                "--leader-elect-lease-duration {} must be longer than --leader-elect-renew-deadline {} (a holder must stop writing before others may take over)",
+                secs(self.lease_duration),
+                secs(self.renew_deadline)
+            ));
+        }
+        if self.renew_deadline.as_secs_f64() <= 1.2 * self.retry.as_secs_f64() {
+            return Err(format!(
+                "--leader-elect-renew-deadline {} must be longer than 1.2 × --leader-elect-retry-period {} (client-go's rule: a renewal must fit in before the deadline)",
+                secs(self.renew_deadline),
+                secs(self.retry)
+            ));
+        }
+        Ok(self)
+    }
+
+    /// `leaseDurationSeconds`: the lease duration in whole seconds, rounded up so that other
+    /// replicas never wait less than this one judges by.
+    fn lease_seconds(&self) -> u64 {
+        let d = self.lease_duration;
+        d.as_secs() + u64::from(d.subsec_nanos() > 0)
+    }
+}
 
 /// The field manager of this replica's Lease writes.
 const FIELD_MANAGER: &str = "edpm-agent-leader";
@@ -107,7 +165,12 @@ impl Leadership {
 
 /// Takes part in the election on Lease `name` in the client's namespace as `identity`: the
 /// loop runs in a task of its own, and the first round is at once.
-pub(crate) async fn elect(client: &Client, name: &str, identity: &str) -> Result<Leadership, Error> {
+pub(crate) async fn elect(
+    client: &Client,
+    name: &str,
+    identity: &str,
+    timings: Timings,
+) -> Result<Leadership, Error> {
     let (tx, rx) = watch::channel(false);
     let until = Arc::new(Mutex::new(None));
     let (stop_tx, stop_rx) = oneshot::channel();
@@ -116,6 +179,7 @@ pub(crate) async fn elect(client: &Client, name: &str, identity: &str) -> Result
         api: Api::namespaced_with(client.kube(), client.namespace(), &lease_resource()),
         name: name.to_string(),
         identity: identity.to_string(),
+        timings,
         observed: None,
         holding: false,
         warned: None,
@@ -219,6 +283,7 @@ struct Elector {
     api: Api<DynamicObject>,
     name: String,
     identity: String,
+    timings: Timings,
     observed: Option<Observed>,
     /// The Lease names this replica, as last read or written.
     holding: bool,
@@ -248,19 +313,19 @@ impl Elector {
             // A round may not outlast the renew deadline: a hung request must not keep the
             // loop from trying again (the last renewal ages out meanwhile).
             let round = tokio::select! {
-                r = tokio::time::timeout(RENEW_DEADLINE, self.round(sent)) => r,
+                r = tokio::time::timeout(self.timings.renew_deadline, self.round(sent)) => r,
                 _ = &mut stop => break,
             };
             let round = round.unwrap_or_else(|_| {
                 self.warn(format!(
-                    "the leader Lease was not read and renewed within {} s; trying again",
-                    RENEW_DEADLINE.as_secs()
+                    "the leader Lease was not read and renewed within {:?}; trying again",
+                    self.timings.renew_deadline
                 ));
                 Round::Failed
             });
             match round {
                 Round::Held(at) => {
-                    *lock(&until) = Some(at + RENEW_DEADLINE);
+                    *lock(&until) = Some(at + self.timings.renew_deadline);
                     tx.send_if_modified(|l| !std::mem::replace(l, true));
                 }
                 Round::Other => {
@@ -270,7 +335,7 @@ impl Elector {
                 Round::Failed => {}
             }
             tokio::select! {
-                () = tokio::time::sleep_until(sent + RETRY) => {}
+                () = tokio::time::sleep_until(sent + self.timings.retry) => {}
                 _ = &mut stop => break,
             }
         }
@@ -299,8 +364,8 @@ impl Elector {
             Err(e) => {
                 let e = self.client.error(format!("reading the leader Lease {}", self.name), &e);
                 self.warn(format!(
-                    "{e}; this replica stops writing {} s after its last renewal",
-                    RENEW_DEADLINE.as_secs()
+                    "{e}; this replica stops writing {:?} after its last renewal",
+                    self.timings.renew_deadline
                 ));
                 return Round::Failed;
             }
@@ -314,7 +379,8 @@ impl Elector {
                 self.name
             ));
         }
-        let verdict = judge(&spec, &self.identity, &mut self.observed, Instant::now(), DURATION);
+        let verdict =
+            judge(&spec, &self.identity, &mut self.observed, Instant::now(), self.timings.lease_duration);
         let now = micro_time(jiff::Timestamp::now());
         let patch = match verdict {
             Verdict::Wait => {
@@ -323,7 +389,7 @@ impl Elector {
             }
             Verdict::Renew => json!({"spec": {
                 "holderIdentity": self.identity,
-                "leaseDurationSeconds": DURATION.as_secs(),
+                "leaseDurationSeconds": self.timings.lease_seconds(),
                 "renewTime": now,
             }}),
             Verdict::Take => {
@@ -333,7 +399,7 @@ impl Elector {
                 let transitions = spec["leaseTransitions"].as_i64().unwrap_or(0).saturating_add(1);
                 json!({"spec": {
                     "holderIdentity": self.identity,
-                    "leaseDurationSeconds": DURATION.as_secs(),
+                    "leaseDurationSeconds": self.timings.lease_seconds(),
                     "acquireTime": now,
                     "renewTime": now,
                     "leaseTransitions": transitions,
@@ -357,8 +423,8 @@ impl Elector {
             Err(e) => {
                 let e = self.client.error(format!("renewing the leader Lease {}", self.name), &e);
                 self.warn(format!(
-                    "{e}; this replica stops writing {} s after its last renewal",
-                    RENEW_DEADLINE.as_secs()
+                    "{e}; this replica stops writing {:?} after its last renewal",
+                    self.timings.renew_deadline
                 ));
                 Round::Failed
             }
@@ -381,7 +447,7 @@ impl Elector {
             "metadata": {"name": self.name, "namespace": self.client.namespace()},
             "spec": {
                 "holderIdentity": self.identity,
-                "leaseDurationSeconds": DURATION.as_secs(),
+                "leaseDurationSeconds": self.timings.lease_seconds(),
                 "acquireTime": now,
                 "renewTime": now,
                 "leaseTransitions": 0,
@@ -439,6 +505,26 @@ impl Elector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timings_keep_client_gos_order() {
+        let t = |l: u64, r: u64, p: u64| Timings {
+            lease_duration: Duration::from_millis(l),
+            renew_deadline: Duration::from_millis(r),
+            retry: Duration::from_millis(p),
+        };
+        assert_eq!(Timings::default().checked(), Ok(Timings::default()));
+        assert!(t(60_000, 40_000, 5_000).checked().is_ok());
+        let e = t(10_000, 10_000, 2_000).checked().unwrap_err();
+        assert!(e.contains("--leader-elect-lease-duration 10.0s must be longer"), "{e}");
+        let e = t(15_000, 2_400, 2_000).checked().unwrap_err();
+        assert!(e.contains("1.2 × --leader-elect-retry-period 2.0s"), "{e}");
+        assert!(t(500, 400, 100).checked().unwrap_err().contains("at least 1s"));
+        assert!(t(15_000, 10_000, 0).checked().unwrap_err().contains("above zero"));
+        // Written in whole seconds, rounded up: others never wait less than this replica judges.
+        assert_eq!(t(15_000, 1, 1).lease_seconds(), 15);
+        assert_eq!(t(15_001, 1, 1).lease_seconds(), 16);
+    }
 
     fn spec(holder: &str, renewed: &str) -> Value {
         json!({"holderIdentity": holder, "renewTime": renewed, "leaseDurationSeconds": 15})

@@ -5,12 +5,14 @@
 //!   ConfigMaps and Secrets they reference.
 //! - [`watch`] keeps that snapshot current for the controller.
 //! - [`status`] writes our own readiness objects; [`apply`] server-side applies
-//!   NovaExternalComputes; [`events`] records Events; [`leader`] holds the controller's Lease.
+//!   NovaExternalComputes; [`events`] records Events; [`leader`] holds the controller's Lease;
+//!   [`review`] asks who a bearer token is and what it may do (the secure `/metrics`).
 
 pub(crate) mod apply;
 pub(crate) mod events;
 pub(crate) mod leader;
 pub(crate) mod read;
+pub(crate) mod review;
 pub(crate) mod status;
 pub(crate) mod watch;
 

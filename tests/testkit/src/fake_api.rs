@@ -22,6 +22,10 @@
 //!   a merge patch (JSON or strategic) takes the fields it sets or removes from the appliers
 //!   that owned them, as an update does, and a `resourceVersion` in it is a precondition (409
 //!   when the object changed since);
+//! - `POST` of a TokenReview (authentication.k8s.io/v1) and a SubjectAccessReview
+//!   (authorization.k8s.io/v1) on a non-resource URL, answered from the tokens and grants
+//!   given ([`FakeApi::add_token`], [`FakeApi::grant_non_resource`]), as the API server's
+//!   authenticator and RBAC answer them;
 //! - a record of every request (method and target) and every JSON body.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -80,6 +84,10 @@ struct State {
     drops: u64,
     /// Until then every request is answered 503 (`down_for`).
     down_until: Option<std::time::Instant>,
+    /// Bearer tokens the authenticator knows: token → (user, groups).
+    tokens: HashMap<String, (String, Vec<String>)>,
+    /// Non-resource grants: (user or group, path, verb).
+    grants: HashSet<(String, String, String)>,
 }
 
 /// The identity of a stored object.
@@ -246,6 +254,17 @@ impl FakeApi {
     }
 
     /// Drops every pending fault.
+    /// A bearer token the TokenReview authenticates as `user` in `groups`.
+    pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
+        let groups = groups.iter().map(|g| (*g).to_string()).collect();
+        self.state.lock().unwrap().tokens.insert(token.into(), (user.into(), groups));
+    }
+
+    /// Lets a user or group (`group:NAME`) `verb` the non-resource URL `path`.
+    pub fn grant_non_resource(&self, who: &str, path: &str, verb: &str) {
+        self.state.lock().unwrap().grants.insert((who.into(), path.into(), verb.into()));
+    }
+
     pub fn clear_faults(&self) {
         self.state.lock().unwrap().faults.clear();
     }
@@ -609,6 +628,15 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let st = state.lock().unwrap();
     // /api/v1/namespaces/{ns}/{plural}[/{name}] or /apis/{g}/{v}/namespaces/{ns}/{plural}[/{name}]
+    if method == "POST" {
+        match parts.as_slice() {
+            ["apis", "authentication.k8s.io", "v1", "tokenreviews"] => return token_review(&st, body),
+            ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"] => {
+                return access_review(&st, body);
+            }
+            _ => {}
+        }
+    }
     let (group, version, rest) = match parts.as_slice() {
         ["api", v, rest @ ..] => ("", *v, rest),
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
@@ -681,6 +709,45 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
             (200, json!({"apiVersion": api_version, "kind": "List", "metadata": meta, "items": items}))
         }
     }
+}
+
+/// A TokenReview's answer: the review with its `status`, as the authenticator fills it.
+fn token_review(st: &State, body: &[u8]) -> (u16, Value) {
+    let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
+        return status(400, "body is not JSON");
+    };
+    let Some(token) = review["spec"]["token"].as_str() else {
+        return status(422, "spec.token: Required value");
+    };
+    review["status"] = match st.tokens.get(token) {
+        Some((user, groups)) => json!({
+            "authenticated": true,
+            "user": {"username": user, "uid": format!("uid-{user}"), "groups": groups},
+        }),
+        None => json!({"authenticated": false, "error": "token not found"}),
+    };
+    (201, review)
+}
+
+/// A SubjectAccessReview's answer for a non-resource URL: allowed when the user or one of
+/// its groups was granted the path and verb.
+fn access_review(st: &State, body: &[u8]) -> (u16, Value) {
+    let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
+        return status(400, "body is not JSON");
+    };
+    let spec = &review["spec"];
+    let (Some(path), Some(verb)) =
+        (spec["nonResourceAttributes"]["path"].as_str(), spec["nonResourceAttributes"]["verb"].as_str())
+    else {
+        return status(422, "spec.nonResourceAttributes: only non-resource reviews are served here");
+    };
+    let mut who: Vec<String> = spec["user"].as_str().map(String::from).into_iter().collect();
+    for g in spec["groups"].as_array().into_iter().flatten() {
+        who.extend(g.as_str().map(|g| format!("group:{g}")));
+    }
+    let allowed = who.iter().any(|w| st.grants.contains(&(w.clone(), path.to_string(), verb.to_string())));
+    review["status"] = json!({"allowed": allowed});
+    (201, review)
 }
 
 /// Serves requests on one connection until the client closes it (HTTP/1.1 keep-alive, as
