@@ -85,18 +85,31 @@ RUN mkdir -p /runner && chgrp -R 0 /runner && chmod -R g+rwX /runner
 ENV PATH=/opt/ansible/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 CF
 )
-key=$(printf '%s\n%s\n%s\n' "$base_recipe" "$containerfile" "$runner_containerfile" | sha256sum | cut -c1-12)
+# The Rust builder for packaging/Containerfile where rust's image cannot be pulled: the Debian
+# base with a C toolchain (ring's build), and the paths of the official rust image, where
+# scripts/image.sh --host-toolchain mounts this host's toolchain and crate cache.
+builder_containerfile=$(cat <<'CF'
+ARG BASE
+FROM $BASE
+RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      gcc libc6-dev && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+ENV RUSTUP_HOME=/usr/local/rustup CARGO_HOME=/usr/local/cargo PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CF
+)
+key=$(printf '%s\n%s\n%s\n%s\n' "$base_recipe" "$containerfile" "$runner_containerfile" "$builder_containerfile" | sha256sum | cut -c1-12)
 base=localhost/edpm-debian:$key
 systemd_image=localhost/edpm-systemd:$key
 runner_base=localhost/edpm-runner-base:$key
+builder=localhost/edpm-builder:$key
 tarball="$cache/images/edpm-images-$key.tar.gz"
 
-if ! podman image exists "$systemd_image" || ! podman image exists "$runner_base" || ! podman image exists "$base"; then
+if ! podman image exists "$systemd_image" || ! podman image exists "$runner_base" || ! podman image exists "$base" ||
+  ! podman image exists "$builder"; then
   if [ -f "$tarball" ]; then
     echo "real-parts: loading the cached images from $tarball"
     gunzip -c "$tarball" | podman load -q >/dev/null || fail "cannot load the cached images from $tarball"
   else
-    echo "real-parts: building a Debian base, a systemd image and a runner base in podman's storage (about 900 MB, 1-2 minutes), cached as $tarball (about 300 MB)"
+    echo "real-parts: building a Debian base, a systemd image, a runner base and a Rust builder in podman's storage (about 1.1 GB, 1-2 minutes), cached as $tarball (about 350 MB)"
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     debootstrap --variant=minbase bookworm "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
@@ -114,19 +127,34 @@ if ! podman image exists "$systemd_image" || ! podman image exists "$runner_base
       >"$work/pip.log" 2>&1 || fail "cannot download the runner's wheels: $(tail -1 "$work/pip.log")"
     podman build -q --build-arg "BASE=$base" -t "$runner_base" -f "$work/Containerfile.runner" "$work" >"$work/build-runner.log" 2>&1 ||
       fail "cannot build the runner base image: $(tail -3 "$work/build-runner.log" | tr '\n' ' ')"
+    printf '%s\n' "$builder_containerfile" >"$work/Containerfile.builder"
+    podman build -q --build-arg "BASE=$base" -t "$builder" -f "$work/Containerfile.builder" "$work" >"$work/build-builder.log" 2>&1 ||
+      fail "cannot build the Rust builder image: $(tail -3 "$work/build-builder.log" | tr '\n' ' ')"
     mkdir -p "$(dirname "$tarball")"
-    podman save -m "$base" "$systemd_image" "$runner_base" | gzip -1 >"$tarball.tmp" && mv "$tarball.tmp" "$tarball"
+    podman save -m "$base" "$systemd_image" "$runner_base" "$builder" | gzip -1 >"$tarball.tmp" && mv "$tarball.tmp" "$tarball"
   fi
 fi
 # Images and tarballs of earlier recipes only take space.
-podman images --format '{{.Repository}}:{{.Tag}}' | grep -E '^localhost/edpm-(debian|systemd|runner-base):' |
+podman images --format '{{.Repository}}:{{.Tag}}' | grep -E '^localhost/edpm-(debian|systemd|runner-base|builder):' |
   grep -v ":$key\$" | xargs -r podman rmi -f >/dev/null 2>&1 || true
 find "$cache/images" -name 'edpm-images-*.tar.gz' ! -name "edpm-images-$key.tar.gz" -delete 2>/dev/null || true
+# edpm-agent's own images, built from this checkout's source as a user builds them
+# (scripts/image.sh), on the local bases, by the local builder with this host's toolchain; the
+# dev profile, whose build is a third of release's.
+images=localhost/edpm-agent-ci:$key
+bash scripts/image.sh build --profile dev --host-toolchain --builder "$builder" \
+  --controller-base "$base" --runner-base "$runner_base" "$images" ||
+  fail "scripts/image.sh could not build edpm-agent's images (see above)"
+# The build stage's image (the builder with the binary) is kept by podman as a cache; the target
+# directory is the cache that matters, so it goes (about 500 MB each run otherwise).
+podman image prune -f >/dev/null 2>&1 || true
 mkdir -p target
 cat >"$env_file" <<ENV
 CONTAINERS_CONF=$CONTAINERS_CONF
 EDPM_REAL_SYSTEMD_IMAGE=$systemd_image
 EDPM_REAL_RUNNER_BASE=$runner_base
 EDPM_REAL_BASE=$base
+EDPM_REAL_CONTROLLER_IMAGE=localhost/edpm-agent-ci/edpm-agent-controller:$key
+EDPM_REAL_RUNNER_IMAGE=localhost/edpm-agent-ci/edpm-agent-runner:$key
 ENV
 echo "real-parts: podman $(podman --version | awk '{print $3}') with runc; image $systemd_image"

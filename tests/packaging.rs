@@ -173,18 +173,33 @@ fn the_rpm_packages_install_what_the_spec_promises() {
     assert_eq!(String::from_utf8_lossy(&q.stdout).trim(), "/etc/edpm-agent/agent.yaml");
 }
 
+/// The lines of a Containerfile's stage `name` (from its `FROM … AS name` to the next `FROM`),
+/// continuation lines and comments left out.
+fn stage<'a>(containerfile: &'a str, name: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in containerfile.lines().filter(|l| !l.starts_with('#') && !l.starts_with(' ')) {
+        if line.starts_with("FROM ") {
+            inside = line.ends_with(&format!(" AS {name}"));
+        }
+        if inside {
+            out.push(line);
+        }
+    }
+    assert!(!out.is_empty(), "no stage {name} in packaging/Containerfile");
+    out
+}
+
 #[test]
 fn the_runner_image_entrypoint_takes_the_jobs_arguments_unchanged() {
     let containerfile = std::fs::read_to_string(repo().join("packaging/Containerfile")).unwrap();
+    let runner = stage(&containerfile, "runner");
     let instruction = |name: &str| -> Vec<String> {
-        containerfile
-            .lines()
-            .filter_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
-            .collect()
+        runner.iter().filter_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string)).collect()
     };
     let entrypoint: Vec<String> = serde_json::from_str(&instruction("ENTRYPOINT")[0]).unwrap();
     assert_eq!(entrypoint, ["/usr/bin/edpm-agent", "run", "--"]);
-    assert!(instruction("COPY").contains(&"target/release/edpm-agent /usr/bin/edpm-agent".to_string()));
+    assert!(instruction("COPY").contains(&"--from=build /out/edpm-agent /usr/bin/edpm-agent".to_string()));
     assert!(instruction("RUN").contains(&"ln -sf edpm-agent /usr/bin/edpm-inventory".to_string()));
     assert_eq!(instruction("WORKDIR"), ["/runner"], "the runner directory the Job's command names");
     let envs: Vec<(String, String)> = instruction("ENV")
@@ -195,10 +210,18 @@ fn the_runner_image_entrypoint_takes_the_jobs_arguments_unchanged() {
         })
         .collect();
     assert_eq!(envs, pairs(&[("EDPM_AGENT_INIT", "dumb-init")]));
-    assert!(instruction("FROM")[0].contains("BASE_IMAGE"));
+    assert_eq!(instruction("FROM"), ["${RUNNER_BASE_IMAGE} AS runner"]);
     assert!(
-        containerfile.contains("ARG BASE_IMAGE=quay.io/openstack-k8s-operators/openstack-ansibleee-runner:")
+        containerfile
+            .contains("ARG RUNNER_BASE_IMAGE=quay.io/openstack-k8s-operators/openstack-ansibleee-runner:")
     );
+    // The controller's minimal base is pinned by digest, and built from source by a builder
+    // that is a build argument too.
+    let pinned = containerfile.lines().find_map(|l| l.strip_prefix("ARG CONTROLLER_BASE_IMAGE=")).unwrap();
+    let digest = pinned.split_once("@sha256:").map(|(_, d)| d).unwrap_or_default();
+    assert!(digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()), "{pinned}");
+    assert!(stage(&containerfile, "build")[0].starts_with("FROM ${BUILDER_IMAGE} AS build"));
+    assert_eq!(stage(&containerfile, "controller").iter().filter(|l| l.starts_with("USER ")).count(), 1);
     // `edpm-agent run --help` documents the same defaults.
     let help = run_program(&bin(), &["run", "--help"], &[]);
     for needle in [

@@ -1,16 +1,16 @@
-//! The runner image, built and run as Kubernetes runs it: `podman build` of
-//! `packaging/Containerfile` on a local stand-in for the upstream runner image (Python,
-//! ansible-core, ansible-runner and dumb-init at the tests' versions; `scripts/real-parts.sh`
-//! builds it), then the Job's command, environment and mounts, as an arbitrary UID with no
-//! passwd entry and group 0.
+//! edpm-agent's images, built from this checkout's source by `scripts/image.sh` (which
+//! `scripts/real-parts.sh` runs: `packaging/Containerfile`'s builder stage on a local Debian
+//! builder with the host's toolchain, the runner on a local stand-in for the upstream runner
+//! image with Python, ansible-core, ansible-runner and dumb-init at the tests' versions, the
+//! controller on the Debian base), and run as Kubernetes runs them: the runner with the Job's
+//! command, environment and mounts, as an arbitrary UID with no passwd entry and group 0; the
+//! controller as the Deployment runs it.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-use crate::util::{bin, repo};
 
 fn podman(env: &[(String, String)], args: &[&str]) -> (i32, String) {
     let out = Command::new("podman")
@@ -22,11 +22,10 @@ fn podman(env: &[(String, String)], args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-/// Containers and the image this test made, removed when dropped.
+/// Containers this test made, removed when dropped.
 struct Cleanup {
     env: Vec<(String, String)>,
     containers: Vec<String>,
-    image: String,
 }
 
 impl Drop for Cleanup {
@@ -34,8 +33,17 @@ impl Drop for Cleanup {
         for c in &self.containers {
             let _ = podman(&self.env, &["rm", "-f", "-t", "0", c]);
         }
-        let _ = podman(&self.env, &["rmi", "-f", &self.image]);
     }
+}
+
+/// The image `scripts/real-parts.sh` built (its variable in the real-parts environment).
+fn image(env: &[(String, String)], var: &str) -> String {
+    let image = env.iter().find(|(k, _)| k == var).map(|(_, v)| v.clone());
+    let image = image
+        .unwrap_or_else(|| panic!("{var} is not in target/real-parts.env: run bash scripts/real-parts.sh"));
+    let (code, out) = podman(env, &["image", "exists", &image]);
+    assert_eq!(code, 0, "{image} (built by scripts/real-parts.sh) is not in podman's storage: {out}");
+    image
 }
 
 /// A runner directory's mounted parts, as the operator mounts them: the inventory, the SSH
@@ -99,32 +107,6 @@ impl JobMounts {
     }
 }
 
-/// `podman build` of `packaging/<containerfile>` on `base`, from a context holding the binary
-/// under test and the roles, as the repository root holds them.
-fn build(env: &[(String, String)], containerfile: &str, base: &str, tag: &str) {
-    let ctx = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(ctx.path().join("target/release")).unwrap();
-    std::fs::copy(bin(), ctx.path().join("target/release/edpm-agent")).unwrap();
-    let cp = Command::new("cp").arg("-r").arg(repo().join("roles")).arg(ctx.path()).status().unwrap();
-    assert!(cp.success());
-    let file = repo().join("packaging").join(containerfile);
-    let (code, out) = podman(
-        env,
-        &[
-            "build",
-            "-q",
-            "--build-arg",
-            &format!("BASE_IMAGE={base}"),
-            "-f",
-            file.to_str().unwrap(),
-            "-t",
-            tag,
-            ctx.path().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 0, "podman build: {out}");
-}
-
 const PLAY: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: Deploy nova\n      ansible.builtin.fail:\n        msg: cannot pull image\n      when: inventory_hostname == 'bad-0'\n";
 const SLOW: &str =
     "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: sleep 120\n";
@@ -132,10 +114,8 @@ const SLOW: &str =
 #[test]
 fn the_runner_image_runs_the_job_as_kubernetes_does() {
     let Some(env) = crate::real_systemd::real_parts() else { return };
-    let base = env.iter().find(|(k, _)| k == "EDPM_REAL_RUNNER_BASE").map(|(_, v)| v.clone()).unwrap();
-    let tag = format!("localhost/edpm-runner-test:{}", std::process::id());
-    let mut cleanup = Cleanup { env: env.clone(), containers: Vec::new(), image: tag.clone() };
-    build(&env, "Containerfile", &base, &tag);
+    let tag = image(&env, "EDPM_REAL_RUNNER_IMAGE");
+    let mut cleanup = Cleanup { env: env.clone(), containers: Vec::new() };
 
     // A passing and a failing host: the play's exit code is the container's.
     let job = JobMounts::new(&["ok-0", "bad-0"]);
@@ -232,27 +212,28 @@ fn the_runner_image_runs_the_job_as_kubernetes_does() {
     assert_eq!(job.termination()["failedHostList"], serde_json::json!(["bad-0"]));
 }
 
-/// The status controller's image (`packaging/Containerfile.controller`) on the local Debian
-/// base, run as the Deployment runs it: a non-root user, a read-only root, no capabilities; it
-/// starts, answers `/healthz` and `/readyz`, writes the status objects, and stops on SIGTERM
-/// with exit 0.
+/// The status controller's image (`packaging/Containerfile`'s `controller` stage, on the local
+/// Debian base), run as the Deployment runs it: a non-root user, a read-only root, no
+/// capabilities; it starts, answers `/healthz` and `/readyz` over HTTP and `/metrics` over
+/// HTTPS (its self-signed certificate, no certificate mounted) to an authorized token only,
+/// writes the status objects, and stops on SIGTERM with exit 0.
 #[test]
 fn the_controller_image_runs_as_the_deployment_runs_it() {
     let Some(env) = crate::real_systemd::real_parts() else { return };
-    let base = env.iter().find(|(k, _)| k == "EDPM_REAL_BASE").map(|(_, v)| v.clone()).unwrap();
-    let tag = format!("localhost/edpm-controller-test:{}", std::process::id());
+    let tag = image(&env, "EDPM_REAL_CONTROLLER_IMAGE");
     let name = format!("edpm-controller-test-{}", std::process::id());
-    let _cleanup = Cleanup { env: env.clone(), containers: vec![name.clone()], image: tag.clone() };
-    build(&env, "Containerfile.controller", &base, &tag);
+    let _cleanup = Cleanup { env: env.clone(), containers: vec![name.clone()] };
     let ctx = tempfile::tempdir().unwrap();
 
     let api = crate::status_api::cluster();
+    api.add_token("scraper", "system:serviceaccount:monitoring:prometheus", &[]);
+    api.grant_non_resource("system:serviceaccount:monitoring:prometheus", "/metrics", "get");
     // The kubeconfig, readable by the image's user (as a mounted Secret would be).
     let kc = ctx.path().join("kubeconfig");
     std::fs::copy(api.kubeconfig(), &kc).unwrap();
     Command::new("chmod").args(["0644", kc.to_str().unwrap()]).status().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let addr = format!("127.0.0.1:{port}");
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (port, metrics_port) = (free(), free());
     let (code, out) = podman(
         &env,
         &[
@@ -275,8 +256,8 @@ fn the_controller_image_runs_as_the_deployment_runs_it() {
             "status",
             "controller",
             "--source=kube",
-            &format!("--metrics-bind-address={addr}"),
-            &format!("--health-probe-bind-address={addr}"),
+            &format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+            &format!("--health-probe-bind-address=127.0.0.1:{port}"),
         ],
     );
     assert_eq!(code, 0, "podman run: {out}");
@@ -297,6 +278,20 @@ fn the_controller_image_runs_as_the_deployment_runs_it() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(get("/healthz"), 200);
+    // /metrics over HTTPS with the self-signed certificate: refused without a token, served
+    // to one the API server authorizes.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let https = reqwest::blocking::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let url = format!("https://127.0.0.1:{metrics_port}/metrics");
+    let refused = https.get(&url).send().unwrap_or_else(|e| panic!("{url}: {e:?}"));
+    assert_eq!(refused.status().as_u16(), 401);
+    let served = https.get(&url).bearer_auth("scraper").send().unwrap();
+    assert_eq!(served.status().as_u16(), 200);
+    assert!(served.text().unwrap().contains("edpm_leader"));
     let started = Instant::now();
     let (code, out) = podman(&env, &["stop", "-t", "20", &name]);
     assert_eq!(code, 0, "{out}");
