@@ -16,6 +16,9 @@ fn main() -> ExitCode {
     if let Some(code) = edpm_io::k8s::exec::answer(&args) {
         return code;
     }
+    // As `kubectl edpm`, the default source is the cluster, as for every kubectl command.
+    let plugin_default =
+        cli::is_kubectl_plugin(&args).then(|| ("EDPM_AGENT_SOURCE".to_string(), "kube".to_string()));
     let cli = match cli::parse(args) {
         Ok(c) => c,
         Err(e) => {
@@ -26,7 +29,10 @@ fn main() -> ExitCode {
     // The one read of the process environment; everything after looks variables up in `env`.
     #[allow(clippy::disallowed_methods, reason = "main reads the environment once, for everyone")]
     let env = app::Env::new(
-        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            // After the process's own: the first definition wins.
+            .chain(plugin_default),
     );
     // The node agent and the controller are services: they always log (the node agent to the
     // journal under systemd).

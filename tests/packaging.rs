@@ -100,6 +100,7 @@ fn the_rpm_packages_install_what_the_spec_promises() {
         "/etc/edpm-agent/agent.yaml",
         "/usr/bin/edpm-agent",
         "/usr/bin/edpm-inventory",
+        "/usr/bin/kubectl-edpm",
         "/usr/share/doc/edpm-agent-0.1.0",
         "/usr/share/doc/edpm-agent-0.1.0/CHANGELOG.md",
         "/usr/share/doc/edpm-agent-0.1.0/README.md",

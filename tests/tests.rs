@@ -65,13 +65,17 @@ mod readiness;
 // status report against the fake API server: SSA, status subresource, shared map-lists.
 mod status_api;
 
+// `kubectl edpm`: the binary as a kubectl plugin, through kubectl itself where it is installed.
+mod kubectl_plugin;
+
 // The node agent: one check on a temporary root, the loop against the fake API server.
 mod node_agent;
 
 // The node agent under a real systemd (PID 1 in a podman container), with the shipped unit.
 mod real_systemd;
 
-// The runner image built with podman and run as openstack-operator's Job runs it.
+// edpm-agent's images, built from source by scripts/image.sh, run as the Job and the
+// Deployment run them.
 mod real_images;
 
 // The architecture's boundaries, checked on the source text.

@@ -615,6 +615,10 @@ pub enum TextOrJson {
 pub fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
     let mut command = Cli::command();
+    if is_kubectl_plugin(&args) {
+        // Usage and help say what the user typed.
+        command = command.bin_name("kubectl edpm");
+    }
     let matches = command.try_get_matches_from_mut(normalize_args(args))?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     match cli.command.source_args() {
@@ -653,6 +657,17 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
         layers.order = order.into_iter().map(|(_, l)| l).collect();
     }
     Ok(cli)
+}
+
+/// The name kubectl runs a plugin by: `kubectl edpm status show` runs `kubectl-edpm status
+/// show` from the PATH (kubectl passes every argument after the plugin's name, its own
+/// `--context`, `-n` and `--kubeconfig` included, which the source options take as kubectl does).
+pub const KUBECTL_PLUGIN: &str = "kubectl-edpm";
+
+/// Whether the binary runs as the kubectl plugin (`args[0]` named [`KUBECTL_PLUGIN`]): then
+/// its source is the cluster unless `--source` or `EDPM_AGENT_SOURCE` says otherwise.
+pub fn is_kubectl_plugin(args: &[OsString]) -> bool {
+    args.first().and_then(|a| std::path::Path::new(a).file_name()).is_some_and(|n| n == KUBECTL_PLUGIN)
 }
 
 /// Installed or linked as `edpm-inventory`, the binary is `edpm-agent inventory`, so that
