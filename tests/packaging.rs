@@ -441,7 +441,17 @@ fn the_controllers_manifests_parse_and_run_it_as_restricted_pod_security_require
             }
         }
     }
-    for k in ["Deployment", "Service", "ServiceMonitor", "PrometheusRule", "Kustomization", "Role"] {
+    for k in [
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "ServiceMonitor",
+        "PrometheusRule",
+        "Kustomization",
+        "Role",
+        "ClusterRole",
+    ] {
         assert!(kinds.iter().any(|x| x == k), "no {k} in packaging/kubernetes");
     }
     let k: Value =
@@ -463,6 +473,9 @@ fn the_controllers_manifests_parse_and_run_it_as_restricted_pod_security_require
     assert!(c["resources"]["requests"].is_object() && c["resources"]["limits"].is_object());
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    // A long first list is not killed by the liveness probe (tests/monitoring.rs checks the
+    // rendered Deployment's probes, image, spread and HTTPS metrics in full).
+    assert_eq!(c["startupProbe"]["httpGet"]["path"], "/readyz");
     let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert!(args.contains(&"--leader-elect") && args.starts_with(&["status", "controller"]), "{args:?}");
     // The arguments are the binary's: it accepts them (up to needing a cluster).

@@ -94,3 +94,7 @@ mod runner;
 
 // The RPM packages, built with rpmbuild from the spec.
 mod packaging;
+
+// The controller's manifests as kustomize renders them and the API server reads them; the
+// alerts, runbooks and Grafana dashboard against a real scrape of the controller.
+mod monitoring;
