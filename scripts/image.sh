@@ -118,3 +118,4 @@ for s in "${stages[@]}"; do
   if [ -n "$old" ] && [ "$old" != "$new" ]; then "$engine" rmi "$old" >/dev/null 2>&1 || true; fi
 done
 for s in "${stages[@]}"; do echo "image.sh: built $registry/edpm-agent-$s:$tag"; done
+echo "image.sh: the controller's Deployment takes it from packaging/kubernetes/kustomization.yaml (images: newName $registry/edpm-agent-controller, newTag $tag)"

@@ -204,6 +204,14 @@ fn the_controller_writes_what_changes_and_only_that() {
     );
     assert!(text.contains(r#"edpm_nodeset_nodes{namespace="openstack",nodeset="edpm-compute-cell1",phase="1",state="ready"} 1"#), "{text}");
     assert!(text.contains("edpm_leader 1"), "{text}");
+    // Counters with nothing counted yet are there at 0 (a dashboard shows 0, not "No data").
+    for zero in [
+        r#"edpm_reconcile_total{result="error"} 0"#,
+        r#"edpm_watch_restarts_total{kind="OpenStackDataPlaneNodeSet"} 0"#,
+        r#"edpm_skipped_objects_total{kind="EDPMNodeStatus"} 0"#,
+    ] {
+        assert!(text.contains(zero), "{zero} in {text}");
+    }
     // A strict OpenMetrics parser (prometheus_client's) reads it, and every written condition
     // of every node is there with its status at 1.
     let samples = parse_openmetrics(&text);

@@ -132,6 +132,10 @@ fn the_rpm_packages_install_what_the_spec_promises() {
     manifests.sort();
     assert!(manifests.iter().any(|m| m.ends_with("/rbac-runner.yaml")));
     want.extend(manifests);
+    want.extend(
+        ["/usr/share/edpm-agent/grafana", "/usr/share/edpm-agent/grafana/edpm-agent.json"].map(String::from),
+    );
+    want.sort();
     assert_eq!(kube, want);
     // The node agent: its own binary, its guide, and its unit in systemd's unit directory.
     let arch = std::env::consts::ARCH;

@@ -180,6 +180,18 @@ impl Metrics {
         );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica leads (writes), else 0", leader.clone());
+        // Series that exist from the start at 0, so that a dashboard shows 0, not "No data",
+        // and `rate()` sees the first increase (prometheus-client leaves out a family with no
+        // label set yet).
+        for result in ["ok", "error"] {
+            let _ = reconciles.get_or_create(&vec![("result".into(), result.into())]);
+        }
+        for kind in edpm_core::kinds::KINDS.iter().filter(|k| k.is_listed()) {
+            let _ = watch_restarts.get_or_create(&vec![("kind".into(), kind.kind.into())]);
+        }
+        for kind in ["EDPMNodeStatus", "EDPMNodeSetStatus"] {
+            let _ = skipped.get_or_create(&vec![("kind".into(), kind.into())]);
+        }
         Metrics {
             registry,
             nodes,
