@@ -21,6 +21,8 @@ pub mod mounts;
 pub mod node;
 pub mod nova;
 pub mod nova_cell;
+/// The hashes openstack-operator records of delivered Secrets and ConfigMaps, as lib-common computes them.
+pub mod objecthash;
 pub mod oslo;
 pub mod readiness;
 pub mod redact;

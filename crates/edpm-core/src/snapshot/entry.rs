@@ -245,7 +245,13 @@ impl Parts<'_, '_> {
                 for (k, v) in s.string_data.unwrap_or_default() {
                     data.insert(k, v.into_bytes());
                 }
-                Entry::Secret(Box::new(Object { id: self.id, meta: self.meta, body: SecretData { data } }))
+                // And defaults the type, which upstream's hash of the Secret covers.
+                let type_ = s.type_.filter(|t| !t.is_empty()).unwrap_or_else(|| "Opaque".to_string());
+                Entry::Secret(Box::new(Object {
+                    id: self.id,
+                    meta: self.meta,
+                    body: SecretData { data, type_ },
+                }))
             }
             _ => {
                 let body = self.node.to_value();

@@ -40,16 +40,21 @@ pub struct ConfigMapData {
     pub binary: BTreeMap<String, Vec<u8>>,
 }
 
-/// Secret contents, decoded from base64 (`data`) and merged with `stringData`.
+/// Secret contents, decoded from base64 (`data`) and merged with `stringData`, and its `type`
+/// (`Opaque` when a manifest gives none), as the API server stores them.
 /// Opaque bytes: never printed by `Debug`.
 #[derive(Clone, Default)]
 pub struct SecretData {
     pub data: BTreeMap<String, Vec<u8>>,
+    pub type_: String,
 }
 
 impl std::fmt::Debug for SecretData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SecretData").field("keys", &self.data.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("SecretData")
+            .field("keys", &self.data.keys().collect::<Vec<_>>())
+            .field("type", &self.type_)
+            .finish()
     }
 }
 
