@@ -215,7 +215,13 @@ fn the_nodeset_view_agrees_with_upstreams_own_conditions() {
 }
 
 fn golden(name: &str, args: &[&str]) {
-    let out = run(args, &[NOW]);
+    golden_with(name, args, &[]);
+}
+
+/// A golden of `args` run with `env` besides the clock.
+fn golden_with(name: &str, args: &[&str], env: &[(&str, &str)]) {
+    let env: Vec<(&str, &str)> = std::iter::once(NOW).chain(env.iter().copied()).collect();
+    let out = run(args, &env);
     let text = format!(
         "exit: {}\n--- stdout\n{}--- stderr\n{}",
         out.code,
@@ -253,18 +259,154 @@ fn goldens_for_an_upstream_failure() {
     golden("upstream_service_failure_json", &["--source", d, "status", "show", "--format", "json"]);
 }
 
+/// Stands for a terminal on stdout (the binary reads it as it reads `isatty`).
+const TERMINAL: (&str, &str) = ("EDPM_AGENT_TERMINAL", "1");
+
+/// Each not-ready node's first cause on its row: on a terminal of 80 and 200 columns (cut to
+/// fit), piped (whole, whatever COLUMNS says) and wide (every column, whole messages).
+#[test]
+fn goldens_for_the_rows_at_each_width() {
+    let show = ["--source", "examples", "status", "show"];
+    golden_with("examples_table_80", &show, &[TERMINAL, ("COLUMNS", "80"), ("NO_COLOR", "1")]);
+    golden_with("examples_table_200", &show, &[TERMINAL, ("COLUMNS", "200"), ("NO_COLOR", "1")]);
+    golden_with("examples_table_piped", &show, &[("COLUMNS", "80")]);
+    golden_with("examples_table_wide", &["--source", "examples", "status", "show", "-o", "wide"], &[]);
+}
+
 #[test]
 fn the_table_fits_its_columns_and_piped_keeps_whole_lines() {
-    let out = run(&["--source", "examples", "status", "show"], &[NOW, ("COLUMNS", "80")]);
-    for line in out.stdout.lines() {
-        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+    for columns in ["80", "200"] {
+        let out = run(&["--source", "examples", "status", "show"], &[NOW, TERMINAL, ("COLUMNS", columns)]);
+        let width: usize = columns.parse().unwrap();
+        for line in out.stdout.lines().map(strip_colour) {
+            assert!(line.chars().count() <= width, "{} columns: {line}", line.chars().count());
+        }
+        assert!(out.stdout.contains('…'), "something was cut to fit");
+        // The failed task, on the failed node's row.
+        assert!(out.stdout.contains("edpm-compute-5   \u{1b}[32mok"), "{}", out.stdout);
+        // Cut at 80 columns, whole at 200.
+        let cause = if width >= 200 {
+            "nova: HostFailed — Deploy nova (edpm_nova/tasks/install.yml:31)"
+        } else {
+            "nova: HostFailed — Deploy"
+        };
+        assert!(out.stdout.contains(cause), "{}", out.stdout);
     }
-    assert!(out.stdout.contains('…'), "something was cut to fit");
-    assert!(!out.stdout.contains('\u{1b}'), "no colour when stdout is not a terminal");
-    // Piped (no terminal, no COLUMNS): nothing is cut, so grep finds every blocking node.
-    let piped = run(&["--source", "examples", "status", "show"], &[NOW]);
-    assert!(!piped.stdout.contains('…'), "{}", piped.stdout);
-    assert!(piped.stdout.contains("edpm-compute-2 (run-os: NotDeployed)"), "{}", piped.stdout);
+    // Piped: nothing is cut, even with COLUMNS exported, so grep finds every blocking node and
+    // the whole cause; and nothing is coloured.
+    for env in [vec![NOW], vec![NOW, ("COLUMNS", "80")]] {
+        let piped = run(&["--source", "examples", "status", "show"], &env);
+        assert!(!piped.stdout.contains('…'), "{}", piped.stdout);
+        assert!(!piped.stdout.contains('\u{1b}'), "no colour when stdout is not a terminal");
+        assert!(piped.stdout.contains("edpm-compute-2 (run-os: NotDeployed)"), "{}", piped.stdout);
+        assert!(
+            piped.stdout.contains("nova: HostFailed — Deploy nova (edpm_nova/tasks/install.yml:31): non-zero return code (rc 125): Error: initializing source docker://quay.io/podified-antelope-centos9/openstack-nova-compute:current-podified: pinging container registry quay.io: Get \"https://quay.io/v2/\": dial tcp: lookup quay.io: no such host\n"),
+            "{}",
+            piped.stdout
+        );
+    }
+    // Wide: whole on a terminal too, with the Nova, agent and since columns.
+    let wide = run(
+        &["--source", "examples", "status", "show", "--output", "wide"],
+        &[NOW, TERMINAL, ("COLUMNS", "80")],
+    );
+    assert_eq!(wide.code, 0, "{}", wide.stderr);
+    assert!(!wide.stdout.contains('…') && wide.stdout.contains("SINCE"), "{}", wide.stdout);
+    let same = run(
+        &["--source", "examples", "status", "show", "--format", "wide"],
+        &[NOW, TERMINAL, ("COLUMNS", "80")],
+    );
+    assert_eq!(same.stdout, wide.stdout, "--format wide and -o wide are one flag");
+    let bad = run(&["--source", "examples", "status", "show", "-o", "yaml"], &[NOW]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("table") && bad.stderr.contains("wide") && bad.stderr.contains("json"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// The text without its colour codes.
+fn strip_colour(line: &str) -> String {
+    let mut out = String::new();
+    let mut code = false;
+    for c in line.chars() {
+        match c {
+            '\u{1b}' => code = true,
+            'm' if code => code = false,
+            _ if code => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Colour only on a terminal, and never with NO_COLOR; never in explain or JSON.
+#[test]
+fn colour_only_on_a_terminal_and_never_with_no_color() {
+    let show = ["--source", "examples", "status", "show"];
+    let terminal = run(&show, &[NOW, TERMINAL]);
+    assert!(terminal.stdout.contains("\u{1b}[31mFAIL"), "{}", terminal.stdout);
+    let no_color = run(&show, &[NOW, TERMINAL, ("NO_COLOR", "1")]);
+    assert!(!no_color.stdout.contains('\u{1b}'), "{}", no_color.stdout);
+    assert_eq!(no_color.stdout, strip_colour(&terminal.stdout), "the same table, uncoloured");
+    for args in [
+        vec!["--source", "examples", "status", "explain", "edpm-compute-5"],
+        vec!["--source", "examples", "status", "show", "--format", "json"],
+    ] {
+        let out = run(&args, &[NOW, TERMINAL]);
+        assert!(!out.stdout.contains('\u{1b}'), "{args:?}: {}", out.stdout);
+    }
+}
+
+/// "since" is the condition's own time, from the evidence or a stored report; without either
+/// it is unknown, never the moment of the command.
+#[test]
+fn since_is_never_the_commands_clock() {
+    let later = ("EDPM_AGENT_NOW", "2026-12-01T00:00:00Z");
+    let out = run(&["--source", "examples", "status", "show", "--format", "json"], &[later]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let node =
+        |name: &str| v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap().clone();
+    let time = |n: &Value, ty: &str| {
+        n["conditions"].as_array().unwrap().iter().find(|c| c["type"] == ty).unwrap()["lastTransitionTime"]
+            .clone()
+    };
+    let n5 = node("edpm-compute-5");
+    // From the Deployment's conditions: when it failed, and when infrastructure was done.
+    assert_eq!(time(&n5, "Ready"), "2026-11-01T11:05:00Z");
+    assert_eq!(time(&n5, "Stalled"), "2026-11-01T11:05:00Z");
+    assert_eq!(time(&n5, "InfrastructureReady"), "2026-11-01T11:05:00Z");
+    // No evidence says when: unknown.
+    assert_eq!(time(&n5, "Reconciling"), Value::Null);
+    let all = out.stdout.matches("2026-12-01T00:00:00Z").count();
+    assert_eq!(all, 0, "no condition is dated by the command's clock:\n{}", out.stdout);
+    let explained = run(&["--source", "examples", "status", "explain", "edpm-compute-5"], &[later]);
+    assert!(!explained.stdout.contains("2026-12-01"), "{}", explained.stdout);
+    assert!(
+        explained.stdout.contains("Reconciling: False/Info Idle since unknown\n"),
+        "{}",
+        explained.stdout
+    );
+}
+
+/// `status explain` says each long message once: the failed task's error, which the
+/// conditions, the evidence and each run repeat, is printed once and named by number.
+#[test]
+fn explain_says_each_message_once() {
+    let out = run(&["--source", "examples", "status", "explain", "edpm-compute-5"], &[NOW]);
+    let error = "Error: initializing source docker://quay.io/podified-antelope-centos9/openstack-nova-compute:current-podified";
+    assert_eq!(out.stdout.matches(error).count(), 1, "{}", out.stdout);
+    assert!(out.stdout.contains("    [1] Deploy nova (edpm_nova/tasks/install.yml:31): non-zero return code (rc 125): Error: initializing"), "{}", out.stdout);
+    assert!(out.stdout.contains("hostFailures: [1]\n"), "{}", out.stdout);
+    // Ready and ServicesReady say the same: the second points to the first.
+    assert!(
+        out.stdout.contains(
+            "ServicesReady: False/Error HostFailed since 2026-11-01T11:05:00Z\n    (as Ready above)\n"
+        ),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -296,9 +438,14 @@ fn report_writes_objects_that_show_reads_back_with_stable_times() {
         run(&["--source", "examples", "status", "show", "--format", "json", "--status-dir", s], &[later]);
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let node3 = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "edpm-compute-3").unwrap();
-    let infra =
-        node3["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "InfrastructureReady").unwrap();
-    assert_eq!(infra["lastTransitionTime"], "2026-11-23T12:00:00Z", "kept from the first report");
+    let time = |ty: &str| {
+        node3["conditions"].as_array().unwrap().iter().find(|c| c["type"] == ty).unwrap()["lastTransitionTime"]
+            .clone()
+    };
+    // No evidence dates Reconciling: the first report's time (when it was first seen), kept.
+    assert_eq!(time("Reconciling"), "2026-11-23T12:00:00Z", "kept from the first report");
+    // The evidence dates InfrastructureReady: its Deployment's time, written and kept.
+    assert_eq!(time("InfrastructureReady"), "2026-11-01T10:42:00Z", "from the evidence");
     // Without --status-dir there is nowhere to write.
     let out = run(&["--source", "examples", "status", "report"], &[NOW]);
     assert_eq!(out.code, 2, "{}", out.stderr);
@@ -387,10 +534,27 @@ fn wait_exits_by_outcome() {
     );
     assert_eq!(set.code, 11, "{}", set.stderr);
     assert!(
-        set.stderr
-            .contains("ServicesReady is not True for NodeSet edpm-compute-cell1 (nodes edpm-compute-4)"),
+        set.stderr.contains(
+            "ServicesReady is not True for NodeSet edpm-compute-cell1: edpm-compute-4 (ServicesReady: nova Retrying)"
+        ),
         "{}",
         set.stderr
+    );
+    // A node wait names the conditions too; for ready, each one not yet True.
+    let nodes = run(
+        &["--source", "examples", "status", "wait", "--phase", "ready", "--node", "edpm-compute-4"]
+            .into_iter()
+            .chain(["--node", "edpm-compute-1", "--timeout", "1", "--interval", "1"])
+            .collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(nodes.code, 11, "{}", nodes.stderr);
+    assert!(
+        nodes.stderr.contains(
+            "Ready is not True for edpm-compute-1 (InfrastructureReady: run-os NotDeployed, ServicesReady: nova NotDeployed), edpm-compute-4 (ServicesReady: nova Retrying)"
+        ),
+        "{}",
+        nodes.stderr
     );
     let bad = run(&["--source", "examples", "status", "wait", "--phase", "2", "--timeout", "1"], &[]);
     assert_eq!(bad.code, 2);

@@ -235,9 +235,12 @@ pub enum StatusAction {
         /// Only this NodeSet or Role and its nodes; repeat.
         #[arg(long = "nodeset")]
         nodesets: Vec<String>,
-        /// table: 80 columns, coloured on a terminal; json: every condition.
-        #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
-        format: TableOrJson,
+        /// table: each not-ready node's first cause on its row, cut to the terminal's width
+        /// (COLUMNS, else the terminal's, else 80) and coloured on a terminal, whole lines when
+        /// piped; wide: every column (Nova, node agent, since when) and whole messages; json:
+        /// every condition. `-o`/`--output` is the same flag, as kubectl spells it.
+        #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = ShowFormat::Table)]
+        format: ShowFormat,
         /// Also read the status objects `status report` wrote here (for stable transition times).
         #[arg(long, value_name = "DIR")]
         status_dir: Option<PathBuf>,
@@ -354,8 +357,9 @@ pub enum StatusAction {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableOrJson {
+pub enum ShowFormat {
     Table,
+    Wide,
     Json,
 }
 

@@ -20,6 +20,19 @@ pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError>
     })
 }
 
+/// Whether standard output is a terminal, and its width in columns when it says one.
+pub(crate) fn stdout_terminal() -> (bool, Option<usize>) {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return (false, None);
+    }
+    let mut size = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ only writes a `winsize` into the one passed, which lives on this
+    // stack frame for the call; a descriptor that is no terminal fails it, changing nothing.
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &raw mut size) };
+    (true, (rc == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col)))
+}
+
 /// `value` as JSON text with a final newline, indented or compact.
 pub(crate) fn json_text(value: &impl serde::Serialize, pretty: bool) -> Result<String, AppError> {
     let text = if pretty { serde_json::to_string_pretty(value) } else { serde_json::to_string(value) };

@@ -2,13 +2,13 @@
 //! `readiness` from the snapshot (with the cluster's evidence kinds), shown, explained, written
 //! to the cluster or to a directory, or waited for.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::output::{json_text, write_file, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{StatusAction, StatusArgs, TableOrJson};
+use crate::shell::cli::{ShowFormat, StatusAction, StatusArgs};
 use crate::shell::exit::Exit;
 use edpm_core::condition::{READY, Severity, Status, Time};
 use edpm_core::environment::Env;
@@ -54,18 +54,13 @@ pub(super) fn run(
             let f = Filter { nodes, nodesets };
             check_selection(&r, &f)?;
             let text = match format {
-                TableOrJson::Json => json_text(&readiness::show::to_json(&r, &f), true)?,
-                TableOrJson::Table => {
-                    let terminal = std::io::stdout().is_terminal();
-                    let colour = terminal && env.get("NO_COLOR").is_none();
-                    // Lines are cut to fit a terminal (COLUMNS, else 80); piped into a file,
-                    // grep or a pager, they are whole.
-                    let width = match env.get("COLUMNS").and_then(|c| c.parse().ok()).filter(|w| *w >= 60) {
-                        Some(w) => w,
-                        None if terminal => 80,
-                        None => usize::MAX,
-                    };
-                    readiness::show::table(&r, &f, width, colour)
+                ShowFormat::Json => json_text(&readiness::show::to_json(&r, &f), true)?,
+                ShowFormat::Table | ShowFormat::Wide => {
+                    // Cut to fit and coloured only on a terminal; piped into a file, grep or a
+                    // pager, lines are whole (`Look::of`).
+                    let (terminal, columns) = super::output::stdout_terminal();
+                    let look = readiness::show::Look::of(env, terminal, columns, format == ShowFormat::Wide);
+                    readiness::show::table(&r, &f, look, now)
                 }
             };
             write_out(out, &text)?;
@@ -378,10 +373,10 @@ fn wait(
             .filter(|n| all || [&n.node, &n.host, &n.host_name].iter().any(|x| f.nodes.contains(x)))
             .collect();
         let sets: Vec<_> = r.nodesets.iter().filter(|s| f.nodesets.contains(&s.name)).collect();
-        let waiting_nodes: Vec<String> = nodes
+        let waiting_nodes: Vec<&readiness::NodeView> = nodes
             .iter()
+            .copied()
             .filter(|n| !n.conditions.get(node_ty).is_some_and(|c| c.is_true()))
-            .map(|n| n.node.clone())
             .collect();
         let waiting_sets: Vec<String> = sets
             .iter()
@@ -418,7 +413,10 @@ fn wait(
             )));
         }
         if started.elapsed() >= timeout {
-            let mut what: Vec<String> = waiting_nodes;
+            let mut what: Vec<String> = Vec::new();
+            if !waiting_nodes.is_empty() {
+                what.push(named(&waiting_nodes, node_ty));
+            }
             what.extend(waiting_sets.iter().map(|s| nodeset_waiting_for(&r, s, node_ty)));
             let worst = nodes
                 .iter()
@@ -429,7 +427,7 @@ fn wait(
                 .unwrap_or_default();
             return Err(AppError::timeout(format!(
                 "timed out after {timeout:?}: {node_ty} is not True for {}{worst}",
-                what.join(", ")
+                what.join("; ")
             )));
         }
         tracing::info!(nodes = waiting_nodes.len(), nodesets = waiting_sets.len(), "waiting");
@@ -439,25 +437,32 @@ fn wait(
     }
 }
 
-/// How many of a NodeSet's nodes a timeout names before it counts the rest.
+/// How many nodes a timeout names before it counts the rest.
 const NAMED_NODES: usize = 10;
 
+/// Nodes a timeout names, each with the conditions it still waits for
+/// (`readiness::show::waiting_for`): the first [`NAMED_NODES`], then how many more.
+fn named(nodes: &[&readiness::NodeView], node_ty: &str) -> String {
+    let mut text: Vec<String> =
+        nodes.iter().take(NAMED_NODES).map(|n| readiness::show::waiting_for(n, node_ty)).collect();
+    if nodes.len() > NAMED_NODES {
+        text.push(format!("and {} more", nodes.len() - NAMED_NODES));
+    }
+    text.join(", ")
+}
+
 /// A waited-for NodeSet as a timeout names it: with its nodes whose `node_ty` is not True
-/// (those the wait is for), so the operator knows where to look.
+/// (those the wait is for) and their conditions, so the operator knows where to look.
 fn nodeset_waiting_for(r: &Readiness, set: &str, node_ty: &str) -> String {
-    let nodes: Vec<&str> = r
+    let nodes: Vec<&readiness::NodeView> = r
         .nodes
         .iter()
         .filter(|n| n.nodeset == set && !n.conditions.get(node_ty).is_some_and(|c| c.is_true()))
-        .map(|n| n.node.as_str())
         .collect();
-    match nodes.len() {
-        0 => format!("NodeSet {set}"),
-        n if n <= NAMED_NODES => format!("NodeSet {set} (nodes {})", nodes.join(", ")),
-        n => {
-            format!("NodeSet {set} (nodes {} and {} more)", nodes[..NAMED_NODES].join(", "), n - NAMED_NODES)
-        }
+    if nodes.is_empty() {
+        return format!("NodeSet {set}");
     }
+    format!("NodeSet {set}: {}", named(&nodes, node_ty))
 }
 
 pub(super) fn crds(out: &mut dyn Write) -> Result<Exit, AppError> {

@@ -354,18 +354,33 @@ impl Conditions {
     /// lib-common `RestoreLastTransitionTimes` after a fresh computation: every condition that
     /// did not change against `previous` keeps its time; the others get `now`.
     pub fn carry_times(fresh: Vec<Condition>, previous: &Conditions, now: Time) -> Conditions {
+        Conditions::carry_times_noting(fresh, previous, now).0
+    }
+
+    /// [`Conditions::carry_times`], also naming the types that got `now` because neither the
+    /// computation nor `previous` gave them a time: when they changed was not observed, so a
+    /// view must not say "since now" of them.
+    pub fn carry_times_noting(
+        fresh: Vec<Condition>,
+        previous: &Conditions,
+        now: Time,
+    ) -> (Conditions, Vec<String>) {
         // Conditions the computation no longer produces are dropped, as a reset list drops them.
         let mut out = fresh;
+        let mut stamped = Vec::new();
         for c in &mut out {
             let old = previous.get(&c.type_);
             c.last_transition_time = match old {
                 Some(o) if !c.differs_from(o) => o.last_transition_time,
-                _ if c.last_transition_time == Time(0) => now,
+                _ if c.last_transition_time == Time(0) => {
+                    stamped.push(c.type_.clone());
+                    now
+                }
                 _ => c.last_transition_time,
             };
         }
         out.sort_by(order);
-        Conditions(out)
+        (Conditions(out), stamped)
     }
 
     /// lib-common `Mirror`: the most important condition of the list as `type_`; `None` when
@@ -385,18 +400,13 @@ impl Conditions {
     }
 }
 
-/// lib-common `Mirror` over conditions in list order: a True `Ready` wins outright; else the
-/// highest priority level, the newest within it, and on equal times the later one. The result
-/// has the source's time; a True result has reason `Ready` and no severity.
-pub fn mirror<'a>(conds: impl Iterator<Item = &'a Condition>, type_: &str) -> Option<Condition> {
+/// The condition [`mirror`] copies: a True `Ready` outright, else the highest priority level,
+/// the newest within it, and on equal times the later one.
+pub fn mirror_source<'a>(conds: impl Iterator<Item = &'a Condition>) -> Option<&'a Condition> {
     let mut best: Option<&Condition> = None;
     for c in conds {
         if c.type_ == READY && c.status == Status::True {
-            return Some(Condition {
-                reason: reasons::READY.name.into(),
-                severity: Severity::None,
-                ..c.as_type(type_)
-            });
+            return Some(c);
         }
         best = match best {
             None => Some(c),
@@ -405,7 +415,14 @@ pub fn mirror<'a>(conds: impl Iterator<Item = &'a Condition>, type_: &str) -> Op
             keep => keep,
         };
     }
-    best.map(|c| match c.status {
+    best
+}
+
+/// lib-common `Mirror` over conditions in list order: a True `Ready` wins outright; else the
+/// highest priority level, the newest within it, and on equal times the later one. The result
+/// has the source's time; a True result has reason `Ready` and no severity.
+pub fn mirror<'a>(conds: impl Iterator<Item = &'a Condition>, type_: &str) -> Option<Condition> {
+    mirror_source(conds).map(|c| match c.status {
         Status::True => {
             Condition { reason: reasons::READY.name.into(), severity: Severity::None, ..c.as_type(type_) }
         }

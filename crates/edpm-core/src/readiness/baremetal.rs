@@ -16,11 +16,14 @@ impl<'a> GroupContext<'a> {
             );
         }
         if self.group.pre_provisioned {
+            let c = Condition::true_(
+                BAREMETAL,
+                "pre-provisioned: the operating system was installed before edpm-agent saw it",
+            );
+            // True since the NodeSet said so: since it was created (unknown without its time).
+            let since = self.group_created().unwrap_or(Time(0));
             return (
-                Condition::true_(
-                    BAREMETAL,
-                    "pre-provisioned: the operating system was installed before edpm-agent saw it",
-                ),
+                Condition { last_transition_time: since, ..c },
                 vec![format!("{} spec.preProvisioned is true", self.group.id.short())],
             );
         }

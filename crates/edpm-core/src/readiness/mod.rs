@@ -27,7 +27,7 @@ mod rollup;
 mod service;
 pub mod show;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::condition::{Condition, Conditions, READY, Severity, Status, Time, mirror};
 use crate::model::{GroupKind, HostGroup, Member, Model};
@@ -94,10 +94,46 @@ pub struct NodeView {
     pub conditions: Conditions,
     /// Condition type → the evidence lines behind it (with [`Options::evidence`]).
     pub evidence: BTreeMap<String, Vec<String>>,
-    /// Per phase condition type: the service and reason that block it, for rollup messages.
-    pub blocking: BTreeMap<&'static str, String>,
+    /// Per phase condition type: the service and reason that block it (rollup messages), and
+    /// why (`status show`'s rows).
+    pub blocking: BTreeMap<&'static str, Block>,
     /// The node's last runs, oldest first (`history`).
     pub runs: Vec<crate::snapshot::evidence::NodeRun>,
+    /// The condition types whose `lastTransitionTime` is this evaluation's `now` because no
+    /// evidence and no stored status said when they changed: what `report` writes (as
+    /// lib-common stamps a new condition), but a view says "unknown", never "since now".
+    pub untimed: BTreeSet<String>,
+}
+
+/// What blocks a phase on a node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Block {
+    /// The service whose condition blocks (empty for phase -1 and configuration drift).
+    pub service: String,
+    pub reason: String,
+    /// That condition's whole message.
+    pub message: String,
+    /// Why, in short: the failed task's own message when a run gave one (the pod's
+    /// `hostFailures`), else `None` and the message is all there is.
+    pub cause: Option<String>,
+}
+
+impl Block {
+    /// The short cause: the failed task's message, else the condition's.
+    pub fn why(&self) -> &str {
+        self.cause.as_deref().unwrap_or(&self.message)
+    }
+}
+
+/// `nova: HostFailed`, as rollup messages name a blocking node's cause.
+impl std::fmt::Display for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.service.is_empty() {
+            write!(f, "{}", self.reason)
+        } else {
+            write!(f, "{}: {}", self.service, self.reason)
+        }
+    }
 }
 
 /// One NodeSet's (or Role's) readiness.
@@ -111,6 +147,8 @@ pub struct NodeSetView {
     pub conditions: Conditions,
     pub counts: NodeCounts,
     pub evidence: BTreeMap<String, Vec<String>>,
+    /// As [`NodeView::untimed`].
+    pub untimed: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -393,6 +431,16 @@ impl<'a> GroupContext<'a> {
                 uid: self.snap.nodes.iter().find(|n| n.id.name == m.key).and_then(|n| n.meta.uid.clone()),
             },
         }
+    }
+
+    /// When the NodeSet (or Role) was created, as its `creationTimestamp` says.
+    fn group_created(&self) -> Option<Time> {
+        let id = &self.group.id;
+        let meta = match self.group.kind {
+            GroupKind::NodeSet => self.snap.nodesets.iter().find(|n| n.id == *id).map(|n| &n.meta),
+            GroupKind::Role => self.snap.roles.iter().find(|n| n.id == *id).map(|n| &n.meta),
+        };
+        meta?.creation_timestamp.as_deref().and_then(Time::parse)
     }
 
     fn group_owner(&self) -> Owner {

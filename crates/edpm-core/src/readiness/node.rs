@@ -13,11 +13,11 @@ use crate::condition::reasons::{
 struct Gathered<'a> {
     fresh: Vec<Condition>,
     evidence: BTreeMap<String, Vec<String>>,
-    blocking: BTreeMap<&'static str, String>,
+    blocking: BTreeMap<&'static str, Block>,
     /// What a running Deployment is doing on the node.
     running: Option<String>,
-    /// The first terminal failure: service, reason, message.
-    stalled: Option<(&'a str, String, String)>,
+    /// The first terminal failure: service and its condition.
+    stalled: Option<(&'a str, Condition)>,
 }
 
 impl<'a> GroupContext<'a> {
@@ -39,6 +39,7 @@ impl<'a> GroupContext<'a> {
         let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
         let agent =
             self.agent_conditions(previous, leases.get(object.as_str()).copied(), now, &mut g.evidence);
+        let (conditions, untimed) = node_conditions(g.fresh, agent, previous, now);
         NodeView {
             object,
             node: m.key.clone(),
@@ -48,10 +49,11 @@ impl<'a> GroupContext<'a> {
             kind: owner_kind(self.group),
             owner: self.owner_of(m),
             namespace: self.group_namespace(),
-            conditions: node_conditions(g.fresh, agent, previous, now),
+            conditions,
             evidence: g.evidence,
             blocking: g.blocking,
             runs,
+            untimed,
         }
     }
 
@@ -75,7 +77,8 @@ impl<'a> GroupContext<'a> {
         let (bm, bm_ev) = self.baremetal(m);
         self.keep(&mut g.evidence, BAREMETAL, bm_ev);
         if !bm.is_true() {
-            g.blocking.insert(BAREMETAL, bm.reason.clone());
+            let block = Block { reason: bm.reason.clone(), message: bm.message.clone(), ..Block::default() };
+            g.blocking.insert(BAREMETAL, block);
         }
         g.fresh.push(bm);
     }
@@ -115,10 +118,7 @@ impl<'a> GroupContext<'a> {
             g.fresh.push(c);
         }
         g.running = states.iter().find_map(|(_, _, st)| st.running.clone());
-        g.stalled = states
-            .iter()
-            .find(|(_, _, st)| st.terminal)
-            .map(|(s, _, st)| (*s, st.cond.reason.clone(), st.cond.message.clone()));
+        g.stalled = states.iter().find(|(_, _, st)| st.terminal).map(|(s, _, st)| (*s, st.cond.clone()));
         g.fresh.extend(states.into_iter().map(|(_, _, st)| st.cond));
         g.fresh.extend(waiting);
     }
@@ -234,7 +234,7 @@ pub(super) fn phase_condition(
     label: &str,
     members: &[&(&str, Phase, ServiceState)],
     drift: Option<&str>,
-) -> (Condition, Option<String>) {
+) -> (Condition, Option<Block>) {
     // The Nova check is a member, not a service: the count is of services deployed.
     let services = || members.iter().filter(|(n, _, _)| *n != super::nova::NOVA_MEMBER);
     let total = services().count();
@@ -243,7 +243,9 @@ pub(super) fn phase_condition(
         if let Some(d) = drift
             && total > 0
         {
-            return (Condition::because(ty, &CONFIG_DRIFT, d.to_string()), Some(CONFIG_DRIFT.name.into()));
+            let block =
+                Block { reason: CONFIG_DRIFT.name.into(), message: d.to_string(), ..Block::default() };
+            return (Condition::because(ty, &CONFIG_DRIFT, d.to_string()), Some(block));
         }
         let mut msg = if total == 0 {
             format!("no {label} services")
@@ -253,17 +255,35 @@ pub(super) fn phase_condition(
         if members.iter().any(|(n, _, _)| *n == super::nova::NOVA_MEMBER) {
             msg.push_str("; nova-compute serving (Nova)");
         }
-        return (Condition::true_(ty, msg), None);
+        // True since the last of its members became True, when each says when.
+        let since = newest_known(members.iter().map(|(_, _, s)| &s.cond));
+        return (Condition { last_transition_time: since, ..Condition::true_(ty, msg) }, None);
     }
     let worst = mirror(members.iter().map(|(_, _, s)| &s.cond), ty).expect("not all True, so not empty");
-    let service = members
-        .iter()
-        .find(|(_, _, s)| s.cond.type_ == worst_source(members, &worst))
-        .map(|(n, _, _)| *n)
-        .unwrap_or("");
+    let source = worst_source(members, &worst);
+    let member = members.iter().find(|(_, _, s)| s.cond.type_ == source);
+    let service = member.map(|(n, _, _)| *n).unwrap_or("");
     let message = format!("{done}/{total} {label} services deployed; {service}: {}", worst.message);
-    let block = format!("{service}: {}", worst.reason);
+    let block = Block {
+        service: service.to_string(),
+        reason: worst.reason.clone(),
+        message: worst.message.clone(),
+        cause: member.and_then(|(_, _, s)| s.cause.clone()),
+    };
     (Condition { message, ..worst }, Some(block))
+}
+
+/// The newest of `conds`' transition times when every one is known (not zero), else zero
+/// (unknown): a condition True because all of them are became True at the last of them.
+pub(super) fn newest_known<'c>(conds: impl Iterator<Item = &'c Condition>) -> Time {
+    let mut newest = None;
+    for c in conds {
+        if c.last_transition_time == Time(0) {
+            return Time(0);
+        }
+        newest = newest.max(Some(c.last_transition_time));
+    }
+    newest.unwrap_or(Time(0))
 }
 
 /// The service condition a mirror picked (same status, reason, severity, message and time).
@@ -293,15 +313,18 @@ pub(super) fn order(a: &Condition, b: &Condition) -> std::cmp::Ordering {
 
 /// kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal failure
 /// no running Deployment will retry.
-fn kstatus(running: Option<&str>, stalled: Option<(&str, String, String)>) -> [Condition; 2] {
+fn kstatus(running: Option<&str>, stalled: Option<(&str, Condition)>) -> [Condition; 2] {
     let reconciling = match running {
         Some(what) => Condition::because(RECONCILING, &reasons::DEPLOYING, what),
         None => Condition::because(RECONCILING, &reasons::IDLE, "no Deployment is running on this node"),
     };
     let stalled = match (stalled, running) {
-        (Some((s, reason, message)), None) => {
-            Condition { reason, ..Condition::true_(STALLED, format!("{s}: {message}")) }
-        }
+        // Stalled since the failure that stalls it.
+        (Some((s, failed)), None) => Condition {
+            reason: failed.reason,
+            last_transition_time: failed.last_transition_time,
+            ..Condition::true_(STALLED, format!("{s}: {}", failed.message))
+        },
         _ => Condition::because(STALLED, &reasons::PROGRESSING, "no terminal failure on this node"),
     };
     [reconciling, stalled]
@@ -309,19 +332,21 @@ fn kstatus(running: Option<&str>, stalled: Option<(&str, String, String)>) -> [C
 
 /// The node's conditions: times carried over from the last report, the agent's own as it
 /// reported them, and `Ready` over the phases and the agent's (keeping its time while it
-/// says the same).
+/// says the same); with the types whose time no evidence gave ([`NodeView::untimed`]).
 fn node_conditions(
     fresh: Vec<Condition>,
     agent: Vec<Condition>,
     previous: Option<&Conditions>,
     now: Time,
-) -> Conditions {
+) -> (Conditions, BTreeSet<String>) {
     let empty = Conditions::default();
+    let previous = previous.unwrap_or(&empty);
     // The agent's conditions as it wrote them carry their own times; turned Unknown, they get
     // the time readiness first said so, as every condition of ours does.
     let mut fresh = fresh;
     fresh.extend(agent);
-    let mut conds = Conditions::carry_times(fresh, previous.unwrap_or(&empty), now);
+    let (mut conds, stamped) = Conditions::carry_times_noting(fresh, previous, now);
+    let mut untimed: BTreeSet<String> = stamped.into_iter().collect();
     conds.0.sort_by(order);
     let mut sub: Vec<&Condition> = conds
         .iter()
@@ -330,18 +355,49 @@ fn node_conditions(
         })
         .collect();
     sub.sort_by(|a, b| a.type_.cmp(&b.type_));
-    let ready = if sub.iter().all(|c| c.is_true()) {
-        Condition::true_(READY, "node ready: bare metal, infrastructure and OpenStack services")
+    let ready =
+        derived(READY, &sub, &untimed, "node ready: bare metal, infrastructure and OpenStack services");
+    let ready = ready.unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));
+    set_derived(&mut conds, &mut untimed, ready, previous, now);
+    (conds, untimed)
+}
+
+/// A condition over `sub` (stamped already; `untimed` names those no evidence timed): True,
+/// with `true_message`, since the newest of them when all are True and timed; else lib-common's
+/// mirror, with its source's time unless that time is only the clock's (then zero: unknown).
+pub(super) fn derived(
+    ty: &str,
+    sub: &[&Condition],
+    untimed: &BTreeSet<String>,
+    true_message: &str,
+) -> Option<Condition> {
+    let timed = |c: &&Condition| !untimed.contains(&c.type_);
+    if sub.iter().all(|c| c.is_true()) {
+        let since = if sub.iter().all(timed) { newest_known(sub.iter().copied()) } else { Time(0) };
+        return Some(Condition { last_transition_time: since, ..Condition::true_(ty, true_message) });
+    }
+    let source = crate::condition::mirror_source(sub.iter().copied())?;
+    let m = mirror(std::iter::once(source), ty)?;
+    Some(if timed(&source) { m } else { Condition { last_transition_time: Time(0), ..m } })
+}
+
+/// Sets a derived condition (`Ready`): its time is the stored one while it says the same,
+/// else its own, else (none known) `now`, and then it is untimed.
+pub(super) fn set_derived(
+    conds: &mut Conditions,
+    untimed: &mut BTreeSet<String>,
+    c: Condition,
+    previous: &Conditions,
+    now: Time,
+) {
+    let c = match previous.get(&c.type_) {
+        Some(p) if !c.differs_from(p) => Condition { last_transition_time: p.last_transition_time, ..c },
+        _ => c,
+    };
+    if c.last_transition_time == Time(0) {
+        untimed.insert(c.type_.clone());
     } else {
-        mirror(sub.into_iter(), READY)
-            .unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"))
-    };
-    let ready = match previous.and_then(|p| p.get(READY)) {
-        Some(p) if !ready.differs_from(p) => {
-            Condition { last_transition_time: p.last_transition_time, ..ready }
-        }
-        _ => ready,
-    };
-    conds.set(ready, now);
-    conds
+        untimed.remove(&c.type_);
+    }
+    conds.set(c, now);
 }

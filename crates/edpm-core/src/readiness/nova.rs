@@ -83,6 +83,10 @@ impl<'a> GroupContext<'a> {
             Deployed { service, done: deployed.cond.is_true() },
         );
         let evidence = if self.opts.evidence { evidence } else { Vec::new() };
-        Some((NOVA_MEMBER, *phase, ServiceState { cond, running: None, terminal: false, evidence }))
+        Some((
+            NOVA_MEMBER,
+            *phase,
+            ServiceState { cond, running: None, terminal: false, evidence, cause: None },
+        ))
     }
 }

@@ -53,7 +53,7 @@ impl<'a> GroupContext<'a> {
         let object = names::nodeset_object(&self.group.name);
         let empty = Conditions::default();
         let previous = reports.get(object.as_str()).copied().unwrap_or(&empty);
-        let conditions = nodeset_conditions(fresh, previous, &counts, nodes.is_empty(), now);
+        let (conditions, untimed) = nodeset_conditions(fresh, previous, &counts, nodes.is_empty(), now);
         NodeSetView {
             object,
             name: self.group.name.clone(),
@@ -63,6 +63,7 @@ impl<'a> GroupContext<'a> {
             conditions,
             counts,
             evidence,
+            untimed,
         }
     }
 
@@ -100,6 +101,8 @@ impl<'a> GroupContext<'a> {
             );
         };
         let line = format!("newest Deployment with status: {}", run.name);
+        // Since the run's own NodeSetDeploymentReady changed, when it has one.
+        let since = run.nodeset_condition().map_or(Time(0), |c| c.last_transition_time);
         let c = match run.state() {
             RunState::Done if self.drift.is_some() => {
                 Condition::because(DEPLOYMENT_READY, &REQUESTED, WAITING_FOR_DEPLOYMENT)
@@ -115,7 +118,9 @@ impl<'a> GroupContext<'a> {
         };
         let mut lines = vec![line];
         lines.extend(self.drift.clone());
-        (c, lines)
+        // Drift is not dated: when the NodeSet changed is not kept.
+        let since = if self.drift.is_some() { Time(0) } else { since };
+        (Condition { last_transition_time: since, ..c }, lines)
     }
 }
 
@@ -125,15 +130,26 @@ pub(super) fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], tot
     let conds: Vec<(&NodeView, &Condition)> =
         nodes.iter().filter_map(|n| n.conditions.get(node_ty).map(|c| (*n, c))).collect();
     let ready = conds.iter().filter(|(_, c)| c.is_true()).count();
+    // A node's condition whose time is only the clock's says nothing of when it changed.
+    let timed = |n: &NodeView, c: &Condition| !n.untimed.contains(&c.type_);
     if conds.iter().all(|(_, c)| c.is_true()) {
         let msg = if total == 0 {
             "no nodes; the NodeSet's own deployment is complete".to_string()
         } else {
             format!("{ready}/{total} nodes ready")
         };
-        return Condition::true_(ty, msg);
+        // Ready since the last of its nodes became ready, when each says when.
+        let since = if conds.iter().all(|(n, c)| timed(n, c)) {
+            super::node::newest_known(conds.iter().map(|(_, c)| *c))
+        } else {
+            Time(0)
+        };
+        return Condition { last_transition_time: since, ..Condition::true_(ty, msg) };
     }
-    let worst = mirror(conds.iter().map(|(_, c)| *c), ty).expect("not all True, so not empty");
+    let source = crate::condition::mirror_source(conds.iter().map(|(_, c)| *c)).expect("not all True");
+    let worst = mirror(std::iter::once(source), ty).expect("one condition");
+    let untimed_source = conds.iter().any(|(n, c)| std::ptr::eq(*c, source) && !timed(n, c));
+    let worst = if untimed_source { Condition { last_transition_time: Time(0), ..worst } } else { worst };
     let blocking: Vec<String> = conds
         .iter()
         .filter(|(_, c)| !c.is_true())
@@ -187,15 +203,16 @@ fn counts(nodes: &[NodeView]) -> NodeCounts {
 
 /// The NodeSet's conditions: times carried over from the last report, and `Ready` over
 /// DeploymentReady and the phase rollups, the node count in front (keeping its time while it
-/// says the same).
+/// says the same); with the types whose time no evidence gave ([`NodeSetView::untimed`]).
 fn nodeset_conditions(
     fresh: Vec<Condition>,
     previous: &Conditions,
     counts: &NodeCounts,
     no_nodes: bool,
     now: Time,
-) -> Conditions {
-    let mut conds = Conditions::carry_times(fresh, previous, now);
+) -> (Conditions, BTreeSet<String>) {
+    let (mut conds, stamped) = Conditions::carry_times_noting(fresh, previous, now);
+    let mut untimed: BTreeSet<String> = stamped.into_iter().collect();
     let sub: Vec<&Condition> = conds
         .iter()
         .filter(|c| {
@@ -205,24 +222,15 @@ fn nodeset_conditions(
             )
         })
         .collect();
-    let ready = if sub.iter().all(|c| c.is_true()) {
-        Condition::true_(READY, "NodeSet Ready")
+    let all_true = sub.iter().all(|c| c.is_true());
+    let ready = super::node::derived(READY, &sub, &untimed, "NodeSet Ready")
+        .unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));
+    // "7/10 nodes ready; blocking: …" from a rollup; the count in front of anything else.
+    let ready = if all_true || ready.message.starts_with(&format!("{}/", counts.ready)) || no_nodes {
+        ready
     } else {
-        let m = mirror(sub.into_iter(), READY)
-            .unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));
-        // "7/10 nodes ready; blocking: …" from a rollup; the count in front of anything else.
-        if m.message.starts_with(&format!("{}/", counts.ready)) || no_nodes {
-            m
-        } else {
-            Condition { message: format!("{} nodes ready; {}", counts.summary, m.message), ..m }
-        }
+        Condition { message: format!("{} nodes ready; {}", counts.summary, ready.message), ..ready }
     };
-    let ready = match previous.get(READY) {
-        Some(p) if !ready.differs_from(p) => {
-            Condition { last_transition_time: p.last_transition_time, ..ready }
-        }
-        _ => ready,
-    };
-    conds.set(ready, now);
-    conds
+    super::node::set_derived(&mut conds, &mut untimed, ready, previous, now);
+    (conds, untimed)
 }

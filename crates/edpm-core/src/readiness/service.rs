@@ -26,7 +26,7 @@ impl<'a> GroupContext<'a> {
         {
             evidence.push(why.to_string());
             let cond = Condition::because(&info.ty, &INVALID_EVIDENCE, why);
-            return ServiceState { cond, running: None, terminal: false, evidence };
+            return ServiceState { cond, running: None, terminal: false, evidence, cause: None };
         }
         for (idx, run) in self.runs.iter().enumerate().rev() {
             if self.states[idx] == RunState::NotStarted {
@@ -136,7 +136,7 @@ impl<'a> GroupContext<'a> {
         }
         // The run's condition is of this very type: shared as it is.
         let evidence = std::mem::take(evidence);
-        ServiceState { cond: c.clone(), running: None, terminal: false, evidence }
+        ServiceState { cond: c.clone(), running: None, terminal: false, evidence, cause: None }
     }
 
     /// A run still going on that has not finished the service on the node (`Retrying` when a
@@ -160,8 +160,9 @@ impl<'a> GroupContext<'a> {
             evidence.extend(self.job_line(service, run.name));
         }
         let mut state = pending(ty, service, run, c, std::mem::take(evidence));
-        if let Some(retrying) = self.retrying(m, service, ty, run, &mut state.evidence) {
+        if let Some((retrying, cause)) = self.retrying(m, service, ty, run, &mut state.evidence) {
             state.cond = Condition { last_transition_time: state.cond.last_transition_time, ..retrying };
+            state.cause = cause;
         }
         state
     }
@@ -235,11 +236,13 @@ impl<'a> GroupContext<'a> {
             let mut cond = Condition::because(ty, reason, message);
             cond.last_transition_time = c.last_transition_time;
             let terminal = *reason != OTHER_HOSTS_FAILED;
-            return ServiceState { cond, running: None, terminal, evidence };
+            // The failed task's own words, for a view's one line; only of this host's failure.
+            let cause = if terminal { why.strip_prefix(": ").map(str::to_string) } else { None };
+            return ServiceState { cond, running: None, terminal, evidence, cause };
         }
         let mut cond = c.as_type(ty);
         cond.severity = Severity::Error;
-        ServiceState { cond, running: None, terminal, evidence }
+        ServiceState { cond, running: None, terminal, evidence, cause: None }
     }
 
     /// Why the host failed in `job`, from the pods' termination messages (the operator's copy
@@ -299,6 +302,7 @@ impl<'a> GroupContext<'a> {
                 running,
                 terminal,
                 evidence,
+                cause: None,
             };
         }
         if let Some(c) = self.legacy_condition(m, service) {
@@ -314,10 +318,16 @@ impl<'a> GroupContext<'a> {
                     format!("Deployment not yet ready for {service} service"),
                 ),
             };
-            return ServiceState { cond, running: None, terminal: false, evidence };
+            return ServiceState { cond, running: None, terminal: false, evidence, cause: None };
         }
         evidence.push(format!("no OpenStackDataPlaneDeployment has run {service} on this node"));
-        ServiceState { cond: not_deployed(ty, service), running: None, terminal: false, evidence }
+        ServiceState {
+            cond: not_deployed(ty, service),
+            running: None,
+            terminal: false,
+            evidence,
+            cause: None,
+        }
     }
 
     /// The seeds' model: the Node's, else the Role's status for a service (`"<svc> service
@@ -364,7 +374,7 @@ impl<'a> GroupContext<'a> {
         ty: &str,
         run: &Run,
         evidence: &mut Vec<String>,
-    ) -> Option<Condition> {
+    ) -> Option<(Condition, Option<String>)> {
         let job = self.jobs.job(service, run.name, &self.group.name)?;
         if job.status.failed < 1 || job.condition("Failed").is_some() || job.condition("Complete").is_some() {
             return None;
@@ -382,14 +392,15 @@ impl<'a> GroupContext<'a> {
         let attempts = job.spec.backoff_limit.unwrap_or(6) + 1;
         let what = if f.unreachable { "this host was unreachable" } else { "failed on this host" };
         let why = f.reason.map(|r| format!(": {r}")).unwrap_or_default();
-        Some(Condition::because(
+        let cond = Condition::because(
             ty,
             &RETRYING,
             format!(
                 "attempt {} of {attempts} {what} in job {} (Deployment {}){why}; the Job retries",
                 job.status.failed, job.id.name, run.name
             ),
-        ))
+        );
+        Some((cond, f.reason.map(str::to_string)))
     }
 
     /// What the Job of a service says: running, attempts, backoff.
@@ -421,6 +432,8 @@ pub(super) struct ServiceState {
     pub(super) running: Option<String>,
     pub(super) terminal: bool,
     pub(super) evidence: Vec<String>,
+    /// Why, in short: the failed task's message ([`Block::cause`]).
+    pub(super) cause: Option<String>,
 }
 
 pub(super) fn not_deployed(ty: &str, service: &str) -> Condition {
@@ -439,7 +452,7 @@ fn pending(ty: &str, service: &str, run: &Run, c: Option<&Condition>, evidence: 
         cond.last_transition_time = c.last_transition_time;
     }
     let running = Some(format!("Deployment {} is running {service}", run.name));
-    ServiceState { cond, running, terminal: false, evidence }
+    ServiceState { cond, running, terminal: false, evidence, cause: None }
 }
 
 /// Where a terminal failure happened: the service, its Deployment and Job, and why the host

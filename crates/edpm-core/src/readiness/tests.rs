@@ -512,7 +512,12 @@ fn transition_times_carry_over_from_the_last_report() {
     );
     let first = evaluate_text(&text, "2026-11-23T12:00:00Z");
     let c0 = node(&first, "c0");
-    assert_eq!(cond(c0, INFRASTRUCTURE).last_transition_time, t("2026-11-23T12:00:00Z"));
+    // The evidence dates what it can (the Deployment's conditions, here all of 10:00); the
+    // rest gets the clock, as lib-common stamps, and is named untimed so no view says "now".
+    assert_eq!(cond(c0, INFRASTRUCTURE).last_transition_time, t("2026-11-01T10:00:00Z"));
+    assert!(!c0.untimed.contains(INFRASTRUCTURE), "{:?}", c0.untimed);
+    assert_eq!(cond(c0, RECONCILING).last_transition_time, t("2026-11-23T12:00:00Z"));
+    assert!(c0.untimed.contains(RECONCILING) && c0.untimed.contains(BAREMETAL), "{:?}", c0.untimed);
     // The report as written, read back an hour later: nothing changed, nothing moves.
     let report = format!(
         "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {{name: {}, namespace: openstack}}\nspec: {{nodeSet: ns1, node: c0}}\nstatus:\n  conditions: {}\n",
@@ -521,6 +526,8 @@ fn transition_times_carry_over_from_the_last_report() {
     );
     let second = evaluate_text(&format!("{text}{report}"), "2026-11-23T13:00:00Z");
     assert_eq!(node(&second, "c0").conditions, c0.conditions);
+    // Read back, every time is one a report observed: none is the clock's any more.
+    assert!(node(&second, "c0").untimed.is_empty(), "{:?}", node(&second, "c0").untimed);
     // A change moves exactly the conditions that changed.
     let drifted = text.replace("configHash: h1", "configHash: h2");
     let third = evaluate_text(&format!("{drifted}{report}"), "2026-11-23T14:00:00Z");
@@ -770,7 +777,17 @@ status: {failed: 1, succeeded: 1}
         ("d1", "nova", "nova-d1-ns1")
     );
     assert_eq!(first.finished.as_deref(), Some("2026-11-01T10:05:00Z"));
-    assert!(show::explain(node(&r, "c0")).contains("Runs (2, oldest first):\n    - 2026-11-01T10:05:00Z Deployment d1 nova (job nova-d1-ns1, attempt 1): failed: Deploy nova"));
+    let explained = show::explain(node(&r, "c0"));
+    assert!(
+        explained.contains("Runs (2, oldest first):\n    - 2026-11-01T10:05:00Z Deployment d1 nova (job nova-d1-ns1, attempt 1): failed: [1]"),
+        "{explained}"
+    );
+    // The failed task's message, in the conditions, the evidence and the runs, is said once.
+    assert_eq!(explained.matches(pull).count(), 1, "{explained}");
+    assert!(
+        explained.contains(&format!("Messages (named below by number):\n    [1] {pull}\n")),
+        "{explained}"
+    );
 
     // The Deployment, its Job and pods deleted: the history stays, from the node's object.
     let written =
