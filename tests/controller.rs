@@ -526,6 +526,7 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
         ("nova.openstack.org", "v1beta1", "novacells"),
         ("nova.openstack.org", "v1beta1", "novaexternalcomputes"),
         ("core.openstack.org", "v1beta1", "openstackcontrolplanes"),
+        ("core.openstack.org", "v1beta1", "openstackversions"),
         ("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets"),
     ] {
         api.add_crd(g, v, p);

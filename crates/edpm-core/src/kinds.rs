@@ -151,6 +151,8 @@ pub const KINDS: &[Kind] = &[
     kind(NOVA_GROUP, V1BETA1, "NovaCell", "novacells", Read::Listed, false, KnownKind::OpenStack, ReachRule::All),
     kind(NOVA_GROUP, V1BETA1, "NovaExternalCompute", "novaexternalcomputes", Read::Listed, false, KnownKind::OpenStack, ReachRule::All),
     kind(CORE_OPENSTACK_GROUP, V1BETA1, "OpenStackControlPlane", "openstackcontrolplanes", Read::Listed, false, KnownKind::OpenStack, ReachRule::All),
+    // The target version of a minor update (`VersionCurrent`): one per namespace.
+    kind(CORE_OPENSTACK_GROUP, V1BETA1, "OpenStackVersion", "openstackversions", Read::Listed, true, KnownKind::OpenStack, ReachRule::All),
     kind("", "v1", "ConfigMap", "configmaps", Read::ByName, false, KnownKind::ConfigMap, ReachRule::All),
     kind("", "v1", "Secret", "secrets", Read::ByName, false, KnownKind::Secret, ReachRule::All),
     kind(DATAPLANE_GROUP, V1BETA1, "OpenStackDataPlaneDeployment", "openstackdataplanedeployments", Read::Listed, true, KnownKind::Deployment, ReachRule::DeploymentNodeSets),

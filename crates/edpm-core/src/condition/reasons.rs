@@ -127,6 +127,19 @@ reasons! {
         "the service's Job failed on other hosts (named); this one was not reported failed, but the play stopped before the service completed here";
     RETRYING = "Retrying", Readiness, False(Warning),
         "an attempt of the service's Job failed on this host (or found it unreachable) and the Job has attempts left: it retries; the message has that attempt's reason";
+    // Readiness: what the node runs (`VersionCurrent`, `NodeSetVersionCurrent`).
+    UPDATE_PENDING = "UpdatePending", Readiness, False(Warning),
+        "the node's deployed OpenStack version (set by the newest completed Deployment that covered it and ran an `update` or `update-services` service, else by its newest completed full Deployment) is not the OpenStackVersion's `spec.targetVersion`: the message names both and the minor update's steps (`ovn`, `update`) not run on the node; a NodeSet's names how many nodes are at the target and which are behind";
+    NO_TARGET_VERSION = "NoTargetVersion", Readiness, Unknown,
+        "no OpenStackVersion in the namespace, or one whose `spec.targetVersion` cannot be used (named, with the field): nothing to compare the nodes' versions with";
+    VERSION_UNKNOWN = "VersionUnknown", Readiness, Unknown,
+        "no completed Deployment that covered the node recorded a version, and the NodeSet has none either";
+    // Readiness: what the node holds (`SecretsCurrent`, `NodeSetSecretsCurrent`).
+    SECRETS_STALE = "SecretsStale", Readiness, False(Warning),
+        "a Secret or ConfigMap last delivered to the node (recorded by the completed Deployment that covered it) differs now from what was delivered, or no longer exists: the message names the objects (names only), the Deployment that delivered each and since when it differs; a NodeSet's names how many nodes hold every current input and which objects are stale on which nodes";
+    NO_INPUTS_DELIVERED = "NoInputsDelivered", Readiness, Unknown,
+        "no completed Deployment that covered the node recorded the Secrets and ConfigMaps it delivered";
+
     NOT_DEPLOYED = "NotDeployed", Readiness, False(Info),
         "no OpenStackDataPlaneDeployment has deployed the service on this node yet";
     INVALID_EVIDENCE = "InvalidEvidence", Readiness, Unknown,

@@ -21,11 +21,21 @@ pub const STALLED: &str = "Stalled";
 pub const NOVA_COMPUTE: &str = "NovaComputeReady";
 /// The node agent's own phase -1 and 0 checks, on the node.
 pub const NODE_AGENT: &str = "NodeAgentReady";
+/// The node's deployed OpenStack version is the OpenStackVersion's `spec.targetVersion` (not a
+/// member of `Ready`: a node on the previous version still serves).
+pub const VERSION_CURRENT: &str = "VersionCurrent";
+/// Every Secret and ConfigMap last delivered to the node is as it is now (not a member of
+/// `Ready`).
+pub const SECRETS_CURRENT: &str = "SecretsCurrent";
 
 // A NodeSet's (EDPMNodeSetStatus), and upstream's on its NodeSet and Deployment.
 pub const NODESET_BAREMETAL: &str = "NodeSetBaremetalProvisionReady";
 pub const NODESET_INFRASTRUCTURE: &str = "NodeSetInfrastructureReady";
 pub const NODESET_SERVICES: &str = "NodeSetServicesReady";
+/// Every node of the NodeSet at the target version.
+pub const NODESET_VERSION_CURRENT: &str = "NodeSetVersionCurrent";
+/// Every node of the NodeSet holds every current input.
+pub const NODESET_SECRETS_CURRENT: &str = "NodeSetSecretsCurrent";
 /// The seeds' Role's provisioning condition (dataplane-operator's `RoleBaremetalProvisionReady`).
 pub const ROLE_BAREMETAL: &str = "RoleBaremetalProvisionReady";
 /// The node agent's stand-in when it cannot tell which services were deployed.

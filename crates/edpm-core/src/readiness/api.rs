@@ -113,6 +113,12 @@ pub enum OwnerKind {
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
     ),
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        description = "the OpenStack version last deployed to the node",
+        json_path = ".status.deployedVersion.value"
+    ),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]
 #[serde(rename_all = "camelCase")]
@@ -143,6 +149,22 @@ pub struct NodeStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub runs: Vec<crate::snapshot::evidence::NodeRun>,
+    /// The OpenStack version last deployed to the node (the OpenStackVersion's target when
+    /// the newest completed Deployment that covered the node and ran an `update` or
+    /// `update-services` service finished; else its newest completed full Deployment's), and
+    /// that Deployment. Kept, so it outlives the Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_version: Option<crate::snapshot::evidence::Stamp>,
+    /// Image field (`OvnControllerImage`) → the image last deployed to the node for it, and the
+    /// Deployment that deployed it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub container_images: std::collections::BTreeMap<String, crate::snapshot::evidence::Stamp>,
+    /// The Secrets and ConfigMaps last delivered to the node: name, the hash the delivering
+    /// Deployment recorded (lib-common's, never contents), the Deployment, and since when the
+    /// object differs. Kept, so it outlives the Deployments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub delivered_inputs: Vec<crate::snapshot::evidence::Delivery>,
 }
 
 /// How many runs a node's history keeps (the CRD's description says 20 too).
@@ -186,6 +208,18 @@ pub const RUN_HISTORY: usize = 20;
         name = "Ready",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Version",
+        type_ = "string",
+        description = "every node at the OpenStackVersion's target",
+        json_path = ".status.conditions[?(@.type==\"NodeSetVersionCurrent\")].status"
+    ),
+    printcolumn(
+        name = "Inputs",
+        type_ = "string",
+        description = "every node holds every current Secret and ConfigMap",
+        json_path = ".status.conditions[?(@.type==\"NodeSetSecretsCurrent\")].status"
     ),
     printcolumn(
         name = "Message",

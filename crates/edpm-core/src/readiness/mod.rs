@@ -17,6 +17,7 @@ pub mod api;
 mod baremetal;
 pub mod deploy;
 mod history;
+mod inputs;
 pub mod jobs;
 pub mod limit;
 pub mod names;
@@ -26,6 +27,7 @@ pub mod report;
 mod rollup;
 mod service;
 pub mod show;
+pub mod version;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -99,6 +101,10 @@ pub struct NodeView {
     pub blocking: BTreeMap<&'static str, Block>,
     /// The node's last runs, oldest first (`history`).
     pub runs: Vec<crate::snapshot::evidence::NodeRun>,
+    /// What was last deployed to the node: its OpenStack version and images (`version`).
+    pub deployed: crate::snapshot::evidence::Deployed,
+    /// The Secrets and ConfigMaps last delivered to the node (`inputs`).
+    pub delivered: Vec<crate::snapshot::evidence::Delivery>,
     /// The condition types whose `lastTransitionTime` is this evaluation's `now` because no
     /// evidence and no stored status said when they changed: what `report` writes (as
     /// lib-common stamps a new condition), but a view says "unknown", never "since now".
@@ -266,6 +272,8 @@ struct GroupContext<'a> {
     nova: Option<&'a nova::NovaContext<'a>>,
     /// This group's service that deploys nova-compute (type `nova`).
     nova_service: Option<&'a str>,
+    /// The namespace's OpenStackVersion target, for `VersionCurrent`.
+    target: version::Target,
 }
 
 struct SvcInfo<'a> {
@@ -351,8 +359,10 @@ impl<'a> GroupContext<'a> {
             run_svcs,
             nova_service: nova.and_then(|_| crate::nova_cell::nova_service(snap, group)),
             nova,
+            target: version::Target::None { namespace: String::new() },
         };
         cx.drift = cx.drift();
+        cx.target = version::target(snap, cx.group_namespace().as_deref());
         cx
     }
 

@@ -37,6 +37,15 @@ impl<'a> GroupContext<'a> {
         let report = reports.get(object.as_str()).copied();
         let previous = report.map(|r| &r.conditions);
         let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
+        let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref());
+        let (version, version_ev) = self.version_current(m, &deployed, &self.target);
+        self.keep(&mut g.evidence, crate::condition::types::VERSION_CURRENT, version_ev);
+        g.fresh.push(version);
+        let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
+        let delivered = self.delivered(m, kept, now);
+        let (inputs, inputs_ev) = self.secrets_current(&delivered, kept);
+        self.keep(&mut g.evidence, crate::condition::types::SECRETS_CURRENT, inputs_ev);
+        g.fresh.push(inputs);
         let agent =
             self.agent_conditions(previous, leases.get(object.as_str()).copied(), now, &mut g.evidence);
         let (conditions, untimed) = node_conditions(g.fresh, agent, previous, now);
@@ -53,6 +62,8 @@ impl<'a> GroupContext<'a> {
             evidence: g.evidence,
             blocking: g.blocking,
             runs,
+            deployed,
+            delivered,
             untimed,
         }
     }

@@ -147,11 +147,18 @@ fn node_write(n: &NodeView, existing: Option<&NodeReport>, namespace: &str) -> W
             observed_generation: generation,
             conditions: conds.clone(),
             runs: n.runs.clone(),
+            deployed_version: n.deployed.version.clone(),
+            container_images: n.deployed.images.clone(),
+            delivered_inputs: n.delivered.clone(),
         }),
     };
     let needs_object = existing.is_none_or(|e| !object_matches(e, &labels, &n.owner));
-    let needs_status =
-        existing.is_none_or(|e| !status_matches(e, &conds, generation) || e.status.runs != n.runs);
+    let needs_status = existing.is_none_or(|e| {
+        !status_matches(e, &conds, generation)
+            || e.status.runs != n.runs
+            || e.status.deployed() != n.deployed
+            || e.status.delivered_inputs != n.delivered
+    });
     Write {
         kind: super::api::NODE_KIND,
         name: n.object.clone(),

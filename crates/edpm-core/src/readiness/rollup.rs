@@ -43,6 +43,8 @@ impl<'a> GroupContext<'a> {
         ] {
             fresh.push(rollup_condition(ty, node_ty, &counted, nodes.len()));
         }
+        fresh.push(self.nodeset_version_current(nodes, &self.target));
+        fresh.push(self.nodeset_secrets_current(nodes));
         if self.opts.evidence {
             for (node_ty, ty) in [(SERVICES, NODESET_SERVICES), (INFRASTRUCTURE, NODESET_INFRASTRUCTURE)] {
                 let blocking =

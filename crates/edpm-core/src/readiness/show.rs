@@ -825,6 +825,8 @@ mod tests {
                 failed_task: Some(t.into()),
                 pod: Some(t.into()),
             }],
+            deployed: Default::default(),
+            delivered: Vec::new(),
             untimed: BTreeSet::new(),
         };
         let set = NodeSetView {

@@ -79,6 +79,14 @@ pub struct DeploymentStatus {
     pub config_map_hashes: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "nullable")]
     pub secret_hashes: BTreeMap<String, String>,
+    /// The OpenStackVersion's `spec.targetVersion` when the Deployment completed (upstream
+    /// sets it then, whatever services ran; none without an OpenStackVersion).
+    #[serde(default)]
+    pub deployed_version: Option<String>,
+    /// Image field (the OpenStackVersion's Go field name, `OvnControllerImage`) → image, for
+    /// each `containerImageFields` entry of the services it ran.
+    #[serde(default, deserialize_with = "nullable")]
+    pub container_images: BTreeMap<String, String>,
     #[serde(default)]
     pub deployed: bool,
 }
@@ -331,6 +339,62 @@ pub struct NodeReportStatus {
     /// The node's last runs, as written last time: the history outlives the Deployments.
     #[serde(default, deserialize_with = "nullable")]
     pub runs: Vec<NodeRun>,
+    /// The OpenStack version last deployed to the node, as written last time.
+    #[serde(default)]
+    pub deployed_version: Option<Stamp>,
+    /// The images last deployed to the node, by image field, as written last time.
+    #[serde(default, deserialize_with = "nullable")]
+    pub container_images: BTreeMap<String, Stamp>,
+    /// The Secrets and ConfigMaps last delivered to the node, as written last time.
+    #[serde(default, deserialize_with = "nullable")]
+    pub delivered_inputs: Vec<Delivery>,
+}
+
+/// One Secret or ConfigMap a completed Deployment delivered to a node: its name and the hash
+/// the Deployment recorded of it (lib-common's, never its contents).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// `Secret` or `ConfigMap`.
+    pub kind: String,
+    pub name: String,
+    /// The Deployment's `status.secretHashes` / `status.configMapHashes` entry.
+    pub hash: String,
+    pub deployment: String,
+    /// The Deployment's `creationTimestamp` (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    /// When the object was first seen to differ from what was delivered (RFC 3339); absent
+    /// while it is current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_since: Option<String>,
+}
+
+impl NodeReportStatus {
+    /// What the status object says was last deployed to the node.
+    pub fn deployed(&self) -> Deployed {
+        Deployed { version: self.deployed_version.clone(), images: self.container_images.clone() }
+    }
+}
+
+/// A value a Deployment deployed to a node: the version or an image, the Deployment, and when
+/// that Deployment was created (what orders it against a later one).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Stamp {
+    pub value: String,
+    pub deployment: String,
+    /// The Deployment's `creationTimestamp` (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+}
+
+/// What was last deployed to a node: the OpenStack version, and the image of each image field
+/// (`OvnControllerImage`), each with the Deployment that deployed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deployed {
+    pub version: Option<Stamp>,
+    pub images: BTreeMap<String, Stamp>,
 }
 
 /// One run of one service on one node: an attempt of an AnsibleEE Job, from its pod's

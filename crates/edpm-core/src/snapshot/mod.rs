@@ -400,6 +400,13 @@ impl Snapshot {
 
     /// Whether a service runs once for all NodeSets of a Deployment: its
     /// OpenStackDataPlaneService's `deployOnAllNodeSets`, else the catalogue's.
+    pub fn service_image_fields(&self, name: &str) -> &[String] {
+        self.services
+            .iter()
+            .find(|s| s.id.name == name)
+            .map_or(&[], |s| s.body.container_image_fields.as_slice())
+    }
+
     pub fn service_is_global(&self, name: &str) -> bool {
         match self.services.iter().find(|s| s.id.name == name).and_then(|s| s.body.deploy_on_all_node_sets) {
             Some(g) => g,

@@ -77,6 +77,12 @@ pub fn references(s: &Snapshot) -> (BTreeSet<String>, BTreeSet<String>) {
             _ => {}
         }
     }
+    // What the Deployments recorded delivering (TLS certificates among them, which no object
+    // names): `SecretsCurrent` hashes each as it is now.
+    for d in &s.evidence.deployments {
+        secrets.extend(d.status.secret_hashes.keys().cloned());
+        cms.extend(d.status.config_map_hashes.keys().cloned());
+    }
     cms.retain(|n| !n.is_empty());
     secrets.retain(|n| !n.is_empty());
     (cms, secrets)

@@ -335,6 +335,10 @@ pub struct ServiceSpec {
     /// Runs once per Deployment for all its NodeSets (upstream dedupes it onto the first).
     #[serde(default)]
     pub deploy_on_all_node_sets: Option<bool>,
+    /// The OpenStackVersion image fields the service deploys (`OvnControllerImage`): a
+    /// Deployment that ran it records those images in `status.containerImages`.
+    #[serde(default, deserialize_with = "nullable")]
+    pub container_image_fields: Vec<String>,
     #[serde(flatten)]
     pub unknown: Unknown,
 }

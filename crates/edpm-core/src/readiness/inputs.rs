@@ -1,0 +1,240 @@
+//! Which credentials and configuration each node holds: for every Secret and ConfigMap a
+//! completed Deployment recorded in `status.secretHashes` / `status.configMapHashes`, the hash
+//! last delivered to each node it covered; and `SecretsCurrent`, each of them against the
+//! object as it is now (hashed as lib-common hashes it, [`crate::objecthash`]).
+//!
+//! Upstream keeps one map per NodeSet and (since openstack-operator #1781) leaves it alone
+//! when a Deployment has an `ansibleLimit`, so after a rotation delivered in batches nothing
+//! says which nodes still hold the old credential. Here every completed Deployment that covered
+//! a node moves that node's record, and the record is kept in the node's status object so it
+//! outlives the Deployments. Only names and hashes are kept or printed, never contents.
+
+use super::*;
+use crate::condition::reasons::{NO_INPUTS_DELIVERED, SECRETS_STALE};
+use crate::condition::types::{NODESET_SECRETS_CURRENT, SECRETS_CURRENT};
+use crate::snapshot::evidence::Delivery;
+
+/// What a node's delivered inputs are, compared with the objects now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum InputState {
+    Current,
+    /// The object's hash differs from the one delivered.
+    Stale,
+    /// The object does not exist (any more).
+    Gone,
+}
+
+/// The object `kind`/`name` as it is now, hashed as lib-common does; `None` when the
+/// snapshot does not have it.
+fn hash_now(snap: &Snapshot, kind: &str, name: &str) -> Option<String> {
+    match kind {
+        "Secret" => {
+            snap.secrets.iter().find(|s| s.id.name == name).map(|s| crate::objecthash::secret(&s.body))
+        }
+        _ => snap
+            .config_maps
+            .iter()
+            .find(|c| c.id.name == name)
+            .map(|c| crate::objecthash::config_map(&c.body)),
+    }
+}
+
+/// Whether `candidate` replaces the kept delivery of the same object: a different Deployment
+/// created no earlier (a kept one without a time is always replaced).
+fn replaces(candidate: &Delivery, kept: &Delivery) -> bool {
+    if candidate.deployment == kept.deployment {
+        return true;
+    }
+    let t = |d: &Delivery| d.created.as_deref().and_then(Time::parse);
+    match (t(candidate), t(kept)) {
+        (Some(c), Some(k)) => c >= k,
+        _ => true,
+    }
+}
+
+impl<'a> GroupContext<'a> {
+    /// The node's deliveries: what the completed Deployments that covered it recorded, over
+    /// what its status object kept; each marked with when it was first seen to differ (`now`
+    /// for a difference not recorded before).
+    pub(super) fn delivered(&self, m: &Member, kept: &[Delivery], now: Time) -> Vec<Delivery> {
+        let names = self.limit_names(m);
+        let mut out: BTreeMap<(String, String), Delivery> =
+            kept.iter().map(|d| ((d.kind.clone(), d.name.clone()), d.clone())).collect();
+        let done = (0..self.runs.len())
+            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(&names))
+            .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)));
+        for (i, d) in done {
+            let recorded = d
+                .status
+                .secret_hashes
+                .iter()
+                .map(|(n, h)| ("Secret", n, h))
+                .chain(d.status.config_map_hashes.iter().map(|(n, h)| ("ConfigMap", n, h)));
+            for (kind, name, hash) in recorded {
+                let candidate = Delivery {
+                    kind: kind.to_string(),
+                    name: name.clone(),
+                    hash: hash.clone(),
+                    deployment: self.runs[i].name.to_string(),
+                    created: d.meta.creation_timestamp.clone(),
+                    stale_since: None,
+                };
+                let key = (kind.to_string(), name.clone());
+                match out.get(&key) {
+                    Some(k) if !replaces(&candidate, k) => {}
+                    // The same delivery seen again keeps what was noted of it.
+                    Some(k) if k.deployment == candidate.deployment && k.hash == candidate.hash => {}
+                    _ => {
+                        out.insert(key, candidate);
+                    }
+                }
+            }
+        }
+        let mut list: Vec<Delivery> = out.into_values().collect();
+        for d in &mut list {
+            let differs = hash_now(self.snap, &d.kind, &d.name).is_none_or(|h| h != d.hash);
+            d.stale_since = match (differs, d.stale_since.take()) {
+                (false, _) => None,
+                (true, Some(since)) => Some(since),
+                (true, None) => Some(now.to_string()),
+            };
+        }
+        list
+    }
+
+    /// `SecretsCurrent`: every delivered input as it is now (not a member of `Ready`: a node
+    /// holding a rotated credential may still work until the old one is revoked).
+    pub(super) fn secrets_current(
+        &self,
+        delivered: &[Delivery],
+        kept: &[Delivery],
+    ) -> (Condition, Vec<String>) {
+        let mut ev = Vec::new();
+        let mut stale = Vec::new();
+        for d in delivered {
+            let state = match hash_now(self.snap, &d.kind, &d.name) {
+                None => InputState::Gone,
+                Some(h) if h == d.hash => InputState::Current,
+                Some(_) => InputState::Stale,
+            };
+            ev.push(format!(
+                "{} {}: delivered by Deployment {} ({})",
+                d.kind,
+                d.name,
+                d.deployment,
+                state.words()
+            ));
+            if state != InputState::Current {
+                stale.push(stale_words(d, &state, kept));
+            }
+        }
+        if delivered.is_empty() {
+            let c = Condition::because(
+                SECRETS_CURRENT,
+                &NO_INPUTS_DELIVERED,
+                "no completed Deployment that covered this node recorded the Secrets and ConfigMaps it delivered",
+            );
+            return (c, ev);
+        }
+        if stale.is_empty() {
+            let (s, c) = counts(delivered);
+            return (
+                Condition::true_(
+                    SECRETS_CURRENT,
+                    format!("every delivered input current ({s} Secrets, {c} ConfigMaps)"),
+                ),
+                ev,
+            );
+        }
+        let shown: Vec<&str> = stale.iter().map(String::as_str).collect();
+        (
+            Condition::because(
+                SECRETS_CURRENT,
+                &SECRETS_STALE,
+                format!("stale: {}", super::version::names_cut(&shown)),
+            ),
+            ev,
+        )
+    }
+
+    /// `NodeSetSecretsCurrent`: how many nodes hold every current input, and which objects
+    /// are stale on which nodes.
+    pub(super) fn nodeset_secrets_current(&self, nodes: &[NodeView]) -> Condition {
+        let total = nodes.len();
+        let mut by_object: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        let mut current = 0;
+        let mut known = 0;
+        for n in nodes {
+            match n.conditions.get(SECRETS_CURRENT) {
+                Some(c) if c.is_true() => {
+                    current += 1;
+                    known += 1;
+                }
+                Some(c) if c.status == crate::condition::Status::False => {
+                    known += 1;
+                    for d in n.delivered.iter().filter(|d| d.stale_since.is_some()) {
+                        by_object.entry(d.name.clone()).or_default().push(n.node.as_str());
+                    }
+                }
+                _ => {}
+            }
+        }
+        if known == 0 {
+            return Condition::because(
+                NODESET_SECRETS_CURRENT,
+                &NO_INPUTS_DELIVERED,
+                "no completed Deployment recorded the Secrets and ConfigMaps it delivered to these nodes",
+            );
+        }
+        if by_object.is_empty() && current == total {
+            return Condition::true_(
+                NODESET_SECRETS_CURRENT,
+                format!("{current}/{total} nodes have every current input"),
+            );
+        }
+        let stale: Vec<String> = by_object
+            .iter()
+            .map(|(object, on)| format!("{object} on {}", super::version::names_cut(on)))
+            .collect();
+        let unknown = total - known;
+        let unknown = if unknown > 0 { format!("; {unknown} with nothing recorded") } else { String::new() };
+        Condition::because(
+            NODESET_SECRETS_CURRENT,
+            &SECRETS_STALE,
+            format!("{current}/{total} nodes have every current input{unknown}; stale: {}", stale.join("; ")),
+        )
+    }
+}
+
+impl InputState {
+    fn words(&self) -> &'static str {
+        match self {
+            InputState::Current => "current",
+            InputState::Stale => "changed since",
+            InputState::Gone => "does not exist now",
+        }
+    }
+}
+
+/// A stale or gone delivery, for the message: names only, and the time a difference was first
+/// noted by an earlier evaluation (one noted only now has no time worth telling).
+fn stale_words(d: &Delivery, state: &InputState, kept: &[Delivery]) -> String {
+    let noted = kept
+        .iter()
+        .find(|k| k.kind == d.kind && k.name == d.name && k.hash == d.hash)
+        .and_then(|k| k.stale_since.as_deref());
+    match state {
+        InputState::Gone => {
+            format!("{} {} (no longer exists; delivered by {})", d.kind, d.name, d.deployment)
+        }
+        _ => {
+            let since = noted.map(|t| format!(", differs since {t}")).unwrap_or_default();
+            format!("{} {} (delivered by {}{since})", d.kind, d.name, d.deployment)
+        }
+    }
+}
+
+fn counts(delivered: &[Delivery]) -> (usize, usize) {
+    let s = delivered.iter().filter(|d| d.kind == "Secret").count();
+    (s, delivered.len() - s)
+}
