@@ -68,6 +68,9 @@ mod status_api;
 // `kubectl edpm`: the binary as a kubectl plugin, through kubectl itself where it is installed.
 mod kubectl_plugin;
 
+// What each node runs and holds: a minor update in batches, a rotated Secret delivered to some nodes.
+mod scenarios;
+
 // The node agent: one check on a temporary root, the loop against the fake API server.
 mod node_agent;
 

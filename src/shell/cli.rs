@@ -269,11 +269,22 @@ pub enum StatusAction {
         #[command(flatten)]
         source: SourceArgs,
     },
-    /// Wait until nodes (or NodeSets) reach a phase; exit 11 on timeout, 12 on a terminal failure.
+    /// Wait until nodes (or NodeSets) reach a phase, or hold a condition (`--for`); exit 11 on
+    /// timeout, 12 on a terminal failure.
     Wait {
         /// -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready (all of them).
-        #[arg(long, allow_hyphen_values = true, value_name = "PHASE")]
-        phase: String,
+        #[arg(
+            long,
+            allow_hyphen_values = true,
+            value_name = "PHASE",
+            required_unless_present = "for_condition"
+        )]
+        phase: Option<String>,
+        /// Instead of a phase: VersionCurrent (every node at the OpenStackVersion's target) or
+        /// SecretsCurrent (every node holds every current Secret and ConfigMap delivered to it,
+        /// say before revoking a rotated credential).
+        #[arg(long = "for", value_name = "CONDITION", conflicts_with = "phase")]
+        for_condition: Option<String>,
         /// A node to wait for; repeat. Without --node and --nodeset: every node.
         #[arg(long = "node")]
         nodes: Vec<String>,

@@ -89,8 +89,13 @@ pub(super) fn run(
         StatusAction::Report { status_dir, timeout, .. } => {
             report(&cx, nova, status_dir.as_deref(), &timeout, now, out)
         }
-        StatusAction::Wait { phase, nodes, nodesets, timeout, interval, .. } => {
-            wait(&cx, nova, &phase, Filter { nodes, nodesets }, &timeout, &interval, env, out)
+        StatusAction::Wait { phase, for_condition, nodes, nodesets, timeout, interval, .. } => {
+            let types = match (phase.as_deref(), for_condition.as_deref()) {
+                (_, Some(c)) => condition_types(c)?,
+                (Some(p), None) => phase_types(p)?,
+                (None, None) => return Err(AppError::usage("status wait: give --phase or --for")),
+            };
+            wait(&cx, nova, types, Filter { nodes, nodesets }, &timeout, &interval, env, out)
         }
         StatusAction::Crds {} => crds(out),
         // Its own room's command (`edpm_agent::run` sends it there), which shares this one's
@@ -328,6 +333,23 @@ fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
     })
 }
 
+/// `--for`: the node condition and the NodeSet's rollup of it.
+fn condition_types(condition: &str) -> Result<(&'static str, &'static str), AppError> {
+    use edpm_core::condition::types::{
+        NODESET_SECRETS_CURRENT, NODESET_VERSION_CURRENT, SECRETS_CURRENT, VERSION_CURRENT,
+    };
+    Ok(match condition {
+        VERSION_CURRENT => (VERSION_CURRENT, NODESET_VERSION_CURRENT),
+        SECRETS_CURRENT => (SECRETS_CURRENT, NODESET_SECRETS_CURRENT),
+        _ => {
+            return Err(AppError::usage(format!(
+                "--for {:?}: give VersionCurrent or SecretsCurrent (for a phase, --phase)",
+                edpm_core::excerpt::printable(condition)
+            )));
+        }
+    })
+}
+
 /// Polls until every selected node (or NodeSet) has the phase True: exit 0; a selected node
 /// `Stalled` (a terminal failure no running Deployment will retry): exit 12; time out: 11.
 #[allow(clippy::too_many_arguments)] // one per flag of `status wait`
@@ -338,14 +360,13 @@ fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
 fn wait(
     cx: &Context,
     nova: &NovaOpts,
-    phase: &str,
+    (node_ty, set_ty): (&'static str, &'static str),
     f: Filter,
     timeout: &str,
     interval: &str,
     env: &Env,
     out: &mut dyn Write,
 ) -> Result<Exit, AppError> {
-    let (node_ty, set_ty) = phase_types(phase)?;
     let timeout = duration("--timeout", timeout)?;
     let interval = duration("--interval", interval)?.max(Duration::from_millis(100));
     let started = std::time::Instant::now();

@@ -458,6 +458,20 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look) {
         out.push_str(&fit(&format!("  {}", one_line(&format!("{}: {}", c.reason, c.message))), look.width));
         out.push('\n');
     }
+    // What the nodes run and hold, once there is something to say (Unknown: no OpenStackVersion,
+    // nothing delivered recorded) and whatever Ready says: a node behind still serves.
+    for (label, ty) in [
+        ("version", crate::condition::types::NODESET_VERSION_CURRENT),
+        ("inputs", crate::condition::types::NODESET_SECRETS_CURRENT),
+    ] {
+        if let Some(c) = set.conditions.get(ty).filter(|c| c.status != crate::condition::Status::Unknown) {
+            let state = if c.is_true() { "ok".to_string() } else { c.reason.clone() };
+            let line =
+                format!("  {label} {}: {}", paint(&state, cell(Some(c)), colour), one_line(&c.message));
+            out.push_str(&fit(&line, look.width));
+            out.push('\n');
+        }
+    }
 }
 
 /// Of conditions listed in phase order, the one not True that matters most: the most
@@ -541,6 +555,11 @@ const NAMED_CONDITIONS: usize = 3;
 /// phase and what blocks it (`edpm-compute-4 (ServicesReady: nova Retrying)`); for `Ready`,
 /// each phase and node agent condition that keeps it from being True, at most three.
 pub fn waiting_for(n: &NodeView, ty: &str) -> String {
+    // What a node holds or runs: its own message says which objects or versions.
+    if matches!(ty, crate::condition::types::SECRETS_CURRENT | crate::condition::types::VERSION_CURRENT) {
+        let said = n.conditions.get(ty).map_or_else(|| "not evaluated".to_string(), |c| c.message.clone());
+        return format!("{} ({ty}: {})", printable(&n.node), printable(&said));
+    }
     let parts: Vec<&str> = if ty == READY { vec![BAREMETAL, INFRASTRUCTURE, SERVICES] } else { vec![ty] };
     let agent =
         n.conditions.iter().filter(|c| ty == READY && is_agent_condition(&c.type_)).map(|c| c.type_.as_str());

@@ -1,0 +1,169 @@
+//! What each node runs and holds (issue 27), on two scenarios of ten computes in
+//! `tests/fixtures/scenarios`: a minor update in two `ansibleLimit` batches with the second
+//! still running (`minor-update`), and a rotated Secret delivered to 7 of 10 nodes
+//! (`rotation`, whose hashes Go computed as lib-common does). Goldens for `status show` and
+//! `status explain`, `status wait --for`, the status objects `status report` writes, and
+//! never a credential in any output.
+
+use crate::util::{repo, run};
+
+const NOW: (&str, &str) = ("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z");
+
+fn scenario(name: &str) -> String {
+    repo().join("tests/fixtures/scenarios").join(name).display().to_string()
+}
+
+fn golden(name: &str, args: &[&str]) {
+    let out = run(args, &[NOW]);
+    let text = format!("exit: {}\n--- stdout\n{}--- stderr\n{}", out.code, out.stdout, out.stderr);
+    insta::with_settings!({ snapshot_path => "snapshots/scenarios", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[test]
+fn goldens_for_a_minor_update_in_batches() {
+    let d = scenario("minor-update");
+    golden("minor_update_show", &["--source", &d, "status", "show"]);
+    // Behind: the second batch is still running on it.
+    golden("minor_update_explain_behind", &["--source", &d, "status", "explain", "edpm-compute-7"]);
+    golden("minor_update_explain_current", &["--source", &d, "status", "explain", "edpm-compute-2"]);
+}
+
+#[test]
+fn goldens_for_a_rotated_secret() {
+    let d = scenario("rotation");
+    golden("rotation_show", &["--source", &d, "status", "show"]);
+    golden("rotation_explain_stale", &["--source", &d, "status", "explain", "edpm-compute-8"]);
+}
+
+#[test]
+fn wait_for_gates_on_every_node_and_names_what_is_stale_or_behind() {
+    let rotation = scenario("rotation");
+    let out = run(
+        &[
+            "--source",
+            &rotation,
+            "status",
+            "wait",
+            "--for",
+            "SecretsCurrent",
+            "--nodeset",
+            "edpm-compute",
+            "--timeout",
+            "1",
+        ],
+        &[NOW],
+    );
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    for n in ["edpm-compute-7", "edpm-compute-8", "edpm-compute-9"] {
+        assert!(
+            out.stderr.contains(&format!("{n} (SecretsCurrent: stale: Secret nova-cell1-compute-config")),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(!out.stderr.contains("edpm-compute-6 ("), "{}", out.stderr);
+    // The nodes the rotation reached: done.
+    let out = run(
+        &[
+            "--source",
+            &rotation,
+            "status",
+            "wait",
+            "--for",
+            "SecretsCurrent",
+            "--node",
+            "edpm-compute-0",
+            "--node",
+            "edpm-compute-6",
+            "--timeout",
+            "1",
+        ],
+        &[NOW],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let update = scenario("minor-update");
+    let out = run(
+        &[
+            "--source",
+            &update,
+            "status",
+            "wait",
+            "--for",
+            "VersionCurrent",
+            "--nodeset",
+            "edpm-compute",
+            "--timeout",
+            "1",
+        ],
+        &[NOW],
+    );
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    assert!(out.stderr.contains("edpm-compute-5 (VersionCurrent: at 18.0.3 (Deployment edpm-deployment); target 18.0.4; not run on this node: update)"), "{}", out.stderr);
+    // --for and --phase are one or the other; an unknown condition names the two.
+    let out = run(&["--source", &update, "status", "wait", "--for", "Ready", "--timeout", "1"], &[NOW]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("give VersionCurrent or SecretsCurrent"), "{}", out.stderr);
+    let out = run(
+        &["--source", &update, "status", "wait", "--phase", "1", "--for", "VersionCurrent", "--timeout", "1"],
+        &[NOW],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+#[test]
+fn report_keeps_what_was_delivered_and_since_when_it_differs() {
+    let rotation = scenario("rotation");
+    let dir = tempfile::tempdir().unwrap();
+    let status = dir.path().to_str().unwrap();
+    let out = run(&["--source", &rotation, "status", "report", "--status-dir", status], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written = std::fs::read_to_string(dir.path().join("EDPMNodeStatus-edpm-compute-edpm-compute-8.yaml"))
+        .or_else(|_| {
+            let f = std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .find(|e| e.file_name().to_string_lossy().contains("edpm-compute-8"))
+                .expect("edpm-compute-8's status object");
+            std::fs::read_to_string(f.path())
+        })
+        .unwrap();
+    assert!(written.contains("deliveredInputs:"), "{written}");
+    assert!(
+        written.contains("deployment: edpm-deployment")
+            && written.contains("staleSince: \"2026-11-27T12:00:00Z\""),
+        "{written}"
+    );
+    // Read back a day later: the difference keeps its first time, and says it.
+    let later = ("EDPM_AGENT_NOW", "2026-11-28T12:00:00Z");
+    let out = run(
+        &["--source", &rotation, "status", "explain", "edpm-compute-8", "--status-dir", status],
+        &[later],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("stale: Secret nova-cell1-compute-config (delivered by edpm-deployment, differs since 2026-11-27T12:00:00Z)"), "{}", out.stdout);
+}
+
+#[test]
+fn no_credential_reaches_any_output() {
+    let rotation = scenario("rotation");
+    for args in [
+        vec!["status", "show"],
+        vec!["status", "show", "--format", "json"],
+        vec!["status", "show", "-o", "wide"],
+        vec!["status", "explain", "edpm-compute-8"],
+        vec!["status", "explain", "edpm-compute"],
+    ] {
+        let mut all = vec!["--source", rotation.as_str()];
+        all.extend(args.iter().copied());
+        let out = run(&all, &[NOW]);
+        for secret in ["NEWPASS", "OLDPASS", "transport_url", "rabbit://"] {
+            assert!(
+                !out.stdout.contains(secret) && !out.stderr.contains(secret),
+                "{secret} in {args:?}: {}",
+                out.stdout
+            );
+        }
+    }
+}
