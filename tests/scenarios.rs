@@ -167,3 +167,70 @@ fn no_credential_reaches_any_output() {
         }
     }
 }
+
+#[test]
+fn goldens_for_the_plan() {
+    golden("minor_update_plan", &["--source", &scenario("minor-update"), "status", "plan"]);
+    golden("rotation_plan", &["--source", &scenario("rotation"), "status", "plan"]);
+    golden("rotation_plan_json", &["--source", &scenario("rotation"), "status", "plan", "--format", "json"]);
+    golden("examples_plan", &["--source", "examples", "status", "plan"]);
+}
+
+/// The planned Deployment reads as upstream's CRD says one is written (when ../shared is
+/// there): every field it sets is in the schema.
+#[test]
+fn planned_deployments_are_what_the_crd_takes_and_named_anew() {
+    let out = run(&["--source", &scenario("rotation"), "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    let d = docs.iter().find(|d| d["kind"] == "OpenStackDataPlaneDeployment").expect("a Deployment");
+    assert_eq!(d["spec"]["ansibleLimit"], "edpm-compute-7,edpm-compute-8,edpm-compute-9");
+    assert_eq!(
+        d["spec"]["servicesOverride"],
+        serde_json::json!(["nova"]),
+        "the service whose data source holds it"
+    );
+    if crate::util::have_shared("planned_deployments_are_what_the_crd_takes_and_named_anew") {
+        let path = crate::util::upstream(
+            "openstack-k8s-operators__openstack-operator@84322c77/config/crd/bases/dataplane.openstack.org_openstackdataplanedeployments.yaml",
+        );
+        let crd: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let spec =
+            &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+        for field in d["spec"].as_object().unwrap().keys() {
+            assert!(spec.get(field).is_some(), "spec.{field} is not in upstream's CRD");
+        }
+    }
+    // A name already taken is not reused.
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.path().join(f)).unwrap();
+    }
+    let taken = std::fs::read_to_string(dir.path().join("deployments.yaml"))
+        .unwrap()
+        .replace("name: rotate-batch-1", "name: edpm-agent-edpm-compute-nova");
+    std::fs::write(dir.path().join("deployments.yaml"), taken).unwrap();
+    let out = run(&["--source", dir.path().to_str().unwrap(), "status", "plan"], &[NOW]);
+    assert!(out.stdout.contains("name: edpm-agent-edpm-compute-nova-2"), "{}", out.stdout);
+}
+
+#[test]
+fn nothing_to_do_is_said_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/minor-update").join(f), dir.path().join(f))
+            .unwrap();
+    }
+    // Installed at the target version: nothing behind, nothing failed, nothing recorded stale.
+    let all = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/minor-update/deployments.yaml"))
+        .unwrap();
+    let install: String = all.split("\n---\n").take(2).collect::<Vec<_>>().join("\n---\n");
+    std::fs::write(
+        dir.path().join("deployments.yaml"),
+        install.replace("deployedVersion: \"18.0.3\"", "deployedVersion: \"18.0.4\""),
+    )
+    .unwrap();
+    let out = run(&["--source", dir.path().to_str().unwrap(), "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("# nothing to do"), "{}", out.stdout);
+}

@@ -76,7 +76,23 @@ struct NodeLine {
     conditions: Vec<(Arc<str>, &'static str)>,
     /// The state of each of [`PHASES`].
     phases: [&'static str; 4],
+    /// `VersionCurrent` and `SecretsCurrent`: 1 True, 0 False, no series while Unknown.
+    current: [Option<bool>; 2],
 }
+
+/// The per-node gauges of what a node runs and holds, with the condition each reads.
+const CURRENT: [(&str, &str, &str); 2] = [
+    (
+        "node_version_current",
+        "1 when the node runs the OpenStackVersion's target version, 0 when it is behind (no series while unknown)",
+        edpm_core::condition::types::VERSION_CURRENT,
+    ),
+    (
+        "node_inputs_current",
+        "1 when the node holds every current Secret and ConfigMap delivered to it, 0 when one is stale (no series while unknown)",
+        edpm_core::condition::types::SECRETS_CURRENT,
+    ),
+];
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // No code holding these locks panics; a poisoned one still holds consistent data.
@@ -119,6 +135,17 @@ impl Collector for NodeSeries {
                             ConstGauge::new(i64::from(*current == s)).encode(m.encode_family(&labels)?)?;
                         }
                     }
+                }
+            }
+        }
+        for (i, (name, help, _)) in CURRENT.iter().enumerate() {
+            let mut m = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for ((ns, set), nodes) in sets.iter() {
+                for n in nodes {
+                    let Some(current) = n.current[i] else { continue };
+                    let labels =
+                        [("namespace", ns.as_str()), ("nodeset", set.as_str()), ("node", n.node.as_str())];
+                    ConstGauge::new(i64::from(current)).encode(m.encode_family(&labels)?)?;
                 }
             }
         }
@@ -220,6 +247,11 @@ impl Metrics {
                     .map(|c| (self.nodes.intern(&c.type_), c.status_word()))
                     .collect(),
                 phases: PHASES.map(|(_, ty)| state(n.conditions.get(ty))),
+                current: CURRENT.map(|(_, _, ty)| match n.conditions.get(ty).map(|c| c.status) {
+                    Some(Status::True) => Some(true),
+                    Some(Status::False) => Some(false),
+                    _ => None,
+                }),
             })
             .collect();
         lock(&self.nodes.sets).insert((namespace.to_string(), nodeset.to_string()), lines);

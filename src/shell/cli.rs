@@ -144,7 +144,8 @@ impl Command {
                 | StatusAction::Explain { source, .. }
                 | StatusAction::Report { source, .. }
                 | StatusAction::Controller { source, .. }
-                | StatusAction::Wait { source, .. } => source,
+                | StatusAction::Wait { source, .. }
+                | StatusAction::Plan { source, .. } => source,
                 StatusAction::Crds { .. } => return None,
             },
             Command::Run(a) => &a.source,
@@ -252,6 +253,21 @@ pub enum StatusAction {
         /// The node (name, inventory hostname or host name).
         node: String,
         /// Also read the status objects `status report` wrote here.
+        #[arg(long, value_name = "DIR")]
+        status_dir: Option<PathBuf>,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
+    /// The OpenStackDataPlaneDeployments that would bring each NodeSet's failed, behind or stale
+    /// nodes current (YAML for `kubectl apply -f -`, each with why; never applied here).
+    Plan {
+        /// Only this NodeSet; repeat.
+        #[arg(long = "nodeset")]
+        nodesets: Vec<String>,
+        /// yaml: the Deployments, each with a comment saying why; json: every step.
+        #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = YamlOrJson::Yaml)]
+        format: YamlOrJson,
+        /// Also read the status objects `status report` wrote here (what was delivered before).
         #[arg(long, value_name = "DIR")]
         status_dir: Option<PathBuf>,
         #[command(flatten)]
@@ -365,6 +381,12 @@ pub enum StatusAction {
     },
     /// Print the CustomResourceDefinitions of edpm-agent's status objects (YAML).
     Crds {},
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum YamlOrJson {
+    Yaml,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -28,7 +28,8 @@ pub(super) fn run(
         StatusAction::Show { status_dir, .. }
         | StatusAction::Explain { status_dir, .. }
         | StatusAction::Report { status_dir, .. }
-        | StatusAction::Wait { status_dir, .. } => status_dir.clone(),
+        | StatusAction::Wait { status_dir, .. }
+        | StatusAction::Plan { status_dir, .. } => status_dir.clone(),
         StatusAction::Crds {} | StatusAction::Controller { .. } => None,
     };
     // What report wrote last time is read back: transition times carry over from it.
@@ -97,6 +98,7 @@ pub(super) fn run(
             };
             wait(&cx, nova, types, Filter { nodes, nodesets }, &timeout, &interval, env, out)
         }
+        StatusAction::Plan { nodesets, format, .. } => plan(&cx, nova, nodesets, format, now, out),
         StatusAction::Crds {} => crds(out),
         // Its own room's command (`edpm_agent::run` sends it there), which shares this one's
         // checks (`lease_namespace`, `duration`).
@@ -148,6 +150,68 @@ struct NovaOpts {
     asker: std::cell::OnceCell<super::nova::Asker>,
 }
 
+/// `status plan`: the Deployments that would close each NodeSet's gaps, printed for review.
+fn plan(
+    cx: &Context,
+    nova: &NovaOpts,
+    nodesets: Vec<String>,
+    format: crate::shell::cli::YamlOrJson,
+    now: Time,
+    out: &mut dyn Write,
+) -> Result<Exit, AppError> {
+    let (snap, model, r) = compute_all(cx, nova, false, now)?;
+    check_selection(&r, &Filter { nodes: vec![], nodesets: nodesets.clone() })?;
+    let steps = readiness::plan::plan(&snap, &model, &r, &nodesets);
+    let text = match format {
+        crate::shell::cli::YamlOrJson::Json => json_text(&serde_json::json!({"steps": steps}), true)?,
+        crate::shell::cli::YamlOrJson::Yaml => plan_yaml(&steps)?,
+    };
+    write_out(out, &text)?;
+    Ok(Exit::Success)
+}
+
+/// The plan as YAML documents, each Deployment under a comment saying why; gaps a running
+/// Deployment covers as comments only.
+fn plan_yaml(steps: &[readiness::plan::Step]) -> Result<String, AppError> {
+    if steps.is_empty() {
+        return Ok(
+            "# nothing to do: no node failed, is behind the target version or holds a stale input\n".into()
+        );
+    }
+    let mut text = String::new();
+    for s in steps {
+        let nodes = edpm_core::excerpt::printable(&s.nodes.join(", ")).into_owned();
+        let why = edpm_core::excerpt::printable(&s.why).into_owned();
+        match (&s.in_progress, &s.deployment) {
+            (Some(running), _) => text.push_str(&format!(
+                "# NodeSet {}: {why}: {nodes}\n# in progress: Deployment {running} runs {} on them; not planned again\n",
+                s.node_set,
+                s.services.join(", ")
+            )),
+            (None, Some(d)) => {
+                let yaml = serde_saphyr::to_string(d)
+                    .map_err(|e| AppError::failure(format!("cannot write the planned Deployment as YAML: {e}")))?;
+                text.push_str(&format!("---\n# NodeSet {}: {why}: {nodes}\n{yaml}", s.node_set));
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(text)
+}
+
+/// The snapshot (its evidence taken out), the model and the readiness.
+fn compute_all(
+    cx: &Context,
+    nova: &NovaOpts,
+    evidence: bool,
+    now: Time,
+) -> Result<(edpm_core::snapshot::Snapshot, edpm_core::model::Model, Readiness), AppError> {
+    let mut snap = cx.snapshot()?;
+    let model = edpm_core::model::resolve(&snap)?;
+    let r = evaluate(cx, nova, &mut snap, &model, evidence, now)?;
+    Ok((snap, model, r))
+}
+
 /// The snapshot's evidence (the status objects already there, for `report`) and the readiness.
 fn compute_with(
     cx: &Context,
@@ -157,32 +221,36 @@ fn compute_with(
 ) -> Result<(edpm_core::snapshot::evidence::Evidence, Readiness), AppError> {
     let mut snap = cx.snapshot()?;
     let model = edpm_core::model::resolve(&snap)?;
+    let r = evaluate(cx, nova, &mut snap, &model, evidence, now)?;
+    Ok((std::mem::take(&mut snap.evidence), r))
+}
+
+/// Readiness of a snapshot read and resolved: Nova asked first where it is asked.
+fn evaluate(
+    cx: &Context,
+    nova: &NovaOpts,
+    snap: &mut edpm_core::snapshot::Snapshot,
+    model: &edpm_core::model::Model,
+    evidence: bool,
+    now: Time,
+) -> Result<Readiness, AppError> {
     // Readiness of nothing would be vacuously Ready (and `wait` would return at once). A
     // NodeSet without nodes still has conditions to show.
-    cx.check_not_empty(model.members().count() + model.groups.len(), &super::pipeline::Found::of(&snap))?;
+    cx.check_not_empty(model.members().count() + model.groups.len(), &super::pipeline::Found::of(snap))?;
     // A saved Nova answer that cannot be used is bad input, not an Unknown.
     edpm_core::nova::answer::from_saved(&snap.evidence.nova_saved).map_err(AppError::invalid_input)?;
     if nova.ask {
-        super::nova::ask_into(
-            cx,
-            &nova.asker,
-            nova.timeout,
-            nova.credentials.as_deref(),
-            &mut snap,
-            &model,
-            now,
-        )?;
+        super::nova::ask_into(cx, &nova.asker, nova.timeout, nova.credentials.as_deref(), snap, model, now)?;
     }
     let phases = PhaseMap { overrides: cx.settings.service_phases.clone() };
-    let r = readiness::evaluate_spread(
-        &snap,
-        &model,
+    Ok(readiness::evaluate_spread(
+        snap,
+        model,
         &phases,
         Options { evidence },
         now,
         &edpm_io::parallel::spread,
-    );
-    Ok((std::mem::take(&mut snap.evidence), r))
+    ))
 }
 
 fn compute(cx: &Context, nova: &NovaOpts, evidence: bool, now: Time) -> Result<Readiness, AppError> {

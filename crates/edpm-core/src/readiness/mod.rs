@@ -23,6 +23,7 @@ pub mod limit;
 pub mod names;
 mod node;
 mod nova;
+pub mod plan;
 pub mod report;
 mod rollup;
 mod service;
@@ -105,6 +106,8 @@ pub struct NodeView {
     pub deployed: crate::snapshot::evidence::Deployed,
     /// The Secrets and ConfigMaps last delivered to the node (`inputs`).
     pub delivered: Vec<crate::snapshot::evidence::Delivery>,
+    /// Behind the target version: the target and the first update step not run (`version`).
+    pub behind: Option<(String, &'static str)>,
     /// The condition types whose `lastTransitionTime` is this evaluation's `now` because no
     /// evidence and no stored status said when they changed: what `report` writes (as
     /// lib-common stamps a new condition), but a view says "unknown", never "since now".

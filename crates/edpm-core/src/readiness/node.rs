@@ -40,6 +40,7 @@ impl<'a> GroupContext<'a> {
         let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref());
         let (version, version_ev) = self.version_current(m, &deployed, &self.target);
         self.keep(&mut g.evidence, crate::condition::types::VERSION_CURRENT, version_ev);
+        let behind = self.behind(m, &version);
         g.fresh.push(version);
         let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
         let delivered = self.delivered(m, kept, now);
@@ -64,6 +65,7 @@ impl<'a> GroupContext<'a> {
             runs,
             deployed,
             delivered,
+            behind,
             untimed,
         }
     }

@@ -846,6 +846,7 @@ mod tests {
             }],
             deployed: Default::default(),
             delivered: Vec::new(),
+            behind: None,
             untimed: BTreeSet::new(),
         };
         let set = NodeSetView {

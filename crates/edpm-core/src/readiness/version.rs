@@ -230,6 +230,16 @@ impl<'a> GroupContext<'a> {
         )
     }
 
+    /// When the node is behind the target version: the target and the first step it misses
+    /// (`ovn`, then `update`), for `status plan`.
+    pub(super) fn behind(&self, m: &Member, c: &Condition) -> Option<(String, &'static str)> {
+        let Target::Version { version, .. } = &self.target else { return None };
+        if c.status != crate::condition::Status::False {
+            return None;
+        }
+        Some((version.clone(), if self.ovn_step_done(m, version) { "update" } else { OVN_TYPE }))
+    }
+
     /// The minor update's data-plane steps not run on the node for `target`.
     fn missing_steps(&self, m: &Member, target: &str) -> String {
         if self.ovn_step_done(m, target) { "update".into() } else { "ovn, update".into() }

@@ -1,0 +1,321 @@
+//! `status plan`: the OpenStackDataPlaneDeployments that would close each NodeSet's gaps,
+//! printed for an operator to review and apply (`kubectl apply -f -`), never applied here.
+//!
+//! A gap is a set of nodes of one NodeSet that need the same services run:
+//! - failed: the failed service and every service after it in the NodeSet's order;
+//! - behind the target version: the minor update's step not run on them (`ovn` first, then
+//!   `update`), as `VersionCurrent` names it;
+//! - holding stale inputs: the services whose data sources hold the stale objects, the
+//!   service a TLS certificate Secret belongs to (its `osdp-service` label), and every service
+//!   for an object of the NodeSet's `ansibleVarsFrom`.
+//!
+//! A gap a running Deployment already covers (its `ansibleLimit` covers the nodes, it runs
+//! those services) is listed as in progress instead of planned again. Each planned Deployment
+//! has `ansibleLimit` of exactly its nodes (none when they are all the NodeSet's) and a name no
+//! existing Deployment has.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::deploy::{self, RunState};
+use super::*;
+use crate::condition::types::SECRETS_CURRENT;
+
+/// One planned Deployment, or a gap already in progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    pub node_set: String,
+    /// Why: the gap, in words.
+    pub why: String,
+    pub nodes: Vec<String>,
+    pub services: Vec<String>,
+    /// The running Deployment that already covers it (then nothing is planned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<String>,
+    /// The Deployment to apply (absent when in progress).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<serde_json::Value>,
+}
+
+/// The plan for every NodeSet `want` selects (all when empty), in NodeSet order.
+pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> Vec<Step> {
+    let mut taken: BTreeSet<String> = snap.evidence.deployments.iter().map(|d| d.id.name.clone()).collect();
+    let mut out = Vec::new();
+    for group in &model.groups {
+        if group.kind != GroupKind::NodeSet || (!want.is_empty() && !want.contains(&group.name)) {
+            continue;
+        }
+        let nodes: Vec<&NodeView> = r.nodes.iter().filter(|n| n.nodeset == group.name).collect();
+        let mut gaps: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+        failed_gaps(group, &nodes, &mut gaps);
+        version_gaps(&nodes, &mut gaps);
+        input_gaps(snap, group, &nodes, &mut gaps);
+        let status = snap.evidence.nodesets.get(&group.name);
+        let runs = deploy::runs(&snap.evidence, &group.name, status, &group.services.value);
+        for (why, members, services) in gaps {
+            let running = runs.iter().find(|run| {
+                run.state() == RunState::Running
+                    && services.iter().all(|s| run.runs(s))
+                    && members.iter().all(|m| run.covers(&member_limit_names(group, m)))
+            });
+            let mut step = Step {
+                node_set: group.name.clone(),
+                why,
+                nodes: members.clone(),
+                services: services.clone(),
+                in_progress: running.map(|run| run.name.to_string()),
+                deployment: None,
+            };
+            if step.in_progress.is_none() {
+                let name = free_name(&mut taken, &group.name, &services);
+                let all = members.len() == group.members.len();
+                step.deployment = Some(deployment_object(&name, group, &members, &services, all, &nodes));
+            }
+            out.push(step);
+        }
+    }
+    out
+}
+
+/// The names an `ansibleLimit` may use for a node, as readiness matches them.
+fn member_limit_names<'g>(group: &'g HostGroup, key: &str) -> Vec<&'g str> {
+    let Some(m) = group.members.iter().find(|m| m.key == key) else { return vec![] };
+    vec![m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str(), group.name.as_str(), "all"]
+}
+
+/// Nodes whose phase failed for good: grouped by the failed service, each with it and every
+/// service after it in the NodeSet's order.
+fn failed_gaps(group: &HostGroup, nodes: &[&NodeView], gaps: &mut Vec<(String, Vec<String>, Vec<String>)>) {
+    let mut by_service: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for n in nodes {
+        if !n.conditions.get(STALLED).is_some_and(|c| c.status == crate::condition::Status::True) {
+            continue;
+        }
+        let failed = [INFRASTRUCTURE, SERVICES]
+            .iter()
+            .filter(|ty| {
+                n.conditions.get(ty).is_some_and(|c| c.severity == crate::condition::Severity::Error)
+            })
+            .find_map(|ty| n.blocking.get(ty).filter(|b| !b.service.is_empty()).map(|b| b.service.clone()));
+        if let Some(s) = failed {
+            by_service.entry(s).or_default().push(n.node.clone());
+        }
+    }
+    let order = &group.services.value;
+    for (service, members) in by_service {
+        let from = order.iter().position(|s| *s == service);
+        let services: Vec<String> = match from {
+            Some(i) => order[i..].to_vec(),
+            None => vec![service.clone()],
+        };
+        gaps.push((format!("failed at {service}: run it and every service after it"), members, services));
+    }
+}
+
+/// Nodes behind the target version, by the step they miss (`ovn` before `update`).
+fn version_gaps(nodes: &[&NodeView], gaps: &mut Vec<(String, Vec<String>, Vec<String>)>) {
+    let mut by_step: BTreeMap<&str, (Vec<String>, String)> = BTreeMap::new();
+    for n in nodes {
+        let Some((target, step)) = &n.behind else { continue };
+        let e = by_step.entry(step).or_insert_with(|| (Vec::new(), target.clone()));
+        e.0.push(n.node.clone());
+    }
+    for (step, (members, target)) in by_step {
+        let why = match step {
+            "ovn" => format!("behind {target}: the minor update's first step, ovn, has not run on them"),
+            _ => format!("behind {target}: the update step has not run on them"),
+        };
+        gaps.push((why, members, vec![step.to_string()]));
+    }
+}
+
+/// Nodes holding stale inputs, by the services that deliver those inputs.
+fn input_gaps(
+    snap: &Snapshot,
+    group: &HostGroup,
+    nodes: &[&NodeView],
+    gaps: &mut Vec<(String, Vec<String>, Vec<String>)>,
+) {
+    let mut by_services: BTreeMap<Vec<String>, (BTreeSet<String>, Vec<String>)> = BTreeMap::new();
+    for n in nodes {
+        if !n.conditions.get(SECRETS_CURRENT).is_some_and(|c| c.status == crate::condition::Status::False) {
+            continue;
+        }
+        let stale: Vec<&crate::snapshot::evidence::Delivery> =
+            n.delivered.iter().filter(|d| d.stale_since.is_some()).collect();
+        let mut services: BTreeSet<usize> = BTreeSet::new();
+        for d in &stale {
+            services.extend(delivering_services(snap, group, &d.kind, &d.name));
+        }
+        let services: Vec<String> = services.into_iter().map(|i| group.services.value[i].clone()).collect();
+        let e = by_services.entry(services).or_default();
+        e.0.extend(stale.iter().map(|d| d.name.clone()));
+        e.1.push(n.node.clone());
+    }
+    for (services, (objects, members)) in by_services {
+        if services.is_empty() {
+            continue;
+        }
+        let objects: Vec<String> = objects.into_iter().collect();
+        gaps.push((format!("stale inputs: {} (deliver them again)", objects.join(", ")), members, services));
+    }
+}
+
+/// The indices (in the NodeSet's order) of the services that deliver `kind`/`name`.
+fn delivering_services(snap: &Snapshot, group: &HostGroup, kind: &str, name: &str) -> Vec<usize> {
+    let order = &group.services.value;
+    let names = |ds: &crate::snapshot::resource::DataSource| {
+        let r = if kind == "Secret" { ds.secret_ref.as_ref() } else { ds.config_map_ref.as_ref() };
+        r.is_some_and(|r| r.name == name)
+    };
+    // An object of the NodeSet's ansibleVarsFrom: every service reads the variables.
+    let vars_from = snap.nodesets.iter().find(|ns| ns.id.name == group.name).is_some_and(|ns| {
+        ns.body.node_template.ansible.ansible_vars_from.iter().any(names)
+            || ns.body.nodes.values().any(|n| n.ansible.ansible_vars_from.iter().any(names))
+    });
+    if vars_from {
+        return (0..order.len()).collect();
+    }
+    let mut out: Vec<usize> =
+        (0..order.len()).filter(|&i| snap.service_data_sources(&order[i]).iter().any(names)).collect();
+    // A TLS certificate: the Secret's `osdp-service` label names its service.
+    if kind == "Secret"
+        && let Some(svc) = snap
+            .secrets
+            .iter()
+            .find(|s| s.id.name == name)
+            .and_then(|s| s.meta.labels.get("osdp-service").cloned())
+        && let Some(i) = order.iter().position(|s| *s == svc)
+        && !out.contains(&i)
+    {
+        out.push(i);
+        out.sort_unstable();
+    }
+    out
+}
+
+/// `edpm-agent-<nodeset>-<first service>`, with `-2`, `-3`, … until no Deployment has it.
+fn free_name(taken: &mut BTreeSet<String>, nodeset: &str, services: &[String]) -> String {
+    let base = format!("edpm-agent-{nodeset}-{}", services.first().map_or("redeploy", String::as_str));
+    let base: String = base.chars().take(240).collect();
+    let mut name = base.clone();
+    let mut n = 1;
+    while taken.contains(&name) {
+        n += 1;
+        name = format!("{base}-{n}");
+    }
+    taken.insert(name.clone());
+    name
+}
+
+fn deployment_object(
+    name: &str,
+    group: &HostGroup,
+    members: &[String],
+    services: &[String],
+    all: bool,
+    nodes: &[&NodeView],
+) -> serde_json::Value {
+    let namespace = nodes.first().and_then(|n| n.namespace.clone());
+    let mut spec = serde_json::json!({"nodeSets": [group.name]});
+    if !all {
+        // The nodes by the name their inventory uses (an ansibleLimit matches it).
+        let hosts: Vec<String> = members
+            .iter()
+            .map(|k| {
+                group
+                    .members
+                    .iter()
+                    .find(|m| m.key == *k)
+                    .map_or(k.clone(), |m| m.inventory_hostname().to_string())
+            })
+            .collect();
+        spec["ansibleLimit"] = serde_json::Value::String(hosts.join(","));
+    }
+    if services != group.services.value.as_slice() {
+        spec["servicesOverride"] = serde_json::json!(services);
+    }
+    let mut metadata = serde_json::json!({"name": name});
+    if let Some(ns) = namespace {
+        metadata["namespace"] = serde_json::Value::String(ns);
+    }
+    serde_json::json!({
+        "apiVersion": "dataplane.openstack.org/v1beta1",
+        "kind": "OpenStackDataPlaneDeployment",
+        "metadata": metadata,
+        "spec": spec,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SNAP: &str = r#"
+apiVersion: dataplane.openstack.org/v1beta1
+kind: OpenStackDataPlaneNodeSet
+metadata: {name: ns1, namespace: openstack}
+spec:
+  preProvisioned: true
+  services: [configure-os, ovn, neutron-metadata, nova]
+  nodeTemplate:
+    ansibleSSHPrivateKeySecret: key
+    ansible:
+      ansibleVarsFrom:
+        - secretRef: {name: site-vars}
+  nodes:
+    c0: {hostName: c0}
+---
+apiVersion: dataplane.openstack.org/v1beta1
+kind: OpenStackDataPlaneService
+metadata: {name: nova, namespace: openstack}
+spec:
+  dataSources:
+    - secretRef: {name: nova-cell1-compute-config}
+---
+apiVersion: dataplane.openstack.org/v1beta1
+kind: OpenStackDataPlaneService
+metadata: {name: neutron-metadata, namespace: openstack}
+spec:
+  dataSources:
+    - secretRef: {name: nova-cell1-compute-config}
+    - configMapRef: {name: neutron-metadata-config}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: cert-ovn-default-c0
+  namespace: openstack
+  labels: {osdpns: ns1, osdp-service: ovn, osdp-service-cert-key: default}
+"#;
+
+    fn services(kind: &str, name: &str) -> Vec<String> {
+        let snap = crate::snapshot::from_file_text("t.yaml", SNAP, None).unwrap();
+        let model = crate::model::resolve(&snap).unwrap();
+        let g = &model.groups[0];
+        delivering_services(&snap, g, kind, name).into_iter().map(|i| g.services.value[i].clone()).collect()
+    }
+
+    #[test]
+    fn stale_inputs_pick_the_services_that_deliver_them() {
+        // Every service whose data sources name it, in the NodeSet's order.
+        assert_eq!(services("Secret", "nova-cell1-compute-config"), ["neutron-metadata", "nova"]);
+        assert_eq!(services("ConfigMap", "neutron-metadata-config"), ["neutron-metadata"]);
+        // Not a ConfigMap of that name: nothing.
+        assert!(services("ConfigMap", "nova-cell1-compute-config").is_empty());
+        // A TLS certificate: the service its label names.
+        assert_eq!(services("Secret", "cert-ovn-default-c0"), ["ovn"]);
+        // The NodeSet's ansibleVarsFrom: every service.
+        assert_eq!(services("Secret", "site-vars"), ["configure-os", "ovn", "neutron-metadata", "nova"]);
+    }
+
+    #[test]
+    fn names_never_collide() {
+        let mut taken: BTreeSet<String> = ["edpm-agent-ns1-nova".to_string()].into();
+        assert_eq!(free_name(&mut taken, "ns1", &["nova".into()]), "edpm-agent-ns1-nova-2");
+        assert_eq!(free_name(&mut taken, "ns1", &["nova".into()]), "edpm-agent-ns1-nova-3");
+        assert_eq!(free_name(&mut taken, "ns1", &["ovn".into()]), "edpm-agent-ns1-ovn");
+    }
+}
