@@ -234,3 +234,64 @@ fn nothing_to_do_is_said_and_exits_zero() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.starts_with("# nothing to do"), "{}", out.stdout);
 }
+
+/// The minor update's objects in a fake cluster.
+fn minor_update_cluster() -> crate::util::fake_api::FakeApi {
+    let api = crate::util::fake_api::FakeApi::start();
+    api.add_readiness_crds();
+    api.add_crd("core.openstack.org", "v1beta1", "openstackversions");
+    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplaneservices");
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        let text =
+            std::fs::read_to_string(repo().join("tests/fixtures/scenarios/minor-update").join(f)).unwrap();
+        for d in serde_saphyr::from_multiple::<serde_json::Value>(&text).unwrap() {
+            api.put(d);
+        }
+    }
+    api
+}
+
+/// The controller: the second batch completing turns exactly its five nodes current, each
+/// written once, and the gauges say so.
+#[test]
+fn the_controller_moves_exactly_the_nodes_a_batch_covered() {
+    use crate::controller::{Controller, condition, status_patches, wait_for};
+    use std::time::Duration;
+    let api = minor_update_cluster();
+    let c = Controller::start(&api, &[]);
+    let version = |node: &str| {
+        condition(&api, &format!("edpm-compute-{node}"), "VersionCurrent")
+            .map(|c| c["status"].as_str().unwrap_or("").to_string())
+    };
+    wait_for("the first writes", Duration::from_secs(20), || {
+        (0..10).all(|i| version(&format!("edpm-compute-{i}")).is_some())
+    });
+    assert_eq!(version("edpm-compute-2").as_deref(), Some("True"));
+    assert_eq!(version("edpm-compute-7").as_deref(), Some("False"));
+    let (_, text) = c.get("/metrics");
+    assert!(text.contains(r#"edpm_node_version_current{namespace="openstack",nodeset="edpm-compute",node="edpm-compute-2"} 1"#), "{text}");
+    assert!(text.contains(r#"edpm_node_version_current{namespace="openstack",nodeset="edpm-compute",node="edpm-compute-7"} 0"#), "{text}");
+    std::thread::sleep(Duration::from_secs(1));
+    let before = status_patches(&api).len();
+    // The second batch completes.
+    let mut d = api.object("OpenStackDataPlaneDeployment", "minor-update-batch-2").unwrap();
+    d["status"]["deployedVersion"] = serde_json::json!("18.0.4");
+    d["status"]["deployed"] = serde_json::json!(true);
+    d["status"]["nodeSetConditions"]["edpm-compute"] = serde_json::json!([
+        {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready", "message": "NodeSet Ready", "lastTransitionTime": "2026-11-20T13:00:00Z"},
+        {"type": "ServiceUpdateDeploymentReady", "status": "True", "reason": "Ready", "message": "Deployment ready for update service", "lastTransitionTime": "2026-11-20T13:00:00Z"},
+    ]);
+    api.put_replace(d);
+    wait_for("the batch's nodes current", Duration::from_secs(10), || {
+        (5..10).all(|i| version(&format!("edpm-compute-{i}")).as_deref() == Some("True"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let written: Vec<String> = status_patches(&api).split_off(before);
+    let nodes: Vec<&String> = written.iter().filter(|p| p.contains("/edpmnodestatuses/")).collect();
+    assert_eq!(nodes.len(), 5, "exactly the batch's nodes, once each: {written:?}");
+    for i in 5..10 {
+        assert!(nodes.iter().any(|p| p.contains(&format!("edpm-compute-edpm-compute-{i}/"))), "{nodes:?}");
+    }
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+}
