@@ -295,3 +295,51 @@ fn the_controller_moves_exactly_the_nodes_a_batch_covered() {
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// The controller: rotating the Secret again turns exactly the nodes that held the current
+/// one stale, within the recheck's interval (Secrets are never watched), each written once.
+#[test]
+fn the_controller_sees_a_rotation_within_its_recheck() {
+    use crate::controller::{Controller, condition, status_patches, wait_for};
+    use std::time::Duration;
+    let api = crate::util::fake_api::FakeApi::start();
+    api.add_readiness_crds();
+    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplaneservices");
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        let text = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/rotation").join(f)).unwrap();
+        for d in serde_saphyr::from_multiple::<serde_json::Value>(&text).unwrap() {
+            api.put(d);
+        }
+    }
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    let inputs = |i: usize| {
+        condition(&api, &format!("edpm-compute-edpm-compute-{i}"), "SecretsCurrent")
+            .map(|c| c["status"].as_str().unwrap_or("").to_string())
+    };
+    wait_for("the first writes", Duration::from_secs(20), || (0..10).all(|i| inputs(i).is_some()));
+    assert!((0..7).all(|i| inputs(i).as_deref() == Some("True")));
+    assert!((7..10).all(|i| inputs(i).as_deref() == Some("False")));
+    // Settled: a recheck or two finds nothing changed and writes nothing.
+    std::thread::sleep(Duration::from_secs(3));
+    let before = status_patches(&api).len();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(status_patches(&api).len(), before, "nothing changed, nothing written");
+    // Rotated again: the nodes that held the current password now hold a stale one.
+    let mut secret = api.object("Secret", "nova-cell1-compute-config").unwrap();
+    secret["stringData"]["01-nova.conf"] = serde_json::json!(
+        "[DEFAULT]\ntransport_url = rabbit://nova:THIRDPASS@rabbitmq-cell1.openstack.svc:5672/?ssl=1\n"
+    );
+    api.put_replace(secret);
+    let rotated = std::time::Instant::now();
+    wait_for("the rotation seen", Duration::from_secs(10), || {
+        (0..7).all(|i| inputs(i).as_deref() == Some("False"))
+    });
+    assert!(rotated.elapsed() < Duration::from_secs(5), "seen after {:?}", rotated.elapsed());
+    std::thread::sleep(Duration::from_secs(1));
+    let written: Vec<String> = status_patches(&api).split_off(before);
+    let nodes: Vec<&String> = written.iter().filter(|p| p.contains("/edpmnodestatuses/")).collect();
+    assert_eq!(nodes.len(), 7, "exactly the nodes that held the current one, once each: {written:?}");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("THIRDPASS") && !err.contains("NEWPASS"), "{err}");
+}

@@ -50,6 +50,7 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
         grace_period,
         crd_recheck,
         nova_interval,
+        inputs_interval,
         ..
     } = &args.action
     else {
@@ -81,6 +82,7 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
             }
             d => d,
         },
+        inputs_interval: Some(duration("--inputs-interval", inputs_interval)?).filter(|d| !d.is_zero()),
         nova: (!args.no_nova).then_some(NovaPolling {
             interval: duration("--nova-interval", nova_interval)?.max(Duration::from_secs(1)),
             timeout: nova_timeout,

@@ -30,6 +30,7 @@
 
 pub mod command;
 mod evaluate;
+mod inputs;
 mod nova;
 pub(crate) mod probes;
 mod secure;
@@ -67,6 +68,9 @@ pub(crate) struct Options {
     pub(crate) crd_recheck: Duration,
     /// Ask Nova about the computes (`NovaComputeReady`), unless `--no-nova`.
     pub(crate) nova: Option<NovaPolling>,
+    /// How often the delivered Secrets and ConfigMaps are rechecked (`--inputs-interval`;
+    /// `None`: never).
+    pub(crate) inputs_interval: Option<Duration>,
 }
 
 pub(crate) enum MetricsSecurity {
@@ -220,6 +224,7 @@ async fn control(
     // that run nova.
     let (nova, mut nova_changed) = nova::Poller::start_polling(opts.nova.as_ref());
     let clock = Clock(Instant::now());
+    let mut recheck = inputs::Recheck::new(opts.inputs_interval);
     // The heartbeat of /healthz, and the leadership guard's verdict (see k8s::leader).
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     // When a signal asked to stop: the grace period ends then.
@@ -261,6 +266,7 @@ async fn control(
                 // The loop is waiting, not stuck.
                 metrics.tick();
                 leadership_moved(&leadership, &mut schedule, metrics, &identity, clock.now());
+                inputs_rechecked(&mut recheck, client, &stores, &mut schedule, clock.now()).await;
             }
         }
     };
@@ -271,6 +277,22 @@ async fn control(
 }
 
 /// Nova's answer changed: the NodeSets that run nova are evaluated now.
+/// The recheck of delivered inputs (`inputs`): a changed Secret or ConfigMap evaluates the
+/// NodeSets it was delivered to now.
+async fn inputs_rechecked(
+    recheck: &mut inputs::Recheck,
+    client: &Client,
+    stores: &watch::Stores,
+    schedule: &mut Schedule,
+    now: Duration,
+) {
+    let moved = recheck.tick(client, || stores.delivered_inputs()).await;
+    if !moved.is_empty() {
+        tracing::info!(nodesets = moved.len(), "a delivered Secret or ConfigMap changed");
+        schedule.now(Touch::NodeSets(moved), now);
+    }
+}
+
 fn nova_answered(nova: Option<&nova::Poller>, schedule: &mut Schedule, now: Duration) {
     let sets = nova.map(nova::Poller::nodesets).unwrap_or_default();
     tracing::debug!(nodesets = sets.len(), "Nova's answer changed");

@@ -376,6 +376,12 @@ pub enum StatusAction {
         /// cannot be asked is asked again after a growing wait (up to 5 minutes).
         #[arg(long, value_name = "DURATION", default_value = "30")]
         nova_interval: String,
+        /// How often the Secrets and ConfigMaps the Deployments delivered are rechecked (by
+        /// name, metadata only: Secrets are never watched), so that a rotated one turns the
+        /// nodes holding the old one stale (`SecretsCurrent`): seconds, or with a unit; 0 for
+        /// never.
+        #[arg(long, value_name = "DURATION", default_value = "30")]
+        inputs_interval: String,
         #[command(flatten)]
         source: SourceArgs,
     },

@@ -196,6 +196,39 @@ pub(crate) async fn secret_by_name(client: &Client, name: &str) -> Result<Snapsh
 
 /// Fetches one object as JSON; a missing one is `None`, so that the model can report the
 /// whole reference chain that needed it.
+/// The `resourceVersion` of each Secret or ConfigMap (`kind`, name), got by name (metadata
+/// only: no Secret's data is read); `None` for one that does not exist.
+pub(crate) async fn resource_versions(
+    client: &Client,
+    objects: Vec<(String, String)>,
+) -> Result<Vec<Option<String>>, Error> {
+    futures::stream::iter(objects.into_iter().map(|(k, n)| resource_version(client.clone(), k, n)))
+        .buffered(READ_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+async fn resource_version(client: Client, kind: String, name: String) -> Result<Option<String>, Error> {
+    let ns = client.namespace().to_string();
+    let action = format!("reading the metadata of {kind} {name} in namespace {ns}");
+    let got = if kind == "Secret" {
+        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+        client
+            .within_time(api.get_metadata_opt(&name))
+            .await
+            .map(|m| m.and_then(|m| m.metadata.resource_version))
+    } else {
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
+        client
+            .within_time(api.get_metadata_opt(&name))
+            .await
+            .map(|m| m.and_then(|m| m.metadata.resource_version))
+    };
+    got.map_err(|e| client.error(action, &e))
+}
+
 async fn get<K>(client: &Client, api: &Api<K>, what: &str, name: &str) -> Result<Option<Value>, Error>
 where
     K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,

@@ -21,7 +21,7 @@
 //! every `--crd-recheck` (jittered): an operator installed after the controller started is
 //! watched from then on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -119,6 +119,26 @@ impl Stores {
         names.sort();
         names.dedup();
         names
+    }
+
+    /// The Secrets and ConfigMaps the stored Deployments recorded delivering (`kind`, name),
+    /// each with the NodeSets of the Deployments that did: what `SecretsCurrent` compares.
+    pub(crate) fn delivered_inputs(&self) -> BTreeMap<(&'static str, String), BTreeSet<String>> {
+        let mut out: BTreeMap<(&'static str, String), BTreeSet<String>> = BTreeMap::new();
+        let Some(d) = self.kinds.iter().find(|k| k.listed.known == KnownKind::Deployment) else { return out };
+        for part in lock(&d.store).values() {
+            let Ok(Entry::Deployment(d)) = &part.entry else { continue };
+            let names = d
+                .status
+                .secret_hashes
+                .keys()
+                .map(|n| ("Secret", n))
+                .chain(d.status.config_map_hashes.keys().map(|n| ("ConfigMap", n)));
+            for (kind, name) in names {
+                out.entry((kind, name.clone())).or_default().extend(d.spec.node_sets.iter().cloned());
+            }
+        }
+        out
     }
 
     /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the

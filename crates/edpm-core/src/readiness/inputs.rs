@@ -104,11 +104,7 @@ impl<'a> GroupContext<'a> {
 
     /// `SecretsCurrent`: every delivered input as it is now (not a member of `Ready`: a node
     /// holding a rotated credential may still work until the old one is revoked).
-    pub(super) fn secrets_current(
-        &self,
-        delivered: &[Delivery],
-        kept: &[Delivery],
-    ) -> (Condition, Vec<String>) {
+    pub(super) fn secrets_current(&self, delivered: &[Delivery]) -> (Condition, Vec<String>) {
         let mut ev = Vec::new();
         let mut stale = Vec::new();
         for d in delivered {
@@ -125,7 +121,7 @@ impl<'a> GroupContext<'a> {
                 state.words()
             ));
             if state != InputState::Current {
-                stale.push(stale_words(d, &state, kept));
+                stale.push(stale_words(d, &state));
             }
         }
         if delivered.is_empty() {
@@ -216,21 +212,17 @@ impl InputState {
     }
 }
 
-/// A stale or gone delivery, for the message: names only, and the time a difference was first
-/// noted by an earlier evaluation (one noted only now has no time worth telling).
-fn stale_words(d: &Delivery, state: &InputState, kept: &[Delivery]) -> String {
-    let noted = kept
-        .iter()
-        .find(|k| k.kind == d.kind && k.name == d.name && k.hash == d.hash)
-        .and_then(|k| k.stale_since.as_deref());
+/// A stale or gone delivery, for the message: names only, and since when the difference is
+/// known (first seen by an evaluation whose status object kept it; this evaluation's time for
+/// one nobody recorded before, which the status object then keeps, so the message does not
+/// change on the next evaluation).
+fn stale_words(d: &Delivery, state: &InputState) -> String {
+    let since = d.stale_since.as_deref().map(|t| format!(", differs since {t}")).unwrap_or_default();
     match state {
         InputState::Gone => {
-            format!("{} {} (no longer exists; delivered by {})", d.kind, d.name, d.deployment)
+            format!("{} {} (no longer exists; delivered by {}{since})", d.kind, d.name, d.deployment)
         }
-        _ => {
-            let since = noted.map(|t| format!(", differs since {t}")).unwrap_or_default();
-            format!("{} {} (delivered by {}{since})", d.kind, d.name, d.deployment)
-        }
+        _ => format!("{} {} (delivered by {}{since})", d.kind, d.name, d.deployment),
     }
 }
 

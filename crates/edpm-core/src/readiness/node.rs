@@ -44,7 +44,7 @@ impl<'a> GroupContext<'a> {
         g.fresh.push(version);
         let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
         let delivered = self.delivered(m, kept, now);
-        let (inputs, inputs_ev) = self.secrets_current(&delivered, kept);
+        let (inputs, inputs_ev) = self.secrets_current(&delivered);
         self.keep(&mut g.evidence, crate::condition::types::SECRETS_CURRENT, inputs_ev);
         g.fresh.push(inputs);
         let agent =

@@ -576,7 +576,11 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         }
         let c = inputs(&r, "c2");
         assert_eq!((c.status, c.reason.as_str()), (Status::False, "SecretsStale"));
-        assert_eq!(c.message, "stale: Secret cell1-secret (delivered by install)");
+        // Since when: first seen now (the status object keeps it from here on).
+        assert_eq!(
+            c.message,
+            "stale: Secret cell1-secret (delivered by install, differs since 2026-11-23T12:00:00Z)"
+        );
         let set = r.nodesets[0].conditions.get(NODESET_SECRETS_CURRENT).unwrap();
         assert_eq!(set.message, "2/3 nodes have every current input; stale: cell1-secret on c2");
         // Names and hashes only: the password is nowhere.
@@ -591,7 +595,9 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         assert_eq!(inputs(&r, "c0").status, Status::False, "c0 got the new one, the Secret holds the old");
         let r = evaluate(&rotation(""));
         assert!(
-            inputs(&r, "c2").message.contains("Secret cell1-secret (no longer exists; delivered by install)")
+            inputs(&r, "c2")
+                .message
+                .contains("Secret cell1-secret (no longer exists; delivered by install, differs since")
         );
     }
 

@@ -1,0 +1,82 @@
+//! Delivered inputs, rechecked. The controller never lists or watches Secrets (its RBAC gets
+//! them by name only), so a rotated Secret raises no event; `SecretsCurrent` would wait for
+//! the next change to its NodeSet. Every `--inputs-interval` the Secrets and ConfigMaps the
+//! Deployments recorded delivering are got by name, metadata only, and the NodeSets of those
+//! whose `resourceVersion` moved are evaluated at once (where their content is got and hashed).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::shell::k8s::{Client, read};
+
+type Key = (&'static str, String);
+/// A check under way: what it asked (each object with its NodeSets), and its task.
+type Check = (Vec<(Key, BTreeSet<String>)>, JoinHandle<Result<Vec<Option<String>>, String>>);
+
+/// The recheck's state: when it is next due, the versions seen last, the check under way.
+pub(super) struct Recheck {
+    interval: Option<Duration>,
+    next: Instant,
+    seen: BTreeMap<Key, Option<String>>,
+    running: Option<Check>,
+}
+
+impl Recheck {
+    /// `interval` `None`: never (`--inputs-interval 0`).
+    pub(super) fn new(interval: Option<Duration>) -> Recheck {
+        Recheck { interval, next: Instant::now(), seen: BTreeMap::new(), running: None }
+    }
+
+    /// Called every tick of the loop: starts a check when one is due (and none is running) of
+    /// `objects` (each with the NodeSets it was delivered to); returns the NodeSets whose
+    /// objects changed when a check has finished.
+    pub(super) async fn tick(
+        &mut self,
+        client: &Client,
+        objects: impl FnOnce() -> BTreeMap<Key, BTreeSet<String>>,
+    ) -> BTreeSet<String> {
+        let mut moved = BTreeSet::new();
+        if let Some((_, task)) = &self.running
+            && task.is_finished()
+            && let Some((asked, task)) = self.running.take()
+        {
+            match task.await {
+                Ok(Ok(versions)) => {
+                    for ((key, sets), version) in asked.into_iter().zip(versions) {
+                        // First sight is no change: the evaluation that follows a start or a
+                        // new Deployment reads the object anyway.
+                        if let Some(before) = self.seen.insert(key, version.clone())
+                            && before != version
+                        {
+                            moved.extend(sets);
+                        }
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "rechecking the delivered Secrets and ConfigMaps failed; trying again next time")
+                }
+                Err(e) => tracing::warn!(error = %e, "the recheck of delivered inputs ended abnormally"),
+            }
+        }
+        let Some(interval) = self.interval else { return moved };
+        if self.running.is_none() && Instant::now() >= self.next {
+            self.next = Instant::now() + interval;
+            let asked: Vec<(Key, BTreeSet<String>)> = objects().into_iter().collect();
+            // Objects no Deployment names any more are forgotten.
+            self.seen.retain(|k, _| asked.iter().any(|(a, _)| a == k));
+            if !asked.is_empty() {
+                let keys: Vec<(String, String)> =
+                    asked.iter().map(|((kind, name), _)| ((*kind).to_string(), name.clone())).collect();
+                let client = client.clone();
+                let task = tokio::spawn(async move {
+                    read::resource_versions(&client, keys).await.map_err(|e| e.to_string())
+                });
+                self.running = Some((asked, task));
+            }
+        }
+        moved
+    }
+}
