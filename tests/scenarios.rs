@@ -343,3 +343,49 @@ fn the_controller_sees_a_rotation_within_its_recheck() {
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("THIRDPASS") && !err.contains("NEWPASS"), "{err}");
 }
+
+/// A Deployment that recorded a hash for an object none of the services names (and that does
+/// not exist): the nodes say it no longer exists, and the plan is a full Deployment. A hash
+/// that is not a string is bad input naming the object and field.
+#[test]
+fn hashes_for_unnamed_objects_and_of_the_wrong_type() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.path().join(f)).unwrap();
+    }
+    let text = std::fs::read_to_string(dir.path().join("deployments.yaml")).unwrap();
+    let extra = text.replacen("  secretHashes:\n", "  secretHashes:\n    unnamed-secret: nbcd\n", 1);
+    std::fs::write(dir.path().join("deployments.yaml"), &extra).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = run(&["--source", d, "status", "explain", "edpm-compute-0"], &[NOW]);
+    assert!(
+        out.stdout.contains("Secret unnamed-secret (no longer exists; delivered by edpm-deployment"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&["--source", d, "status", "plan"], &[NOW]);
+    assert!(
+        out.stdout.contains("a full Deployment delivers every input again")
+            && out.stdout.contains("name: edpm-agent-edpm-compute-redeploy"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("servicesOverride") && !out.stdout.contains("ansibleLimit"),
+        "every node, every service: {}",
+        out.stdout
+    );
+    std::fs::write(
+        dir.path().join("deployments.yaml"),
+        text.replacen("  secretHashes:\n", "  secretHashes:\n    unnamed-secret: 12\n", 1),
+    )
+    .unwrap();
+    let out = run(&["--source", d, "status", "show"], &[NOW]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("OpenStackDataPlaneDeployment/edpm-deployment")
+            && out.stderr.contains("status.secretHashes.unnamed-secret"),
+        "{}",
+        out.stderr
+    );
+}

@@ -69,7 +69,8 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
                 deployment: None,
             };
             if step.in_progress.is_none() {
-                let name = free_name(&mut taken, &group.name, &services);
+                let first = if services == group.services.value { "redeploy" } else { services[0].as_str() };
+                let name = free_name(&mut taken, &group.name, first);
                 let all = members.len() == group.members.len();
                 step.deployment = Some(deployment_object(&name, group, &members, &services, all, &nodes));
             }
@@ -147,7 +148,12 @@ fn input_gaps(
             n.delivered.iter().filter(|d| d.stale_since.is_some()).collect();
         let mut services: BTreeSet<usize> = BTreeSet::new();
         for d in &stale {
-            services.extend(delivering_services(snap, group, &d.kind, &d.name));
+            let found = delivering_services(snap, group, &d.kind, &d.name);
+            if found.is_empty() {
+                // Named by none of the NodeSet's services: only a full Deployment delivers it.
+                services.extend(0..group.services.value.len());
+            }
+            services.extend(found);
         }
         let services: Vec<String> = services.into_iter().map(|i| group.services.value[i].clone()).collect();
         let e = by_services.entry(services).or_default();
@@ -155,11 +161,13 @@ fn input_gaps(
         e.1.push(n.node.clone());
     }
     for (services, (objects, members)) in by_services {
-        if services.is_empty() {
-            continue;
-        }
         let objects: Vec<String> = objects.into_iter().collect();
-        gaps.push((format!("stale inputs: {} (deliver them again)", objects.join(", ")), members, services));
+        let why = if services == group.services.value {
+            format!("stale inputs: {} (a full Deployment delivers every input again)", objects.join(", "))
+        } else {
+            format!("stale inputs: {} (deliver them again)", objects.join(", "))
+        };
+        gaps.push((why, members, services));
     }
 }
 
@@ -196,9 +204,10 @@ fn delivering_services(snap: &Snapshot, group: &HostGroup, kind: &str, name: &st
     out
 }
 
-/// `edpm-agent-<nodeset>-<first service>`, with `-2`, `-3`, … until no Deployment has it.
-fn free_name(taken: &mut BTreeSet<String>, nodeset: &str, services: &[String]) -> String {
-    let base = format!("edpm-agent-{nodeset}-{}", services.first().map_or("redeploy", String::as_str));
+/// `edpm-agent-<nodeset>-<first service, or redeploy>`, with `-2`, `-3`, … until no
+/// Deployment has it.
+fn free_name(taken: &mut BTreeSet<String>, nodeset: &str, first: &str) -> String {
+    let base = format!("edpm-agent-{nodeset}-{first}");
     let base: String = base.chars().take(240).collect();
     let mut name = base.clone();
     let mut n = 1;
@@ -314,8 +323,8 @@ metadata:
     #[test]
     fn names_never_collide() {
         let mut taken: BTreeSet<String> = ["edpm-agent-ns1-nova".to_string()].into();
-        assert_eq!(free_name(&mut taken, "ns1", &["nova".into()]), "edpm-agent-ns1-nova-2");
-        assert_eq!(free_name(&mut taken, "ns1", &["nova".into()]), "edpm-agent-ns1-nova-3");
-        assert_eq!(free_name(&mut taken, "ns1", &["ovn".into()]), "edpm-agent-ns1-ovn");
+        assert_eq!(free_name(&mut taken, "ns1", "nova"), "edpm-agent-ns1-nova-2");
+        assert_eq!(free_name(&mut taken, "ns1", "nova"), "edpm-agent-ns1-nova-3");
+        assert_eq!(free_name(&mut taken, "ns1", "ovn"), "edpm-agent-ns1-ovn");
     }
 }
