@@ -341,3 +341,67 @@ fn the_node_agents_own_binary_is_edpm_agent_node() {
     assert_eq!(version.code, 0);
     assert!(version.stdout.starts_with("edpm-agent-node "), "{}", version.stdout);
 }
+
+/// A container restarted on a stale image after a failed update: the agent reads the images
+/// last deployed to its node (its object's `status.containerImages`, a GET of its own object,
+/// which its RBAC grants) and says `ImageMismatch` for the container of that repository.
+#[test]
+fn a_container_on_another_image_than_deployed_is_an_image_mismatch() {
+    let d = tempfile::tempdir().unwrap();
+    let root = node_root(d.path());
+    let tools = fake_tools(d.path());
+    std::fs::write(
+        d.path().join("ps.json"),
+        r#"[{"Names":["nova_compute"],"Status":"Up 2 hours (healthy)","Labels":{"config_hash":"abc123"},"Image":"quay.io/podified/openstack-nova-compute:18.0.3"},{"Names":["ovn_controller"],"Status":"Up 2 hours","Labels":{},"Image":"quay.io/podified/openstack-ovn-controller:18.0.4"}]"#,
+    )
+    .unwrap();
+    let api = crate::status_api::cluster();
+    let kc = api.kubeconfig();
+    let out = run(&["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "status", "report"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    let (code, body) = api.patch(
+        &format!("/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses/{object}/status?fieldManager=edpm-agent&force=true"),
+        &serde_json::json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
+            "status": {"containerImages": {
+                "NovaComputeImage": {"value": "quay.io/podified/openstack-nova-compute:18.0.4", "deployment": "update-1"},
+                "OvnControllerImage": {"value": "quay.io/podified/openstack-ovn-controller:18.0.4", "deployment": "ovn-1"}}}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    let cfg = config(d.path(), &root, Some(&kc));
+    let mut child = Command::new(node_bin())
+        .args(["--config", cfg.to_str().unwrap()])
+        .env_clear()
+        .env("PATH", path_with(&tools))
+        .env("HOME", std::env::var("HOME").unwrap_or_default())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mismatch = loop {
+        if let Some(c) = agent_status(&api, "ServiceNovaRuntimeReady")
+            && c["reason"] == "ImageMismatch"
+        {
+            break c;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no ImageMismatch: {:?}",
+            agent_status(&api, "ServiceNovaRuntimeReady")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        (mismatch["status"].as_str(), mismatch["severity"].as_str()),
+        (Some("False"), Some("Warning"))
+    );
+    let m = mismatch["message"].as_str().unwrap();
+    assert!(m.contains("container nova_compute runs quay.io/podified/openstack-nova-compute:18.0.3; quay.io/podified/openstack-nova-compute:18.0.4 was deployed"), "{m}");
+    // The ovn container runs what was deployed.
+    let ovn = agent_status(&api, "ServiceOvnRuntimeReady");
+    assert!(ovn.as_ref().is_none_or(|c| c["reason"] != "ImageMismatch"), "{ovn:?}");
+    assert!(api.count("GET", &format!("/edpmnodestatuses/{object}")) >= 1, "the agent read its own object");
+}

@@ -63,6 +63,10 @@ pub struct Stats {
     pub watchdogs: u64,
 }
 
+/// How often the images deployed to the node are asked of the API (they move with a
+/// Deployment, minutes apart at best): one small read per node that often, not per check.
+const IMAGES_REFRESH: Duration = Duration::from_secs(300);
+
 const MIN_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -119,6 +123,8 @@ pub async fn run<A: AgentApi>(
     let (mut next_check, mut next_lease, mut next_send) = (start, start, start);
     let mut next_heartbeat = after(start, iv.heartbeat);
     let mut next_watchdog = iv.watchdog.map(|w| after(start, w));
+    // The images last deployed here, as the cluster says (`ImageMismatch`); unknown until read.
+    let (mut deployed_images, mut next_images): (Option<Vec<String>>, Instant) = (None, start);
     let (mut send_backoff, mut lease_backoff) = (Backoff::default(), Backoff::default());
     macro_rules! or_stop {
         ($fut:expr) => {
@@ -150,10 +156,19 @@ pub async fn run<A: AgentApi>(
         }
 
         if now >= next_check {
+            if now >= next_images {
+                match or_stop!(api.deployed_images()) {
+                    Ok(images) => deployed_images = Some(images),
+                    // Kept as last read: a missed read is no reason to stop comparing.
+                    Err(e) => tracing::warn!(error = %e, "cannot read the images deployed to this node"),
+                }
+                next_images = after(now, IMAGES_REFRESH);
+            }
             let c = collector.clone();
             let facts = or_stop!(tokio::task::spawn_blocking(move || c.collect()));
             match facts {
-                Ok(facts) => {
+                Ok(mut facts) => {
+                    facts.deployed_images = deployed_images.clone();
                     let fresh = node::evaluate(&facts, expect);
                     let previous = current.take().unwrap_or_default();
                     current = Some(Conditions::carry_times(fresh, &previous, clock.now()));
@@ -247,6 +262,7 @@ mod tests {
             units: Ok(Default::default()),
             quadlet_hashes: Default::default(),
             containers: Ok(Default::default()),
+            deployed_images: None,
         }
     }
 
@@ -271,6 +287,10 @@ mod tests {
             }
             self.statuses.lock().unwrap().push(c.to_vec());
             Ok(())
+        }
+
+        async fn deployed_images(&self) -> Result<Vec<String>, Error> {
+            Ok(Vec::new())
         }
 
         async fn renew_lease(&self, _: Time, _: Duration) -> Result<(), Error> {

@@ -19,6 +19,9 @@ pub const AGENT_FIELD_MANAGER: &str = "edpm-agent-node";
 pub trait AgentApi {
     /// Applies the agent's conditions to its object's status.
     fn apply_status(&self, conditions: &[Condition]) -> impl std::future::Future<Output = Result<(), Error>>;
+    /// The images the cluster says were last deployed to this node: the values of its
+    /// object's `status.containerImages` (`status report` and the controller keep them).
+    fn deployed_images(&self) -> impl std::future::Future<Output = Result<Vec<String>, Error>>;
     /// Renews its Lease at `now` for `duration`.
     fn renew_lease(
         &self,
@@ -36,16 +39,32 @@ pub struct NodeObjects {
     pub lease_namespace: String,
 }
 
+/// The node status objects' resource.
+fn node_resource() -> ApiResource {
+    ApiResource {
+        group: api::GROUP.into(),
+        version: api::VERSION.into(),
+        api_version: api::API_VERSION.into(),
+        kind: api::NODE_KIND.into(),
+        plural: "edpmnodestatuses".into(),
+    }
+}
+
 impl AgentApi for NodeObjects {
+    async fn deployed_images(&self) -> Result<Vec<String>, Error> {
+        let a: Api<DynamicObject> =
+            Api::namespaced_with(self.client.kube(), self.client.namespace(), &node_resource());
+        let action =
+            format!("reading the images deployed to this node from {} {}", api::NODE_KIND, self.object);
+        let obj =
+            self.client.within_time(a.get(&self.object)).await.map_err(|e| self.client.error(action, &e))?;
+        let images = obj.data["status"]["containerImages"].as_object().into_iter().flatten();
+        Ok(images.filter_map(|(_, v)| v["value"].as_str().map(String::from)).collect())
+    }
+
     async fn apply_status(&self, conditions: &[Condition]) -> Result<(), Error> {
-        let ar = ApiResource {
-            group: api::GROUP.into(),
-            version: api::VERSION.into(),
-            api_version: api::API_VERSION.into(),
-            kind: api::NODE_KIND.into(),
-            plural: "edpmnodestatuses".into(),
-        };
-        let a: Api<DynamicObject> = Api::namespaced_with(self.client.kube(), self.client.namespace(), &ar);
+        let a: Api<DynamicObject> =
+            Api::namespaced_with(self.client.kube(), self.client.namespace(), &node_resource());
         let body = json!({
             "apiVersion": api::API_VERSION, "kind": api::NODE_KIND,
             "metadata": {"name": self.object},

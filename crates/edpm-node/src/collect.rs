@@ -347,6 +347,8 @@ impl Collect for Host {
             units,
             quadlet_hashes: self.quadlet_hashes(&containers),
             containers: containers_state,
+            // The cluster's word, which the agent loop asks for (`AgentApi::deployed_images`).
+            deployed_images: None,
             deployed,
         }
     }
@@ -433,8 +435,16 @@ pub fn parse_ps(out: &str) -> Result<BTreeMap<String, ContainerState>, String> {
             .find(|h| status.contains(&format!("({h})")))
             .map(String::from);
         let config_hash = c["Labels"]["config_hash"].as_str().map(String::from);
+        let image = c["Image"].as_str().filter(|i| !i.is_empty()).map(String::from);
         for n in names {
-            map.insert(n, ContainerState { health: health.clone(), config_hash: config_hash.clone() });
+            map.insert(
+                n,
+                ContainerState {
+                    health: health.clone(),
+                    config_hash: config_hash.clone(),
+                    image: image.clone(),
+                },
+            );
         }
     }
     Ok(map)

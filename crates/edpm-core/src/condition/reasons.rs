@@ -210,6 +210,8 @@ reasons! {
         "`Service<Camel>RuntimeReady`: a container of the service is unhealthy (podman's health check)";
     HEALTHCHECK_STARTING = "HealthcheckStarting", NodeAgent, False(Info),
         "`Service<Camel>RuntimeReady`: a container's health check is still starting";
+    IMAGE_MISMATCH = "ImageMismatch", NodeAgent, False(Warning),
+        "`Service<Camel>RuntimeReady`: a container runs another image than the one of its repository last deployed to the node (the node's `EDPMNodeStatus` `status.containerImages`): a container restarted on a stale image after a failed update, say";
 }
 
 /// The reason named `name`, if edpm-agent writes it.

@@ -14,8 +14,8 @@
 
 use crate::condition::reasons::{
     ADDRESS_MISSING, CONFIG_HASH_MISMATCH, CONTAINER_RUNTIME_MISSING, FACTS_UNAVAILABLE, HEALTHCHECK_FAILING,
-    HEALTHCHECK_STARTING, HOSTNAME_MISMATCH, NETWORK_CONFIG_FAILED, STAGED_FILE_MISMATCH, UNEXPECTED_OS,
-    UNIT_INACTIVE,
+    HEALTHCHECK_STARTING, HOSTNAME_MISMATCH, IMAGE_MISMATCH, NETWORK_CONFIG_FAILED, STAGED_FILE_MISMATCH,
+    UNEXPECTED_OS, UNIT_INACTIVE,
 };
 use crate::condition::types::NODE_AGENT;
 use crate::condition::{Condition, Reason};
@@ -202,6 +202,24 @@ fn service_conditions(f: &Facts) -> Vec<Condition> {
     d.services.iter().map(|(service, s)| service_condition(f, service, &s.containers)).collect()
 }
 
+/// The image of the same repository last deployed to the node when the container runs
+/// another (`None`: it runs that one, or nothing of its repository was deployed here).
+fn image_mismatch<'d>(running: &str, deployed: &'d [String]) -> Option<&'d str> {
+    let same: Vec<&'d str> =
+        deployed.iter().map(String::as_str).filter(|d| repository(d) == repository(running)).collect();
+    if same.is_empty() || same.contains(&running) { None } else { same.first().copied() }
+}
+
+/// An image reference without its tag or digest: `registry/path/name`.
+fn repository(image: &str) -> &str {
+    let no_digest = image.split_once('@').map_or(image, |(r, _)| r);
+    // A `:` after the last `/` starts the tag (one before it is a registry's port).
+    match no_digest.rfind(':') {
+        Some(i) if !no_digest[i..].contains('/') => &no_digest[..i],
+        _ => no_digest,
+    }
+}
+
 /// One deployed service's `Service<Camel>RuntimeReady`, from its containers.
 fn service_condition(f: &Facts, service: &str, containers: &[String]) -> Condition {
     let ty = crate::condition::types::service_runtime(service);
@@ -251,6 +269,14 @@ fn container_problems(f: &Facts, c: &str, unit_state: Option<&UnitState>, found:
         found.problem(
             &CONFIG_HASH_MISMATCH,
             format!("edpm_{c}.container changed since systemd loaded it: run systemctl daemon-reload and restart {unit}"),
+        );
+    }
+    if let (Some(deployed), Some(image)) = (&f.deployed_images, running.and_then(|r| r.image.as_deref()))
+        && let Some(want) = image_mismatch(image, deployed)
+    {
+        found.problem(
+            &IMAGE_MISMATCH,
+            format!("container {c} runs {image}; {want} was deployed to this node last: restart {unit} (or deploy again)"),
         );
     }
     match running.and_then(|r| r.health.as_deref()) {
@@ -311,9 +337,50 @@ mod tests {
             quadlet_hashes: BTreeMap::from([("nova_compute".into(), "abc".into())]),
             containers: Ok(BTreeMap::from([(
                 "nova_compute".into(),
-                ContainerState { health: Some("healthy".into()), config_hash: Some("abc".into()) },
+                ContainerState {
+                    health: Some("healthy".into()),
+                    config_hash: Some("abc".into()),
+                    image: None,
+                },
             )])),
+            deployed_images: None,
         }
+    }
+
+    #[test]
+    fn a_container_on_another_image_than_deployed_is_named() {
+        let nova = |running: Option<&str>, deployed: Option<Vec<&str>>| {
+            let mut f = healthy();
+            if let Ok(c) = &mut f.containers {
+                c.get_mut("nova_compute").unwrap().image = running.map(String::from);
+            }
+            f.deployed_images = deployed.map(|d| d.into_iter().map(String::from).collect());
+            get(&evaluate(&f, &expect()), "ServiceNovaRuntimeReady").clone()
+        };
+        let new = "quay.io/podified/openstack-nova-compute:18.0.4";
+        let old = "quay.io/podified/openstack-nova-compute:18.0.3";
+        let ovn = "quay.io/podified/openstack-ovn-controller:18.0.4";
+        // Restarted on the previous image after a failed update.
+        let c = nova(Some(old), Some(vec![new, ovn]));
+        assert_eq!((c.status, c.reason.as_str()), (crate::condition::Status::False, "ImageMismatch"));
+        assert!(
+            c.message.contains(&format!("runs {old}; {new} was deployed to this node last")),
+            "{}",
+            c.message
+        );
+        // The deployed one, nothing of its repository deployed, or the cluster not asked: fine.
+        assert!(nova(Some(new), Some(vec![new])).is_true());
+        assert!(nova(Some(old), Some(vec![ovn])).is_true());
+        assert!(nova(Some(old), None).is_true());
+        assert!(nova(None, Some(vec![new])).is_true());
+        // A registry's port is not a tag; a digest is not one either.
+        assert_eq!(repository("registry.local:5000/nova:18.0.4"), "registry.local:5000/nova");
+        assert_eq!(repository("registry.local:5000/nova"), "registry.local:5000/nova");
+        assert_eq!(repository("quay.io/nova@sha256:abcd"), "quay.io/nova");
+        assert!(
+            nova(Some("quay.io/podified/openstack-nova-compute@sha256:1"), Some(vec![new])).reason
+                == "ImageMismatch"
+        );
     }
 
     fn expect() -> Expect {

@@ -24,6 +24,8 @@ pub struct ContainerState {
     pub health: Option<String>,
     /// The `config_hash` label it was started with, when it carries one.
     pub config_hash: Option<String>,
+    /// The image it runs, as podman names it (`quay.io/…/openstack-ovn-controller:18.0.4`).
+    pub image: Option<String>,
 }
 
 /// `/var/lib/edpm-config/deployed_services.yaml`, as edpm-ansible writes it.
@@ -204,6 +206,9 @@ pub struct Facts {
     pub quadlet_hashes: BTreeMap<String, String>,
     /// container → podman's view.
     pub containers: Result<BTreeMap<String, ContainerState>, String>,
+    /// The images the cluster says were last deployed to this node (its `EDPMNodeStatus`
+    /// `status.containerImages`); `None` when not known (not asked, or not answered).
+    pub deployed_images: Option<Vec<String>>,
 }
 
 #[cfg(test)]
