@@ -39,17 +39,12 @@ fn hash_now(snap: &Snapshot, kind: &str, name: &str) -> Option<String> {
     }
 }
 
-/// Whether `candidate` replaces the kept delivery of the same object: a different Deployment
-/// created no earlier (a kept one without a time is always replaced).
+/// Whether `candidate` replaces the kept delivery of the same object (`version::replaces`).
 fn replaces(candidate: &Delivery, kept: &Delivery) -> bool {
-    if candidate.deployment == kept.deployment {
-        return true;
-    }
-    let t = |d: &Delivery| d.created.as_deref().and_then(Time::parse);
-    match (t(candidate), t(kept)) {
-        (Some(c), Some(k)) => c >= k,
-        _ => true,
-    }
+    super::version::replaces(
+        (&candidate.deployment, candidate.created.as_deref()),
+        (&kept.deployment, kept.created.as_deref()),
+    )
 }
 
 impl<'a> GroupContext<'a> {

@@ -86,17 +86,25 @@ pub fn target(snap: &Snapshot, namespace: Option<&str>) -> Target {
     }
 }
 
-/// Whether `candidate` (a Deployment's value) replaces `kept` (the stored one): a different
-/// Deployment created no earlier, or a value kept without a creation time.
-fn replaces(candidate: &Stamp, kept: &Stamp) -> bool {
-    if candidate.deployment == kept.deployment {
+/// Whether a value set by Deployment `candidate` (with its `creationTimestamp`) replaces one
+/// kept from Deployment `kept`: the same Deployment, one created no earlier, or a kept value
+/// without a creation time. A kept value outlives its Deployment; an older Deployment still
+/// present cannot move it back.
+pub(super) fn replaces(candidate: (&str, Option<&str>), kept: (&str, Option<&str>)) -> bool {
+    if candidate.0 == kept.0 {
         return true;
     }
-    let t = |s: &Stamp| s.created.as_deref().and_then(Time::parse);
-    match (t(candidate), t(kept)) {
+    match (candidate.1.and_then(Time::parse), kept.1.and_then(Time::parse)) {
         (Some(c), Some(k)) => c >= k,
         _ => true,
     }
+}
+
+fn stamp_replaces(candidate: &Stamp, kept: &Stamp) -> bool {
+    replaces(
+        (&candidate.deployment, candidate.created.as_deref()),
+        (&kept.deployment, kept.created.as_deref()),
+    )
 }
 
 impl<'a> GroupContext<'a> {
@@ -132,7 +140,7 @@ impl<'a> GroupContext<'a> {
             .chain(done.iter().rev().filter(|(_, d)| d.spec.services_override.is_empty()))
             .find_map(|(i, d)| d.status.deployed_version.as_deref().map(|v| self.stamp(*i, d, v)));
         if let Some(v) = version
-            && out.version.as_ref().is_none_or(|k| replaces(&v, k))
+            && out.version.as_ref().is_none_or(|k| stamp_replaces(&v, k))
         {
             out.version = Some(v);
         }
@@ -141,7 +149,7 @@ impl<'a> GroupContext<'a> {
                 for field in self.snap.service_image_fields(s) {
                     let Some(image) = d.status.container_images.get(field) else { continue };
                     let v = self.stamp(*i, d, image);
-                    if out.images.get(field).is_none_or(|k| replaces(&v, k)) {
+                    if out.images.get(field).is_none_or(|k| stamp_replaces(&v, k)) {
                         out.images.insert(field.clone(), v);
                     }
                 }
