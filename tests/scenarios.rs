@@ -35,6 +35,8 @@ fn goldens_for_a_rotated_secret() {
     let d = scenario("rotation");
     golden("rotation_show", &["--source", &d, "status", "show"]);
     golden("rotation_explain_stale", &["--source", &d, "status", "explain", "edpm-compute-8"]);
+    // Upstream's NodeSet-wide record beside ours, and where they disagree.
+    golden("rotation_explain_nodeset", &["--source", &d, "status", "explain", "edpm-compute"]);
 }
 
 #[test]

@@ -221,6 +221,70 @@ fn stale_words(d: &Delivery, state: &InputState) -> String {
     }
 }
 
+impl GroupContext<'_> {
+    /// Upstream's own record beside ours, for `status explain` of the NodeSet: its
+    /// `status.secretHashes`/`configMapHashes` (one per NodeSet, left alone by an
+    /// `ansibleLimit`-scoped Deployment), each against the object now, and where it and the
+    /// nodes' records disagree.
+    pub(super) fn upstream_inputs(&self, nodes: &[NodeView]) -> Vec<String> {
+        let Some(status) = self.status else { return Vec::new() };
+        let recorded = status
+            .secret_hashes
+            .iter()
+            .map(|(n, h)| ("Secret", n, h))
+            .chain(status.config_map_hashes.iter().map(|(n, h)| ("ConfigMap", n, h)));
+        let mut lines = Vec::new();
+        for (kind, name, hash) in recorded {
+            let now = hash_now(self.snap, kind, name);
+            let upstream_current = now.as_deref() == Some(hash.as_str());
+            let state = match &now {
+                None => "does not exist now",
+                Some(_) if upstream_current => "matches the object now",
+                Some(_) => "differs from the object now",
+            };
+            let stale_on: Vec<&str> = nodes
+                .iter()
+                .filter(|n| {
+                    n.delivered.iter().any(|d| d.kind == kind && d.name == *name && d.stale_since.is_some())
+                })
+                .map(|n| n.node.as_str())
+                .collect();
+            let mut line =
+                format!("upstream: NodeSet {} status.{}[{name}] {state}", self.group.name, hash_field(kind));
+            if upstream_current && !stale_on.is_empty() {
+                line.push_str(&format!(
+                    "; disagrees: {} node(s) still hold an older delivery: {}",
+                    stale_on.len(),
+                    super::version::names_cut(&stale_on)
+                ));
+            } else if !upstream_current && now.is_some() {
+                let current_on: Vec<&str> = nodes
+                    .iter()
+                    .filter(|n| {
+                        n.delivered
+                            .iter()
+                            .any(|d| d.kind == kind && d.name == *name && d.stale_since.is_none())
+                    })
+                    .map(|n| n.node.as_str())
+                    .collect();
+                if !current_on.is_empty() {
+                    line.push_str(&format!(
+                        "; disagrees: {} node(s) hold it as it is now (delivered by a Deployment upstream does not record, an ansibleLimit-scoped one): {}",
+                        current_on.len(),
+                        super::version::names_cut(&current_on)
+                    ));
+                }
+            }
+            lines.push(line);
+        }
+        lines
+    }
+}
+
+fn hash_field(kind: &str) -> &'static str {
+    if kind == "Secret" { "secretHashes" } else { "configMapHashes" }
+}
+
 fn counts(delivered: &[Delivery]) -> (usize, usize) {
     let s = delivered.iter().filter(|d| d.kind == "Secret").count();
     (s, delivered.len() - s)

@@ -45,6 +45,11 @@ impl<'a> GroupContext<'a> {
         }
         fresh.push(self.nodeset_version_current(nodes, &self.target));
         fresh.push(self.nodeset_secrets_current(nodes));
+        self.keep(
+            &mut evidence,
+            crate::condition::types::NODESET_SECRETS_CURRENT,
+            self.upstream_inputs(nodes),
+        );
         if self.opts.evidence {
             for (node_ty, ty) in [(SERVICES, NODESET_SERVICES), (INFRASTRUCTURE, NODESET_INFRASTRUCTURE)] {
                 let blocking =
