@@ -24,6 +24,28 @@ enum InputState {
     Gone,
 }
 
+/// The hashes of every Secret and ConfigMap a run of this NodeSet (or the NodeSet's own
+/// status) recorded, as the objects are now: computed once per NodeSet, not per node.
+pub(super) fn hashes_now(
+    snap: &Snapshot,
+    runs: &[super::deploy::Run<'_>],
+    status: Option<&crate::snapshot::evidence::NodeSetStatus>,
+) -> BTreeMap<(String, String), Option<String>> {
+    let mut out = BTreeMap::new();
+    let recorded = runs
+        .iter()
+        .filter_map(|r| r.deployment)
+        .map(|d| (&d.status.secret_hashes, &d.status.config_map_hashes))
+        .chain(status.map(|s| (&s.secret_hashes, &s.config_map_hashes)));
+    for (secrets, config_maps) in recorded {
+        let names = secrets.keys().map(|n| ("Secret", n)).chain(config_maps.keys().map(|n| ("ConfigMap", n)));
+        for (kind, name) in names {
+            out.entry((kind.to_string(), name.clone())).or_insert_with(|| hash_now(snap, kind, name));
+        }
+    }
+    out
+}
+
 /// The object `kind`/`name` as it is now, hashed as lib-common does; `None` when the
 /// snapshot does not have it.
 fn hash_now(snap: &Snapshot, kind: &str, name: &str) -> Option<String> {
@@ -48,6 +70,15 @@ fn replaces(candidate: &Delivery, kept: &Delivery) -> bool {
 }
 
 impl<'a> GroupContext<'a> {
+    /// An object's hash now: from the NodeSet's table (`hashes_now`), else computed (a
+    /// delivery kept from a Deployment since deleted).
+    fn hash_now(&self, kind: &str, name: &str) -> Option<String> {
+        match self.hashes_now.get(&(kind.to_string(), name.to_string())) {
+            Some(h) => h.clone(),
+            None => hash_now(self.snap, kind, name),
+        }
+    }
+
     /// The node's deliveries: what the completed Deployments that covered it recorded, over
     /// what its status object kept; each marked with when it was first seen to differ (`now`
     /// for a difference not recorded before).
@@ -87,7 +118,7 @@ impl<'a> GroupContext<'a> {
         }
         let mut list: Vec<Delivery> = out.into_values().collect();
         for d in &mut list {
-            let differs = hash_now(self.snap, &d.kind, &d.name).is_none_or(|h| h != d.hash);
+            let differs = self.hash_now(&d.kind, &d.name).is_none_or(|h| h != d.hash);
             d.stale_since = match (differs, d.stale_since.take()) {
                 (false, _) => None,
                 (true, Some(since)) => Some(since),
@@ -103,7 +134,7 @@ impl<'a> GroupContext<'a> {
         let mut ev = Vec::new();
         let mut stale = Vec::new();
         for d in delivered {
-            let state = match hash_now(self.snap, &d.kind, &d.name) {
+            let state = match self.hash_now(&d.kind, &d.name) {
                 None => InputState::Gone,
                 Some(h) if h == d.hash => InputState::Current,
                 Some(_) => InputState::Stale,
@@ -235,7 +266,7 @@ impl GroupContext<'_> {
             .chain(status.config_map_hashes.iter().map(|(n, h)| ("ConfigMap", n, h)));
         let mut lines = Vec::new();
         for (kind, name, hash) in recorded {
-            let now = hash_now(self.snap, kind, name);
+            let now = self.hash_now(kind, name);
             let upstream_current = now.as_deref() == Some(hash.as_str());
             let state = match &now {
                 None => "does not exist now",

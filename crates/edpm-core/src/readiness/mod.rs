@@ -277,6 +277,8 @@ struct GroupContext<'a> {
     nova_service: Option<&'a str>,
     /// The namespace's OpenStackVersion target, for `VersionCurrent`.
     target: version::Target,
+    /// The recorded Secrets' and ConfigMaps' hashes as they are now (`inputs`).
+    hashes_now: BTreeMap<(String, String), Option<String>>,
 }
 
 struct SvcInfo<'a> {
@@ -363,7 +365,9 @@ impl<'a> GroupContext<'a> {
             nova_service: nova.and_then(|_| crate::nova_cell::nova_service(snap, group)),
             nova,
             target: version::Target::None { namespace: String::new() },
+            hashes_now: BTreeMap::new(),
         };
+        cx.hashes_now = inputs::hashes_now(snap, &cx.runs, status);
         cx.drift = cx.drift();
         cx.target = version::target(snap, cx.group_namespace().as_deref());
         cx
