@@ -52,9 +52,11 @@ target=$1
 case $profile in release|dev) ;; *) fail "--profile $profile: give release or dev" ;; esac
 case $only in ''|controller|runner) ;; *) fail "--only $only: give controller or runner" ;; esac
 
-# REGISTRY[:TAG]: a colon after the last slash starts the tag (a registry's :port comes before it).
+case $target in -*) fail "$target: give REGISTRY[:TAG] last, after the options" ;; esac
+# REGISTRY[:TAG]: a colon after the last slash starts the tag; a registry alone with a port
+# (`localhost:5000`, digits after the colon and no slash) keeps its port.
 last=${target##*/}
-if [[ $last == *:* ]]; then
+if [[ $last == *:* ]] && ! [[ $target != */* && ${target##*:} =~ ^[0-9]+$ ]]; then
   registry=${target%:*}; tag=${target##*:}
 else
   registry=$target

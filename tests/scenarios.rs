@@ -134,7 +134,7 @@ fn report_keeps_what_was_delivered_and_since_when_it_differs() {
     assert!(written.contains("deliveredInputs:"), "{written}");
     assert!(
         written.contains("deployment: edpm-deployment")
-            && written.contains("staleSince: \"2026-11-27T12:00:00Z\""),
+            && written.contains("staleSince: \"2026-11-25T10:00:00Z\""),
         "{written}"
     );
     // Read back a day later: the difference keeps its first time, and says it.
@@ -144,7 +144,7 @@ fn report_keeps_what_was_delivered_and_since_when_it_differs() {
         &[later],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("stale: Secret nova-cell1-compute-config (delivered by edpm-deployment, differs since 2026-11-27T12:00:00Z)"), "{}", out.stdout);
+    assert!(out.stdout.contains("stale: Secret nova-cell1-compute-config (delivered by edpm-deployment, differs since 2026-11-25T10:00:00Z: Deployment rotate-batch-1 recorded another)"), "{}", out.stdout);
 }
 
 #[test]
@@ -346,9 +346,9 @@ fn the_controller_sees_a_rotation_within_its_recheck() {
     assert!(!err.contains("THIRDPASS") && !err.contains("NEWPASS"), "{err}");
 }
 
-/// A Deployment that recorded a hash for an object none of the services names (and that does
-/// not exist): the nodes say it no longer exists, and the plan is a full Deployment. A hash
-/// that is not a string is bad input naming the object and field.
+/// A Deployment that recorded a hash for an object none of the services names and that does not
+/// exist: the nodes say so, and no Deployment is planned for it. A hash that is not a string is
+/// bad input naming the object and field.
 #[test]
 fn hashes_for_unnamed_objects_and_of_the_wrong_type() {
     let dir = tempfile::tempdir().unwrap();
@@ -361,20 +361,21 @@ fn hashes_for_unnamed_objects_and_of_the_wrong_type() {
     let d = dir.path().to_str().unwrap();
     let out = run(&["--source", d, "status", "explain", "edpm-compute-0"], &[NOW]);
     assert!(
-        out.stdout.contains("Secret unnamed-secret (no longer exists; delivered by edpm-deployment"),
+        out.stdout.contains(
+            "Secret unnamed-secret (does not exist: deleted, or never made; delivered by edpm-deployment)"
+        ),
         "{}",
         out.stdout
     );
+    // No Deployment delivers what does not exist: only the rotation's missing nodes are planned.
     let out = run(&["--source", d, "status", "plan"], &[NOW]);
-    assert!(
-        out.stdout.contains("a full Deployment delivers every input again")
-            && out.stdout.contains("name: edpm-agent-edpm-compute-redeploy"),
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    let planned: Vec<&serde_json::Value> =
+        docs.iter().filter(|d| d["kind"] == "OpenStackDataPlaneDeployment").collect();
+    assert_eq!(planned.len(), 1, "{}", out.stdout);
+    assert_eq!(
+        planned[0]["spec"]["ansibleLimit"], "edpm-compute-7,edpm-compute-8,edpm-compute-9",
         "{}",
-        out.stdout
-    );
-    assert!(
-        !out.stdout.contains("servicesOverride") && !out.stdout.contains("ansibleLimit"),
-        "every node, every service: {}",
         out.stdout
     );
     std::fs::write(
@@ -389,5 +390,34 @@ fn hashes_for_unnamed_objects_and_of_the_wrong_type() {
             && out.stderr.contains("status.secretHashes.unnamed-secret"),
         "{}",
         out.stderr
+    );
+}
+
+/// A failed `update` batch on nodes also behind the version: one Deployment for them, not two
+/// running the same step at once.
+#[test]
+fn overlapping_gaps_are_planned_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/minor-update").join(f), dir.path().join(f))
+            .unwrap();
+    }
+    let text = std::fs::read_to_string(dir.path().join("deployments.yaml")).unwrap();
+    let (head, batch2) = text.split_at(text.find("  name: minor-update-batch-2").unwrap());
+    let failed = batch2
+        .replace("status: \"False\", reason: Requested, severity: Info, message: \"Deployment in progress\"", "status: \"False\", reason: BackoffLimitExceeded, severity: Error, message: \"Deployment error occurred: backoff limit reached\"")
+        .replace("status: \"False\", reason: Requested, severity: Info, message: \"Deployment not yet ready for update service\"", "status: \"False\", reason: BackoffLimitExceeded, severity: Error, message: \"Deployment error occurred in update service error backoff limit reached\"");
+    std::fs::write(dir.path().join("deployments.yaml"), format!("{head}{failed}")).unwrap();
+    let out = run(&["--source", dir.path().to_str().unwrap(), "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    let deployments: Vec<&serde_json::Value> =
+        docs.iter().filter(|d| d["kind"] == "OpenStackDataPlaneDeployment").collect();
+    assert_eq!(deployments.len(), 1, "{}", out.stdout);
+    assert_eq!(
+        deployments[0]["spec"]["ansibleLimit"],
+        "edpm-compute-5,edpm-compute-6,edpm-compute-7,edpm-compute-8,edpm-compute-9",
+        "{}",
+        out.stdout
     );
 }

@@ -2,7 +2,8 @@
 //! them by name only), so a rotated Secret raises no event; `SecretsCurrent` would wait for
 //! the next change to its NodeSet. Every `--inputs-interval` the Secrets and ConfigMaps the
 //! Deployments recorded delivering are got by name, metadata only, and the NodeSets of those
-//! whose `resourceVersion` moved are evaluated at once (where their content is got and hashed).
+//! whose `resourceVersion` moved (or that are seen for the first time) are evaluated at once
+//! (where their content is got and hashed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -14,7 +15,7 @@ use crate::shell::k8s::{Client, read};
 
 type Key = (&'static str, String);
 /// A check under way: what it asked (each object with its NodeSets), and its task.
-type Check = (Vec<(Key, BTreeSet<String>)>, JoinHandle<Result<Vec<Option<String>>, String>>);
+type Check = (Vec<(Key, BTreeSet<String>)>, JoinHandle<Vec<Result<Option<String>, String>>>);
 
 /// The recheck's state: when it is next due, the versions seen last, the check under way.
 pub(super) struct Recheck {
@@ -44,19 +45,22 @@ impl Recheck {
             && let Some((asked, task)) = self.running.take()
         {
             match task.await {
-                Ok(Ok(versions)) => {
+                Ok(versions) => {
                     for ((key, sets), version) in asked.into_iter().zip(versions) {
-                        // First sight is no change: the evaluation that follows a start or a
-                        // new Deployment reads the object anyway.
-                        if let Some(before) = self.seen.insert(key, version.clone())
-                            && before != version
-                        {
+                        let version = match version {
+                            Ok(v) => v,
+                            Err(e) => {
+                                tracing::warn!(kind = key.0, name = %key.1, error = %e, "cannot recheck a delivered object; trying again next time");
+                                continue;
+                            }
+                        };
+                        // First sight counts as a change too: the object may have moved between
+                        // the evaluation that read it and now, and one more evaluation of its
+                        // NodeSets costs less than a rotation never seen.
+                        if self.seen.insert(key, version.clone()).is_none_or(|before| before != version) {
                             moved.extend(sets);
                         }
                     }
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "rechecking the delivered Secrets and ConfigMaps failed; trying again next time")
                 }
                 Err(e) => tracing::warn!(error = %e, "the recheck of delivered inputs ended abnormally"),
             }
@@ -72,7 +76,8 @@ impl Recheck {
                     asked.iter().map(|((kind, name), _)| ((*kind).to_string(), name.clone())).collect();
                 let client = client.clone();
                 let task = tokio::spawn(async move {
-                    read::resource_versions(&client, keys).await.map_err(|e| e.to_string())
+                    let answers = read::resource_versions(&client, keys).await;
+                    answers.into_iter().map(|a| a.map_err(|e| e.to_string())).collect()
                 });
                 self.running = Some((asked, task));
             }

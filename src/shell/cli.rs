@@ -380,7 +380,7 @@ pub enum StatusAction {
         /// name, metadata only: Secrets are never watched), so that a rotated one turns the
         /// nodes holding the old one stale (`SecretsCurrent`): seconds, or with a unit; 0 for
         /// never.
-        #[arg(long, value_name = "DURATION", default_value = "30")]
+        #[arg(long, value_name = "DURATION", default_value = "10")]
         inputs_interval: String,
         #[command(flatten)]
         source: SourceArgs,

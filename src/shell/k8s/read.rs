@@ -198,16 +198,16 @@ pub(crate) async fn secret_by_name(client: &Client, name: &str) -> Result<Snapsh
 /// whole reference chain that needed it.
 /// The `resourceVersion` of each Secret or ConfigMap (`kind`, name), got by name (metadata
 /// only: no Secret's data is read); `None` for one that does not exist.
+/// Each answer on its own: one object that cannot be read (a 403, a timeout) does not hide the
+/// others.
 pub(crate) async fn resource_versions(
     client: &Client,
     objects: Vec<(String, String)>,
-) -> Result<Vec<Option<String>>, Error> {
+) -> Vec<Result<Option<String>, Error>> {
     futures::stream::iter(objects.into_iter().map(|(k, n)| resource_version(client.clone(), k, n)))
         .buffered(READ_CONCURRENCY)
         .collect::<Vec<_>>()
         .await
-        .into_iter()
-        .collect()
 }
 
 async fn resource_version(client: Client, kind: String, name: String) -> Result<Option<String>, Error> {

@@ -133,7 +133,7 @@ reasons! {
     NO_TARGET_VERSION = "NoTargetVersion", Readiness, Unknown,
         "no OpenStackVersion in the namespace, or one whose `spec.targetVersion` cannot be used (named, with the field): nothing to compare the nodes' versions with";
     VERSION_UNKNOWN = "VersionUnknown", Readiness, Unknown,
-        "no completed Deployment that covered the node recorded a version, and the NodeSet has none either";
+        "no completed Deployment that covered the node recorded a version (the NodeSet's `deployedVersion`, which upstream moves after any batch, is named but not taken as the node's); a NodeSet's: no node is behind, some have no version recorded";
     // Readiness: what the node holds (`SecretsCurrent`, `NodeSetSecretsCurrent`).
     SECRETS_STALE = "SecretsStale", Readiness, False(Warning),
         "a Secret or ConfigMap last delivered to the node (recorded by the completed Deployment that covered it) differs now from what was delivered, or no longer exists: the message names the objects (names only), the Deployment that delivered each and since when it differs; a NodeSet's names how many nodes hold every current input and which objects are stale on which nodes";

@@ -46,6 +46,14 @@ pub(super) fn hashes_now(
     out
 }
 
+/// Whether the snapshot has the object.
+pub(super) fn exists(snap: &Snapshot, kind: &str, name: &str) -> bool {
+    match kind {
+        "Secret" => snap.secrets.iter().any(|s| s.id.name == name),
+        _ => snap.config_maps.iter().any(|c| c.id.name == name),
+    }
+}
+
 /// The object `kind`/`name` as it is now, hashed as lib-common does; `None` when the
 /// snapshot does not have it.
 fn hash_now(snap: &Snapshot, kind: &str, name: &str) -> Option<String> {
@@ -90,6 +98,20 @@ impl<'a> GroupContext<'a> {
             .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(&names))
             .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)));
         for (i, d) in done {
+            // A full Deployment delivers every input of the NodeSet (upstream replaces its
+            // NodeSet-wide map then): what it did not record, and an older Deployment did, is
+            // no longer an input of this node.
+            if d.spec.services_override.is_empty() {
+                let this = (self.runs[i].name, d.meta.creation_timestamp.as_deref());
+                out.retain(|(kind, name), k| {
+                    let recorded = if kind == "Secret" {
+                        d.status.secret_hashes.contains_key(name)
+                    } else {
+                        d.status.config_map_hashes.contains_key(name)
+                    };
+                    recorded || !super::version::replaces(this, (&k.deployment, k.created.as_deref()))
+                });
+            }
             let recorded = d
                 .status
                 .secret_hashes
@@ -119,13 +141,41 @@ impl<'a> GroupContext<'a> {
         let mut list: Vec<Delivery> = out.into_values().collect();
         for d in &mut list {
             let differs = self.hash_now(&d.kind, &d.name).is_none_or(|h| h != d.hash);
+            // Kept for the status object: the evidence's time, else the time first noted.
             d.stale_since = match (differs, d.stale_since.take()) {
                 (false, _) => None,
-                (true, Some(since)) => Some(since),
-                (true, None) => Some(now.to_string()),
+                (true, kept) => {
+                    self.differs_since(d).map(|(t, _)| t).or(kept).or_else(|| Some(now.to_string()))
+                }
             };
         }
         list
+    }
+
+    /// When the evidence says the object changed after it was delivered: the creation of the
+    /// first later Deployment of this NodeSet that recorded another hash of it (a rotation
+    /// delivered elsewhere), with that Deployment's name.
+    fn differs_since(&self, d: &Delivery) -> Option<(String, String)> {
+        self.runs
+            .iter()
+            .filter_map(|r| r.deployment.map(|dep| (r.name, dep)))
+            .filter(|(name, dep)| {
+                *name != d.deployment
+                    && super::version::replaces(
+                        (name, dep.meta.creation_timestamp.as_deref()),
+                        (&d.deployment, d.created.as_deref()),
+                    )
+            })
+            .filter(|(_, dep)| {
+                let hashes = if d.kind == "Secret" {
+                    &dep.status.secret_hashes
+                } else {
+                    &dep.status.config_map_hashes
+                };
+                hashes.get(&d.name).is_some_and(|h| *h != d.hash)
+            })
+            .filter_map(|(name, dep)| dep.meta.creation_timestamp.clone().map(|t| (t, name.to_string())))
+            .min_by_key(|(t, _)| Time::parse(t))
     }
 
     /// `SecretsCurrent`: every delivered input as it is now (not a member of `Ready`: a node
@@ -139,15 +189,15 @@ impl<'a> GroupContext<'a> {
                 Some(h) if h == d.hash => InputState::Current,
                 Some(_) => InputState::Stale,
             };
-            ev.push(format!(
-                "{} {}: delivered by Deployment {} ({})",
-                d.kind,
-                d.name,
-                d.deployment,
-                state.words()
-            ));
+            // No `name: value` shape: the redactor would read a Secret named `…-secret` as a key.
+            let mut line =
+                format!("{} {}, delivered by Deployment {}, {}", d.kind, d.name, d.deployment, state.words());
+            if let (InputState::Stale, Some(t)) = (&state, d.stale_since.as_deref()) {
+                line.push_str(&format!(" since {t}"));
+            }
+            ev.push(line);
             if state != InputState::Current {
-                stale.push(stale_words(d, &state));
+                stale.push(stale_words(d, &state, self.differs_since(d)));
             }
         }
         if delivered.is_empty() {
@@ -232,22 +282,26 @@ impl InputState {
     fn words(&self) -> &'static str {
         match self {
             InputState::Current => "current",
-            InputState::Stale => "changed since",
+            InputState::Stale => "changed",
             InputState::Gone => "does not exist now",
         }
     }
 }
 
-/// A stale or gone delivery, for the message: names only, and since when the difference is
-/// known (first seen by an evaluation whose status object kept it; this evaluation's time for
-/// one nobody recorded before, which the status object then keeps, so the message does not
-/// change on the next evaluation).
-fn stale_words(d: &Delivery, state: &InputState) -> String {
-    let since = d.stale_since.as_deref().map(|t| format!(", differs since {t}")).unwrap_or_default();
+/// A stale or gone delivery, for the message: names only, and since when the object differs
+/// when the evidence says (a later Deployment recorded another hash of it). A time noted by an
+/// earlier evaluation stays in the status object (`staleSince`) and in `status explain`, not in
+/// the message: the message would otherwise change from one evaluation to the next, and a time
+/// first noted by a one-off command would be that command's clock.
+fn stale_words(d: &Delivery, state: &InputState, since: Option<(String, String)>) -> String {
+    let since = since
+        .map(|(t, by)| format!(", differs since {t}: Deployment {by} recorded another"))
+        .unwrap_or_default();
     match state {
-        InputState::Gone => {
-            format!("{} {} (no longer exists; delivered by {}{since})", d.kind, d.name, d.deployment)
-        }
+        InputState::Gone => format!(
+            "{} {} (does not exist: deleted, or never made; delivered by {})",
+            d.kind, d.name, d.deployment
+        ),
         _ => format!("{} {} (delivered by {}{since})", d.kind, d.name, d.deployment),
     }
 }

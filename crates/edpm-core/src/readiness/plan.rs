@@ -50,8 +50,9 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
         let nodes: Vec<&NodeView> = r.nodes.iter().filter(|n| n.nodeset == group.name).collect();
         let mut gaps: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
         failed_gaps(group, &nodes, &mut gaps);
-        version_gaps(&nodes, &mut gaps);
+        version_gaps(snap, group, &nodes, &mut gaps);
         input_gaps(snap, group, &nodes, &mut gaps);
+        let gaps = without_overlaps(gaps);
         let status = snap.evidence.nodesets.get(&group.name);
         let runs = deploy::runs(&snap.evidence, &group.name, status, &group.services.value);
         for (why, members, services) in gaps {
@@ -78,6 +79,27 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
         }
     }
     out
+}
+
+/// Each node in one gap per set of services: a node already in an earlier gap whose services
+/// include a later gap's is left out of the later one (a failed `update` and a node behind
+/// the version need one Deployment, not two running the same step on the same nodes at once).
+fn without_overlaps(
+    gaps: Vec<(String, Vec<String>, Vec<String>)>,
+) -> Vec<(String, Vec<String>, Vec<String>)> {
+    let mut kept: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    for (why, members, services) in gaps {
+        let members: Vec<String> = members
+            .into_iter()
+            .filter(|m| {
+                !kept.iter().any(|(_, km, ks)| km.contains(m) && services.iter().all(|s| ks.contains(s)))
+            })
+            .collect();
+        if !members.is_empty() {
+            kept.push((why, members, services));
+        }
+    }
+    kept
 }
 
 /// The names an `ansibleLimit` may use for a node, as readiness matches them.
@@ -115,8 +137,15 @@ fn failed_gaps(group: &HostGroup, nodes: &[&NodeView], gaps: &mut Vec<(String, V
     }
 }
 
-/// Nodes behind the target version, by the step they miss (`ovn` before `update`).
-fn version_gaps(nodes: &[&NodeView], gaps: &mut Vec<(String, Vec<String>, Vec<String>)>) {
+/// Nodes behind the target version, by the step they miss (`ovn` before `update`), each step
+/// run by the NodeSet's service of that `edpmServiceType` (or the snapshot's, or upstream's
+/// service of that name).
+fn version_gaps(
+    snap: &Snapshot,
+    group: &HostGroup,
+    nodes: &[&NodeView],
+    gaps: &mut Vec<(String, Vec<String>, Vec<String>)>,
+) {
     let mut by_step: BTreeMap<&str, (Vec<String>, String)> = BTreeMap::new();
     for n in nodes {
         let Some((target, step)) = &n.behind else { continue };
@@ -128,8 +157,21 @@ fn version_gaps(nodes: &[&NodeView], gaps: &mut Vec<(String, Vec<String>, Vec<St
             "ovn" => format!("behind {target}: the minor update's first step, ovn, has not run on them"),
             _ => format!("behind {target}: the update step has not run on them"),
         };
-        gaps.push((why, members, vec![step.to_string()]));
+        gaps.push((why, members, vec![service_of_type(snap, group, step)]));
     }
+}
+
+/// The service that runs `edpmServiceType` `ty`: the NodeSet's, else any the snapshot defines,
+/// else upstream's of that name.
+fn service_of_type(snap: &Snapshot, group: &HostGroup, ty: &str) -> String {
+    group
+        .services
+        .value
+        .iter()
+        .find(|s| snap.service_type(s) == ty)
+        .cloned()
+        .or_else(|| snap.services.iter().map(|s| s.id.name.clone()).find(|s| snap.service_type(s) == ty))
+        .unwrap_or_else(|| ty.to_string())
 }
 
 /// Nodes holding stale inputs, by the services that deliver those inputs.
@@ -144,8 +186,16 @@ fn input_gaps(
         if !n.conditions.get(SECRETS_CURRENT).is_some_and(|c| c.status == crate::condition::Status::False) {
             continue;
         }
-        let stale: Vec<&crate::snapshot::evidence::Delivery> =
-            n.delivered.iter().filter(|d| d.stale_since.is_some()).collect();
+        // A delivered object that does not exist any more is no Deployment's to deliver again:
+        // it has to be made again first (the condition says so).
+        let stale: Vec<&crate::snapshot::evidence::Delivery> = n
+            .delivered
+            .iter()
+            .filter(|d| d.stale_since.is_some() && super::inputs::exists(snap, &d.kind, &d.name))
+            .collect();
+        if stale.is_empty() {
+            continue;
+        }
         let mut services: BTreeSet<usize> = BTreeSet::new();
         for d in &stale {
             let found = delivering_services(snap, group, &d.kind, &d.name);
@@ -318,6 +368,18 @@ metadata:
         assert_eq!(services("Secret", "cert-ovn-default-c0"), ["ovn"]);
         // The NodeSet's ansibleVarsFrom: every service.
         assert_eq!(services("Secret", "site-vars"), ["configure-os", "ovn", "neutron-metadata", "nova"]);
+    }
+
+    #[test]
+    fn an_update_step_is_run_by_the_service_of_its_type() {
+        let text = format!(
+            "{SNAP}---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneService\nmetadata: {{name: minor-update, namespace: openstack}}\nspec: {{edpmServiceType: update}}\n"
+        );
+        let snap = crate::snapshot::from_file_text("t.yaml", &text, None).unwrap();
+        let model = crate::model::resolve(&snap).unwrap();
+        assert_eq!(service_of_type(&snap, &model.groups[0], "update"), "minor-update");
+        // None of that type: upstream's service of the step's name.
+        assert_eq!(service_of_type(&snap, &model.groups[0], "ovn"), "ovn");
     }
 
     #[test]

@@ -217,24 +217,18 @@ impl<'a> GroupContext<'a> {
     /// `VersionCurrent` of a node no Deployment recorded a version for: Unknown, unless the
     /// NodeSet says one (which upstream moves after any batch, so it is not the node's).
     fn version_not_recorded(&self, m: &Member, target: &str, nodeset_says: Option<&str>) -> Condition {
-        let Some(said) = nodeset_says else {
-            return Condition::because(
-                VERSION_CURRENT,
-                &VERSION_UNKNOWN,
-                format!(
-                    "no completed Deployment that covered {} recorded a version, and NodeSet {} has none either",
-                    m.key, self.group.name
-                ),
-            );
-        };
-        let steps = self.missing_steps(m, target);
-        Condition::because(
-            VERSION_CURRENT,
-            &UPDATE_PENDING,
-            format!(
-                "version unknown on this node (NodeSet {} says {said}, for any of its nodes); target {target}; not run on this node: {steps}",
+        let nodeset = match nodeset_says {
+            None => format!("and NodeSet {} has none either", self.group.name),
+            // Upstream moves it after any batch: it is no evidence of this node's.
+            Some(said) => format!(
+                "and NodeSet {}'s {said} (target {target}) may come from a Deployment that left it out",
                 self.group.name
             ),
+        };
+        Condition::because(
+            VERSION_CURRENT,
+            &VERSION_UNKNOWN,
+            format!("no completed Deployment that covered {} recorded a version, {nodeset}", m.key),
         )
     }
 
@@ -265,23 +259,36 @@ impl<'a> GroupContext<'a> {
             };
             return Condition::because(NODESET_VERSION_CURRENT, &NO_TARGET_VERSION, message);
         };
-        let behind: Vec<&str> = nodes
-            .iter()
-            .filter(|n| n.conditions.get(VERSION_CURRENT).is_none_or(|c| !c.is_true()))
-            .map(|n| n.node.as_str())
-            .collect();
-        let at = nodes.len() - behind.len();
-        if behind.is_empty() {
-            return Condition::true_(
+        let status = |n: &&NodeView| n.conditions.get(VERSION_CURRENT).map(|c| c.status);
+        let of = |s: crate::condition::Status| -> Vec<&str> {
+            nodes.iter().filter(|n| status(n) == Some(s)).map(|n| n.node.as_str()).collect()
+        };
+        let (behind, unknown) = (of(crate::condition::Status::False), of(crate::condition::Status::Unknown));
+        let at = nodes.len() - behind.len() - unknown.len();
+        let unknown_words = if unknown.is_empty() {
+            String::new()
+        } else {
+            format!("; version not recorded: {}", names_cut(&unknown))
+        };
+        if !behind.is_empty() {
+            return Condition::because(
                 NODESET_VERSION_CURRENT,
-                format!("{at}/{} nodes at {version}", nodes.len()),
+                &UPDATE_PENDING,
+                format!(
+                    "{at}/{} nodes at {version}; behind: {}{unknown_words}",
+                    nodes.len(),
+                    names_cut(&behind)
+                ),
             );
         }
-        Condition::because(
-            NODESET_VERSION_CURRENT,
-            &UPDATE_PENDING,
-            format!("{at}/{} nodes at {version}; behind: {}", nodes.len(), names_cut(&behind)),
-        )
+        if !unknown.is_empty() {
+            return Condition::because(
+                NODESET_VERSION_CURRENT,
+                &VERSION_UNKNOWN,
+                format!("{at}/{} nodes at {version}{unknown_words}", nodes.len()),
+            );
+        }
+        Condition::true_(NODESET_VERSION_CURRENT, format!("{at}/{} nodes at {version}", nodes.len()))
     }
 }
 
@@ -512,8 +519,20 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         assert_eq!((c.status, c.reason.as_str()), (Status::Unknown, "VersionUnknown"));
         let said = base.replace("  configHash: h1\n", "  configHash: h1\n  deployedVersion: \"18.0.4\"\n");
         let c = version(&evaluate(&said), "c0").clone();
-        assert_eq!(c.status, Status::False, "the NodeSet's version is not the node's");
-        assert!(c.message.contains("NodeSet ns1 says 18.0.4, for any of its nodes"), "{}", c.message);
+        assert_eq!(c.status, Status::Unknown, "the NodeSet's version is not the node's");
+        assert!(
+            c.message
+                .contains("NodeSet ns1's 18.0.4 (target 18.0.4) may come from a Deployment that left it out"),
+            "{}",
+            c.message
+        );
+        // Nothing to plan for a version nobody recorded.
+        assert!(evaluate(&said).nodes.iter().all(|n| n.behind.is_none()));
+        let set = evaluate(&said).nodesets[0].conditions.get(NODESET_VERSION_CURRENT).unwrap().clone();
+        assert_eq!(
+            (set.status, set.message.as_str()),
+            (Status::Unknown, "0/3 nodes at 18.0.4; version not recorded: c0, c1, c2")
+        );
     }
 
     #[test]
@@ -584,10 +603,10 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         }
         let c = inputs(&r, "c2");
         assert_eq!((c.status, c.reason.as_str()), (Status::False, "SecretsStale"));
-        // Since when: first seen now (the status object keeps it from here on).
+        // Since when: the evidence's word (rotate-1 recorded another hash), never the clock.
         assert_eq!(
             c.message,
-            "stale: Secret cell1-secret (delivered by install, differs since 2026-11-23T12:00:00Z)"
+            "stale: Secret cell1-secret (delivered by install, differs since 2026-11-10T00:00:00Z: Deployment rotate-1 recorded another)"
         );
         let set = r.nodesets[0].conditions.get(NODESET_SECRETS_CURRENT).unwrap();
         assert_eq!(set.message, "2/3 nodes have every current input; stale: cell1-secret on c2");
@@ -596,16 +615,16 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         assert!(!text.contains("new\"") && !text.contains("password"), "{text}");
         // The difference is noted with a time, for the status object.
         let c2 = r.nodes.iter().find(|n| n.node == "c2").unwrap();
-        assert_eq!(c2.delivered[0].stale_since.as_deref(), Some("2026-11-23T12:00:00Z"));
+        assert_eq!(c2.delivered[0].stale_since.as_deref(), Some("2026-11-10T00:00:00Z"));
         // Nothing rotated yet: every node current; the Secret deleted: said so.
         let r = evaluate(&rotation(&secret("cell1-secret", "old")));
         assert_eq!(inputs(&r, "c2").status, Status::True);
         assert_eq!(inputs(&r, "c0").status, Status::False, "c0 got the new one, the Secret holds the old");
         let r = evaluate(&rotation(""));
         assert!(
-            inputs(&r, "c2")
-                .message
-                .contains("Secret cell1-secret (no longer exists; delivered by install, differs since")
+            inputs(&r, "c2").message.contains(
+                "Secret cell1-secret (does not exist: deleted, or never made; delivered by install)"
+            )
         );
     }
 
@@ -619,10 +638,30 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         );
         let r = evaluate(&format!("{}{kept}", rotation(&secret("cell1-secret", "new"))));
         let c = inputs(&r, "c2");
+        // The evidence's time first; the kept delivery outlives its Deployment.
         assert_eq!(
             c.message,
-            "stale: Secret cell1-secret (delivered by gone-1, differs since 2026-11-15T00:00:00Z)"
+            "stale: Secret cell1-secret (delivered by gone-1, differs since 2026-11-10T00:00:00Z: Deployment rotate-1 recorded another)"
         );
+    }
+
+    #[test]
+    fn a_full_deployment_delivers_the_whole_set() {
+        // After the rotation, a full Deployment that records only another Secret: the rotated
+        // one is no input of these nodes any more.
+        let later = with_secret_hashes(
+            deployment("redeploy", "2026-11-20T00:00:00Z", "done", &[], "", "", ""),
+            &format!("{{other-secret: {}}}", recorded("x")),
+        );
+        let r = evaluate(&format!("{}{}{later}", rotation(""), secret("other-secret", "x")));
+        for n in ["c0", "c2"] {
+            let c = inputs(&r, n);
+            assert_eq!(
+                (c.status, c.message.as_str()),
+                (Status::True, "every delivered input current (1 Secrets, 0 ConfigMaps)"),
+                "{n}"
+            );
+        }
     }
 
     #[test]
