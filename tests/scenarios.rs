@@ -13,6 +13,32 @@ fn scenario(name: &str) -> String {
     repo().join("tests/fixtures/scenarios").join(name).display().to_string()
 }
 
+/// A copy of scenario `name`'s files in a temporary directory, for a test to change.
+fn scenario_copy(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios").join(name).join(f), dir.path().join(f))
+            .unwrap();
+    }
+    dir
+}
+
+/// Scenario `name`'s objects in a fake cluster, with the CRDs readiness and the scenario need.
+fn scenario_cluster(name: &str) -> crate::util::fake_api::FakeApi {
+    let api = crate::util::fake_api::FakeApi::start();
+    api.add_readiness_crds();
+    api.add_crd("core.openstack.org", "v1beta1", "openstackversions");
+    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplaneservices");
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        let text =
+            std::fs::read_to_string(repo().join("tests/fixtures/scenarios").join(name).join(f)).unwrap();
+        for d in serde_saphyr::from_multiple::<serde_json::Value>(&text).unwrap() {
+            api.put(d);
+        }
+    }
+    api
+}
+
 fn golden(name: &str, args: &[&str]) {
     let out = run(args, &[NOW]);
     let text = format!("exit: {}\n--- stdout\n{}--- stderr\n{}", out.code, out.stdout, out.stderr);
@@ -204,10 +230,7 @@ fn planned_deployments_are_what_the_crd_takes_and_named_anew() {
         }
     }
     // A name already taken is not reused.
-    let dir = tempfile::tempdir().unwrap();
-    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
-        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.path().join(f)).unwrap();
-    }
+    let dir = scenario_copy("rotation");
     let taken = std::fs::read_to_string(dir.path().join("deployments.yaml"))
         .unwrap()
         .replace("name: rotate-batch-1", "name: edpm-agent-edpm-compute-nova");
@@ -218,11 +241,8 @@ fn planned_deployments_are_what_the_crd_takes_and_named_anew() {
 
 #[test]
 fn nothing_to_do_is_said_and_exits_zero() {
-    let dir = tempfile::tempdir().unwrap();
-    for f in ["nodeset.yaml", "services.yaml"] {
-        std::fs::copy(repo().join("tests/fixtures/scenarios/minor-update").join(f), dir.path().join(f))
-            .unwrap();
-    }
+    // Its deployments.yaml is replaced below.
+    let dir = scenario_copy("minor-update");
     // Installed at the target version: nothing behind, nothing failed, nothing recorded stale.
     let all = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/minor-update/deployments.yaml"))
         .unwrap();
@@ -237,29 +257,13 @@ fn nothing_to_do_is_said_and_exits_zero() {
     assert!(out.stdout.starts_with("# nothing to do"), "{}", out.stdout);
 }
 
-/// The minor update's objects in a fake cluster.
-fn minor_update_cluster() -> crate::util::fake_api::FakeApi {
-    let api = crate::util::fake_api::FakeApi::start();
-    api.add_readiness_crds();
-    api.add_crd("core.openstack.org", "v1beta1", "openstackversions");
-    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplaneservices");
-    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
-        let text =
-            std::fs::read_to_string(repo().join("tests/fixtures/scenarios/minor-update").join(f)).unwrap();
-        for d in serde_saphyr::from_multiple::<serde_json::Value>(&text).unwrap() {
-            api.put(d);
-        }
-    }
-    api
-}
-
 /// The controller: the second batch completing turns exactly its five nodes current, each
 /// written once, and the gauges say so.
 #[test]
 fn the_controller_moves_exactly_the_nodes_a_batch_covered() {
     use crate::controller::{Controller, condition, status_patches, wait_for};
     use std::time::Duration;
-    let api = minor_update_cluster();
+    let api = scenario_cluster("minor-update");
     let c = Controller::start(&api, &[]);
     let version = |node: &str| {
         condition(&api, &format!("edpm-compute-{node}"), "VersionCurrent")
@@ -304,15 +308,7 @@ fn the_controller_moves_exactly_the_nodes_a_batch_covered() {
 fn the_controller_sees_a_rotation_within_its_recheck() {
     use crate::controller::{Controller, condition, status_patches, wait_for};
     use std::time::Duration;
-    let api = crate::util::fake_api::FakeApi::start();
-    api.add_readiness_crds();
-    api.add_crd("dataplane.openstack.org", "v1beta1", "openstackdataplaneservices");
-    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
-        let text = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/rotation").join(f)).unwrap();
-        for d in serde_saphyr::from_multiple::<serde_json::Value>(&text).unwrap() {
-            api.put(d);
-        }
-    }
+    let api = scenario_cluster("rotation");
     let c = Controller::start(&api, &["--inputs-interval", "1"]);
     let inputs = |i: usize| {
         condition(&api, &format!("edpm-compute-edpm-compute-{i}"), "SecretsCurrent")
@@ -351,10 +347,7 @@ fn the_controller_sees_a_rotation_within_its_recheck() {
 /// bad input naming the object and field.
 #[test]
 fn hashes_for_unnamed_objects_and_of_the_wrong_type() {
-    let dir = tempfile::tempdir().unwrap();
-    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
-        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.path().join(f)).unwrap();
-    }
+    let dir = scenario_copy("rotation");
     let text = std::fs::read_to_string(dir.path().join("deployments.yaml")).unwrap();
     let extra = text.replacen("  secretHashes:\n", "  secretHashes:\n    unnamed-secret: nbcd\n", 1);
     std::fs::write(dir.path().join("deployments.yaml"), &extra).unwrap();
@@ -397,11 +390,7 @@ fn hashes_for_unnamed_objects_and_of_the_wrong_type() {
 /// running the same step at once.
 #[test]
 fn overlapping_gaps_are_planned_once() {
-    let dir = tempfile::tempdir().unwrap();
-    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
-        std::fs::copy(repo().join("tests/fixtures/scenarios/minor-update").join(f), dir.path().join(f))
-            .unwrap();
-    }
+    let dir = scenario_copy("minor-update");
     let text = std::fs::read_to_string(dir.path().join("deployments.yaml")).unwrap();
     let (head, batch2) = text.split_at(text.find("  name: minor-update-batch-2").unwrap());
     let failed = batch2

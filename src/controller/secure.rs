@@ -69,7 +69,11 @@ impl Certs {
     /// The certificate source; fails only when no self-signed certificate can be made.
     pub(crate) fn new(files: Option<CertFiles>) -> Result<Certs, String> {
         let made = rcgen::generate_simple_self_signed(vec!["edpm-agent-controller-metrics".to_string()])
-            .map_err(|e| format!("cannot make a self-signed certificate for /metrics: {e}"))?;
+            .map_err(|e| {
+                format!(
+                    "cannot make a self-signed certificate for /metrics ({e}); mount one and pass --metrics-cert-path, or --metrics-secure=false"
+                )
+            })?;
         let key = PrivateKeyDer::try_from(made.signing_key.serialize_der())
             .map_err(|e| format!("cannot use the self-signed certificate's key: {e}"))?;
         let self_signed = certified(vec![made.cert.der().clone()], &key)?;

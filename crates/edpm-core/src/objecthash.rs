@@ -169,29 +169,9 @@ mod tests {
 
     const CASES: &str = include_str!("../../../tests/fixtures/hash/cases.json");
 
+    /// The fixture's base64 (Go's own output), read as go-yaml reads `!!binary`.
     fn decode(v: &Value) -> Vec<u8> {
-        // The fixture's base64 is Go's own output; decoded here by the inverse of `base64`.
-        let s = v.as_str().unwrap();
-        let mut out = Vec::new();
-        let mut acc = 0u32;
-        let mut bits = 0;
-        for c in s.bytes().filter(|c| *c != b'=') {
-            let val = match c {
-                b'A'..=b'Z' => c - b'A',
-                b'a'..=b'z' => c - b'a' + 26,
-                b'0'..=b'9' => c - b'0' + 52,
-                b'+' => 62,
-                _ => 63,
-            };
-            acc = (acc << 6) | u32::from(val);
-            bits += 6;
-            if bits >= 8 {
-                bits -= 8;
-                out.push((acc >> bits) as u8);
-                acc &= (1 << bits) - 1;
-            }
-        }
-        out
+        crate::yaml::resolve::decode_base64(v.as_str().unwrap()).unwrap()
     }
 
     fn texts(v: &Value) -> BTreeMap<String, String> {

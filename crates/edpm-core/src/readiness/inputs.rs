@@ -94,10 +94,7 @@ impl<'a> GroupContext<'a> {
         let names = self.limit_names(m);
         let mut out: BTreeMap<(String, String), Delivery> =
             kept.iter().map(|d| ((d.kind.clone(), d.name.clone()), d.clone())).collect();
-        let done = (0..self.runs.len())
-            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(&names))
-            .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)));
-        for (i, d) in done {
+        for (i, d) in self.completed_on(&names) {
             // A full Deployment delivers every input of the NodeSet (upstream replaces its
             // NodeSet-wide map then): what it did not record, and an older Deployment did, is
             // no longer an input of this node.

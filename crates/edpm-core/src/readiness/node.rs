@@ -38,7 +38,7 @@ impl<'a> GroupContext<'a> {
         let previous = report.map(|r| &r.conditions);
         let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
         let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref());
-        let (version, version_ev) = self.version_current(m, &deployed, &self.target);
+        let (version, version_ev) = self.version_current(m, &deployed);
         self.keep(&mut g.evidence, crate::condition::types::VERSION_CURRENT, version_ev);
         let behind = self.behind(m, &version);
         g.fresh.push(version);
@@ -72,17 +72,7 @@ impl<'a> GroupContext<'a> {
 
     /// The names a Deployment's `ansibleLimit` may use for this node.
     pub(super) fn limit_names<'m>(&'m self, m: &'m Member) -> Vec<&'m str> {
-        let mut names: Vec<&str> = vec![
-            m.inventory_hostname(),
-            m.key.as_str(),
-            m.host_name.value.as_str(),
-            self.group.name.as_str(),
-            "all",
-        ];
-        if let Some(c) = m.cell(self.group) {
-            names.push(c.name.as_str());
-        }
-        names
+        limit_names(self.group, m)
     }
 
     /// Phase -1.
@@ -227,6 +217,17 @@ impl<'a> GroupContext<'a> {
             evidence.entry(ty.to_string()).or_default().extend(lines);
         }
     }
+}
+
+/// The names a Deployment's `ansibleLimit` may use for member `m` of `group`: its inventory
+/// name, key and host name, the group, `all`, and its cell.
+pub(super) fn limit_names<'m>(group: &'m HostGroup, m: &'m Member) -> Vec<&'m str> {
+    let mut names: Vec<&str> =
+        vec![m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str(), group.name.as_str(), "all"];
+    if let Some(c) = m.cell(group) {
+        names.push(c.name.as_str());
+    }
+    names
 }
 
 /// The reasons readiness gives the node agent's conditions when its Lease cannot vouch for

@@ -104,8 +104,7 @@ fn without_overlaps(
 
 /// The names an `ansibleLimit` may use for a node, as readiness matches them.
 fn member_limit_names<'g>(group: &'g HostGroup, key: &str) -> Vec<&'g str> {
-    let Some(m) = group.members.iter().find(|m| m.key == key) else { return vec![] };
-    vec![m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str(), group.name.as_str(), "all"]
+    group.members.iter().find(|m| m.key == key).map_or_else(Vec::new, |m| super::node::limit_names(group, m))
 }
 
 /// Nodes whose phase failed for good: grouped by the failed service, each with it and every

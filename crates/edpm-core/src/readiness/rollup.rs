@@ -43,7 +43,7 @@ impl<'a> GroupContext<'a> {
         ] {
             fresh.push(rollup_condition(ty, node_ty, &counted, nodes.len()));
         }
-        fresh.push(self.nodeset_version_current(nodes, &self.target));
+        fresh.push(self.nodeset_version_current(nodes));
         fresh.push(self.nodeset_secrets_current(nodes));
         self.keep(
             &mut evidence,

@@ -46,6 +46,19 @@ pub enum Target {
     Unusable(String),
 }
 
+impl Target {
+    /// Why there is no target to compare with (`NoTargetVersion`'s message).
+    fn missing(&self) -> String {
+        match self {
+            Target::None { namespace } => {
+                format!("no OpenStackVersion {namespace}: no target version to compare with")
+            }
+            Target::Unusable(problem) => problem.clone(),
+            Target::Version { version, object } => format!("target {version} (OpenStackVersion {object})"),
+        }
+    }
+}
+
 /// The OpenStackVersion target for objects in `namespace` (`None`: a directory source's
 /// objects without one, which any OpenStackVersion given beside them serves).
 pub fn target(snap: &Snapshot, namespace: Option<&str>) -> Target {
@@ -109,7 +122,10 @@ fn stamp_replaces(candidate: &Stamp, kept: &Stamp) -> bool {
 
 impl<'a> GroupContext<'a> {
     /// The completed runs that cover this node, oldest first, with their Deployments.
-    fn completed_on(&self, names: &[&str]) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
+    pub(super) fn completed_on(
+        &self,
+        names: &[&str],
+    ) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
         (0..self.runs.len())
             .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(names))
             .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)))
@@ -169,26 +185,10 @@ impl<'a> GroupContext<'a> {
 
     /// `VersionCurrent`: the node's version against the target (not a member of `Ready`: a
     /// node on the previous version still serves).
-    pub(super) fn version_current(
-        &self,
-        m: &Member,
-        d: &Deployed,
-        target: &Target,
-    ) -> (Condition, Vec<String>) {
+    pub(super) fn version_current(&self, m: &Member, d: &Deployed) -> (Condition, Vec<String>) {
         let mut ev = deployed_evidence(d);
-        let (version, object) = match target {
-            Target::Version { version, object } => (version, object),
-            Target::None { namespace } => {
-                let c = Condition::because(
-                    VERSION_CURRENT,
-                    &NO_TARGET_VERSION,
-                    format!("no OpenStackVersion {namespace}: no target version to compare with"),
-                );
-                return (c, ev);
-            }
-            Target::Unusable(problem) => {
-                return (Condition::because(VERSION_CURRENT, &NO_TARGET_VERSION, problem.clone()), ev);
-            }
+        let Target::Version { version, object } = &self.target else {
+            return (Condition::because(VERSION_CURRENT, &NO_TARGET_VERSION, self.target.missing()), ev);
         };
         ev.push(format!("target {version} (OpenStackVersion {object})"));
         let nodeset_says = self.status.and_then(|s| s.deployed_version.as_deref());
@@ -248,16 +248,9 @@ impl<'a> GroupContext<'a> {
     }
 
     /// `NodeSetVersionCurrent`: how many nodes are at the target, and which are behind.
-    pub(super) fn nodeset_version_current(&self, nodes: &[NodeView], target: &Target) -> Condition {
-        let Target::Version { version, .. } = target else {
-            let message = match target {
-                Target::None { namespace } => {
-                    format!("no OpenStackVersion {namespace}: no target version to compare with")
-                }
-                Target::Unusable(p) => p.clone(),
-                Target::Version { .. } => String::new(),
-            };
-            return Condition::because(NODESET_VERSION_CURRENT, &NO_TARGET_VERSION, message);
+    pub(super) fn nodeset_version_current(&self, nodes: &[NodeView]) -> Condition {
+        let Target::Version { version, .. } = &self.target else {
+            return Condition::because(NODESET_VERSION_CURRENT, &NO_TARGET_VERSION, self.target.missing());
         };
         let status = |n: &&NodeView| n.conditions.get(VERSION_CURRENT).map(|c| c.status);
         let of = |s: crate::condition::Status| -> Vec<&str> {

@@ -420,7 +420,7 @@ pub fn is_timestamp(s: &str) -> bool {
 
 /// Go's `base64.StdEncoding.DecodeString` after go-yaml: padding required, `\r` and `\n`
 /// ignored, trailing bits tolerated.
-fn decode_base64(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64(s: &str) -> Option<Vec<u8>> {
     let clean: Vec<u8> = s.bytes().filter(|c| !matches!(c, b'\r' | b'\n')).collect();
     if !clean.len().is_multiple_of(4) {
         return None;
