@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets up what the tests need (Rust dependencies, the Python venv), checks
-# formatting and lints, and runs every test (unit, golden, CLI, Ansible, fake API server).
+# formatting and lints, and runs every test (unit, golden, CLI, Ansible, the fake and the real
+# API server, the real parts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh
@@ -14,6 +15,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "test.sh: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }
+fi
+# A real Kubernetes API server (tests/real_api.rs): kube-apiserver, etcd and kubectl built with
+# Go from tests/apiserver/ once, cached. In CI a host that cannot build them fails the run;
+# elsewhere those tests skip with a notice.
+if ! bash scripts/apiserver.sh; then
+  if [ -n "${CI:-}" ]; then exit 1; fi
+  echo "test.sh: no real API server; the real-API tests will skip" >&2
 fi
 # Real podman and a real systemd (tests/real_systemd.rs). In CI a host that cannot run them
 # fails the run; elsewhere those tests skip with a notice.
