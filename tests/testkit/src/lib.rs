@@ -1,8 +1,9 @@
 //! Test harnesses shared by edpm-agent's integration tests (`tests/`) and its benchmarks
 //! (`edpm-bench`): one implementation of the fake Kubernetes API server, so the benchmark
 //! measures against exactly the semantics the tests enforce; a fake Keystone + Nova compute API
-//! (`fake_nova`), for the Nova client's tests and benchmark; and one way to boot a real node
-//! (systemd and podman in a container).
+//! (`fake_nova`), for the Nova client's tests and benchmark; a real API server (`real_api`:
+//! kube-apiserver and etcd, built from Go modules), which proves what the fake can only
+//! promise; and one way to boot a real node (systemd and podman in a container).
 
 #![allow(
     clippy::disallowed_methods,
@@ -13,4 +14,5 @@
 pub mod fake_api;
 pub mod fake_nova;
 pub mod http;
+pub mod real_api;
 pub mod real_node;
