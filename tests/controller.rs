@@ -777,7 +777,7 @@ fn the_controller_asks_nova_with_an_explicitly_named_secret() {
 
 /// An HTTPS client that trusts the test CA (`tests/fixtures/tls`), whose server certificate
 /// the secure scenario serves.
-fn https_client() -> reqwest::blocking::Client {
+pub(crate) fn https_client() -> reqwest::blocking::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = std::fs::read(crate::util::repo().join("tests/fixtures/tls/ca.pem")).unwrap();
     reqwest::blocking::Client::builder()

@@ -13,7 +13,7 @@ use crate::util::fake_api::{FakeApi, Fault};
 use crate::util::{bin, node_bin, run, run_program};
 
 /// A node root as edpm-ansible and `edpm-agent stage` leave it, for edpm-compute-3.
-fn node_root(dir: &Path) -> PathBuf {
+pub(crate) fn node_root(dir: &Path) -> PathBuf {
     let root = dir.join("root");
     let w = |rel: &str, text: &str| {
         let p = root.join(rel);
@@ -54,7 +54,7 @@ fn node_root(dir: &Path) -> PathBuf {
 }
 
 /// `systemctl` and `podman` that answer from files the test controls.
-fn fake_tools(dir: &Path) -> PathBuf {
+pub(crate) fn fake_tools(dir: &Path) -> PathBuf {
     let bin_dir = dir.join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
     let tool = |name: &str, body: &str| {
@@ -83,7 +83,7 @@ fn set_units(dir: &Path, nova: &str, ovn: &str) {
     .unwrap();
 }
 
-fn path_with(bin_dir: &Path) -> String {
+pub(crate) fn path_with(bin_dir: &Path) -> String {
     format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default())
 }
 
@@ -109,16 +109,28 @@ fn cond<'a>(v: &'a Value, ty: &str) -> &'a Value {
 
 fn config(dir: &Path, root: &Path, kubeconfig: Option<&Path>) -> PathBuf {
     let p = dir.join("node.yaml");
-    let kc = kubeconfig.map(|k| format!("kubeconfig: {}\n", k.display())).unwrap_or_default();
     std::fs::write(
         &p,
-        format!(
-            "{kc}namespace: openstack\nobject: edpm-compute-cell1-edpm-compute-3\nnode: edpm-compute-3\nroot: {}\nexpect:\n  hostname: edpm-compute-3.ctlplane.example.com\n  addresses: [192.168.122.103]\n  os: CentOS Stream\ncheck_interval_seconds: 1\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nrequest_timeout_seconds: 2\ncommand_timeout_seconds: 1\n",
-            root.display()
-        ),
+        config_text(root, kubeconfig, "openstack", "edpm-compute-cell1-edpm-compute-3", "edpm-node-lease"),
     )
     .unwrap();
     p
+}
+
+/// edpm-compute-3's node.yaml, as the agent of status object `object` in `namespace`, its Lease
+/// in `leases`.
+pub(crate) fn config_text(
+    root: &Path,
+    kubeconfig: Option<&Path>,
+    namespace: &str,
+    object: &str,
+    leases: &str,
+) -> String {
+    let kc = kubeconfig.map(|k| format!("kubeconfig: {}\n", k.display())).unwrap_or_default();
+    format!(
+        "{kc}namespace: {namespace}\nlease_namespace: {leases}\nobject: {object}\nnode: edpm-compute-3\nroot: {}\nexpect:\n  hostname: edpm-compute-3.ctlplane.example.com\n  addresses: [192.168.122.103]\n  os: CentOS Stream\ncheck_interval_seconds: 1\nlease_interval_seconds: 1\nlease_duration_seconds: 4\nrequest_timeout_seconds: 2\ncommand_timeout_seconds: 1\n",
+        root.display()
+    )
 }
 
 #[test]

@@ -98,6 +98,10 @@ mod runner;
 // The RPM packages, built with rpmbuild from the spec.
 mod packaging;
 
+// Every cluster behaviour on a real kube-apiserver and etcd, built from Go modules
+// (scripts/apiserver.sh): manifests, readiness, the controller, the node agent, /metrics, names.
+mod real_api;
+
 // The controller's manifests as kustomize renders them and the API server reads them; the
 // alerts, runbooks and Grafana dashboard against a real scrape of the controller.
 mod monitoring;

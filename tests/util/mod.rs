@@ -144,3 +144,30 @@ pub fn node_bin() -> PathBuf {
     });
     built.clone().unwrap_or_else(|e| panic!("the node agent's binary: {e}"))
 }
+
+/// The real API server of this test run (kube-apiserver and etcd, `edpm_testkit::real_api`),
+/// started on first use and shared: each test takes a namespace of its own. Without the
+/// binaries (`scripts/apiserver.sh` builds them) the test is skipped with a notice outside CI
+/// and fails in CI; a server that cannot start fails the test.
+pub fn real_api(test: &str) -> Option<&'static edpm_testkit::real_api::RealApi> {
+    let bins = real_api_binaries(test)?;
+    Some(
+        edpm_testkit::real_api::RealApi::shared(&bins)
+            .unwrap_or_else(|e| panic!("{test}: the real API server: {e}")),
+    )
+}
+
+/// The real API server's binaries, or `None` (skipped) outside CI when they are not built.
+pub fn real_api_binaries(test: &str) -> Option<edpm_testkit::real_api::Binaries> {
+    match edpm_testkit::real_api::Binaries::find(&repo()) {
+        Ok(b) => Some(b),
+        Err(why) => {
+            if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+                panic!("{test}: no real API server, and CI is set: {why}");
+            }
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+            None
+        }
+    }
+}

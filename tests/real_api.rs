@@ -1,0 +1,1116 @@
+//! Every cluster behaviour on a real kube-apiserver and etcd (`edpm_testkit::real_api`, built
+//! from Go modules by `scripts/apiserver.sh`): the manifests as a user applies them, readiness as
+//! users run it, the controller and the node agent each as its own ServiceAccount under exactly
+//! the RBAC we ship, `/metrics` behind the real TokenReview and SubjectAccessReview, names at
+//! their limits. One server for the whole run, each test in namespaces of its own; the tests
+//! that disturb a server (etcd compacted under a cut connection) start one of their own.
+//!
+//! Run alone: `cargo test --test integration real_api::`. Without the binaries a test says
+//! `SKIPPED` (outside CI; with `CI` set that fails).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use edpm_testkit::real_api::RealApi;
+use serde_json::{Value, json};
+
+use crate::util::{bin, have_shared, real_api, repo, run};
+
+const AGENT_GROUP: &str = "agent.edpm.openstack.org";
+const NOW: (&str, &str) = ("EDPM_AGENT_NOW", "2026-11-23T12:00:00Z");
+
+/// The shared server with every CRD edpm-agent reads installed (once per run), or `None`
+/// (skipped) without the binaries or `../shared`.
+fn cluster(test: &str) -> Option<&'static RealApi> {
+    if !have_shared(test) {
+        return None;
+    }
+    let api = real_api(test)?;
+    static CRDS: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(e) = CRDS.get_or_init(|| install_crds(api)) {
+        panic!("{test}: installing the CRDs: {e}");
+    }
+    Some(api)
+}
+
+/// The CRDs of every kind edpm-agent reads: upstream's own where `../shared` has them
+/// (openstack-operator's NodeSet, Deployment and Service; the seeds' model from
+/// dataplane-operator; nova-operator's NovaExternalCompute), ours, and for the kinds no
+/// upstream CRD is at hand for, a minimal one (any fields, a status subresource).
+fn install_crds(api: &RealApi) -> Result<(), String> {
+    let up = repo().join("../shared/reference/upstream");
+    let op = up.join("openstack/openstack-k8s-operators__openstack-operator@84322c77/config/crd/bases");
+    let seeds = up.join("openstack/openstack-k8s-operators__dataplane-operator@605f1a16/config/crd/bases");
+    let mut docs = Vec::new();
+    for f in [
+        op.join("dataplane.openstack.org_openstackdataplanenodesets.yaml"),
+        op.join("dataplane.openstack.org_openstackdataplanedeployments.yaml"),
+        op.join("dataplane.openstack.org_openstackdataplaneservices.yaml"),
+        seeds.join("dataplane.openstack.org_openstackdataplanes.yaml"),
+        seeds.join("dataplane.openstack.org_openstackdataplaneroles.yaml"),
+        seeds.join("dataplane.openstack.org_openstackdataplanenodes.yaml"),
+        up.join("files/novaexternalcompute_crd.yaml"),
+        repo().join("packaging/kubernetes/crds.yaml"),
+    ] {
+        let mut crds = yaml_docs(&std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?);
+        // The seeds' model and today's never shared a cluster: their short names collide
+        // (OpenStackDataPlane's `osdps` is today's NodeSet's), and a CRD whose names are
+        // refused is never established. The seeds' CRDs lose theirs.
+        if f.starts_with(&seeds) {
+            crds.iter_mut()
+                .for_each(|c| drop(c["spec"]["names"].as_object_mut().map(|n| n.remove("shortNames"))));
+        }
+        docs.extend(crds);
+    }
+    for (group, kind, plural) in [
+        ("network.openstack.org", "IPSet", "ipsets"),
+        ("network.openstack.org", "NetConfig", "netconfigs"),
+        ("network.openstack.org", "DNSMasq", "dnsmasqs"),
+        ("nova.openstack.org", "NovaCell", "novacells"),
+        ("core.openstack.org", "OpenStackControlPlane", "openstackcontrolplanes"),
+        ("core.openstack.org", "OpenStackVersion", "openstackversions"),
+        ("baremetal.openstack.org", "OpenStackBaremetalSet", "openstackbaremetalsets"),
+    ] {
+        docs.push(minimal_crd(group, kind, plural));
+    }
+    apply(api, "edpm-testkit", &docs)?;
+    if let Err(e) =
+        api.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"], None)
+    {
+        // Which CRD, and why: the server says it in the CRD's conditions.
+        let crds = api.get_json(&["crd"])?;
+        let why: Vec<String> = crds["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| {
+                !c["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|x| x["type"] == "Established" && x["status"] == "True"))
+            })
+            .map(|c| format!("{}: {}", c["metadata"]["name"], c["status"]["conditions"]))
+            .collect();
+        return Err(format!("{e}\n{}", why.join("\n")));
+    }
+    Ok(())
+}
+
+fn minimal_crd(group: &str, kind: &str, plural: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": kind.to_lowercase()},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1beta1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    })
+}
+
+/// The documents of a YAML stream, a `kind: List`'s items in its place.
+fn yaml_docs(text: &str) -> Vec<Value> {
+    serde_saphyr::from_multiple::<Value>(text)
+        .unwrap()
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .flat_map(|d| match d["items"].as_array() {
+            Some(items) if d["kind"] == "List" => items.clone(),
+            _ => vec![d],
+        })
+        .collect()
+}
+
+/// Server-side apply of `docs` as field manager `manager` (as the administrator), sent as a
+/// YAML stream: given a `kind: List`, kubectl validates on the client against the published
+/// schema and refuses what the server would default (upstream's `deploymentRequeueTime`).
+fn apply(api: &RealApi, manager: &str, docs: &[Value]) -> Result<String, String> {
+    let stream: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
+    api.kubectl(
+        &["apply", "--server-side", "--force-conflicts", &format!("--field-manager={manager}"), "-f", "-"],
+        Some(&stream),
+    )
+}
+
+/// kubectl's name for an object's resource: `kind.group` (the core group's kinds bare).
+fn resource(doc: &Value) -> String {
+    let kind = doc["kind"].as_str().unwrap().to_lowercase();
+    match doc["apiVersion"].as_str().unwrap().split_once('/') {
+        Some((group, _)) => format!("{kind}.{group}"),
+        None => kind,
+    }
+}
+
+/// Makes the objects of `files` in `namespace` as their operators would: the object first
+/// (field manager `openstack-operator`), then its status through the status subresource, in
+/// the files' order. What the API server sets itself (uid, resourceVersion, creation time) is
+/// dropped; the times the evidence carries in its status stay.
+fn load(api: &RealApi, namespace: &str, files: &[&str]) -> Vec<Value> {
+    let mut all = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        all.extend(yaml_docs(&text));
+    }
+    load_docs(api, namespace, all)
+}
+
+fn load_docs(api: &RealApi, namespace: &str, docs: Vec<Value>) -> Vec<Value> {
+    // The API server dates what it creates: objects the evidence says were made at different
+    // times are made a second apart, in that order, so that the newest Deployment and the
+    // last attempt are the same here as in the files.
+    let mut docs = docs;
+    docs.sort_by_key(created);
+    let mut batches: Vec<(String, Vec<Value>)> = Vec::new();
+    let mut statuses = Vec::new();
+    for mut d in docs {
+        let when = created(&d);
+        let meta = d["metadata"].as_object_mut().unwrap();
+        meta.insert("namespace".into(), json!(namespace));
+        for k in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
+            meta.remove(k);
+        }
+        let status = d.as_object_mut().unwrap().remove("status");
+        if let Some(s) = status.filter(|s| !s.is_null()) {
+            statuses.push((resource(&d), d["metadata"]["name"].as_str().unwrap().to_string(), s));
+        }
+        match batches.last_mut() {
+            Some((w, batch)) if *w == when => batch.push(d),
+            _ => batches.push((when, vec![d])),
+        }
+    }
+    let mut objects = Vec::new();
+    for (i, (_, batch)) in batches.into_iter().enumerate() {
+        if i > 0 {
+            next_second();
+        }
+        apply(api, "openstack-operator", &batch).unwrap_or_else(|e| panic!("creating the objects: {e}"));
+        objects.extend(batch);
+    }
+    for (res, name, status) in statuses {
+        api.kubectl(
+            &[
+                "patch",
+                &format!("{res}/{name}"),
+                "-n",
+                namespace,
+                "--subresource=status",
+                "--type=merge",
+                "--field-manager=openstack-operator",
+                "-p",
+                &json!({ "status": status }).to_string(),
+            ],
+            None,
+        )
+        .unwrap_or_else(|e| panic!("the status of {res}/{name}: {e}"));
+    }
+    objects
+}
+
+/// An object's creation time as its file says, or "" when it says none.
+fn created(d: &Value) -> String {
+    d["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string()
+}
+
+/// Sleeps into the next whole second of the wall clock (the resolution of creationTimestamp).
+fn next_second() {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    std::thread::sleep(
+        Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos())) + Duration::from_millis(20),
+    );
+}
+
+/// A kubeconfig for the administrator whose context's namespace is `namespace`.
+fn admin_in(api: &RealApi, dir: &Path, namespace: &str) -> std::path::PathBuf {
+    let p = dir.join("admin.kubeconfig");
+    let text = std::fs::read_to_string(api.admin_kubeconfig()).unwrap();
+    std::fs::write(
+        &p,
+        text.replace("    user: admin\n", &format!("    user: admin\n    namespace: {namespace}\n")),
+    )
+    .unwrap();
+    p
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The shipped manifests in `file` (under packaging/kubernetes), rendered for a test's own
+/// namespaces: `openstack` → `namespace`, `edpm-node-lease` → `leases`, and the cluster-wide
+/// objects' names made unique with `suffix`.
+fn shipped(file: &str, namespace: &str, leases: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(repo().join("packaging/kubernetes").join(file)).unwrap();
+    let mut docs = yaml_docs(&text);
+    for d in &mut docs {
+        rename_namespaces(d, namespace, leases);
+    }
+    docs
+}
+
+fn rename_namespaces(v: &mut Value, namespace: &str, leases: &str) {
+    match v {
+        Value::String(s) if s == "openstack" => *s = namespace.to_string(),
+        Value::String(s) if s == "edpm-node-lease" => *s = leases.to_string(),
+        Value::Array(a) => a.iter_mut().for_each(|x| rename_namespaces(x, namespace, leases)),
+        Value::Object(o) => o.values_mut().for_each(|x| rename_namespaces(x, namespace, leases)),
+        _ => {}
+    }
+}
+
+/// Cluster-wide objects (ClusterRoles and their bindings) named for one test.
+fn uniquely(docs: &mut [Value], suffix: &str) {
+    for d in docs.iter_mut() {
+        if matches!(d["kind"].as_str(), Some("ClusterRole" | "ClusterRoleBinding")) {
+            let name = format!("{}-{suffix}", d["metadata"]["name"].as_str().unwrap());
+            d["metadata"]["name"] = json!(name);
+        }
+        if d["kind"] == "ClusterRoleBinding" {
+            let role = format!("{}-{suffix}", d["roleRef"]["name"].as_str().unwrap());
+            d["roleRef"]["name"] = json!(role);
+        }
+    }
+}
+
+fn user(namespace: &str, sa: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{sa}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The manifests as a user applies them.
+
+/// `kubectl apply --server-side -k packaging/kubernetes`, as the README says, accepted whole:
+/// our CRDs structural with valid printer columns, the Deployment, Service, PDB, NetworkPolicy
+/// and RBAC; the reporter's, runner's and node agent's RBAC too. Then the columns render.
+#[test]
+fn the_shipped_manifests_are_accepted_whole() {
+    let Some(api) = cluster("the_shipped_manifests_are_accepted_whole") else { return };
+    api.create_namespace("openstack").unwrap();
+    let dir = repo().join("packaging/kubernetes");
+    let out = api
+        .kubectl(&["apply", "--server-side", "-k", dir.to_str().unwrap()], None)
+        .unwrap_or_else(|e| panic!("kubectl apply --server-side -k packaging/kubernetes: {e}"));
+    for kind in [
+        "customresourcedefinition.apiextensions.k8s.io/edpmnodestatuses.agent.edpm.openstack.org",
+        "customresourcedefinition.apiextensions.k8s.io/edpmnodesetstatuses.agent.edpm.openstack.org",
+        "deployment.apps/edpm-agent-controller",
+        "service/edpm-agent-controller-metrics",
+        "poddisruptionbudget.policy/edpm-agent-controller",
+        "networkpolicy.networking.k8s.io/edpm-agent-controller",
+        "role.rbac.authorization.k8s.io/edpm-agent-controller",
+        "clusterrole.rbac.authorization.k8s.io/edpm-agent-metrics-reader",
+    ] {
+        assert!(out.contains(kind), "{kind} not applied:\n{out}");
+    }
+    // Structural, names accepted, established: what a CRD the server only half accepts lacks.
+    for crd in ["edpmnodestatuses", "edpmnodesetstatuses"] {
+        let c = api.get_json(&["crd", &format!("{crd}.{AGENT_GROUP}")]).unwrap();
+        let conds = c["status"]["conditions"].as_array().unwrap();
+        let is = |t: &str| conds.iter().any(|x| x["type"] == t && x["status"] == "True");
+        assert!(is("Established") && is("NamesAccepted"), "{crd}: {conds:?}");
+        assert!(!is("NonStructuralSchema"), "{crd}: {conds:?}");
+    }
+    // The other manifests, applied on their own as docs/kubernetes.md says (the node agent's
+    // template with its placeholders filled in).
+    for file in ["rbac-reporter.yaml", "rbac-runner.yaml"] {
+        let out = api.kubectl(&["apply", "--server-side", "-f", dir.join(file).to_str().unwrap()], None);
+        assert!(out.is_ok(), "{file}: {out:?}");
+    }
+    let template = std::fs::read_to_string(dir.join("rbac-node-agent.yaml")).unwrap();
+    let filled = template
+        .replace("LEASE_NAMESPACE", "edpm-node-lease")
+        .replace("NAMESPACE", "openstack")
+        .replace("NODE_OBJECT", "edpm-compute-cell1-edpm-compute-3");
+    let out = api.kubectl(&["apply", "--server-side", "-f", "-"], Some(&filled));
+    assert!(out.is_ok(), "rbac-node-agent.yaml: {out:?}");
+
+    // The printer columns, as kubectl get shows them (the server renders the table).
+    let ns = api.namespace("columns").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let kc = admin_in(api, d.path(), &ns);
+    load(
+        api,
+        &ns,
+        &["examples/nodeset/nodesets.yaml", "examples/status/deployments.yaml", "examples/status/pods.yaml"],
+    );
+    let out = run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "status",
+            "report",
+            "--no-nova",
+            "--lease-namespace",
+            &ns,
+        ],
+        &[NOW],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let table = api.kubectl(&["get", "edpmnodestatuses", "-n", &ns, "-o", "wide"], None).unwrap();
+    let head = table.lines().next().unwrap();
+    for col in ["NODESET", "NODE", "BAREMETAL", "INFRA", "SERVICES", "READY", "REASON", "VERSION", "AGE"] {
+        assert!(head.split_whitespace().any(|c| c == col), "no {col} column: {table}");
+    }
+    assert!(table.contains("edpm-compute-cell2-edpm-compute-5"), "{table}");
+    let sets = api.kubectl(&["get", "edpmnodesetstatuses", "-n", &ns], None).unwrap();
+    assert!(sets.contains("edpm-compute-cell1"), "{sets}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Readiness as users run it.
+
+const EXAMPLES: &[&str] = &[
+    "examples/controlplane/configmaps.yaml",
+    "examples/controlplane/secrets.yaml",
+    "examples/controlplane/novacells.yaml",
+    "examples/controlplane/openstackcontrolplane.yaml",
+    "examples/dataplane/openstackdataplane.yaml",
+    "examples/dataplane/roles.yaml",
+    "examples/dataplane/nodes.yaml",
+    "examples/nodeset/nodesets.yaml",
+    "examples/status/deployments.yaml",
+    "examples/status/pods.yaml",
+];
+
+/// `edpm-agent --source kube --kubeconfig KC ARGS…` at the examples' moment.
+fn agent(kc: &Path, args: &[&str]) -> crate::util::Output {
+    let mut a = vec!["--source", "kube", "--kubeconfig", kc.to_str().unwrap()];
+    a.extend_from_slice(args);
+    run(&a, &[NOW])
+}
+
+/// The examples applied as their operators would make them; `status report` writes our status
+/// objects; `status show --source kube` then gives the same rows as `--source examples`; `status
+/// wait` returns once the running Job completes; `status plan`'s Deployments are accepted by
+/// the server (`kubectl apply --dry-run=server`).
+#[test]
+fn readiness_from_the_cluster_is_readiness_from_the_files() {
+    let Some(api) = cluster("readiness_from_the_cluster_is_readiness_from_the_files") else { return };
+    let ns = api.namespace("readiness").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let kc = admin_in(api, d.path(), &ns);
+    load(api, &ns, EXAMPLES);
+
+    // The same files as a directory source, but for Nova's saved answers: the cluster's Nova
+    // is asked live (its client has tests of its own, tests/nova.rs), so neither side has one.
+    let files = d.path().join("examples");
+    for f in EXAMPLES {
+        let to = files.join(f.trim_start_matches("examples/"));
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(repo().join(f), to).unwrap();
+    }
+    let files = files.to_str().unwrap();
+    // The same rows, and the same conditions but for their times: the API server dates the
+    // objects it creates (a pre-provisioned node is bare-metal ready since its NodeSet was
+    // made), which the files cannot know.
+    let same = |what: &str, sd: Option<&Path>| {
+        for format in ["table", "json"] {
+            let mut a = vec!["--source", files, "status", "show", "-o", format];
+            if let Some(sd) = sd {
+                a.extend(["--status-dir", sd.to_str().unwrap()]);
+            }
+            let f = run(&a, &[NOW]);
+            let k = agent(&kc, &["status", "show", "-o", format, "--no-nova", "--lease-namespace", &ns]);
+            assert_eq!(k.code, f.code, "{}", k.stderr);
+            let k = k.stdout.replace(&ns, "openstack");
+            if format == "table" {
+                assert_eq!(k, f.stdout, "status show {what}: the cluster against the files");
+            } else {
+                let (mut k, mut f): (Value, Value) =
+                    (serde_json::from_str(&k).unwrap(), serde_json::from_str(&f.stdout).unwrap());
+                timeless(&mut k);
+                timeless(&mut f);
+                assert_eq!(k, f, "status show -o json {what}: the cluster against the files");
+            }
+        }
+    };
+    same("before any report", None);
+
+    // Reported: our status objects in the cluster, and their YAML in a directory beside the files.
+    let report = agent(&kc, &["status", "report", "--no-nova", "--lease-namespace", &ns]);
+    assert_eq!(report.code, 0, "status report: {}{}", report.stdout, report.stderr);
+    assert!(
+        report.stdout.starts_with("11 created, 0 updated"),
+        "7 nodes, 2 NodeSets, 2 Roles: {}",
+        report.stdout
+    );
+    let again = agent(&kc, &["status", "report", "--no-nova", "--lease-namespace", &ns]);
+    assert!(
+        again.stdout.starts_with("0 created, 0 updated, 11 unchanged (0 write requests)"),
+        "{}",
+        again.stdout
+    );
+    let sd = d.path().join("status");
+    let out = run(&["--source", files, "status", "report", "--status-dir", sd.to_str().unwrap()], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    same("after status report", Some(&sd));
+    for node in ["edpm-compute-4", "edpm-compute-5"] {
+        let f = run(
+            &["--source", files, "status", "explain", node, "--status-dir", sd.to_str().unwrap()],
+            &[NOW],
+        );
+        let k = agent(&kc, &["status", "explain", node, "--no-nova", "--lease-namespace", &ns]);
+        let k = server_times_as_now(&k.stdout.replace(&ns, "openstack"));
+        assert_eq!(k, f.stdout, "status explain {node}: the cluster against the files");
+    }
+
+    // The plan's Deployments, as the server would take them.
+    let plan = agent(&kc, &["status", "plan", "--no-nova", "--lease-namespace", &ns]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(plan.stdout.contains("kind: OpenStackDataPlaneDeployment"), "{}", plan.stdout);
+    let dry = api.kubectl(&["apply", "--dry-run=server", "-n", &ns, "-f", "-"], Some(&plan.stdout));
+    assert!(dry.is_ok(), "the plan as the server reads it: {dry:?}\n{}", plan.stdout);
+
+    // `status wait` for edpm-compute-4, whose nova retry is running: it returns once the Job
+    // completes and its Deployment says so.
+    let mut wait = Command::new(bin())
+        .args(["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "status", "wait", "--phase", "1"])
+        .args([
+            "--node",
+            "edpm-compute-4",
+            "--timeout",
+            "60s",
+            "--interval",
+            "1",
+            "--no-nova",
+            "--lease-namespace",
+            &ns,
+        ])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(wait.try_wait().unwrap().is_none(), "status wait returned while the retry still runs");
+    complete_the_nova_retry(api, &ns);
+    let done = Instant::now();
+    let status = loop {
+        if let Some(s) = wait.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            done.elapsed() < Duration::from_secs(30),
+            "status wait still waits 30 s after the Job completed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = wait.wait_with_output().unwrap();
+    assert!(status.success(), "status wait: {status}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `text` with every time after the examples' moment (only the API server's own clock can
+/// have made one: a creationTimestamp) said as that moment, which is what the files' report
+/// took for a time it could not know.
+fn server_times_as_now(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("20") {
+        let (head, tail) = rest.split_at(i);
+        out.push_str(head);
+        let stamp = tail.get(..20).filter(|t| jiff::Timestamp::from_str(t).is_ok() && t.ends_with('Z'));
+        match stamp {
+            Some(t) if t > NOW.1 => {
+                out.push_str(NOW.1);
+                rest = &tail[20..];
+            }
+            _ => {
+                out.push_str(&tail[..2]);
+                rest = &tail[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `v` without the times conditions carry (`lastTransitionTime`, `since`).
+fn timeless(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("lastTransitionTime");
+            o.remove("since");
+            o.values_mut().for_each(timeless);
+        }
+        Value::Array(a) => a.iter_mut().for_each(timeless),
+        _ => {}
+    }
+}
+
+/// The retry's Job completes on edpm-compute-4 as the Job controller and openstack-operator
+/// record it: the running attempt's pod succeeds, the Job is Complete, the Deployment Ready.
+fn complete_the_nova_retry(api: &RealApi, ns: &str) {
+    let job = "nova-edpm-deployment-nova-retry-edpm-compute-cell1";
+    let patch = |res: &str, status: Value| {
+        api.kubectl(
+            &[
+                "patch",
+                res,
+                "-n",
+                ns,
+                "--subresource=status",
+                "--type=merge",
+                "--field-manager=openstack-operator",
+                "-p",
+            ]
+            .into_iter()
+            .chain([json!({ "status": status }).to_string().as_str()])
+            .collect::<Vec<_>>(),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{res}: {e}"))
+    };
+    let summary = r#"{"failedHostList":[],"failedHosts":0,"failurePercent":0,"hostFailures":{},"rc":0,"status":"successful","totalHosts":1,"truncated":false,"unreachableHostList":[],"unreachableHosts":0}"#;
+    patch(
+        &format!("pod/{job}-q2mvn"),
+        json!({"phase": "Succeeded", "containerStatuses": [{"name": job, "image": "localhost/edpm-agent-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+            "startedAt": "2026-11-02T09:03:31Z", "finishedAt": "2026-11-02T09:20:00Z", "message": summary}}}]}),
+    );
+    let t = "2026-11-02T09:20:00Z";
+    patch(
+        &format!("job.batch/{job}"),
+        json!({"active": 0, "succeeded": 1, "failed": 1, "completionTime": t, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastTransitionTime": t, "lastProbeTime": t},
+            {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastTransitionTime": t, "lastProbeTime": t}]}),
+    );
+    let ready = |ty: &str, message: &str| json!({"type": ty, "status": "True", "reason": "Ready", "message": message, "lastTransitionTime": t});
+    patch(
+        "openstackdataplanedeployment.dataplane.openstack.org/edpm-deployment-nova-retry",
+        json!({"conditions": [ready("Ready", "Setup complete"), ready("DeploymentReady", "Setup complete")],
+            "nodeSetConditions": {"edpm-compute-cell1": [
+                ready("NodeSetDeploymentReady", "Deployment completed"),
+                ready("ServiceNovaDeploymentReady", "Deployment ready for nova service")]},
+            "deployed": true}),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. The controller as its own ServiceAccount, under exactly the RBAC we ship.
+
+/// A namespace for the data plane and one for the node agents' Leases, with the controller's
+/// shipped RBAC (rbac-controller.yaml, rbac-metrics.yaml) applied for them, and a kubeconfig for
+/// the controller's ServiceAccount with a token from TokenRequest.
+struct Deployed {
+    ns: String,
+    leases: String,
+    dir: tempfile::TempDir,
+    kubeconfig: std::path::PathBuf,
+}
+
+fn deploy_controller(api: &RealApi, hint: &str) -> Deployed {
+    let ns = api.namespace(hint).unwrap();
+    let leases = api.namespace(&format!("{hint}-leases")).unwrap();
+    let mut docs = shipped("rbac-controller.yaml", &ns, &leases);
+    docs.extend(shipped("rbac-metrics.yaml", &ns, &leases));
+    uniquely(&mut docs, &ns);
+    apply(api, "edpm-testkit", &docs).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("controller.kubeconfig");
+    api.service_account_kubeconfig(&kubeconfig, &ns, "edpm-agent-controller", 3600).unwrap();
+    Deployed { ns, leases, dir, kubeconfig }
+}
+
+/// `status controller` with `kubeconfig`, its probes (and plain /metrics, unless `extra` says
+/// otherwise) on a port of its own, its log in a file.
+struct RealController {
+    inner: crate::controller::Controller,
+    log: std::path::PathBuf,
+}
+
+impl RealController {
+    fn start(kubeconfig: &Path, leases: &str, extra: &[&str]) -> RealController {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut args =
+            vec!["--source", "kube", "--kubeconfig", kubeconfig.to_str().unwrap(), "status", "controller"];
+        if !extra.contains(&"--metrics-bind-address") {
+            args.extend(["--metrics-bind-address", &addr, "--metrics-secure=false"]);
+        }
+        args.extend([
+            "--health-probe-bind-address",
+            &addr,
+            "--debounce-ms",
+            "100",
+            "--no-nova",
+            "--lease-namespace",
+            leases,
+        ]);
+        args.extend_from_slice(extra);
+        let log = kubeconfig.with_extension(format!("{port}.log"));
+        let child = Command::new(bin())
+            .args(&args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("EDPM_AGENT_LOG", "edpm_agent=info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        RealController { inner: crate::controller::Controller { child, port }, log }
+    }
+
+    fn pid(&self) -> u32 {
+        self.inner.child.id()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits for `what`, failing with the controller's log.
+    fn wait_for(&self, what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + limit;
+        while !f() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {limit:?} waiting for {what}; the controller's log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM: its exit code (None: still running 15 s later) and its log.
+    fn stop(self) -> (Option<i32>, String) {
+        let log = self.log.clone();
+        let (code, _, _) = self.inner.stop();
+        (code, std::fs::read_to_string(log).unwrap_or_default())
+    }
+}
+
+fn condition_of(api: &RealApi, ns: &str, object: &str, ty: &str) -> Option<Value> {
+    let o = api.get_json(&["edpmnodestatuses", object, "-n", ns]).ok()?;
+    o["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == ty).cloned()
+}
+
+fn message_of(api: &RealApi, ns: &str, object: &str, ty: &str) -> String {
+    condition_of(api, ns, object, ty)
+        .and_then(|c| c["message"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// A new attempt of `job`'s pod, failed on `host` for `reason`, as the Job controller and the
+/// runner leave it.
+fn failed_attempt(api: &RealApi, ns: &str, job: &str, pod: &str, host: &str, reason: &str) {
+    let summary = json!({"failedHostList": [host], "failedHosts": 1, "failurePercent": 100,
+        "hostFailures": {host: reason}, "rc": 2, "status": "failed", "totalHosts": 1,
+        "truncated": false, "unreachableHostList": [], "unreachableHosts": 0});
+    let doc = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod,
+        "labels": {"app": "openstackansibleee", "batch.kubernetes.io/job-name": job, "job-name": job}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": job, "image": "localhost/edpm-agent-runner:latest"}]},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": job, "image": "localhost/edpm-agent-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error",
+            "startedAt": "2026-11-02T09:30:00Z", "finishedAt": "2026-11-02T09:31:00Z", "message": summary.to_string()}}}]}});
+    next_second();
+    load_docs(api, ns, vec![doc]);
+}
+
+/// The controller as the ServiceAccount the manifests make, with exactly their RBAC: it writes
+/// every status object and the node agents' Leases, follows a Job failing and recovering with
+/// Events, shares an object with another field manager's condition, hands its leader Lease to
+/// a second replica within the lease duration of being SIGKILLed, and is refused nothing.
+#[test]
+fn the_controller_runs_as_its_service_account_under_the_shipped_rbac() {
+    let Some(api) = cluster("the_controller_runs_as_its_service_account_under_the_shipped_rbac") else {
+        return;
+    };
+    let Deployed { ns, leases, dir: _dir, kubeconfig } = deploy_controller(api, "controller");
+    load(
+        api,
+        &ns,
+        &["examples/nodeset/nodesets.yaml", "examples/status/deployments.yaml", "examples/status/pods.yaml"],
+    );
+    let elect = [
+        "--leader-elect",
+        "--leader-elect-lease-duration",
+        "4s",
+        "--leader-elect-renew-deadline",
+        "3s",
+        "--leader-elect-retry-period",
+        "0.5s",
+    ];
+    let first = RealController::start(&kubeconfig, &leases, &elect);
+    let (n4, n3, n5) = (
+        "edpm-compute-cell1-edpm-compute-4",
+        "edpm-compute-cell1-edpm-compute-3",
+        "edpm-compute-cell2-edpm-compute-5",
+    );
+    first.wait_for("the first writes", Duration::from_secs(30), || {
+        [n3, n4, n5].iter().all(|o| condition_of(api, &ns, o, "Ready").is_some())
+            && api.get_json(&["edpmnodesetstatuses", "edpm-compute-cell2", "-n", &ns]).is_ok()
+    });
+    assert_eq!(condition_of(api, &ns, n4, "ServiceNovaDeploymentReady").unwrap()["reason"], "Retrying");
+
+    // Our field manager owns what it wrote, the object and its status.
+    let obj = api.get_json(&["edpmnodestatuses", n4, "-n", &ns, "--show-managed-fields"]).unwrap();
+    let managers: Vec<(String, String)> = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["manager"].as_str().unwrap_or("").to_string(),
+                m["subresource"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(managers.contains(&("edpm-agent".into(), String::new())), "{managers:?}");
+    assert!(managers.contains(&("edpm-agent".into(), "status".into())), "{managers:?}");
+    assert!(managers.iter().all(|(m, _)| m == "edpm-agent"), "only ours: {managers:?}");
+    // The node agents' Leases, in their namespace; the leader's, in ours.
+    let node_leases = api.get_json(&["leases", "-n", &leases]).unwrap();
+    assert_eq!(node_leases["items"].as_array().unwrap().len(), 3, "{node_leases}");
+    let holder = || {
+        api.get_json(&["lease", "edpm-agent-status-controller", "-n", &ns])
+            .ok()
+            .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_string))
+    };
+    let leader = holder().expect("the leader Lease");
+    assert!(leader.ends_with(&format!("-{}", first.pid())), "{leader}");
+
+    // A Job's attempt fails on edpm-compute-4: only its node is rewritten, with the task's
+    // reason, and told as an Event.
+    let job = "nova-edpm-deployment-nova-retry-edpm-compute-cell1";
+    failed_attempt(
+        api,
+        &ns,
+        job,
+        &format!("{job}-zz9k1"),
+        "edpm-compute-4",
+        "Gather facts (site.yml:3): No route to host",
+    );
+    first.wait_for("the node's new reason", Duration::from_secs(10), || {
+        message_of(api, &ns, n4, "ServiceNovaDeploymentReady").contains("No route to host")
+    });
+    // Another manager's condition (the node agent's, as it applies it) in the same object:
+    // conditions are a map keyed by type, so both managers' stay.
+    let agent = json!({"apiVersion": format!("{AGENT_GROUP}/v1alpha1"), "kind": "EDPMNodeStatus",
+        "metadata": {"name": n4, "namespace": ns},
+        "status": {"conditions": [{"type": "NodeAgentReady", "status": "True", "reason": "Ready",
+            "message": "the node agent's own check", "lastTransitionTime": "2026-11-23T12:00:00Z"}]}});
+    api.kubectl(
+        &["apply", "--server-side", "--field-manager=edpm-agent-node", "--subresource=status", "-f", "-"],
+        Some(&agent.to_string()),
+    )
+    .unwrap();
+    // The Job recovers: the controller rewrites the node; the other manager's condition stays.
+    complete_the_nova_retry(api, &ns);
+    first.wait_for("the node ready", Duration::from_secs(10), || {
+        condition_of(api, &ns, n4, "ServiceNovaDeploymentReady").is_some_and(|c| c["status"] == "True")
+    });
+    let conds = api.get_json(&["edpmnodestatuses", n4, "-n", &ns]).unwrap()["status"]["conditions"].clone();
+    let types: Vec<&str> = conds.as_array().unwrap().iter().filter_map(|c| c["type"].as_str()).collect();
+    assert!(
+        types.contains(&"NodeAgentReady") && types.contains(&"Ready") && types.contains(&"ServicesReady"),
+        "{types:?}"
+    );
+    first.wait_for("the Events", Duration::from_secs(10), || {
+        let ev = api.get_json(&["events.events.k8s.io", "-n", &ns]).unwrap();
+        ev["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["regarding"]["name"] == n4 && e["reportingController"] == "edpm-agent")
+    });
+
+    // The leader is killed: the second replica takes the Lease within the lease duration
+    // (plus a retry period to see it) and writes from then on.
+    let second = RealController::start(&kubeconfig, &leases, &elect);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(holder().as_deref(), Some(leader.as_str()), "the first replica still leads");
+    let mut first = first;
+    first.inner.child.kill().unwrap();
+    let killed = Instant::now();
+    second.wait_for("the second replica to lead", Duration::from_secs(10), || {
+        holder().is_some_and(|h| h.ends_with(&format!("-{}", second.pid())))
+    });
+    let took = killed.elapsed();
+    assert!(took < Duration::from_millis(4000 + 500 + 1000), "took over {took:?} after the kill");
+    failed_attempt(
+        api,
+        &ns,
+        "nova-edpm-deployment-edpm-compute-cell2",
+        "nova-edpm-deployment-edpm-compute-cell2-zz2",
+        "edpm-compute-5",
+        "Deploy nova (x.yml:1): seen by the new leader",
+    );
+    second.wait_for("the new leader's write", Duration::from_secs(10), || {
+        message_of(api, &ns, n5, "ServiceNovaDeploymentReady").contains("seen by the new leader")
+    });
+    let (code, err) = second.stop();
+    assert_eq!(code, Some(0), "{err}");
+
+    // Not one request refused, as the API server recorded them.
+    let who = user(&ns, "edpm-agent-controller");
+    let requests = api.audited_requests(&who);
+    assert!(requests.len() > 20, "the audit log holds the controller's requests: {}", requests.len());
+    assert_eq!(api.audited(&who, 403), Vec::<String>::new(), "requests the shipped RBAC refused");
+}
+
+/// A watch cut, etcd compacted meanwhile: the controller's watch resumes from a revision that
+/// is gone (`410 Gone`), lists again, and loses no change. On a server of its own, without the
+/// watch cache (which would serve the resumed watch from memory), behind a relay the test cuts.
+#[test]
+fn a_compaction_under_a_cut_watch_loses_no_change() {
+    let test = "a_compaction_under_a_cut_watch_loses_no_change";
+    if !have_shared(test) {
+        return;
+    }
+    let Some(bins) = crate::util::real_api_binaries(test) else { return };
+    let opts = edpm_testkit::real_api::Options { watch_cache: false, ..Default::default() };
+    let api = RealApi::start(&bins, &opts).unwrap();
+    install_crds(&api).unwrap();
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_controller(&api, "compaction");
+    load(
+        &api,
+        &ns,
+        &["examples/nodeset/nodesets.yaml", "examples/status/deployments.yaml", "examples/status/pods.yaml"],
+    );
+    let relay = edpm_testkit::real_api::Relay::start(api.url.trim_start_matches("https://")).unwrap();
+    let relayed = dir.path().join("relayed.kubeconfig");
+    let text = std::fs::read_to_string(&kubeconfig).unwrap();
+    std::fs::write(&relayed, text.replace(&api.url, &format!("https://127.0.0.1:{}", relay.port))).unwrap();
+    let c = RealController::start(&relayed, &leases, &[]);
+    let n5 = "edpm-compute-cell2-edpm-compute-5";
+    c.wait_for("the first writes", Duration::from_secs(30), || {
+        condition_of(&api, &ns, n5, "Ready").is_some()
+    });
+    std::thread::sleep(Duration::from_secs(2));
+
+    relay.cut();
+    std::thread::sleep(Duration::from_millis(500));
+    let job = "nova-edpm-deployment-edpm-compute-cell2";
+    failed_attempt(
+        &api,
+        &ns,
+        job,
+        &format!("{job}-gone"),
+        "edpm-compute-5",
+        "Deploy nova (x.yml:1): after 410 Gone",
+    );
+    let rev = api.compact().unwrap();
+    assert!(rev > 0);
+    relay.restore();
+    c.wait_for("the change made while the watch was cut", Duration::from_secs(60), || {
+        message_of(&api, &ns, n5, "ServiceNovaDeploymentReady").contains("after 410 Gone")
+    });
+    let (code, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("The resourceVersion for the provided watch is too old.: Expired"),
+        "the watch was answered 410 Gone and listed again: {err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The node agent as its own ServiceAccount.
+
+/// The node agent of edpm-compute-3 with the shipped per-node RBAC (rbac-node-agent.yaml
+/// filled in): its Lease renewed and its status written; configured as another node, its
+/// writes are refused (403) and it says so in one clear line.
+#[test]
+fn the_node_agent_writes_only_its_own_objects() {
+    let Some(api) = cluster("the_node_agent_writes_only_its_own_objects") else { return };
+    let ns = api.namespace("agent").unwrap();
+    let leases = api.namespace("agent-leases").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let admin = admin_in(api, d.path(), &ns);
+    load(
+        api,
+        &ns,
+        &["examples/nodeset/nodesets.yaml", "examples/status/deployments.yaml", "examples/status/pods.yaml"],
+    );
+    let out = agent(&admin, &["status", "report", "--no-nova", "--lease-namespace", &leases]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    let template = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-node-agent.yaml")).unwrap();
+    let filled =
+        template.replace("LEASE_NAMESPACE", &leases).replace("NAMESPACE", &ns).replace("NODE_OBJECT", object);
+    api.kubectl(&["apply", "--server-side", "-f", "-"], Some(&filled)).unwrap();
+    let sa = format!("edpm-agent-node-{object}");
+    let kc = d.path().join("node.kubeconfig");
+    api.service_account_kubeconfig(&kc, &ns, &sa, 3600).unwrap();
+
+    let root = crate::node_agent::node_root(d.path());
+    let tools = crate::node_agent::fake_tools(d.path());
+    let run_agent = |object: &str, log: &str| {
+        let cfg = d.path().join(format!("{log}.yaml"));
+        std::fs::write(&cfg, crate::node_agent::config_text(&root, Some(&kc), &ns, object, &leases)).unwrap();
+        Command::new(crate::util::node_bin())
+            .args(["--config", cfg.to_str().unwrap()])
+            .env_clear()
+            .env("PATH", crate::node_agent::path_with(&tools))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.path().join(log)).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut own = run_agent(object, "own.log");
+    wait_for("the agent's own condition", Duration::from_secs(20), || {
+        condition_of(api, &ns, object, "NodeAgentReady").is_some_and(|c| c["status"] == "True")
+    });
+    let renewed = |name: &str| {
+        api.get_json(&["lease", name, "-n", &leases])
+            .ok()
+            .and_then(|l| l["spec"]["renewTime"].as_str().map(str::to_string))
+    };
+    let first = renewed(object);
+    wait_for("the Lease renewed", Duration::from_secs(10), || renewed(object) != first);
+    assert!(condition_of(api, &ns, object, "ServicesReady").is_some(), "the reporter's conditions stay");
+    own.kill().unwrap();
+    let _ = own.wait();
+
+    // The same credential, told it is edpm-compute-4: every write refused, said once, clearly.
+    let other = "edpm-compute-cell1-edpm-compute-4";
+    let before = renewed(other);
+    let mut wrong = run_agent(other, "wrong.log");
+    std::thread::sleep(Duration::from_secs(4));
+    wrong.kill().unwrap();
+    let _ = wrong.wait();
+    assert_eq!(renewed(other), before, "another node's Lease was renewed");
+    assert!(condition_of(api, &ns, other, "NodeAgentReady").is_none(), "another node's status was written");
+    let refused = api.audited(&user(&ns, &sa), 403);
+    assert!(refused.iter().any(|r| r.contains(&format!("/leases/{other}"))), "{refused:?}");
+    let log = std::fs::read_to_string(d.path().join("wrong.log")).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("403") || l.contains("forbidden") || l.contains("Forbidden"))
+        .collect();
+    assert!(!lines.is_empty(), "the refusal is told: {log}");
+    assert!(
+        lines.iter().any(|l| l.contains(other) && l.contains(&sa)),
+        "one line names the object and the credential's user: {lines:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. /metrics behind the real TokenReview and SubjectAccessReview.
+
+/// A ServiceAccount bound to edpm-agent-metrics-reader gets 200; another, 403; a forged token
+/// (signed by no key the server knows), 401.
+#[test]
+fn metrics_answer_the_real_token_and_access_reviews() {
+    let Some(api) = cluster("metrics_answer_the_real_token_and_access_reviews") else { return };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_controller(api, "metrics");
+    load(api, &ns, &["examples/nodeset/nodesets.yaml"]);
+    let reader = format!("edpm-agent-metrics-reader-{ns}");
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": format!("{reader}-scraper")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader},
+        "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}]});
+    apply(api, "edpm-testkit", &[binding]).unwrap();
+    let scraper = api.token(&ns, "scraper", 3600).unwrap();
+    let stranger = api.token(&ns, "stranger", 3600).unwrap();
+    // A token of the right shape, signed by a key of its own.
+    let forged = {
+        let mut parts: Vec<String> = scraper.split('.').map(str::to_string).collect();
+        parts[2] = "c2lnbmVkIGJ5IG5vIGtleSB0aGUgc2VydmVyIGtub3dz".into();
+        parts.join(".")
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let certs = repo().join("tests/fixtures/tls");
+    let c = RealController::start(
+        &kubeconfig,
+        &leases,
+        &[
+            "--metrics-secure",
+            "--metrics-bind-address",
+            &format!("127.0.0.1:{port}"),
+            "--metrics-cert-path",
+            certs.to_str().unwrap(),
+            "--metrics-cert-name",
+            "server.pem",
+            "--metrics-cert-key",
+            "server.key",
+        ],
+    );
+    let _ = dir;
+    let http = crate::controller::https_client();
+    let url = format!("https://127.0.0.1:{port}/metrics");
+    let scrape = |token: &str| -> u16 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match http.get(&url).bearer_auth(token).send() {
+                Ok(r) => return r.status().as_u16(),
+                Err(e) if Instant::now() > deadline => panic!("{url}: {e:?}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    };
+    c.wait_for("the controller ready", Duration::from_secs(30), || c.inner.get("/readyz").0 == 200);
+    assert_eq!(scrape(&scraper), 200);
+    assert_eq!(scrape(&stranger), 403);
+    assert_eq!(scrape(&forged), 401);
+    let (code, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains(&scraper) && !err.contains(&stranger), "a token in the log");
+    assert_eq!(api.audited(&user(&ns, "edpm-agent-controller"), 403), Vec::<String>::new());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Names at their limits.
+
+/// A NodeSet named with 63 characters (a label value's limit) holding a node whose FQDN is 70:
+/// `status report` writes its status objects and Lease without a 422.
+#[test]
+fn names_at_their_limits_are_written_without_a_422() {
+    let Some(api) = cluster("names_at_their_limits_are_written_without_a_422") else { return };
+    let ns = api.namespace("names").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let kc = admin_in(api, d.path(), &ns);
+    let nodeset = format!("edpm-{}", "n".repeat(58));
+    assert_eq!(nodeset.len(), 63);
+    let fqdn = format!("edpm-compute-0.{}.example.com", "x".repeat(43));
+    assert_eq!(fqdn.len(), 70);
+    let doc = json!({
+        "apiVersion": "dataplane.openstack.org/v1beta1",
+        "kind": "OpenStackDataPlaneNodeSet",
+        "metadata": {"name": nodeset},
+        "spec": {
+            "preProvisioned": true,
+            "services": ["bootstrap"],
+            "nodeTemplate": {"ansibleSSHPrivateKeySecret": "dataplane-ansible-ssh-private-key-secret"},
+            "nodes": {fqdn.clone(): {"hostName": fqdn, "ansible": {"ansibleHost": "192.168.122.100"}}}
+        }
+    });
+    load_docs(api, &ns, vec![doc]);
+    let out = run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "status",
+            "report",
+            "--no-nova",
+            "--lease-namespace",
+            &ns,
+        ],
+        &[NOW],
+    );
+    assert_eq!(out.code, 0, "status report: {}{}", out.stdout, out.stderr);
+    let nodes = api.get_json(&["edpmnodestatuses", "-n", &ns]).unwrap();
+    let items = nodes["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{nodes}");
+    assert_eq!(items[0]["spec"]["node"], fqdn);
+    assert!(items[0]["status"]["conditions"].as_array().is_some_and(|c| !c.is_empty()), "{}", items[0]);
+    let sets = api.get_json(&["edpmnodesetstatuses", "-n", &ns]).unwrap();
+    assert_eq!(sets["items"][0]["metadata"]["name"], nodeset);
+    let leases = api.get_json(&["leases", "-n", &ns]).unwrap();
+    assert_eq!(leases["items"].as_array().unwrap().len(), 1, "{leases}");
+}
