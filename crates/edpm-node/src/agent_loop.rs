@@ -67,6 +67,11 @@ pub struct Stats {
 /// Deployment, minutes apart at best): one small read per node that often, not per check.
 const IMAGES_REFRESH: Duration = Duration::from_secs(300);
 
+// The requests as the log names them when they fail.
+const IMAGES: &str = "cannot read the images deployed to this node";
+const SEND: &str = "cannot send status; keeping the latest state";
+const RENEW: &str = "cannot renew the Lease";
+
 const MIN_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -101,6 +106,32 @@ impl Backoff {
     }
 }
 
+/// What the loop last said about each kind of request that failed: the same failure again is
+/// not said again (a refused credential would otherwise fill the journal with one line a
+/// retry), and the first success after a failure is said once.
+#[derive(Default)]
+struct Told {
+    last: std::collections::HashMap<&'static str, String>,
+}
+
+impl Told {
+    fn failed(&mut self, what: &'static str, e: &edpm_io::k8s::Error, retry_in: Option<Duration>) {
+        let text = e.to_string();
+        if self.last.get(what) == Some(&text) {
+            tracing::debug!(error = %text, ?retry_in, "{what} (the same failure again)");
+            return;
+        }
+        tracing::warn!(error = %text, ?retry_in, "{what}");
+        self.last.insert(what, text);
+    }
+
+    fn succeeded(&mut self, what: &'static str, again: &str) {
+        if self.last.remove(what).is_some() {
+            tracing::info!("{again}");
+        }
+    }
+}
+
 /// Runs until `shutdown` completes.
 #[allow(
     clippy::too_many_lines,
@@ -126,6 +157,7 @@ pub async fn run<A: AgentApi>(
     // The images last deployed here, as the cluster says (`ImageMismatch`); unknown until read.
     let (mut deployed_images, mut next_images): (Option<Vec<String>>, Instant) = (None, start);
     let (mut send_backoff, mut lease_backoff) = (Backoff::default(), Backoff::default());
+    let mut told = Told::default();
     macro_rules! or_stop {
         ($fut:expr) => {
             tokio::select! {
@@ -158,9 +190,12 @@ pub async fn run<A: AgentApi>(
         if now >= next_check {
             if now >= next_images {
                 match or_stop!(api.deployed_images()) {
-                    Ok(images) => deployed_images = Some(images),
+                    Ok(images) => {
+                        deployed_images = Some(images);
+                        told.succeeded(IMAGES, "the images deployed to this node are read again");
+                    }
                     // Kept as last read: a missed read is no reason to stop comparing.
-                    Err(e) => tracing::warn!(error = %e, "cannot read the images deployed to this node"),
+                    Err(e) => told.failed(IMAGES, &e, None),
                 }
                 next_images = after(now, IMAGES_REFRESH);
             }
@@ -199,12 +234,13 @@ pub async fn run<A: AgentApi>(
                         sent = Some(conds.clone());
                         next_heartbeat = after(now, iv.heartbeat);
                         send_backoff.succeeded();
+                        told.succeeded(SEND, "status is sent again");
                         next_send = now;
                     }
                     Err(e) => {
                         stats.failed_requests += 1;
                         let wait = send_backoff.failed();
-                        tracing::warn!(error = %e, retry_in = ?wait, "cannot send status; keeping the latest state");
+                        told.failed(SEND, &e, Some(wait));
                         next_send = after(now, wait);
                     }
                 }
@@ -216,12 +252,13 @@ pub async fn run<A: AgentApi>(
                 Ok(()) => {
                     stats.lease_renewals += 1;
                     lease_backoff.succeeded();
+                    told.succeeded(RENEW, "the Lease is renewed again");
                     next_lease = after(now, iv.lease);
                 }
                 Err(e) => {
                     stats.failed_requests += 1;
                     let wait = lease_backoff.failed().min(iv.lease.max(MIN_BACKOFF).saturating_mul(6));
-                    tracing::warn!(error = %e, retry_in = ?wait, "cannot renew the Lease");
+                    told.failed(RENEW, &e, Some(wait));
                     next_lease = after(now, wait);
                 }
             }

@@ -50,14 +50,33 @@ fn node_resource() -> ApiResource {
     }
 }
 
+impl NodeObjects {
+    /// The API server's answer to a request for this node's objects, with what a refusal
+    /// (403) means here: not a Role to widen, but a credential or `object` that is not this
+    /// node's (each node's account may touch only its own status object and Lease).
+    fn error(&self, action: String, e: &kube::Error) -> Error {
+        match self.client.error(action, e) {
+            Error::Request { action, message, code: Some(403), .. } => Error::Request {
+                action,
+                message,
+                hint: format!(
+                    "; each node's credential may touch only the status object and Lease made for it (rbac-node-agent.yaml): check that `object` in node.yaml ({}) names this node and that the kubeconfig is this node's own",
+                    self.object
+                ),
+                code: Some(403),
+            },
+            other => other,
+        }
+    }
+}
+
 impl AgentApi for NodeObjects {
     async fn deployed_images(&self) -> Result<Vec<String>, Error> {
         let a: Api<DynamicObject> =
             Api::namespaced_with(self.client.kube(), self.client.namespace(), &node_resource());
         let action =
             format!("reading the images deployed to this node from {} {}", api::NODE_KIND, self.object);
-        let obj =
-            self.client.within_time(a.get(&self.object)).await.map_err(|e| self.client.error(action, &e))?;
+        let obj = self.client.within_time(a.get(&self.object)).await.map_err(|e| self.error(action, &e))?;
         let images = obj.data["status"]["containerImages"].as_object().into_iter().flatten();
         Ok(images.filter_map(|(_, v)| v["value"].as_str().map(String::from)).collect())
     }
@@ -78,7 +97,7 @@ impl AgentApi for NodeObjects {
             .within_time(a.patch_status(&self.object, &params, &Patch::Apply(&body)))
             .await
             .map(drop)
-            .map_err(|e| self.client.error(action, &e))
+            .map_err(|e| self.error(action, &e))
     }
 
     async fn renew_lease(&self, now: Time, duration: Duration) -> Result<(), Error> {
@@ -92,6 +111,6 @@ impl AgentApi for NodeObjects {
             .within_time(leases.patch(&self.object, &PatchParams::default(), &Patch::Merge(&body)))
             .await
             .map(drop)
-            .map_err(|e| self.client.error(action, &e))
+            .map_err(|e| self.error(action, &e))
     }
 }

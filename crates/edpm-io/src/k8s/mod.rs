@@ -255,7 +255,9 @@ fn request_error(action: String, e: &kube::Error) -> Error {
         kube::Error::Api(s) => {
             let hint = match s.code {
                 401 => "; the credentials were rejected: refresh the kubeconfig token",
-                403 => "; the account lacks RBAC permission: grant get/list on this resource",
+                403 => {
+                    "; RBAC does not let this account do it: grant the verb and resource the answer names in a Role bound to the account, or use the account meant for it"
+                }
                 429 | 500..=599 => "; the API server kept failing after retries: try again later",
                 _ => "",
             };
