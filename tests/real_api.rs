@@ -30,129 +30,25 @@ fn cluster(test: &str) -> Option<&'static RealApi> {
     }
     let api = real_api(test)?;
     static CRDS: OnceLock<Result<(), String>> = OnceLock::new();
-    if let Err(e) = CRDS.get_or_init(|| install_crds(api)) {
+    let upstream = repo().join("../shared/reference/upstream");
+    if let Err(e) = CRDS.get_or_init(|| api.install_crds(&repo(), Some(&upstream))) {
         panic!("{test}: installing the CRDs: {e}");
     }
     Some(api)
 }
 
-/// The CRDs of every kind edpm-agent reads: upstream's own where `../shared` has them
-/// (openstack-operator's NodeSet, Deployment and Service; the seeds' model from
-/// dataplane-operator; nova-operator's NovaExternalCompute), ours, and for the kinds no
-/// upstream CRD is at hand for, a minimal one (any fields, a status subresource).
-fn install_crds(api: &RealApi) -> Result<(), String> {
-    let up = repo().join("../shared/reference/upstream");
-    let op = up.join("openstack/openstack-k8s-operators__openstack-operator@84322c77/config/crd/bases");
-    let seeds = up.join("openstack/openstack-k8s-operators__dataplane-operator@605f1a16/config/crd/bases");
-    let mut docs = Vec::new();
-    for f in [
-        op.join("dataplane.openstack.org_openstackdataplanenodesets.yaml"),
-        op.join("dataplane.openstack.org_openstackdataplanedeployments.yaml"),
-        op.join("dataplane.openstack.org_openstackdataplaneservices.yaml"),
-        seeds.join("dataplane.openstack.org_openstackdataplanes.yaml"),
-        seeds.join("dataplane.openstack.org_openstackdataplaneroles.yaml"),
-        seeds.join("dataplane.openstack.org_openstackdataplanenodes.yaml"),
-        up.join("files/novaexternalcompute_crd.yaml"),
-        repo().join("packaging/kubernetes/crds.yaml"),
-    ] {
-        let mut crds = yaml_docs(&std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?);
-        // The seeds' model and today's never shared a cluster: their short names collide
-        // (OpenStackDataPlane's `osdps` is today's NodeSet's), and a CRD whose names are
-        // refused is never established. The seeds' CRDs lose theirs.
-        if f.starts_with(&seeds) {
-            crds.iter_mut()
-                .for_each(|c| drop(c["spec"]["names"].as_object_mut().map(|n| n.remove("shortNames"))));
-        }
-        docs.extend(crds);
-    }
-    for (group, kind, plural) in [
-        ("network.openstack.org", "IPSet", "ipsets"),
-        ("network.openstack.org", "NetConfig", "netconfigs"),
-        ("network.openstack.org", "DNSMasq", "dnsmasqs"),
-        ("nova.openstack.org", "NovaCell", "novacells"),
-        ("core.openstack.org", "OpenStackControlPlane", "openstackcontrolplanes"),
-        ("core.openstack.org", "OpenStackVersion", "openstackversions"),
-        ("baremetal.openstack.org", "OpenStackBaremetalSet", "openstackbaremetalsets"),
-    ] {
-        docs.push(minimal_crd(group, kind, plural));
-    }
-    apply(api, "edpm-testkit", &docs)?;
-    if let Err(e) =
-        api.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"], None)
-    {
-        // Which CRD, and why: the server says it in the CRD's conditions.
-        let crds = api.get_json(&["crd"])?;
-        let why: Vec<String> = crds["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| {
-                !c["status"]["conditions"]
-                    .as_array()
-                    .is_some_and(|cs| cs.iter().any(|x| x["type"] == "Established" && x["status"] == "True"))
-            })
-            .map(|c| format!("{}: {}", c["metadata"]["name"], c["status"]["conditions"]))
-            .collect();
-        return Err(format!("{e}\n{}", why.join("\n")));
-    }
-    Ok(())
-}
-
-fn minimal_crd(group: &str, kind: &str, plural: &str) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{group}")},
-        "spec": {
-            "group": group,
-            "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": kind.to_lowercase()},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1beta1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-            }]
-        }
-    })
-}
-
 /// The documents of a YAML stream, a `kind: List`'s items in its place.
 fn yaml_docs(text: &str) -> Vec<Value> {
-    serde_saphyr::from_multiple::<Value>(text)
-        .unwrap()
-        .into_iter()
-        .filter(|d| !d.is_null())
-        .flat_map(|d| match d["items"].as_array() {
-            Some(items) if d["kind"] == "List" => items.clone(),
-            _ => vec![d],
-        })
-        .collect()
+    edpm_testkit::real_api::yaml_docs(text).unwrap()
 }
 
-/// Server-side apply of `docs` as field manager `manager` (as the administrator), sent as a
-/// YAML stream: given a `kind: List`, kubectl validates on the client against the published
-/// schema and refuses what the server would default (upstream's `deploymentRequeueTime`).
+/// Server-side apply of `docs` as field manager `manager`.
 fn apply(api: &RealApi, manager: &str, docs: &[Value]) -> Result<String, String> {
-    let stream: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
-    api.kubectl(
-        &["apply", "--server-side", "--force-conflicts", &format!("--field-manager={manager}"), "-f", "-"],
-        Some(&stream),
-    )
+    api.apply(manager, docs)
 }
 
-/// kubectl's name for an object's resource: `kind.group` (the core group's kinds bare).
-fn resource(doc: &Value) -> String {
-    let kind = doc["kind"].as_str().unwrap().to_lowercase();
-    match doc["apiVersion"].as_str().unwrap().split_once('/') {
-        Some((group, _)) => format!("{kind}.{group}"),
-        None => kind,
-    }
-}
-
-/// Makes the objects of `files` in `namespace` as their operators would: the object first
-/// (field manager `openstack-operator`), then its status through the status subresource, in
-/// the files' order. What the API server sets itself (uid, resourceVersion, creation time) is
-/// dropped; the times the evidence carries in its status stay.
+/// Makes the objects of `files` in `namespace` as their operators would
+/// ([`RealApi::create_as_operator`]).
 fn load(api: &RealApi, namespace: &str, files: &[&str]) -> Vec<Value> {
     let mut all = Vec::new();
     for file in files {
@@ -163,68 +59,7 @@ fn load(api: &RealApi, namespace: &str, files: &[&str]) -> Vec<Value> {
 }
 
 fn load_docs(api: &RealApi, namespace: &str, docs: Vec<Value>) -> Vec<Value> {
-    // The API server dates what it creates: objects the evidence says were made at different
-    // times are made a second apart, in that order, so that the newest Deployment and the
-    // last attempt are the same here as in the files.
-    let mut docs = docs;
-    docs.sort_by_key(created);
-    let mut batches: Vec<(String, Vec<Value>)> = Vec::new();
-    let mut statuses = Vec::new();
-    for mut d in docs {
-        let when = created(&d);
-        let meta = d["metadata"].as_object_mut().unwrap();
-        meta.insert("namespace".into(), json!(namespace));
-        for k in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
-            meta.remove(k);
-        }
-        let status = d.as_object_mut().unwrap().remove("status");
-        if let Some(s) = status.filter(|s| !s.is_null()) {
-            statuses.push((resource(&d), d["metadata"]["name"].as_str().unwrap().to_string(), s));
-        }
-        match batches.last_mut() {
-            Some((w, batch)) if *w == when => batch.push(d),
-            _ => batches.push((when, vec![d])),
-        }
-    }
-    let mut objects = Vec::new();
-    for (i, (_, batch)) in batches.into_iter().enumerate() {
-        if i > 0 {
-            next_second();
-        }
-        apply(api, "openstack-operator", &batch).unwrap_or_else(|e| panic!("creating the objects: {e}"));
-        objects.extend(batch);
-    }
-    for (res, name, status) in statuses {
-        api.kubectl(
-            &[
-                "patch",
-                &format!("{res}/{name}"),
-                "-n",
-                namespace,
-                "--subresource=status",
-                "--type=merge",
-                "--field-manager=openstack-operator",
-                "-p",
-                &json!({ "status": status }).to_string(),
-            ],
-            None,
-        )
-        .unwrap_or_else(|e| panic!("the status of {res}/{name}: {e}"));
-    }
-    objects
-}
-
-/// An object's creation time as its file says, or "" when it says none.
-fn created(d: &Value) -> String {
-    d["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string()
-}
-
-/// Sleeps into the next whole second of the wall clock (the resolution of creationTimestamp).
-fn next_second() {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    std::thread::sleep(
-        Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos())) + Duration::from_millis(20),
-    );
+    api.create_as_operator(namespace, docs).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A kubeconfig for the administrator whose context's namespace is `namespace`.
@@ -555,25 +390,7 @@ fn timeless(v: &mut Value) {
 /// record it: the running attempt's pod succeeds, the Job is Complete, the Deployment Ready.
 fn complete_the_nova_retry(api: &RealApi, ns: &str) {
     let job = "nova-edpm-deployment-nova-retry-edpm-compute-cell1";
-    let patch = |res: &str, status: Value| {
-        api.kubectl(
-            &[
-                "patch",
-                res,
-                "-n",
-                ns,
-                "--subresource=status",
-                "--type=merge",
-                "--field-manager=openstack-operator",
-                "-p",
-            ]
-            .into_iter()
-            .chain([json!({ "status": status }).to_string().as_str()])
-            .collect::<Vec<_>>(),
-            None,
-        )
-        .unwrap_or_else(|e| panic!("{res}: {e}"))
-    };
+    let patch = |res: &str, status: Value| api.patch_status(ns, res, &status).unwrap();
     let summary = r#"{"failedHostList":[],"failedHosts":0,"failurePercent":0,"hostFailures":{},"rc":0,"status":"successful","totalHosts":1,"truncated":false,"unreachableHostList":[],"unreachableHosts":0}"#;
     patch(
         &format!("pod/{job}-q2mvn"),
@@ -716,7 +533,7 @@ fn failed_attempt(api: &RealApi, ns: &str, job: &str, pod: &str, host: &str, rea
         "status": {"phase": "Failed", "containerStatuses": [{"name": job, "image": "localhost/edpm-agent-runner:latest",
             "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error",
             "startedAt": "2026-11-02T09:30:00Z", "finishedAt": "2026-11-02T09:31:00Z", "message": summary.to_string()}}}]}});
-    next_second();
+    edpm_testkit::real_api::next_second();
     load_docs(api, ns, vec![doc]);
 }
 
@@ -874,7 +691,7 @@ fn a_compaction_under_a_cut_watch_loses_no_change() {
     let Some(bins) = crate::util::real_api_binaries(test) else { return };
     let opts = edpm_testkit::real_api::Options { watch_cache: false, ..Default::default() };
     let api = RealApi::start(&bins, &opts).unwrap();
-    install_crds(&api).unwrap();
+    api.install_crds(&repo(), Some(&repo().join("../shared/reference/upstream"))).unwrap();
     let Deployed { ns, leases, dir, kubeconfig } = deploy_controller(&api, "compaction");
     load(
         &api,

@@ -343,6 +343,155 @@ impl RealApi {
         serde_json::from_str(&text).map_err(|e| format!("kubectl get {}: {e}", args.join(" ")))
     }
 
+    /// Server-side apply of `docs` as field manager `manager` (as the administrator), sent as a
+    /// YAML stream: given a `kind: List`, kubectl validates on the client against the published
+    /// schema and refuses what the server would default (upstream's `deploymentRequeueTime`).
+    pub fn apply(&self, manager: &str, docs: &[Value]) -> Result<String, String> {
+        let stream: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
+        self.kubectl(
+            &[
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                &format!("--field-manager={manager}"),
+                "-f",
+                "-",
+            ],
+            Some(&stream),
+        )
+    }
+
+    /// The CRDs of every kind edpm-agent reads: upstream's own from `upstream` (the
+    /// `reference/upstream` directory of `../shared`: openstack-operator's NodeSet, Deployment
+    /// and Service, the seeds' model from dataplane-operator, nova-operator's
+    /// NovaExternalCompute), ours from `repo`, and a minimal one (any fields, a status
+    /// subresource) for every kind no upstream CRD is at hand for; all of them minimal
+    /// without `upstream`. Returns once every CRD is established.
+    pub fn install_crds(&self, repo: &Path, upstream: Option<&Path>) -> Result<(), String> {
+        let mut docs = Vec::new();
+        let mut upstream_kinds = Vec::new();
+        if let Some(up) = upstream {
+            let op =
+                up.join("openstack/openstack-k8s-operators__openstack-operator@84322c77/config/crd/bases");
+            let seeds =
+                up.join("openstack/openstack-k8s-operators__dataplane-operator@605f1a16/config/crd/bases");
+            for (dir, file) in [
+                (&op, "dataplane.openstack.org_openstackdataplanenodesets.yaml"),
+                (&op, "dataplane.openstack.org_openstackdataplanedeployments.yaml"),
+                (&op, "dataplane.openstack.org_openstackdataplaneservices.yaml"),
+                (&seeds, "dataplane.openstack.org_openstackdataplanes.yaml"),
+                (&seeds, "dataplane.openstack.org_openstackdataplaneroles.yaml"),
+                (&seeds, "dataplane.openstack.org_openstackdataplanenodes.yaml"),
+                (&up.join("files"), "novaexternalcompute_crd.yaml"),
+            ] {
+                let mut crds = yaml_file(&dir.join(file))?;
+                // The seeds' model and today's never shared a cluster: their short names
+                // collide (OpenStackDataPlane's `osdps` is today's NodeSet's), and a CRD whose
+                // names are refused is never established. The seeds' CRDs lose theirs.
+                if *dir == seeds {
+                    for c in &mut crds {
+                        if let Some(names) = c["spec"]["names"].as_object_mut() {
+                            names.remove("shortNames");
+                        }
+                    }
+                }
+                upstream_kinds.extend(
+                    crds.iter().filter_map(|c| c["spec"]["names"]["kind"].as_str().map(str::to_string)),
+                );
+                docs.extend(crds);
+            }
+        }
+        docs.extend(yaml_file(&repo.join("packaging/kubernetes/crds.yaml"))?);
+        for (group, kind, plural) in READ_KINDS {
+            if !upstream_kinds.iter().any(|k| k == kind) {
+                docs.push(minimal_crd(group, kind, plural));
+            }
+        }
+        self.apply("edpm-testkit", &docs)?;
+        if let Err(e) =
+            self.kubectl(&["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"], None)
+        {
+            // Which CRD, and why: the server says it in the CRD's conditions.
+            let crds = self.get_json(&["crd"])?;
+            let why: Vec<String> = crds["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|c| {
+                    !c["status"]["conditions"].as_array().is_some_and(|cs| {
+                        cs.iter().any(|x| x["type"] == "Established" && x["status"] == "True")
+                    })
+                })
+                .map(|c| format!("{}: {}", c["metadata"]["name"], c["status"]["conditions"]))
+                .collect();
+            return Err(format!("{e}\n{}", why.join("\n")));
+        }
+        Ok(())
+    }
+
+    /// Makes `docs` in `namespace` as their operators would: each object first (field manager
+    /// `openstack-operator`), then its status through the status subresource. What the API
+    /// server sets itself (uid, resourceVersion, creation time) is dropped; objects whose
+    /// files say they were made at different times are made a second apart, in that order (the
+    /// server dates what it creates), so that the newest Deployment and the last attempt are
+    /// the same here as in the files. The objects as sent.
+    pub fn create_as_operator(&self, namespace: &str, docs: Vec<Value>) -> Result<Vec<Value>, String> {
+        let mut docs = docs;
+        docs.sort_by_key(created);
+        let mut batches: Vec<(String, Vec<Value>)> = Vec::new();
+        let mut statuses = Vec::new();
+        for mut d in docs {
+            let when = created(&d);
+            let meta = d["metadata"].as_object_mut().ok_or("an object without metadata")?;
+            meta.insert("namespace".into(), Value::String(namespace.into()));
+            for k in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
+                meta.remove(k);
+            }
+            let status = d.as_object_mut().and_then(|o| o.remove("status"));
+            if let Some(s) = status.filter(|s| !s.is_null()) {
+                statuses.push((resource(&d), d["metadata"]["name"].as_str().unwrap_or("").to_string(), s));
+            }
+            match batches.last_mut() {
+                Some((w, batch)) if *w == when => batch.push(d),
+                _ => batches.push((when, vec![d])),
+            }
+        }
+        let mut objects = Vec::new();
+        for (i, (_, batch)) in batches.into_iter().enumerate() {
+            if i > 0 {
+                next_second();
+            }
+            self.apply("openstack-operator", &batch).map_err(|e| format!("creating the objects: {e}"))?;
+            objects.extend(batch);
+        }
+        for (res, name, status) in statuses {
+            self.patch_status(namespace, &format!("{res}/{name}"), &status)?;
+        }
+        Ok(objects)
+    }
+
+    /// A merge patch of `object`'s (`resource/name`) status, as field manager
+    /// `openstack-operator`.
+    pub fn patch_status(&self, namespace: &str, object: &str, status: &Value) -> Result<(), String> {
+        let body = serde_json::json!({ "status": status }).to_string();
+        self.kubectl(
+            &[
+                "patch",
+                object,
+                "-n",
+                namespace,
+                "--subresource=status",
+                "--type=merge",
+                "--field-manager=openstack-operator",
+                "-p",
+                &body,
+            ],
+            None,
+        )
+        .map(drop)
+        .map_err(|e| format!("the status of {object}: {e}"))
+    }
+
     /// A new namespace `<hint>-<n>`, unique on this server (with its `default`
     /// ServiceAccount, which kube-controller-manager would make and no one runs here).
     pub fn namespace(&self, hint: &str) -> Result<String, String> {
@@ -487,6 +636,84 @@ impl Drop for RealApi {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// The kinds edpm-agent reads that need a CRD (`edpm_core::kinds::KINDS` but Kubernetes' own
+/// and ours): group, kind, plural.
+const READ_KINDS: &[(&str, &str, &str)] = &[
+    ("dataplane.openstack.org", "OpenStackDataPlane", "openstackdataplanes"),
+    ("dataplane.openstack.org", "OpenStackDataPlaneRole", "openstackdataplaneroles"),
+    ("dataplane.openstack.org", "OpenStackDataPlaneNode", "openstackdataplanenodes"),
+    ("dataplane.openstack.org", "OpenStackDataPlaneNodeSet", "openstackdataplanenodesets"),
+    ("dataplane.openstack.org", "OpenStackDataPlaneService", "openstackdataplaneservices"),
+    ("dataplane.openstack.org", "OpenStackDataPlaneDeployment", "openstackdataplanedeployments"),
+    ("network.openstack.org", "IPSet", "ipsets"),
+    ("network.openstack.org", "NetConfig", "netconfigs"),
+    ("network.openstack.org", "DNSMasq", "dnsmasqs"),
+    ("nova.openstack.org", "NovaCell", "novacells"),
+    ("nova.openstack.org", "NovaExternalCompute", "novaexternalcomputes"),
+    ("core.openstack.org", "OpenStackControlPlane", "openstackcontrolplanes"),
+    ("core.openstack.org", "OpenStackVersion", "openstackversions"),
+    ("baremetal.openstack.org", "OpenStackBaremetalSet", "openstackbaremetalsets"),
+];
+
+/// A CRD that takes any fields, with a status subresource.
+fn minimal_crd(group: &str, kind: &str, plural: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": kind.to_lowercase()},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1beta1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }]
+        }
+    })
+}
+
+/// The documents of a YAML stream, a `kind: List`'s items in its place.
+pub fn yaml_docs(text: &str) -> Result<Vec<Value>, String> {
+    let docs = serde_saphyr::from_multiple::<Value>(text).map_err(|e| e.to_string())?;
+    Ok(docs
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .flat_map(|d| match d["items"].as_array() {
+            Some(items) if d["kind"] == "List" => items.clone(),
+            _ => vec![d],
+        })
+        .collect())
+}
+
+fn yaml_file(path: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    yaml_docs(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// kubectl's name for an object's resource: `kind.group` (the core group's kinds bare).
+fn resource(doc: &Value) -> String {
+    let kind = doc["kind"].as_str().unwrap_or("").to_lowercase();
+    match doc["apiVersion"].as_str().unwrap_or("").split_once('/') {
+        Some((group, _)) => format!("{kind}.{group}"),
+        None => kind,
+    }
+}
+
+/// An object's creation time as its file says, or "" when it says none.
+fn created(d: &Value) -> String {
+    d["metadata"]["creationTimestamp"].as_str().unwrap_or("").to_string()
+}
+
+/// Sleeps into the next whole second of the wall clock (the resolution of creationTimestamp).
+pub fn next_second() {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    std::thread::sleep(
+        Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos())) + Duration::from_millis(20),
+    );
 }
 
 extern "C" fn stop_shared() {
