@@ -235,9 +235,13 @@ fn agent(kc: &Path, args: &[&str]) -> crate::util::Output {
 fn readiness_from_the_cluster_is_readiness_from_the_files() {
     let Some(api) = cluster("readiness_from_the_cluster_is_readiness_from_the_files") else { return };
     let ns = api.namespace("readiness").unwrap();
+    let leases = api.namespace("readiness-leases").unwrap();
     let d = tempfile::tempdir().unwrap();
-    let kc = admin_in(api, d.path(), &ns);
     load(api, &ns, EXAMPLES);
+    // As the reporter's ServiceAccount, with the RBAC shipped for it.
+    apply(api, "edpm-testkit", &shipped("rbac-reporter.yaml", &ns, &leases)).unwrap();
+    let kc = d.path().join("reporter.kubeconfig");
+    api.service_account_kubeconfig(&kc, &ns, "edpm-agent-reporter", 3600).unwrap();
 
     // The same files as a directory source, but for Nova's saved answers: the cluster's Nova
     // is asked live (its client has tests of its own, tests/nova.rs), so neither side has one.
@@ -258,7 +262,7 @@ fn readiness_from_the_cluster_is_readiness_from_the_files() {
                 a.extend(["--status-dir", sd.to_str().unwrap()]);
             }
             let f = run(&a, &[NOW]);
-            let k = agent(&kc, &["status", "show", "-o", format, "--no-nova", "--lease-namespace", &ns]);
+            let k = agent(&kc, &["status", "show", "-o", format, "--no-nova", "--lease-namespace", &leases]);
             assert_eq!(k.code, f.code, "{}", k.stderr);
             let k = k.stdout.replace(&ns, "openstack");
             if format == "table" {
@@ -275,14 +279,14 @@ fn readiness_from_the_cluster_is_readiness_from_the_files() {
     same("before any report", None);
 
     // Reported: our status objects in the cluster, and their YAML in a directory beside the files.
-    let report = agent(&kc, &["status", "report", "--no-nova", "--lease-namespace", &ns]);
+    let report = agent(&kc, &["status", "report", "--no-nova", "--lease-namespace", &leases]);
     assert_eq!(report.code, 0, "status report: {}{}", report.stdout, report.stderr);
     assert!(
         report.stdout.starts_with("11 created, 0 updated"),
         "7 nodes, 2 NodeSets, 2 Roles: {}",
         report.stdout
     );
-    let again = agent(&kc, &["status", "report", "--no-nova", "--lease-namespace", &ns]);
+    let again = agent(&kc, &["status", "report", "--no-nova", "--lease-namespace", &leases]);
     assert!(
         again.stdout.starts_with("0 created, 0 updated, 11 unchanged (0 write requests)"),
         "{}",
@@ -297,13 +301,13 @@ fn readiness_from_the_cluster_is_readiness_from_the_files() {
             &["--source", files, "status", "explain", node, "--status-dir", sd.to_str().unwrap()],
             &[NOW],
         );
-        let k = agent(&kc, &["status", "explain", node, "--no-nova", "--lease-namespace", &ns]);
+        let k = agent(&kc, &["status", "explain", node, "--no-nova", "--lease-namespace", &leases]);
         let k = server_times_as_now(&k.stdout.replace(&ns, "openstack"));
         assert_eq!(k, f.stdout, "status explain {node}: the cluster against the files");
     }
 
     // The plan's Deployments, as the server would take them.
-    let plan = agent(&kc, &["status", "plan", "--no-nova", "--lease-namespace", &ns]);
+    let plan = agent(&kc, &["status", "plan", "--no-nova", "--lease-namespace", &leases]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
     assert!(plan.stdout.contains("kind: OpenStackDataPlaneDeployment"), "{}", plan.stdout);
     let dry = api.kubectl(&["apply", "--dry-run=server", "-n", &ns, "-f", "-"], Some(&plan.stdout));
@@ -322,7 +326,7 @@ fn readiness_from_the_cluster_is_readiness_from_the_files() {
             "1",
             "--no-nova",
             "--lease-namespace",
-            &ns,
+            &leases,
         ])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -346,6 +350,11 @@ fn readiness_from_the_cluster_is_readiness_from_the_files() {
     };
     let out = wait.wait_with_output().unwrap();
     assert!(status.success(), "status wait: {status}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        api.audited(&user(&ns, "edpm-agent-reporter"), 403),
+        Vec::<String>::new(),
+        "requests the reporter's RBAC refused"
+    );
 }
 
 /// `text` with every time after the examples' moment (only the API server's own clock can
