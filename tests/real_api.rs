@@ -665,8 +665,10 @@ fn the_controller_runs_as_its_service_account_under_the_shipped_rbac() {
     second.wait_for("the second replica to lead", Duration::from_secs(10), || {
         holder().is_some_and(|h| h.ends_with(&format!("-{}", second.pid())))
     });
+    // client-go's rule: a lease duration after the record was last seen to change, seen at the
+    // next retry; the rest is two processes and the API server on a shared machine.
     let took = killed.elapsed();
-    assert!(took < Duration::from_millis(4000 + 500 + 1000), "took over {took:?} after the kill");
+    assert!(took < Duration::from_millis(4000 + 500 + 1500), "took over {took:?} after the kill");
     failed_attempt(
         api,
         &ns,
