@@ -216,7 +216,9 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
     // interval a tenth of its default to count requests; and, for comparison, idle as
     // `edpm-agent node`.
     let api = fake_api::FakeApi::start();
-    api.add_crd("agent.edpm.openstack.org", "v1alpha1", "edpmnodestatuses");
+    let status =
+        edpm_core::kinds::named(edpm_core::readiness::api::NODE_KIND).ok_or("no EDPMNodeStatus kind")?;
+    api.add_crd(status.group, status.version, status.plural);
     let kc = api.kubeconfig();
     // The same credentials, pointing at a port nothing listens on.
     let unreachable = dir.path().join("unreachable.kubeconfig");
@@ -321,7 +323,7 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
                 rss as f64 / 1024.0
             ),
             _ => {
-                let status = api.count("PATCH", &format!("/edpmnodestatuses/{object}/status"));
+                let status = api.count("PATCH", &format!("/{}/{object}/status", status.plural));
                 let per_hour = requests as f64 * 3600.0 / idle as f64 / 10.0;
                 println!(
                     "requests when nothing changes: {requests} in {idle} s with intervals a tenth of the defaults ({leases} Lease renewals and {status} status writes in all, first report included) → {per_hour:.0} per hour at the defaults (360 renewals + 12 heartbeats = 372 by design)"

@@ -34,7 +34,7 @@ pub(crate) struct Outcome {
 pub(crate) const CONCURRENCY: usize = 8;
 
 fn resource(kind: &str) -> ApiResource {
-    let plural = if kind == api::NODE_KIND { "edpmnodestatuses" } else { "edpmnodesetstatuses" };
+    let plural = edpm_core::kinds::named(kind).map_or("", |k| k.plural);
     ApiResource {
         group: api::GROUP.into(),
         version: api::VERSION.into(),

@@ -10,6 +10,8 @@
 //! generated from these types (`crds`) and committed under `packaging/kubernetes/`.
 //!
 //! Pure types: the derive only describes the resource; talking to the API server is `k8s`'s.
+//! Their plurals are the kinds table's (`crate::kinds::KINDS`): the derive's own (kube's
+//! plural of the lower-cased kind) is checked against it, never spelled here.
 
 // kube's derive takes one `printcolumn(...)` per column; clippy reads their repeated
 // `type_ = "string"` as duplicated attributes.
@@ -76,8 +78,6 @@ pub enum OwnerKind {
     version = "v1alpha1",
     kind = "EDPMNodeStatus",
     root = "EdpmNodeStatus",
-    plural = "edpmnodestatuses",
-    singular = "edpmnodestatus",
     shortname = "edpmnode",
     category = "edpm",
     namespaced,
@@ -178,8 +178,6 @@ pub const RUN_HISTORY: usize = 20;
     version = "v1alpha1",
     kind = "EDPMNodeSetStatus",
     root = "EdpmNodeSetStatus",
-    plural = "edpmnodesetstatuses",
-    singular = "edpmnodesetstatus",
     shortname = "edpmnodeset",
     category = "edpm",
     namespaced,
@@ -269,6 +267,17 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_derived_plurals_are_the_kinds_tables() {
+        use kube_core::Resource;
+        for (kind, plural) in [
+            (super::NODE_KIND, super::EdpmNodeStatus::plural(&())),
+            (super::NODESET_KIND, super::EdpmNodeSetStatus::plural(&())),
+        ] {
+            assert_eq!(crate::kinds::named(kind).map(|k| k.plural), Some(plural.as_ref()), "{kind}");
+        }
+    }
+
     #[test]
     fn crds_declare_conditions_as_a_map_list_keyed_by_type() {
         for crd in super::crds() {
