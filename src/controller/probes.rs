@@ -30,9 +30,9 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use edpm_core::condition::READY;
+use edpm_core::condition::types::{TYPES, Type};
 use edpm_core::condition::{Severity, Status};
-use edpm_core::readiness::{BAREMETAL, INFRASTRUCTURE, NodeView, SERVICES};
+use edpm_core::readiness::NodeView;
 
 type Labels = Vec<(String, String)>;
 
@@ -55,9 +55,37 @@ pub(crate) struct Metrics {
     pub(crate) synced: AtomicBool,
 }
 
-/// The phases of `edpm_nodeset_nodes`, with the condition each reads.
-const PHASES: [(&str, &str); 4] =
-    [("-1", BAREMETAL), ("0", INFRASTRUCTURE), ("1", SERVICES), ("ready", READY)];
+/// The phases of `edpm_nodeset_nodes` (the types table's, `Ready` with them), with the
+/// condition each reads.
+fn phases() -> impl Iterator<Item = (&'static str, &'static str)> {
+    TYPES.iter().filter_map(|t| Some((t.phase?.label, t.node?)))
+}
+
+/// The types with a per-node gauge of their own (`node_version_current`, …).
+fn gauged() -> impl Iterator<Item = &'static Type> {
+    TYPES.iter().filter(|t| t.gauge.is_some())
+}
+
+/// How many phases and gauges the types table has: a node's line holds one state each, inline.
+const PHASES: usize = count_rows(true);
+const GAUGES: usize = count_rows(false);
+
+const fn count_rows(phases: bool) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < TYPES.len() {
+        let t = &TYPES[i];
+        if (phases && t.phase.is_some()) || (!phases && t.gauge.is_some()) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The first `N` of `items`, inline (the rest of the array `empty`).
+fn inline<T: Copy, const N: usize>(mut items: impl Iterator<Item = T>, empty: T) -> [T; N] {
+    std::array::from_fn(|_| items.next().unwrap_or(empty))
+}
 const STATUSES: [&str; 3] = ["True", "False", "Unknown"];
 
 /// The nodes of each NodeSet as last evaluated: `edpm_node_condition` and
@@ -74,25 +102,11 @@ struct NodeSeries {
 struct NodeLine {
     node: String,
     conditions: Vec<(Arc<str>, &'static str)>,
-    /// The state of each of [`PHASES`].
-    phases: [&'static str; 4],
-    /// `VersionCurrent` and `SecretsCurrent`: 1 True, 0 False, no series while Unknown.
-    current: [Option<bool>; 2],
+    /// The state of each of [`phases`], in order.
+    phases: [&'static str; PHASES],
+    /// Each of [`gauged`], in order: 1 True, 0 False, no series while Unknown.
+    current: [Option<bool>; GAUGES],
 }
-
-/// The per-node gauges of what a node runs and holds, with the condition each reads.
-const CURRENT: [(&str, &str, &str); 2] = [
-    (
-        "node_version_current",
-        "1 when the node runs the OpenStackVersion's target version, 0 when it is behind (no series while unknown)",
-        edpm_core::condition::types::VERSION_CURRENT,
-    ),
-    (
-        "node_inputs_current",
-        "1 when the node holds every current Secret and ConfigMap delivered to it, 0 when one is stale (no series while unknown)",
-        edpm_core::condition::types::SECRETS_CURRENT,
-    ),
-];
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // No code holding these locks panics; a poisoned one still holds consistent data.
@@ -138,8 +152,8 @@ impl Collector for NodeSeries {
                 }
             }
         }
-        for (i, (name, help, _)) in CURRENT.iter().enumerate() {
-            let mut m = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for (i, gauge) in gauged().filter_map(|t| t.gauge).enumerate() {
+            let mut m = encoder.encode_descriptor(gauge.name, gauge.help, None, MetricType::Gauge)?;
             for ((ns, set), nodes) in sets.iter() {
                 for n in nodes {
                     let Some(current) = n.current[i] else { continue };
@@ -156,7 +170,7 @@ impl Collector for NodeSeries {
             MetricType::Gauge,
         )?;
         for ((ns, set), nodes) in sets.iter() {
-            for (i, (phase, _)) in PHASES.iter().enumerate() {
+            for (i, (phase, _)) in phases().enumerate() {
                 for st in STATES {
                     let count = nodes.iter().filter(|n| n.phases[i] == st).count();
                     let labels = [
@@ -246,12 +260,15 @@ impl Metrics {
                     .iter()
                     .map(|c| (self.nodes.intern(&c.type_), c.status_word()))
                     .collect(),
-                phases: PHASES.map(|(_, ty)| state(n.conditions.get(ty))),
-                current: CURRENT.map(|(_, _, ty)| match n.conditions.get(ty).map(|c| c.status) {
-                    Some(Status::True) => Some(true),
-                    Some(Status::False) => Some(false),
-                    _ => None,
-                }),
+                phases: inline(phases().map(|(_, ty)| state(n.conditions.get(ty))), "unknown"),
+                current: inline(
+                    gauged().map(|t| match t.node.and_then(|ty| n.conditions.get(ty)).map(|c| c.status) {
+                        Some(Status::True) => Some(true),
+                        Some(Status::False) => Some(false),
+                        _ => None,
+                    }),
+                    None,
+                ),
             })
             .collect();
         lock(&self.nodes.sets).insert((namespace.to_string(), nodeset.to_string()), lines);

@@ -10,7 +10,7 @@ use super::output::{json_text, write_file, write_out};
 use super::{AppError, Context};
 use crate::shell::cli::{ShowFormat, StatusAction, StatusArgs};
 use crate::shell::exit::Exit;
-use edpm_core::condition::{READY, Severity, Status, Time};
+use edpm_core::condition::{Severity, Status, Time};
 use edpm_core::environment::Env;
 use edpm_core::readiness::show::Filter;
 use edpm_core::readiness::{self, Options, PhaseMap, Readiness};
@@ -380,41 +380,21 @@ fn report(
     Ok(Exit::Success)
 }
 
-/// The condition a phase names, for a node and for a NodeSet.
+/// The condition a phase names, for a node and for a NodeSet (`condition::types::TYPES`).
 fn phase_types(phase: &str) -> Result<(&'static str, &'static str), AppError> {
-    Ok(match phase {
-        "-1" | "baremetal" => {
-            (edpm_core::condition::types::BAREMETAL, edpm_core::condition::types::NODESET_BAREMETAL)
-        }
-        "0" | "infrastructure" => {
-            (edpm_core::condition::types::INFRASTRUCTURE, edpm_core::condition::types::NODESET_INFRASTRUCTURE)
-        }
-        "1" | "services" => {
-            (edpm_core::condition::types::SERVICES, edpm_core::condition::types::NODESET_SERVICES)
-        }
-        "ready" => (READY, READY),
-        _ => {
-            return Err(AppError::usage(format!(
-                "--phase {phase:?}: give -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready"
-            )));
-        }
+    edpm_core::condition::types::phase_named(phase).ok_or_else(|| {
+        AppError::usage(format!("--phase {phase:?}: give {}", edpm_core::condition::types::phases_said()))
     })
 }
 
-/// `--for`: the node condition and the NodeSet's rollup of it.
+/// `--for`: the node condition and the NodeSet's rollup of it (`condition::types::TYPES`).
 fn condition_types(condition: &str) -> Result<(&'static str, &'static str), AppError> {
-    use edpm_core::condition::types::{
-        NODESET_SECRETS_CURRENT, NODESET_VERSION_CURRENT, SECRETS_CURRENT, VERSION_CURRENT,
-    };
-    Ok(match condition {
-        VERSION_CURRENT => (VERSION_CURRENT, NODESET_VERSION_CURRENT),
-        SECRETS_CURRENT => (SECRETS_CURRENT, NODESET_SECRETS_CURRENT),
-        _ => {
-            return Err(AppError::usage(format!(
-                "--for {:?}: give VersionCurrent or SecretsCurrent (for a phase, --phase)",
-                edpm_core::excerpt::printable(condition)
-            )));
-        }
+    edpm_core::condition::types::wait_named(condition).ok_or_else(|| {
+        AppError::usage(format!(
+            "--for {:?}: give {} (for a phase, --phase)",
+            edpm_core::excerpt::printable(condition),
+            edpm_core::condition::types::wait_said()
+        ))
     })
 }
 
