@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         || matches!(&cli.command, cli::Command::Status(s) if matches!(s.action, cli::StatusAction::Controller { .. }));
     let journal_name =
         if matches!(&cli.command, cli::Command::Node(_)) { "edpm-agent-node" } else { "edpm-agent" };
-    edpm_node::logging::init(&env, cli.verbose, service, journal_name);
+    edpm_io::logging::init(&env, cli.verbose, service, journal_name);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match edpm_agent::run(cli, &env, &mut out) {

@@ -170,6 +170,5 @@ async fn write(
 }
 
 fn clock() -> Time {
-    use edpm_node::agent_loop::Clock;
-    edpm_node::agent_loop::SystemClock.now()
+    edpm_io::clock::now()
 }

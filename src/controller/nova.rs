@@ -272,8 +272,7 @@ fn spread(d: Duration) -> Duration {
 }
 
 fn clock() -> Time {
-    use edpm_node::agent_loop::Clock;
-    edpm_node::agent_loop::SystemClock.now()
+    edpm_io::clock::now()
 }
 
 #[cfg(test)]

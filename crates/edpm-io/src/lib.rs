@@ -5,8 +5,10 @@
 //! What each binary asks of the API server is its own (the product's `shell::k8s`, the node
 //! agent's `api`).
 
+pub mod clock;
 pub mod files;
 pub mod k8s;
+pub mod logging;
 pub mod node_root;
 pub mod parallel;
 pub mod process;

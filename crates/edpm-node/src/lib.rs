@@ -12,7 +12,6 @@
 pub mod agent_loop;
 pub mod api;
 pub mod collect;
-pub mod logging;
 pub mod notify;
 pub mod run;
 

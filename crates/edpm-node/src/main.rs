@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     let env = edpm_core::environment::Env::new(
         std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
     );
-    edpm_node::logging::init(&env, cli.verbose, !cli.args.once, "edpm-agent-node");
+    edpm_io::logging::init(&env, cli.verbose, !cli.args.once, "edpm-agent-node");
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match edpm_node::run(cli.args, &env, &mut out) {

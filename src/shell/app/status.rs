@@ -127,13 +127,7 @@ pub(crate) fn now(env: &Env) -> Result<Time, AppError> {
                 "EDPM_AGENT_NOW={v:?} is not an RFC 3339 time such as 2024-05-06T07:08:09Z"
             ))
         }),
-        None => {
-            let secs = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as i64)
-                .unwrap_or_default();
-            Ok(Time::from_unix(secs))
-        }
+        None => Ok(edpm_io::clock::now()),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The one logging set-up, for both binaries. Commands log to stderr only when asked (`-v` or
+//! The one logging set-up, for every program's `main`. Commands log to stderr only when asked (`-v` or
 //! `EDPM_AGENT_LOG`): Ansible shows any stderr of an inventory script as an error. A service
 //! (the node agent's loop, the controller) logs at info by default, to the journal when
 //! systemd says stderr is the journal (`JOURNAL_STREAM`). Condition messages name paths and
@@ -9,7 +9,8 @@ use std::io::IsTerminal;
 use edpm_core::environment::Env;
 
 /// Our crates, as tracing names their targets: a directive for `edpm_agent` reaches them all.
-const CRATES: [&str; 4] = ["edpm_agent", "edpm_core", "edpm_io", "edpm_node"];
+const CRATES: [&str; 6] =
+    ["edpm_agent", "edpm_core", "edpm_io", "edpm_node", "edpm_controller", "edpm_runner"];
 
 /// `directives` with every one about `edpm_agent` said for each of our crates too, so that
 /// `EDPM_AGENT_LOG=edpm_agent=debug` means all of edpm-agent, whichever crate a line is in.
@@ -58,7 +59,7 @@ mod tests {
     fn a_directive_for_edpm_agent_reaches_every_crate() {
         assert_eq!(
             super::expand("edpm_agent=debug,kube=debug"),
-            "edpm_agent=debug,edpm_core=debug,edpm_io=debug,edpm_node=debug,kube=debug"
+            "edpm_agent=debug,edpm_core=debug,edpm_io=debug,edpm_node=debug,edpm_controller=debug,edpm_runner=debug,kube=debug"
         );
         assert_eq!(super::expand("info"), "info");
         assert_eq!(super::expand("edpm_agentx=info"), "edpm_agentx=info");
