@@ -3,4 +3,4 @@
 pub(crate) mod artifacts;
 pub(crate) mod play;
 pub(crate) mod prepare;
-pub(crate) mod supervise;
+pub(crate) mod user;

@@ -8,12 +8,13 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::artifacts::{Layout, NOTES_FILE, create_dir, read_optional, write_file};
-use super::supervise::{self, Spec};
+use super::user;
 use edpm_core::environment::Env;
 use edpm_core::runner::ansible_playbook::{DirState, playbook_command};
 use edpm_core::runner::argv::RunnerCommand;
 use edpm_core::runner::entrypoint::DEFAULT_ENV;
 use edpm_core::runner::policy::RunError;
+use edpm_io::process::supervise::Spec;
 
 /// The callback plugin that writes job_events when ansible-playbook runs the play.
 const EVENTS_PLUGIN: &str = include_str!("../../packaging/ansible/callback_plugins/edpm_agent_events.py");
@@ -48,7 +49,7 @@ pub(crate) fn play(
         .filter(|(k, _)| env.get(k).is_none())
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    vars.extend(supervise::user_environment(dir, &lookup));
+    vars.extend(user::user_environment(dir, &lookup));
     if env.get("PYTHONUNBUFFERED").is_none() {
         // ansible-runner writes some output without flushing; the job's log should not wait.
         vars.push(("PYTHONUNBUFFERED".into(), "1".into()));

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use super::artifacts::{Layout, RETRY_LIMIT_FILE, create_dir, read_optional, scan_inventory, write_file};
 use super::play::{Play, find_program, play};
-use super::supervise::Limits;
 use edpm_core::environment::Env;
 use edpm_core::runner::argv::RunnerCommand;
 use edpm_core::runner::entrypoint;
@@ -13,6 +12,7 @@ use edpm_core::runner::env::JobEnv;
 use edpm_core::runner::extra_vars::extra_var_secrets;
 use edpm_core::runner::job::JobError;
 use edpm_core::runner::policy::{self, InventoryPlan, Options, RunError};
+use edpm_io::process::supervise::Limits;
 
 /// Everything the play needs, checked; the runner directory written.
 pub(crate) struct Prepared {

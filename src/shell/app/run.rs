@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use super::{AppError, Context};
 use crate::runner::artifacts::{self as art, Layout, TERMINATION_LOG};
 use crate::runner::prepare::{self, Prepared, prepare};
-use crate::runner::supervise;
 use crate::shell::cli::{RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 use edpm_core::environment::Env;
@@ -26,6 +25,7 @@ use edpm_core::runner::fold::RunFacts;
 use edpm_core::runner::policy::{self, Given, Options};
 use edpm_core::runner::retry::{RetryPlan, RetryScope, retry_plan};
 use edpm_core::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
+use edpm_io::process::supervise;
 
 /// Which attempt this is, and the hosts a retry limits it to.
 struct Attempt {

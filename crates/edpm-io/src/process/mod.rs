@@ -1,6 +1,8 @@
 //! Runs a short-lived child process, bounded: the one general way edpm-agent starts a program
 //! and waits for its answer (the node agent's `systemctl` and `podman` queries, kubeconfig
-//! exec credential plugins). The play's long supervision is `edpm-agent`'s `runner::supervise`.
+//! exec credential plugins). The one module that spawns, signals or reaps processes: the
+//! play's long supervision is [`supervise`], and handing this process over to another program
+//! is [`hand_over`].
 //!
 //! What a caller gets, whatever the program does:
 //! - it runs in a process group of its own, stdin from /dev/null (or the bytes given), with
@@ -22,8 +24,8 @@
 //! How: one thread, `poll(2)` over the pipes, the stdin pipe and the cancel pipe, with the
 //! time left as its timeout. The child is looked at with `waitid(WNOWAIT)` and reaped only at
 //! the end, so its pid (the group's id) cannot be reused while the group may still be
-//! signalled. A caller that reaps every child of the process (`waitpid(-1)`, as
-//! `edpm-agent`'s `runner::supervise` does) must not run this at the same time.
+//! signalled. A caller that reaps every child of the process (`waitpid(-1)`, as [`supervise`]
+//! does) must not run this at the same time.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -33,6 +35,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+mod hand_over;
+pub mod supervise;
+
+pub use hand_over::hand_over;
 
 /// What to run.
 #[derive(Debug, Clone)]

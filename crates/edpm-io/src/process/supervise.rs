@@ -1,7 +1,7 @@
-//! Runs the play as a child process and supervises it: output streamed as it comes, SIGTERM
-//! and SIGINT forwarded, a grace period and then SIGKILL, job and idle timeouts each reported
-//! as their own reason. The only module that spawns or signals processes; it also gives a
-//! container's arbitrary UID the passwd entry and HOME the play needs.
+//! Runs the play (the runner's) as a child process and supervises it: output streamed as it
+//! comes, SIGTERM and SIGINT forwarded, a grace period and then SIGKILL, job and idle timeouts
+//! each reported as their own reason. The long supervision of `process` (the bounded runs are
+//! its `mod.rs`): the runner's shell says what to run, this runs it.
 //!
 //! How: SIGTERM, SIGINT and SIGCHLD are blocked ([`block_signals`], before any thread starts,
 //! so every thread inherits the mask) and taken synchronously with `sigtimedwait`, whose
@@ -14,18 +14,18 @@
 //! ansible-playbook in a session of its own) come back to it to be killed.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use edpm_core::runner::outcome::Timeout;
-pub(crate) use edpm_core::runner::outcome::{Ending, Limits, Outcome, Stop};
+pub use edpm_core::runner::outcome::{Ending, Limits, Outcome, Stop};
 
 /// The child to run.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Spec {
+pub struct Spec {
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     /// Variables set on top of the inherited environment.
@@ -47,7 +47,7 @@ fn signal_set() -> libc::sigset_t {
 /// Blocks SIGTERM, SIGINT and SIGCHLD in this thread and in every thread it starts from now
 /// on. Call before any other thread exists: a thread that leaves SIGTERM unblocked would let
 /// it end the process.
-pub(crate) fn block_signals() -> std::io::Result<()> {
+pub fn block_signals() -> std::io::Result<()> {
     let set = signal_set();
     // SAFETY: `set` is initialised; the old mask is not wanted.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
@@ -79,7 +79,7 @@ fn wait_signal(timeout: Duration) -> Option<i32> {
 
 /// A SIGTERM or SIGINT that arrived before the play started (while the inventory was read),
 /// taken so that the play does not start.
-pub(crate) fn pending_stop() -> Option<i32> {
+pub fn pending_stop() -> Option<i32> {
     loop {
         match wait_signal(Duration::ZERO) {
             Some(libc::SIGCHLD) => continue,
@@ -151,57 +151,6 @@ fn kill_leftovers(within: Duration) {
         }
         std::thread::sleep(Duration::from_millis(20));
         reap(-1);
-    }
-}
-
-/// What the ansible-builder part of upstream's entrypoint does for a container started with
-/// an arbitrary UID (OpenShift): give the UID a passwd entry (ssh refuses to run without
-/// one) and point HOME at a writable directory.
-pub(crate) fn user_environment(
-    runner_dir: &Path,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Vec<(String, String)> {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let passwd_home = passwd_home(uid);
-    if passwd_home.is_none() && writable(Path::new("/etc/passwd")) {
-        let line = format!("{uid}:x:{uid}:0:container user {uid}:{}:/bin/bash\n", runner_dir.display());
-        let _ = std::fs::OpenOptions::new()
-            .append(true)
-            .open("/etc/passwd")
-            .and_then(|mut f| f.write_all(line.as_bytes()));
-    }
-    let home = lookup("HOME").map(PathBuf::from);
-    let candidates = [passwd_home, home.clone(), Some(runner_dir.to_path_buf()), Some(PathBuf::from("/tmp"))];
-    match candidates.into_iter().flatten().find(|c| c != Path::new("/") && c.is_dir() && writable(c)) {
-        Some(h) if Some(&h) != home.as_ref() => vec![("HOME".into(), h.display().to_string())],
-        _ => Vec::new(),
-    }
-}
-
-fn writable(p: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else { return false };
-    // SAFETY: a valid C string; access(2) only reads it.
-    unsafe {
-        libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0
-            || (p.is_file() && libc::access(c.as_ptr(), libc::W_OK) == 0)
-    }
-}
-
-fn passwd_home(uid: libc::uid_t) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: getpwuid_r fills `pwd` with pointers into `buf`, which outlives their use here.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
-        if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
-            return None;
-        }
-        let dir = std::ffi::CStr::from_ptr(pwd.pw_dir);
-        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
     }
 }
 
@@ -280,7 +229,7 @@ impl Pump {
     clippy::too_many_lines,
     reason = "spawns and supervises one child: its pipes, signals and deadlines share one poll loop"
 )]
-pub(crate) fn supervise(
+pub fn supervise(
     spec: &Spec,
     limits: &Limits,
     out: Box<dyn Write + Send>,
