@@ -4,7 +4,7 @@
 //! the source text:
 //! - the core does no I/O and reads no clock with what `std` offers (`std::fs`, the clock);
 //! - only the product's `shell::k8s`, the node agent's `api` and `edpm-io`'s `k8s` talk to the
-//!   Kubernetes API server; only the product's `shell::openstack` to OpenStack's APIs;
+//!   Kubernetes API server; only `edpm-io`'s `openstack` to OpenStack's APIs;
 //! - only `edpm_io::process` spawns or signals processes (bounded runs: the node agent's queries,
 //!   exec credential plugins; the play's supervision; the hand-over to another program);
 //! - no crate's modules import each other in a cycle.
@@ -330,7 +330,7 @@ fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
             "edpm-node" => s.rel == Path::new("api.rs"),
             _ => false,
         };
-        let openstack = s.krate == "edpm-agent" && s.rel.starts_with("shell/openstack");
+        let openstack = s.krate == "edpm-io" && s.rel.starts_with("openstack");
         if !k8s {
             for p in KUBE_CLIENT {
                 assert!(
@@ -343,7 +343,7 @@ fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
         if !openstack {
             assert!(
                 !s.code.contains("reqwest"),
-                "{} uses reqwest; only src/shell/openstack talks to OpenStack",
+                "{} uses reqwest; only crates/edpm-io/src/openstack talks to OpenStack",
                 s.shown()
             );
         }

@@ -1,16 +1,17 @@
 //! The controller's Nova poller: `NovaComputeReady` kept current between the evaluations that
-//! the cluster's changes bring. The logins and the asking are `shell::app::nova`'s, shared
-//! with the one-shot `status` commands.
+//! the cluster's changes bring. Which logins ask is the pure `nova_cell`'s, and the asking is
+//! `edpm_io::openstack::asker`'s, both shared with the one-shot `status` commands.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::shell::app::AppError;
-use crate::shell::app::nova::{Asker, explicit, group_logins, union};
 use edpm_core::condition::Time;
 use edpm_core::model::Model;
 use edpm_core::nova::{Login, NovaEvidence};
+use edpm_core::nova_cell::{group_logins_with as group_logins, merge_logins as union};
 use edpm_core::snapshot::Snapshot;
+use edpm_io::openstack::asker::{Asker, explicit};
 
 /// The controller's Nova poller: asks every `interval` (jittered by up to 10 %) while some
 /// node runs nova, backs off (doubling, up to 5 minutes) while Nova cannot be asked, and says
@@ -154,7 +155,7 @@ impl Poller {
         };
         let runs_nova = model.groups.iter().any(|g| edpm_core::nova_cell::runs_nova(snap, g).is_some());
         let explicit = match self.credentials.as_deref() {
-            Some(name) if runs_nova => Some(explicit(client, name).await?),
+            Some(name) if runs_nova => Some(explicit(client, name).await.map_err(AppError::failure)?),
             _ => None,
         };
         let found: Vec<(String, Logins)> = model
@@ -278,7 +279,7 @@ fn clock() -> Time {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::app::nova::tests::login;
+    use edpm_core::nova::testing::login;
 
     #[test]
     fn the_wait_doubles_while_nova_fails_up_to_five_minutes_and_resets_on_an_answer() {

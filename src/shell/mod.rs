@@ -7,5 +7,4 @@ pub mod app;
 pub mod cli;
 pub mod exit;
 pub(crate) mod k8s;
-pub(crate) mod openstack;
 pub(crate) mod source;

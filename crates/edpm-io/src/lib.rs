@@ -10,6 +10,7 @@ pub mod files;
 pub mod k8s;
 pub mod logging;
 pub mod node_root;
+pub mod openstack;
 pub mod parallel;
 pub mod process;
 pub mod tls;

@@ -7,7 +7,7 @@ mod derive;
 mod errors;
 mod inventory;
 mod mounts;
-pub(crate) mod nova;
+mod nova;
 mod oslo;
 pub(crate) mod output;
 pub(crate) mod pipeline;

@@ -28,7 +28,7 @@ pub(super) fn compute(
         let c = match client.get() {
             Some(c) => c,
             None => {
-                let made = crate::shell::openstack::Client::new(s.kube_timeout).map_err(|e| e.to_string())?;
+                let made = edpm_io::openstack::Client::new(s.kube_timeout).map_err(|e| e.to_string())?;
                 client.get_or_init(|| made)
             }
         };

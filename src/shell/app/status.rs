@@ -141,7 +141,7 @@ struct NovaOpts {
     timeout: Duration,
     /// `--nova-credentials`: the Secret to log in with instead of the cells' users.
     credentials: Option<String>,
-    asker: std::cell::OnceCell<super::nova::Asker>,
+    asker: std::cell::OnceCell<edpm_io::openstack::asker::Asker>,
 }
 
 /// `status plan`: the Deployments that would close each NodeSet's gaps, printed for review.

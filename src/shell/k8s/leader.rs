@@ -195,13 +195,7 @@ pub(crate) async fn elect(
 }
 
 fn lease_resource() -> ApiResource {
-    ApiResource {
-        group: "coordination.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "coordination.k8s.io/v1".into(),
-        kind: "Lease".into(),
-        plural: "leases".into(),
-    }
+    super::read::resource(super::read::named("Lease"))
 }
 
 /// A record as this replica last saw it change, and when (its own clock).

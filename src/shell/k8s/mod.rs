@@ -8,12 +8,11 @@
 //!   NovaExternalComputes; [`events`] records Events; [`leader`] holds the controller's Lease;
 //!   [`review`] asks who a bearer token is and what it may do (the secure `/metrics`).
 
-pub(crate) mod apply;
 pub(crate) mod events;
 pub(crate) mod leader;
-pub(crate) mod read;
 pub(crate) mod review;
-pub(crate) mod status;
 pub(crate) mod watch;
+
+pub(crate) use edpm_io::k8s::{apply, read, status};
 
 pub(crate) use edpm_io::k8s::{Client, Cluster, Error, Settings, jitter};

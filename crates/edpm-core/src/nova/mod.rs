@@ -11,6 +11,8 @@
 
 pub mod answer;
 pub mod host;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod verdict;
 
 pub use answer::{ComputeService, Hypervisor, NovaAnswer, NovaEvidence, Saved};

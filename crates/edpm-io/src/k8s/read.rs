@@ -16,23 +16,41 @@ use edpm_core::snapshot::resource::Origin;
 use edpm_core::snapshot::{Located, Snapshot, SnapshotError};
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ReadError {
+pub enum ReadError {
     #[error("{0}")]
     Api(#[from] Error),
     #[error("{0}")]
     Snapshot(#[from] SnapshotError),
 }
 
+/// A kind of the table (`edpm_core::kinds::KINDS`) as kube's client names it: every request
+/// for a kind we read takes its group, version and plural from the table.
+pub fn resource(kind: &Kind) -> ApiResource {
+    ApiResource {
+        group: kind.group.into(),
+        version: kind.version.into(),
+        api_version: kind.api_version(),
+        kind: kind.kind.into(),
+        plural: kind.plural.into(),
+    }
+}
+
+/// The table's row of a kind we read and write (our status objects, Leases): a name the table
+/// does not hold is a bug, caught by every test that writes one.
+pub fn named(kind: &str) -> &'static Kind {
+    kinds::named(kind).unwrap_or_else(|| panic!("{kind} is not in edpm_core::kinds::KINDS"))
+}
+
 /// A kind of the table of kinds read (`edpm_core::kinds`), as the API server is asked for it.
-pub(super) type Listed = Kind;
+pub type Listed = Kind;
 
 /// The kinds listed (and watched): every kind of the table but those only got by name.
-pub(super) fn listed() -> impl Iterator<Item = &'static Listed> {
+pub fn listed() -> impl Iterator<Item = &'static Listed> {
     kinds::KINDS.iter().filter(|k| k.is_listed())
 }
 
 /// How a kind is asked for.
-pub(super) trait Listing {
+pub trait Listing {
     fn resource(&self) -> ApiResource;
     /// `plural.group` (or `plural` for the core group), for messages.
     fn name(&self) -> String;
@@ -45,13 +63,7 @@ pub(super) trait Listing {
 
 impl Listing for Kind {
     fn resource(&self) -> ApiResource {
-        ApiResource {
-            group: self.group.into(),
-            version: self.version.into(),
-            api_version: self.api_version(),
-            kind: self.kind.into(),
-            plural: self.plural.into(),
-        }
+        resource(self)
     }
 
     fn name(&self) -> String {
@@ -81,7 +93,7 @@ const READ_CONCURRENCY: usize = 8;
 
 /// Reads the snapshot of the client's namespace. `selector` applies to the kinds that
 /// produce hosts. The kinds are listed a few at a time; their objects keep the list's order.
-pub(crate) async fn snapshot(
+pub async fn snapshot(
     client: &Client,
     selector: Option<&str>,
     with_evidence: bool,
@@ -146,15 +158,12 @@ async fn list_kind(
 }
 
 /// The snapshot of `docs` and of the ConfigMaps and Secrets they reference, got by name.
-pub(super) async fn with_references(
-    client: &Client,
-    docs: Vec<Located<'static>>,
-) -> Result<Snapshot, ReadError> {
+pub async fn with_references(client: &Client, docs: Vec<Located<'static>>) -> Result<Snapshot, ReadError> {
     add_references(client, Snapshot::from_documents(docs, None)?).await
 }
 
 /// `snap` with the ConfigMaps and Secrets its objects reference, got by name.
-pub(super) async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snapshot, ReadError> {
+pub async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
     let (config_maps, secrets) = edpm_core::snapshot::refs::references(&snap);
     let config_map_api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
@@ -185,7 +194,7 @@ pub(super) async fn add_references(client: &Client, mut snap: Snapshot) -> Resul
 
 /// One Secret, got by name (never listed), as a snapshot holding it (empty when it does not
 /// exist): for a Secret named on the command line (`status --nova-credentials`).
-pub(crate) async fn secret_by_name(client: &Client, name: &str) -> Result<Snapshot, ReadError> {
+pub async fn secret_by_name(client: &Client, name: &str) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
     let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
     match get(client, &api, "secret", name).await? {
@@ -200,7 +209,7 @@ pub(crate) async fn secret_by_name(client: &Client, name: &str) -> Result<Snapsh
 /// only: no Secret's data is read); `None` for one that does not exist.
 /// Each answer on its own: one object that cannot be read (a 403, a timeout) does not hide the
 /// others.
-pub(crate) async fn resource_versions(
+pub async fn resource_versions(
     client: &Client,
     objects: Vec<(String, String)>,
 ) -> Vec<Result<Option<String>, Error>> {
@@ -257,13 +266,13 @@ fn typed(mut value: Value, kind: &str) -> Value {
 }
 
 /// A listed (or watched) object as plain JSON, its type set: list items may omit it.
-pub(super) fn listed_json(action: &str, l: &Listed, obj: &DynamicObject) -> Result<Value, Error> {
+pub fn listed_json(action: &str, l: &Listed, obj: &DynamicObject) -> Result<Value, Error> {
     let mut value = to_json(action, obj)?;
     value["apiVersion"] = Value::String(l.resource().api_version);
     value["kind"] = Value::String(l.kind.into());
     Ok(value)
 }
 
-pub(super) fn located(ns: &str, value: Value) -> Located<'static> {
+pub fn located(ns: &str, value: Value) -> Located<'static> {
     Located::from_value(Origin::Api { namespace: ns.to_string() }, &value)
 }

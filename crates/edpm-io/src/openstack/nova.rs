@@ -43,7 +43,7 @@ struct Session {
 }
 
 /// The Nova client: HTTP clients per CA bundle and tokens per login, kept between asks.
-pub(crate) struct NovaClient {
+pub struct NovaClient {
     timeout: Duration,
     /// One HTTP client per CA bundle (`None`: the system roots). Building one parses the
     /// bundle and sets up TLS, and each keeps its own connection pool, so they are kept.
@@ -55,7 +55,7 @@ pub(crate) struct NovaClient {
 
 impl NovaClient {
     /// A client whose every request (connect, send, whole answer) gives up after `timeout`.
-    pub(crate) fn new(timeout: Duration) -> NovaClient {
+    pub fn new(timeout: Duration) -> NovaClient {
         // kube already brings rustls with ring; make it the process default once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         // HTTP clients are built on first use, for the CA bundle a login brings: a client
@@ -76,7 +76,7 @@ impl NovaClient {
     /// merged. `now` is when it is asked (the answer's `observed_at`) and the time tokens are
     /// judged by. Any failure makes the whole answer `Unavailable`: a partial answer would
     /// read as "not registered" for the computes the failed login would have shown.
-    pub(crate) async fn ask(&self, logins: &[Login], now: Time) -> NovaEvidence {
+    pub async fn ask(&self, logins: &[Login], now: Time) -> NovaEvidence {
         if logins.is_empty() {
             return unavailable(
                 "no NovaCell gives a login to ask Nova with; check the computes' nova.openstack.org/cell annotations"
@@ -117,7 +117,7 @@ impl NovaClient {
     }
 
     /// Requests made so far: (Keystone, compute), for the benchmark.
-    pub(crate) fn counts(&self) -> (u64, u64) {
+    pub fn counts(&self) -> (u64, u64) {
         (self.keystone.load(Ordering::Relaxed), self.compute.load(Ordering::Relaxed))
     }
 
@@ -414,7 +414,7 @@ fn build_http(timeout: Duration, ca_bundle: Option<&str>, login: &Login) -> Resu
         let what = format!("the CA bundle ({})", login.ca_where());
         // Checked first: reqwest takes a CERTIFICATE block whatever it holds and fails only
         // when the client is built, saying "builder error".
-        edpm_io::tls::pem_bundle(pem.as_bytes(), &what)?;
+        crate::tls::pem_bundle(pem.as_bytes(), &what)?;
         let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes())
             .map_err(|e| format!("{what} cannot be read ({e}); it must hold PEM certificates"))?;
         // The control plane's combined bundle already holds the system roots it trusts.
@@ -864,10 +864,10 @@ mod tests {
     #[tokio::test]
     async fn tls_trusts_the_ca_bundle_and_only_it() {
         // A test CA and a certificate for 127.0.0.1 it signed (valid until 2126), and another CA.
-        const CA: &str = include_str!("../../../tests/fixtures/tls/ca.pem");
-        const OTHER_CA: &str = include_str!("../../../tests/fixtures/tls/other-ca.pem");
-        const CERT: &str = include_str!("../../../tests/fixtures/tls/server.pem");
-        const KEY: &str = include_str!("../../../tests/fixtures/tls/server.key");
+        const CA: &str = include_str!("../../../../tests/fixtures/tls/ca.pem");
+        const OTHER_CA: &str = include_str!("../../../../tests/fixtures/tls/other-ca.pem");
+        const CERT: &str = include_str!("../../../../tests/fixtures/tls/server.pem");
+        const KEY: &str = include_str!("../../../../tests/fixtures/tls/server.key");
         let f = FakeNova::start_tls(CERT, KEY);
         f.set_clock(T0);
         f.set_services(vec![fake::service("s0", "c0.example.com", "up", "enabled")]);

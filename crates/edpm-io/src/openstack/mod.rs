@@ -4,7 +4,8 @@
 //! hypervisor known (issue 20). Shell code: network I/O with a timeout; response parsing is in
 //! pure functions.
 
-pub(crate) mod nova;
+pub mod asker;
+pub mod nova;
 
 use std::time::Duration;
 
@@ -44,17 +45,17 @@ fn read_json(resp: reqwest::blocking::Response, step: &str) -> Result<Value, Ope
 }
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum OpenStackError {
+pub enum OpenStackError {
     #[error("{step}: {message}{hint}")]
     Api { step: String, message: String, hint: String },
 }
 
-pub(crate) struct Client {
+pub struct Client {
     http: reqwest::blocking::Client,
 }
 
 impl Client {
-    pub(crate) fn new(timeout: Duration) -> Result<Client, OpenStackError> {
+    pub fn new(timeout: Duration) -> Result<Client, OpenStackError> {
         // kube already brings rustls with ring; make it the process default once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::blocking::Client::builder().timeout(timeout).build().map_err(|e| {
@@ -72,7 +73,7 @@ impl Client {
         clippy::too_many_lines,
         reason = "the three requests of one Manila lookup in order, each with its error naming the step"
     )]
-    pub(crate) fn resolve(&self, share: &CsiShare) -> Result<ResolvedShare, OpenStackError> {
+    pub fn resolve(&self, share: &CsiShare) -> Result<ResolvedShare, OpenStackError> {
         let creds = &share.credentials;
         let auth = format!("{}/auth/tokens", keystone_v3(&creds.auth_url));
         let step = format!("volume {} (Manila share {}): Keystone {auth}", share.volume, share.share_id);
@@ -148,25 +149,20 @@ fn transport(step: &str, e: &reqwest::Error) -> OpenStackError {
 }
 
 /// The Keystone v3 base: `os-authURL` with or without `/v3`.
-pub(crate) fn keystone_v3(auth_url: &str) -> String {
+pub fn keystone_v3(auth_url: &str) -> String {
     let base = auth_url.trim_end_matches('/');
     if base.ends_with("/v3") { base.to_string() } else { format!("{base}/v3") }
 }
 
 /// The project a password login is scoped to: Manila's CSI Secrets name it by id, Nova's cell
 /// users (nova-operator's `01-nova.conf`) by name in a domain.
-pub(crate) enum Scope<'a> {
+pub enum Scope<'a> {
     ProjectId(Option<&'a str>),
     ProjectName { name: &'a str, domain: &'a str },
 }
 
 /// Keystone v3 password authentication: the user (in its domain) and the project scope.
-pub(crate) fn password_body(
-    user: Option<&str>,
-    domain: &str,
-    password: Option<&str>,
-    scope: Scope<'_>,
-) -> Value {
+pub fn password_body(user: Option<&str>, domain: &str, password: Option<&str>, scope: Scope<'_>) -> Value {
     let scope = match scope {
         Scope::ProjectId(id) => json!({"project": {"id": id}}),
         Scope::ProjectName { name, domain } => json!({"project": {"name": name, "domain": {"name": domain}}}),
@@ -178,12 +174,12 @@ pub(crate) fn password_body(
 }
 
 /// Keystone v3 application-credential authentication: the credential fixes the scope.
-pub(crate) fn application_credential_body(id: &str, secret: &str) -> Value {
+pub fn application_credential_body(id: &str, secret: &str) -> Value {
     json!({"auth": {"identity": {"methods": ["application_credential"],
         "application_credential": {"id": id, "secret": secret}}}})
 }
 
-pub(crate) fn auth_body(c: &Credentials) -> Value {
+pub fn auth_body(c: &Credentials) -> Value {
     match (&c.application_credential_id, &c.application_credential_secret) {
         (Some(id), Some(secret)) => application_credential_body(id, secret),
         _ => password_body(
@@ -199,7 +195,7 @@ pub(crate) fn auth_body(c: &Credentials) -> Value {
 /// given (`region_id`, else the older `region`), `internal` before `public` (a service's
 /// internal endpoint is the one inside the control plane's network, as nova's own
 /// `valid_interfaces = internal`).
-pub(crate) fn catalog_endpoint(token: &Value, service_type: &str, region: Option<&str>) -> Option<String> {
+pub fn catalog_endpoint(token: &Value, service_type: &str, region: Option<&str>) -> Option<String> {
     let catalog = token.pointer("/token/catalog")?.as_array()?;
     let service = catalog.iter().find(|s| s.get("type").and_then(Value::as_str) == Some(service_type))?;
     let endpoints: Vec<&Value> = service
@@ -223,11 +219,7 @@ pub(crate) fn catalog_endpoint(token: &Value, service_type: &str, region: Option
 }
 
 /// The preferred export location (else the first) and an active cephx access rule.
-pub(crate) fn parse_share(
-    share: &CsiShare,
-    exports: &Value,
-    access: &Value,
-) -> Result<ResolvedShare, String> {
+pub fn parse_share(share: &CsiShare, exports: &Value, access: &Value) -> Result<ResolvedShare, String> {
     let locations = exports.get("export_locations").and_then(Value::as_array).cloned().unwrap_or_default();
     let chosen = locations
         .iter()

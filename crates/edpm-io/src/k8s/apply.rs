@@ -4,23 +4,17 @@
 //! so the cell-move check and the write see the same object; if it changed in between, the
 //! API server answers 409 and we read, check and apply again (bounded).
 
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::Value;
 
 use super::{Client, Error};
 
 /// The field manager of everything edpm-agent writes from the control plane side.
-pub(crate) const FIELD_MANAGER: &str = "edpm-agent";
+pub const FIELD_MANAGER: &str = "edpm-agent";
 
 /// Applies the NovaExternalComputes; returns one `kubectl`-style line per object.
-pub(crate) async fn novaexternalcomputes(client: &Client, objects: &[Value]) -> Result<Vec<String>, Error> {
-    let ar = ApiResource {
-        group: "nova.openstack.org".into(),
-        version: "v1beta1".into(),
-        api_version: edpm_core::derive::NEC_API_VERSION.into(),
-        kind: "NovaExternalCompute".into(),
-        plural: "novaexternalcomputes".into(),
-    };
+pub async fn novaexternalcomputes(client: &Client, objects: &[Value]) -> Result<Vec<String>, Error> {
+    let ar = super::read::resource(super::read::named("NovaExternalCompute"));
     let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), client.namespace(), &ar);
     let mut results = Vec::new();
     for obj in objects {

@@ -22,26 +22,19 @@ use edpm_core::readiness::report::Write;
 
 /// What a report did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct Outcome {
-    pub(crate) created: Vec<String>,
-    pub(crate) updated: Vec<String>,
-    pub(crate) unchanged: usize,
+pub struct Outcome {
+    pub created: Vec<String>,
+    pub updated: Vec<String>,
+    pub unchanged: usize,
     /// Write requests sent (creations count two: object and status).
-    pub(crate) requests: usize,
+    pub requests: usize,
 }
 
 /// How many objects are written at once.
-pub(crate) const CONCURRENCY: usize = 8;
+pub const CONCURRENCY: usize = 8;
 
 fn resource(kind: &str) -> ApiResource {
-    let plural = edpm_core::kinds::named(kind).map_or("", |k| k.plural);
-    ApiResource {
-        group: api::GROUP.into(),
-        version: api::VERSION.into(),
-        api_version: api::API_VERSION.into(),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
+    super::read::resource(super::read::named(kind))
 }
 
 /// Applies the writes that need it, `CONCURRENCY` at a time, all within `deadline`, each only
@@ -50,7 +43,7 @@ fn resource(kind: &str) -> ApiResource {
     clippy::too_many_lines,
     reason = "the write loop: deadline, concurrency and the leadership check share the in-flight requests"
 )]
-pub(crate) async fn apply(
+pub async fn apply(
     client: &Client,
     writes: Vec<Write>,
     deadline: Duration,
@@ -212,7 +205,7 @@ where
 /// Creates the Leases of nodes that have none, so that each node agent, which may only patch
 /// its own Lease by name, can renew it (RBAC `resourceNames` cannot restrict create). Carries
 /// labels only: the agent writes the spec. `leases`: (name, node, nodeset).
-pub(crate) async fn ensure_leases(
+pub async fn ensure_leases(
     client: &Client,
     leases: Vec<(String, String, String)>,
     deadline: Duration,
