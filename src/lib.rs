@@ -7,25 +7,18 @@
 //! the runner's supervision. The pure core is `edpm_core`; the I/O shared with the node agent
 //! is `edpm_io`; the node agent is `edpm_node` (ARCHITECTURE.md).
 
-// The controller's shell: `status controller`'s loop, its evaluations, probes and Nova poller.
-pub mod controller;
-
-// The AnsibleEE job entrypoint's shell: process supervision and the job's files.
+// The AnsibleEE job entrypoint's shell: the job's files and the play.
 pub mod runner;
 
 // The shell of every command.
 pub mod shell;
 
-/// Runs one parsed command: `status controller` in its own room, every other through
-/// `shell::app`. `env` is the process environment (injected so tests can pass their own).
+/// Runs one parsed command. `env` is the process environment (injected so tests can pass their
+/// own).
 pub fn run(
     cli: shell::cli::Cli,
     env: &shell::app::Env,
     out: &mut dyn std::io::Write,
 ) -> Result<shell::exit::Status, shell::app::AppError> {
-    use shell::cli::{Command, StatusAction, StatusArgs};
-    if let Command::Status(args @ StatusArgs { action: StatusAction::Controller { .. }, .. }) = cli.command {
-        return controller::command::run(&cli.source, args, env, out);
-    }
     shell::app::run(cli, env, out)
 }

@@ -3,7 +3,7 @@
 //! test checks on cargo's own dependency tree. What a crate boundary cannot say is checked on
 //! the source text:
 //! - the core does no I/O and reads no clock with what `std` offers (`std::fs`, the clock);
-//! - only the product's `shell::k8s`, the node agent's `api` and `edpm-io`'s `k8s` talk to the
+//! - only `edpm-io`'s `k8s`, the controller's `k8s` and the node agent's `api` talk to the
 //!   Kubernetes API server; only `edpm-io`'s `openstack` to OpenStack's APIs;
 //! - only `edpm_io::process` spawns or signals processes (bounded runs: the node agent's queries,
 //!   exec credential plugins; the play's supervision; the hand-over to another program);
@@ -71,6 +71,7 @@ const IO_CRATES: &[&str] = &[
 const CRATES: &[(&str, &str)] = &[
     ("crates/edpm-core/src", "edpm-core"),
     ("crates/edpm-io/src", "edpm-io"),
+    ("crates/edpm-controller/src", "edpm-controller"),
     ("crates/edpm-node/src", "edpm-node"),
     ("src", "edpm-agent"),
 ];
@@ -325,8 +326,7 @@ fn the_core_does_no_io_through_std() {
 fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
     for s in sources() {
         let k8s = match s.krate {
-            "edpm-agent" => s.rel.starts_with("shell/k8s"),
-            "edpm-io" => s.rel.starts_with("k8s"),
+            "edpm-io" | "edpm-controller" => s.rel.starts_with("k8s"),
             "edpm-node" => s.rel == Path::new("api.rs"),
             _ => false,
         };
@@ -335,7 +335,7 @@ fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
             for p in KUBE_CLIENT {
                 assert!(
                     !s.code.contains(p),
-                    "{} uses {p}; only src/shell/k8s, crates/edpm-io/src/k8s and crates/edpm-node/src/api.rs talk to the API server",
+                    "{} uses {p}; only crates/edpm-io/src/k8s, crates/edpm-controller/src/k8s and crates/edpm-node/src/api.rs talk to the API server",
                     s.shown()
                 );
             }

@@ -6,5 +6,4 @@
 pub mod app;
 pub mod cli;
 pub mod exit;
-pub(crate) mod k8s;
 pub(crate) mod source;

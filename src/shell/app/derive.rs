@@ -21,7 +21,7 @@ pub(super) fn run(cx: &Context, args: DeriveArgs, out: &mut dyn Write) -> Result
         }
         let cluster = cx.cluster()?;
         let results =
-            cluster.block_on(crate::shell::k8s::apply::novaexternalcomputes(cluster.client(), &objects))?;
+            cluster.block_on(edpm_io::k8s::apply::novaexternalcomputes(cluster.client(), &objects))?;
         write_out(out, &results.iter().map(|r| format!("{r}\n")).collect::<String>())?;
         return Ok(Exit::Success);
     }

@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use crate::shell::exit::Exit;
-use crate::shell::k8s;
 use crate::shell::source::SourceError;
 use edpm_core::inventory::{self, InventoryError};
 use edpm_core::model::ModelError;
@@ -16,6 +15,7 @@ use edpm_core::settings::SettingsError;
 use edpm_core::snapshot::SnapshotError;
 use edpm_core::staging::StageError;
 use edpm_io::files::ReadError;
+use edpm_io::k8s;
 use edpm_io::node_root::FsError;
 
 /// An error that ends the run: a one-line message and the exit code for its class.
@@ -165,6 +165,18 @@ impl From<SourceError> for AppError {
 impl From<k8s::Error> for AppError {
     fn from(e: k8s::Error) -> Self {
         AppError::new(Exit::Cluster, e)
+    }
+}
+
+impl From<edpm_controller::Error> for AppError {
+    fn from(e: edpm_controller::Error) -> Self {
+        use edpm_controller::Error as E;
+        match e {
+            E::Usage(m) => AppError::usage(m),
+            E::Cluster(k) => k.into(),
+            E::Model(m) => m.into(),
+            E::Failure(m) => AppError::failure(m),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! it; module errors become exit codes in one place (`errors`). Output is produced whole
 //! before anything is written, so a failure never leaves partial output.
 
+mod controller;
 mod derive;
 mod errors;
 mod inventory;
@@ -40,12 +41,15 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
     if let Command::Node(args) = cli.command {
         return node(args, env, out);
     }
-    if let Command::Status(crate::shell::cli::StatusArgs {
-        action: crate::shell::cli::StatusAction::Crds {},
-        ..
-    }) = cli.command
-    {
-        return status::crds(out).map(Into::into);
+    if let Command::Status(args) = &cli.command {
+        match args.action {
+            crate::shell::cli::StatusAction::Crds {} => return status::crds(out).map(Into::into),
+            crate::shell::cli::StatusAction::Controller { .. } => {
+                let Command::Status(args) = cli.command else { unreachable!("matched above") };
+                return controller::run(&cli.source, args, env, out);
+            }
+            _ => {}
+        }
     }
     let settings = resolve_settings(&cli.source, env)?;
     let mut cx = Context::new(&settings);

@@ -5,11 +5,11 @@
 use std::cell::OnceCell;
 
 use super::AppError;
-use crate::shell::k8s;
 use edpm_core::inventory::{self, Inventory};
 use edpm_core::model::{self, Model};
 use edpm_core::settings::{Settings, SourceSpec};
 use edpm_core::snapshot::Snapshot;
+use edpm_io::k8s;
 
 /// A run's settings and its (lazily made) cluster connection.
 pub(crate) struct Context<'s> {
@@ -83,7 +83,8 @@ impl<'s> Context<'s> {
     /// instead, through [`Context::snapshot_quiet`]).
     fn snapshot_read(&self, lines: bool) -> Result<Snapshot, AppError> {
         let snap = self.snapshot_quiet(lines)?;
-        let unreadable = snap.evidence.unreadable.iter().map(unreadable_warning);
+        let unreadable =
+            snap.evidence.unreadable.iter().map(edpm_core::snapshot::evidence::Unreadable::warning);
         let leases = snap
             .evidence
             .leases_unread
@@ -253,12 +254,4 @@ impl std::fmt::Display for Found {
         }
         Ok(())
     }
-}
-
-/// The warning for one of edpm-agent's status objects that does not decode: it was skipped.
-pub(crate) fn unreadable_warning(u: &edpm_core::snapshot::evidence::Unreadable) -> String {
-    format!(
-        "{} cannot be read ({}): skipped, and left as it is; its node is still evaluated; delete it (or mend the field) to have it written anew",
-        u.id, u.problem
-    )
 }

@@ -100,10 +100,10 @@ pub(super) fn run(
         }
         StatusAction::Plan { nodesets, format, .. } => plan(&cx, nova, nodesets, format, now, out),
         StatusAction::Crds {} => crds(out),
-        // Its own room's command (`edpm_agent::run` sends it there), which shares this one's
+        // Its own command (`app::run` sends it to `controller`), which shares this one's
         // checks (`lease_namespace`, `duration`).
         StatusAction::Controller { .. } => {
-            Err(AppError::failure("status controller is run by edpm_agent::run, not shell::app::run"))
+            Err(AppError::failure("status controller is run by app::controller, not app::status"))
         }
     }
 }
@@ -332,13 +332,13 @@ fn report(
         let ns = cluster.client().namespace().to_string();
         let writes = readiness::report::plan(&r, &existing, &ns);
         let outcome =
-            cluster.block_on(crate::shell::k8s::status::apply(cluster.client(), writes, left(), &|| true))?;
+            cluster.block_on(edpm_io::k8s::status::apply(cluster.client(), writes, left(), &|| true))?;
         // Each node agent's Lease, created once: the agent may only patch it.
         let missing = readiness::report::missing_leases(&r, &existing);
         let leases = if missing.is_empty() {
             0
         } else {
-            cluster.block_on(crate::shell::k8s::status::ensure_leases(cluster.client(), missing, left()))?
+            cluster.block_on(edpm_io::k8s::status::ensure_leases(cluster.client(), missing, left()))?
         };
         let lease_note =
             if leases > 0 { format!(", {leases} node agent Lease(s) created") } else { String::new() };

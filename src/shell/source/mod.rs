@@ -4,9 +4,9 @@
 
 pub(crate) mod dir;
 
-use crate::shell::k8s;
 use edpm_core::settings::{Settings, SourceSpec};
 use edpm_core::snapshot::{Snapshot, SnapshotError};
+use edpm_io::k8s;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SourceError {

@@ -13,7 +13,6 @@
 //! [`Collector`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -360,18 +359,6 @@ const STALE_REQUESTS: u64 = 4;
 /// The least limit: the loop's own wait ticks every second.
 const STALE_MIN: u64 = 5;
 
-/// `:8080` (every address), `127.0.0.1:8080`, or `0` (off), as kubebuilder's flags take them.
-pub(crate) fn parse_bind(flag: &str, text: &str) -> Result<Option<SocketAddr>, String> {
-    let t = text.trim();
-    if t == "0" {
-        return Ok(None);
-    }
-    let full = if t.starts_with(':') { format!("0.0.0.0{t}") } else { t.to_string() };
-    full.parse::<SocketAddr>()
-        .map(Some)
-        .map_err(|_| format!("{flag} {text:?}: give :PORT, HOST:PORT, or 0 to turn it off"))
-}
-
 /// `/metrics` over TLS, behind the API server's authentication and authorization.
 pub(crate) struct Secure {
     pub(crate) acceptor: tokio_rustls::TlsAcceptor,
@@ -513,13 +500,5 @@ mod tests {
         m.stale_after(std::time::Duration::from_secs(15));
         m.heartbeat.store(t + 100, Ordering::Release);
         assert!(m.health(t + 150).0);
-    }
-
-    #[test]
-    fn bind_addresses_read_as_kubebuilder_flags() {
-        assert_eq!(parse_bind("--x", ":8080").unwrap(), Some("0.0.0.0:8080".parse().unwrap()));
-        assert_eq!(parse_bind("--x", "127.0.0.1:9").unwrap(), Some("127.0.0.1:9".parse().unwrap()));
-        assert_eq!(parse_bind("--x", "0").unwrap(), None);
-        assert!(parse_bind("--x", "eighty").unwrap_err().contains("--x"));
     }
 }

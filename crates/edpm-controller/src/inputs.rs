@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::shell::k8s::{Client, read};
+use crate::k8s::{Client, read};
 
 type Key = (&'static str, String);
 /// A check under way: what it asked (each object with its NodeSets), and its task.

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::nova::Poller;
 use super::probes::Metrics;
-use crate::shell::app::{AppError, pipeline};
-use crate::shell::k8s::{self, Client, watch};
+use crate::Error;
+use crate::k8s::{self, Client, watch};
 use edpm_core::condition::Time;
 use edpm_core::controller::touch::{self, Touch};
 use edpm_core::readiness::{self, PhaseMap};
@@ -44,7 +44,7 @@ pub(super) type Batches = Vec<(Touch, BTreeMap<String, Duration>, tokio::time::I
 
 /// Evaluates the touched NodeSets, [`BATCH`] at a time, noting each batch done in `done`; stops
 /// at the first batch that fails.
-pub(super) async fn in_batches(cx: &Cx<'_>, touched: &Touch, done: &mut Batches) -> Result<(), AppError> {
+pub(super) async fn in_batches(cx: &Cx<'_>, touched: &Touch, done: &mut Batches) -> Result<(), Error> {
     let names: Vec<String> = match touched {
         Touch::All => {
             let names = cx.stores.group_names();
@@ -68,7 +68,7 @@ pub(super) async fn in_batches(cx: &Cx<'_>, touched: &Touch, done: &mut Batches)
 }
 
 /// One evaluation of the touched NodeSets (timed and counted); writes when leading.
-async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Duration>, AppError> {
+async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Duration>, Error> {
     let started = std::time::Instant::now();
     let result = evaluate_once(cx, touched).await;
     cx.metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
@@ -76,12 +76,12 @@ async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Durat
 }
 
 /// Returns when, from now, each touched NodeSet's first node agent Lease expires.
-async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Duration>, AppError> {
+async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Duration>, Error> {
     let Cx { client, stores, phases, metrics, leadership, skipped, nova, .. } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
-    let mut snap = stores.snapshot(client, touched).await.map_err(|e| AppError::failure(e.to_string()))?;
+    let mut snap = stores.snapshot(client, touched).await.map_err(Error::failure)?;
     for u in &snap.evidence.unreadable {
-        tracing::warn!("{}", pipeline::unreadable_warning(u));
+        tracing::warn!("{}", u.warning());
         metrics.skipped(&u.id.kind);
     }
     let mut model = edpm_core::model::resolve(&snap)?;
@@ -89,7 +89,7 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
     if let Some(poller) = nova {
         snap.evidence.nova = poller.for_evaluation(client, &snap, &model, touched).await?;
     }
-    let now = clock();
+    let now = edpm_io::clock::now();
     let r = readiness::evaluate_spread(
         &snap,
         &model,
@@ -123,7 +123,7 @@ async fn write(
     r: &readiness::Readiness,
     evidence: &edpm_core::snapshot::evidence::Evidence,
     ns: &str,
-) -> Result<(), AppError> {
+) -> Result<(), Error> {
     let Cx { client, events, metrics, leadership, .. } = *cx;
     let writes = readiness::report::plan(r, evidence, ns);
     let may_write = || {
@@ -167,8 +167,4 @@ async fn write(
         );
     }
     Ok(())
-}
-
-fn clock() -> Time {
-    edpm_io::clock::now()
 }

@@ -14,20 +14,20 @@ use edpm_core::readiness::report::Transition;
 /// The most bytes of an Event's note the API server takes.
 const NOTE_LIMIT: usize = 1024;
 
-pub(crate) struct Events {
+pub struct Events {
     recorder: Recorder,
     namespace: String,
 }
 
 impl Events {
-    pub(crate) fn new(client: &Client, instance: &str) -> Events {
+    pub fn new(client: &Client, instance: &str) -> Events {
         let reporter = Reporter { controller: "edpm-agent".into(), instance: Some(instance.into()) };
         Events { recorder: Recorder::new(client.kube(), reporter), namespace: client.namespace().to_string() }
     }
 
     /// Publishes one Event per transition; returns how many failed (logged, never fatal:
     /// an Event is a courtesy, the status object is the record).
-    pub(crate) async fn publish(&self, client: &super::Client, transitions: &[Transition]) -> usize {
+    pub async fn publish(&self, client: &super::Client, transitions: &[Transition]) -> usize {
         let mut failed = 0;
         for t in transitions {
             let regarding = ObjectReference {
@@ -57,7 +57,7 @@ impl Events {
 
     /// A Warning Event on each of edpm-agent's status objects that could not be decoded and
     /// was skipped; returns how many failed.
-    pub(crate) async fn unreadable(
+    pub async fn unreadable(
         &self,
         client: &super::Client,
         objects: &[edpm_core::snapshot::evidence::Unreadable],

@@ -1,8 +1,10 @@
-//! `status controller`: `status report` kept live. This is the controller's shell: the loop,
-//! its evaluations (`evaluate`), its HTTP endpoints (`probes`) and its Nova poller (`nova`);
-//! what it asks of the API server is `shell::k8s`'s (`watch`, `leader`, `status`, `events`),
-//! and its decisions are the pure `edpm_core::controller`: which NodeSets a change can move
-//! (`touch`) and when to evaluate what (`schedule`).
+//! `status controller`: `status report` kept live. This crate is the controller's shell: the
+//! loop, its evaluations (`evaluate`), its HTTP endpoints (`probes`) and its Nova poller
+//! (`nova`); what it alone asks of the API server is its `k8s` (`watch`, `leader`, `events`,
+//! `review`), what it shares with the other programs `edpm_io::k8s`'s (`read`, `status`), and
+//! its decisions are the pure `edpm_core::controller`: which NodeSets a change can move
+//! (`touch`) and when to evaluate what (`schedule`). The CLI (`edpm-agent status controller`)
+//! turns the flags into [`Options`] and calls [`run`].
 //!
 //! The cluster's evidence is watched (`k8s::watch`, one watch and store per kind of
 //! `edpm_core::kinds`); each change names the NodeSets it can move; a burst of changes is
@@ -28,12 +30,16 @@
 //! keeps it healthy), every write begun and every batch done. A loop that makes none of these
 //! for four request timeouts (`probes::STALE_SECS`, 60 s by default) fails it.
 
-pub mod command;
+mod error;
 mod evaluate;
 mod inputs;
+pub mod k8s;
 mod nova;
-pub(crate) mod probes;
+mod probes;
 mod secure;
+
+pub use error::Error;
+pub use secure::CertFiles;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -43,47 +49,46 @@ use tokio::signal::unix::{Signal, SignalKind};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
-use crate::shell::app::AppError;
-use crate::shell::k8s::watch::{self, WatchEvent};
-use crate::shell::k8s::{self, Client};
 use edpm_core::controller::schedule::Schedule;
 use edpm_core::controller::touch::Touch;
 use edpm_core::readiness::PhaseMap;
 use edpm_core::settings::{Settings, SourceSpec};
 use evaluate::{Batches, Cx};
+use k8s::Client;
+use k8s::watch::{self, WatchEvent};
 use probes::Metrics;
 
-pub(crate) struct Options {
-    pub(crate) metrics: Option<std::net::SocketAddr>,
-    pub(crate) probes: Option<std::net::SocketAddr>,
+pub struct Options {
+    pub metrics: Option<std::net::SocketAddr>,
+    pub probes: Option<std::net::SocketAddr>,
     /// `/metrics` over TLS behind the API server's authentication and authorization
     /// (`--metrics-secure`, the default), or plain HTTP to anyone (`--metrics-secure=false`).
-    pub(crate) metrics_security: MetricsSecurity,
-    pub(crate) leader_elect: bool,
-    pub(crate) leader_election_id: String,
+    pub metrics_security: MetricsSecurity,
+    pub leader_elect: bool,
+    pub leader_election_id: String,
     /// `--leader-elect-lease-duration`, `-renew-deadline`, `-retry-period`.
-    pub(crate) leader_timings: k8s::leader::Timings,
-    pub(crate) debounce: Duration,
-    pub(crate) grace: Duration,
-    pub(crate) crd_recheck: Duration,
+    pub leader_timings: k8s::leader::Timings,
+    pub debounce: Duration,
+    pub grace: Duration,
+    pub crd_recheck: Duration,
     /// Ask Nova about the computes (`NovaComputeReady`), unless `--no-nova`.
-    pub(crate) nova: Option<NovaPolling>,
+    pub nova: Option<NovaPolling>,
     /// How often the delivered Secrets and ConfigMaps are rechecked (`--inputs-interval`;
     /// `None`: never).
-    pub(crate) inputs_interval: Option<Duration>,
+    pub inputs_interval: Option<Duration>,
 }
 
-pub(crate) enum MetricsSecurity {
+pub enum MetricsSecurity {
     Plain,
     /// With the certificate in these files, or a self-signed one (`None`).
-    Secure(Option<secure::CertFiles>),
+    Secure(Option<CertFiles>),
 }
 
-pub(crate) struct NovaPolling {
-    pub(crate) interval: Duration,
-    pub(crate) timeout: Duration,
+pub struct NovaPolling {
+    pub interval: Duration,
+    pub timeout: Duration,
     /// `--nova-credentials`: a Secret to log in with instead of the cells' users.
-    pub(crate) credentials: Option<String>,
+    pub credentials: Option<String>,
 }
 
 /// What the leader Lease's release gets at least at shutdown, even when the evaluation in
@@ -91,16 +96,16 @@ pub(crate) struct NovaPolling {
 const RELEASE_MIN: Duration = Duration::from_secs(1);
 
 /// Runs the controller until a signal or the end of its watches; returns why it stopped.
-pub(crate) fn run(s: &Settings, settings: k8s::Settings, opts: Options) -> Result<&'static str, AppError> {
+pub fn run(s: &Settings, settings: edpm_io::k8s::Settings, opts: Options) -> Result<&'static str, Error> {
     if !s.sources.contains(&SourceSpec::Kube) || s.sources.len() != 1 {
-        return Err(AppError::usage(
-            "status controller watches the cluster: give --source kube (and no directory source)",
+        return Err(Error::Usage(
+            "status controller watches the cluster: give --source kube (and no directory source)".into(),
         ));
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| AppError::failure(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| Error::failure(format!("cannot start the async runtime: {e}")))?;
     let phases = PhaseMap { overrides: s.service_phases.clone() };
     let metrics = Arc::new(Metrics::new());
     metrics.stale_after(settings.timeout);
@@ -117,7 +122,7 @@ pub(crate) fn run(s: &Settings, settings: k8s::Settings, opts: Options) -> Resul
 
 /// Binds the probe listener and, unless it is served over TLS, the metrics one (one server when
 /// they share an address).
-async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), AppError> {
+async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), Error> {
     const ALL: &[&str] = &["/metrics", "/healthz", "/readyz"];
     const METRICS: &[&str] = &["/metrics"];
     const PROBES: &[&str] = &["/healthz", "/readyz"];
@@ -140,14 +145,14 @@ async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), AppEr
 /// by a client of its own (bounded requests; the watching client has no read timeout).
 async fn serve_secure_metrics(
     opts: &Options,
-    settings: &k8s::Settings,
+    settings: &edpm_io::k8s::Settings,
     metrics: Arc<Metrics>,
-) -> Result<(), AppError> {
+) -> Result<(), Error> {
     let (Some(addr), MetricsSecurity::Secure(files)) = (opts.metrics, &opts.metrics_security) else {
         return Ok(());
     };
-    let certs = secure::Certs::new(files.clone()).map_err(AppError::failure)?;
-    let acceptor = secure::acceptor(Arc::new(certs)).map_err(AppError::failure)?;
+    let certs = secure::Certs::new(files.clone()).map_err(Error::failure)?;
+    let acceptor = secure::acceptor(Arc::new(certs)).map_err(Error::failure)?;
     let gate = secure::Gate::new(Client::connect(settings).await?);
     let listener = bind(addr, &["/metrics"]).await?;
     let secure = Arc::new(probes::Secure { acceptor, gate });
@@ -155,10 +160,10 @@ async fn serve_secure_metrics(
     Ok(())
 }
 
-async fn bind(addr: std::net::SocketAddr, paths: &[&str]) -> Result<tokio::net::TcpListener, AppError> {
+async fn bind(addr: std::net::SocketAddr, paths: &[&str]) -> Result<tokio::net::TcpListener, Error> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| AppError::failure(format!("cannot listen on {addr} for {}: {e}", paths.join(", "))))?;
+        .map_err(|e| Error::failure(format!("cannot listen on {addr} for {}: {e}", paths.join(", "))))?;
     tracing::info!(%addr, paths = %paths.join(" "), "serving");
     Ok(listener)
 }
@@ -183,10 +188,10 @@ struct Stop {
 }
 
 impl Stop {
-    fn new() -> Result<Stop, AppError> {
+    fn new() -> Result<Stop, Error> {
         let listen = |kind: SignalKind, name: &str| {
             tokio::signal::unix::signal(kind)
-                .map_err(|e| AppError::failure(format!("cannot watch for {name}: {e}")))
+                .map_err(|e| Error::failure(format!("cannot watch for {name}: {e}")))
         };
         Ok(Stop {
             term: listen(SignalKind::terminate(), "SIGTERM")?,
@@ -210,7 +215,7 @@ async fn control(
     opts: &Options,
     phases: &PhaseMap,
     metrics: &Metrics,
-) -> Result<&'static str, AppError> {
+) -> Result<&'static str, Error> {
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let stores = watch::start(client, selector, opts.crd_recheck, tx).await?;
     tracing::info!(namespace = client.namespace(), kinds = %stores.kinds().join(" "), "watching");
@@ -300,7 +305,7 @@ fn nova_answered(nova: Option<&nova::Poller>, schedule: &mut Schedule, now: Dura
 }
 
 /// With `--leader-elect`, the leader election under way; else a leadership always held.
-async fn lead(client: &Client, opts: &Options, identity: &str) -> Result<k8s::leader::Leadership, AppError> {
+async fn lead(client: &Client, opts: &Options, identity: &str) -> Result<k8s::leader::Leadership, Error> {
     Ok(if opts.leader_elect {
         k8s::leader::elect(client, &opts.leader_election_id, identity, opts.leader_timings).await?
     } else {

@@ -15,16 +15,16 @@ use super::{Client, Error};
 
 /// The user a token authenticates as, as the TokenReview says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct User {
-    pub(crate) name: String,
-    pub(crate) uid: Option<String>,
-    pub(crate) groups: Vec<String>,
-    pub(crate) extra: std::collections::BTreeMap<String, Vec<String>>,
+pub struct User {
+    pub name: String,
+    pub uid: Option<String>,
+    pub groups: Vec<String>,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Who `token` is: `None` when the API server does not authenticate it (unknown, expired or
 /// revoked).
-pub(crate) async fn authenticate(client: &Client, token: &str) -> Result<Option<User>, Error> {
+pub async fn authenticate(client: &Client, token: &str) -> Result<Option<User>, Error> {
     let review = TokenReview {
         spec: TokenReviewSpec { token: token.to_string(), audiences: None },
         ..TokenReview::default()
@@ -49,7 +49,7 @@ pub(crate) async fn authenticate(client: &Client, token: &str) -> Result<Option<
 }
 
 /// Whether `user` may `verb` the non-resource URL `path`.
-pub(crate) async fn authorize(client: &Client, user: &User, path: &str, verb: &str) -> Result<bool, Error> {
+pub async fn authorize(client: &Client, user: &User, path: &str, verb: &str) -> Result<bool, Error> {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: Some(user.name.clone()),

@@ -21,7 +21,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use crate::shell::k8s::{Client, review};
+use crate::k8s::{Client, review};
 
 /// How long an authentication and authorization verdict is kept for one token.
 pub(crate) const VERDICT_TTL: Duration = Duration::from_secs(10);
@@ -35,10 +35,10 @@ const CERT_FILE_CAP: u64 = 1 << 20;
 /// Where the serving certificate comes from (`--metrics-cert-path`, `--metrics-cert-name`,
 /// `--metrics-cert-key`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CertFiles {
-    pub(crate) dir: PathBuf,
-    pub(crate) cert: String,
-    pub(crate) key: String,
+pub struct CertFiles {
+    pub dir: PathBuf,
+    pub cert: String,
+    pub key: String,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -292,7 +292,7 @@ mod tests {
     }
 
     fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls").join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tls").join(name)
     }
 
     #[test]

@@ -5,8 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::shell::app::AppError;
-use edpm_core::condition::Time;
+use crate::Error;
 use edpm_core::model::Model;
 use edpm_core::nova::{Login, NovaEvidence};
 use edpm_core::nova_cell::{group_logins_with as group_logins, merge_logins as union};
@@ -147,7 +146,7 @@ impl Poller {
         snap: &Snapshot,
         model: &Model,
         touched: &edpm_core::controller::touch::Touch,
-    ) -> Result<Option<Arc<NovaEvidence>>, AppError> {
+    ) -> Result<Option<Arc<NovaEvidence>>, Error> {
         use edpm_core::controller::touch::Touch;
         let evaluated: Vec<String> = match touched {
             Touch::NodeSets(sets) => sets.iter().cloned().collect(),
@@ -155,7 +154,7 @@ impl Poller {
         };
         let runs_nova = model.groups.iter().any(|g| edpm_core::nova_cell::runs_nova(snap, g).is_some());
         let explicit = match self.credentials.as_deref() {
-            Some(name) if runs_nova => Some(explicit(client, name).await.map_err(AppError::failure)?),
+            Some(name) if runs_nova => Some(explicit(client, name).await.map_err(Error::failure)?),
             _ => None,
         };
         let found: Vec<(String, Logins)> = model
@@ -218,7 +217,7 @@ impl Inner {
             }
             logins
         };
-        let ev = self.asker.ask(&logins, clock()).await;
+        let ev = self.asker.ask(&logins, edpm_io::clock::now()).await;
         let answered = matches!(ev, NovaEvidence::Answer(_));
         let (keystone, compute) = self.asker.counts();
         tracing::debug!(keystone, compute, answered, "asked Nova");
@@ -270,10 +269,6 @@ fn spread(d: Duration) -> Duration {
     let d = d.min(INTERVAL_MAX);
     let half = edpm_io::k8s::jitter(d / 5); // between d/10 and d/5
     d - d / 10 + (half.saturating_sub(d / 10)) * 2
-}
-
-fn clock() -> Time {
-    edpm_io::clock::now()
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// What the watches report.
 #[derive(Debug)]
-pub(crate) enum WatchEvent {
+pub enum WatchEvent {
     /// An object of `kind` was added, changed or deleted: which NodeSets it reaches, not the
     /// whole object.
     Changed { kind: &'static str, reach: Reach },
@@ -72,7 +72,7 @@ struct Watched {
 }
 
 /// The stores of every watched kind.
-pub(crate) struct Stores {
+pub struct Stores {
     kinds: Vec<Watched>,
     /// The NodeSets of Jobs deleted lately: their pods go after them (background deletion),
     /// and each pod's deletion would otherwise touch every NodeSet.
@@ -90,18 +90,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Stores {
     /// Every kind has been listed completely at least once.
-    pub(crate) fn synced(&self) -> bool {
+    pub fn synced(&self) -> bool {
         self.kinds.iter().all(|k| k.synced.load(Ordering::Acquire))
     }
 
     /// The kinds watched, by their `plural.group`.
-    pub(crate) fn kinds(&self) -> Vec<String> {
+    pub fn kinds(&self) -> Vec<String> {
         self.kinds.iter().map(|k| k.listed.name()).collect()
     }
 
     /// The names of every NodeSet and seeds' Role stored: the groups of hosts an evaluation
     /// of everything covers, in name order.
-    pub(crate) fn group_names(&self) -> Vec<String> {
+    pub fn group_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .kinds
             .iter()
@@ -123,7 +123,7 @@ impl Stores {
 
     /// The Secrets and ConfigMaps the stored Deployments recorded delivering (`kind`, name),
     /// each with the NodeSets of the Deployments that did: what `SecretsCurrent` compares.
-    pub(crate) fn delivered_inputs(&self) -> BTreeMap<(&'static str, String), BTreeSet<String>> {
+    pub fn delivered_inputs(&self) -> BTreeMap<(&'static str, String), BTreeSet<String>> {
         let mut out: BTreeMap<(&'static str, String), BTreeSet<String>> = BTreeMap::new();
         let Some(d) = self.kinds.iter().find(|k| k.listed.known == KnownKind::Deployment) else { return out };
         for part in lock(&d.store).values() {
@@ -144,7 +144,7 @@ impl Stores {
     /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
     /// ConfigMaps and Secrets it references (got by name): what `read::snapshot` would have
     /// listed, less the objects of other NodeSets.
-    pub(crate) async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
+    pub async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
         let mut snap = Snapshot::default();
         for k in &self.kinds {
             // Lock order: a store, then the Jobs' or Deployments' to look a reach up; a Job's
@@ -183,7 +183,7 @@ impl Lookup for Stores {
 
 /// Starts a watch for each kind (`selector` applies to the kinds that produce hosts, as
 /// for a read).
-pub(crate) async fn start(
+pub async fn start(
     client: &Client,
     selector: Option<&str>,
     recheck: Duration,

@@ -40,15 +40,15 @@ use edpm_core::excerpt::printable;
 /// kubebuilder's `--leader-elect-lease-duration`, `--leader-elect-renew-deadline` and
 /// `--leader-elect-retry-period` set them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Timings {
+pub struct Timings {
     /// How long a record must stay the same before another replica takes the Lease over (and
     /// the `leaseDurationSeconds` this replica writes, in whole seconds).
-    pub(crate) lease_duration: Duration,
+    pub lease_duration: Duration,
     /// How long after its last successful renewal (as sent) the holder stops writing; within
     /// the lease duration, since a write takes time.
-    pub(crate) renew_deadline: Duration,
+    pub renew_deadline: Duration,
     /// How often the Lease is read, and renewed while held.
-    pub(crate) retry: Duration,
+    pub retry: Duration,
 }
 
 impl Default for Timings {
@@ -66,7 +66,7 @@ impl Timings {
     /// The times, if they keep client-go's order (`NewLeaderElector` refuses the others): the
     /// lease duration longer than the renew deadline, which is longer than 1.2 retry periods
     /// (client-go's jitter), each at least a second's worth where it is written in seconds.
-    pub(crate) fn checked(self) -> Result<Timings, String> {
+    pub fn checked(self) -> Result<Timings, String> {
         let secs = |d: Duration| format!("{:.1}s", d.as_secs_f64());
         if self.lease_duration < Duration::from_secs(1) {
             return Err(format!(
@@ -106,7 +106,7 @@ impl Timings {
 const FIELD_MANAGER: &str = "edpm-agent-leader";
 
 /// Whether this replica may write.
-pub(crate) struct Leadership {
+pub struct Leadership {
     /// The election loop's view: it holds the Lease (always true without election).
     leading: watch::Receiver<bool>,
     /// Until when the last renewal lets this replica write; `None` without election (no
@@ -126,13 +126,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Leadership {
     /// A replica without election: it always leads.
-    pub(crate) fn always() -> Leadership {
+    pub fn always() -> Leadership {
         let (tx, rx) = watch::channel(true);
         Leadership { leading: rx, confirmed_until: None, stop: None, task: None, _always: Some(tx) }
     }
 
     /// Whether this replica leads now: it holds the Lease and renewed it recently enough.
-    pub(crate) fn leads(&self) -> bool {
+    pub fn leads(&self) -> bool {
         *self.leading.borrow() && self.confirmed(Instant::now())
     }
 
@@ -141,13 +141,13 @@ impl Leadership {
     }
 
     /// Waits for the loop's view to change; an error when election ended.
-    pub(crate) async fn changed(&mut self) -> Result<(), watch::error::RecvError> {
+    pub async fn changed(&mut self) -> Result<(), watch::error::RecvError> {
         self.leading.changed().await
     }
 
     /// Stops taking part and releases the Lease (if held), waiting up to `grace` for it;
     /// false when it was not released in time (it then expires on its own).
-    pub(crate) async fn release(self, grace: Duration) -> bool {
+    pub async fn release(self, grace: Duration) -> bool {
         let Leadership { stop, task, .. } = self;
         if let Some(s) = stop {
             let _ = s.send(());
@@ -165,7 +165,7 @@ impl Leadership {
 
 /// Takes part in the election on Lease `name` in the client's namespace as `identity`: the
 /// loop runs in a task of its own, and the first round is at once.
-pub(crate) async fn elect(
+pub async fn elect(
     client: &Client,
     name: &str,
     identity: &str,

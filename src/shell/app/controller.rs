@@ -1,25 +1,24 @@
-//! `status controller`'s command line: its flags checked and turned into [`Options`], then
-//! [`run`](super::run). It is here, not among `shell::app`'s commands, so that the controller
-//! depends on the shell and never the other way round (`edpm_agent::run` sends the command
-//! here); the checks it shares with the other `status` commands are `shell::app::status`'s.
+//! `status controller`: its flags checked and turned into the controller's
+//! [`Options`](edpm_controller::Options), then `edpm_controller::run` until a signal or the end
+//! of its watches. The checks it shares with the other `status` commands are `status`'s.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::secure::CertFiles;
-use super::{MetricsSecurity, NovaPolling, Options, probes};
-use crate::shell::app::output::write_out;
-use crate::shell::app::pipeline::Context;
-use crate::shell::app::status::{duration, lease_namespace, now};
-use crate::shell::app::{AppError, resolve_settings};
+use super::output::write_out;
+use super::pipeline::Context;
+use super::status::{duration, lease_namespace, now};
+use super::{AppError, resolve_settings};
 use crate::shell::cli::{SourceArgs, StatusAction, StatusArgs};
 use crate::shell::exit::{Exit, Status};
-use crate::shell::k8s::leader::Timings;
+use edpm_controller::k8s::leader::Timings;
+use edpm_controller::{CertFiles, MetricsSecurity, NovaPolling, Options};
 use edpm_core::environment::Env;
 
 /// Runs `status controller` (`args`, whose action is `Controller`; `source`, the source
 /// flags) until a signal or the end of its watches.
-pub fn run(
+pub(super) fn run(
     source: &SourceArgs,
     args: StatusArgs,
     env: &Env,
@@ -33,7 +32,7 @@ pub fn run(
     cx.lease_namespace = lease_namespace(&args)?;
     let nova_timeout = duration("--nova-timeout", &args.nova_timeout)?.max(Duration::from_secs(1));
     let opts = options(&args, nova_timeout)?;
-    let stopped = super::run(cx.settings, cx.k8s_settings(), opts)?;
+    let stopped = edpm_controller::run(cx.settings, cx.k8s_settings(), opts)?;
     write_out(out, &format!("edpm-agent status controller: stopped ({stopped})\n"))?;
     Ok(Exit::Success.into())
 }
@@ -56,10 +55,9 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
     else {
         return Err(AppError::failure("not status controller's flags"));
     };
-    let metrics =
-        probes::parse_bind("--metrics-bind-address", metrics_bind_address).map_err(AppError::usage)?;
-    let probes = probes::parse_bind("--health-probe-bind-address", health_probe_bind_address)
-        .map_err(AppError::usage)?;
+    let metrics = parse_bind("--metrics-bind-address", metrics_bind_address).map_err(AppError::usage)?;
+    let probes =
+        parse_bind("--health-probe-bind-address", health_probe_bind_address).map_err(AppError::usage)?;
     if *metrics_secure && metrics.is_some() && metrics == probes {
         return Err(AppError::usage(format!(
             "--metrics-bind-address {metrics_bind_address} is the probes' address too: /metrics over HTTPS needs an address of its own (the kubelet probes speak plain HTTP); give another, or --metrics-secure=false"
@@ -131,4 +129,29 @@ fn leader_timings(args: &StatusArgs) -> Result<Timings, AppError> {
     }
     .checked()
     .map_err(AppError::usage)
+}
+
+/// `:8080` (every address), `127.0.0.1:8080`, or `0` (off), as kubebuilder's flags take them.
+fn parse_bind(flag: &str, text: &str) -> Result<Option<SocketAddr>, String> {
+    let t = text.trim();
+    if t == "0" {
+        return Ok(None);
+    }
+    let full = if t.starts_with(':') { format!("0.0.0.0{t}") } else { t.to_string() };
+    full.parse::<SocketAddr>()
+        .map(Some)
+        .map_err(|_| format!("{flag} {text:?}: give :PORT, HOST:PORT, or 0 to turn it off"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_addresses_read_as_kubebuilder_flags() {
+        assert_eq!(parse_bind("--x", ":8080").unwrap(), Some("0.0.0.0:8080".parse().unwrap()));
+        assert_eq!(parse_bind("--x", "127.0.0.1:9").unwrap(), Some("127.0.0.1:9".parse().unwrap()));
+        assert_eq!(parse_bind("--x", "0").unwrap(), None);
+        assert!(parse_bind("--x", "eighty").unwrap_err().contains("--x"));
+    }
 }
