@@ -7,9 +7,6 @@
 //! the runner's supervision. The pure core is `edpm_core`; the I/O shared with the node agent
 //! is `edpm_io`; the node agent is `edpm_node` (ARCHITECTURE.md).
 
-// The AnsibleEE job entrypoint's shell: the job's files and the play.
-pub mod runner;
-
 // The shell of every command.
 pub mod shell;
 

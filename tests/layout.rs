@@ -72,6 +72,7 @@ const CRATES: &[(&str, &str)] = &[
     ("crates/edpm-core/src", "edpm-core"),
     ("crates/edpm-io/src", "edpm-io"),
     ("crates/edpm-controller/src", "edpm-controller"),
+    ("crates/edpm-runner/src", "edpm-runner"),
     ("crates/edpm-node/src", "edpm-node"),
     ("src", "edpm-agent"),
 ];

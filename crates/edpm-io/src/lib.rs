@@ -11,6 +11,7 @@ pub mod k8s;
 pub mod logging;
 pub mod node_root;
 pub mod openstack;
+pub mod output;
 pub mod parallel;
 pub mod process;
 pub mod tls;

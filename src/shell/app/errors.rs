@@ -106,6 +106,17 @@ impl AppError {
     }
 }
 
+/// The runner reports a failed run's code and message in its summary.
+impl edpm_runner::Failure for AppError {
+    fn exit_code(&self) -> i32 {
+        self.code as i32
+    }
+
+    fn message(&self) -> &str {
+        &self.message
+    }
+}
+
 impl From<RunError> for AppError {
     fn from(e: RunError) -> Self {
         match e {
@@ -165,6 +176,15 @@ impl From<SourceError> for AppError {
 impl From<k8s::Error> for AppError {
     fn from(e: k8s::Error) -> Self {
         AppError::new(Exit::Cluster, e)
+    }
+}
+
+impl From<edpm_io::output::OutputError> for AppError {
+    fn from(e: edpm_io::output::OutputError) -> Self {
+        match e {
+            edpm_io::output::OutputError::Closed => AppError::output_closed(),
+            failed @ edpm_io::output::OutputError::Failed(_) => AppError::failure(failed),
+        }
     }
 }
 

@@ -1,23 +1,20 @@
-//! The one way commands produce output: text to the `out` writer, JSON (a serialization
-//! failure is an error, never an empty document), and files replaced atomically (never a
-//! link, FIFO or device: those are refused, and `-` or `/dev/stdout` is the output stream).
-//! And the one way they read a file the user named: bounded, and saying why not.
+//! The one way commands produce output: text to the `out` writer (`edpm_io::output`, which
+//! the runner writes through too), JSON (a serialization failure is an error, never an empty
+//! document), and files replaced atomically (never a link, FIFO or device: those are refused,
+//! and `-` or `/dev/stdout` is the output stream). And the one way they read a file the user
+//! named: bounded, and saying why not.
 
 use std::io::Write;
 use std::path::Path;
 
 use super::AppError;
 use crate::shell::exit::Exit;
+pub(crate) use edpm_io::output::warn;
 
-/// Writes `text` and flushes. A reader that went away (`edpm-agent … | head`) ends the run
-/// quietly with success.
+/// Writes `text` and flushes (`edpm_io::output::write_out`). A reader that went away
+/// (`edpm-agent … | head`) ends the run quietly with success.
 pub(crate) fn write_out(out: &mut dyn Write, text: &str) -> Result<(), AppError> {
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return AppError::output_closed();
-        }
-        AppError::failure(format!("cannot write output: {e}"))
-    })
+    Ok(edpm_io::output::write_out(out, text)?)
 }
 
 /// Whether standard output is a terminal, and its width in columns when it says one.
@@ -76,18 +73,4 @@ pub(crate) fn is_stdout(path: &Path) -> bool {
 pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, AppError> {
     use edpm_io::files::{MAX_FILE_BYTES, read_bounded};
     read_bounded(path, MAX_FILE_BYTES, true).map_err(|e| AppError::unreadable(what, path, e, code))
-}
-
-/// A warning for the person at the terminal, on stderr. Never in inventory-script mode, where
-/// stderr must stay empty on success (callers log instead).
-#[allow(clippy::disallowed_macros, reason = "the one place warnings reach stderr")]
-pub(crate) fn warn(message: &str) {
-    eprintln!("edpm-agent: warning: {}", edpm_core::excerpt::printable(message));
-}
-
-/// Our stdout for the play's output pump (a thread): a duplicate descriptor, so that the
-/// caller's locked handle and the pump never wait on each other.
-pub(crate) fn stdout_for_pump() -> std::io::Result<Box<dyn Write + Send>> {
-    use std::os::fd::AsFd;
-    Ok(Box::new(std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned()?)))
 }

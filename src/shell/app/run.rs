@@ -1,48 +1,16 @@
-//! `run`: the AnsibleEE job entrypoint, as a sequence of I/O around the runner's decisions
-//! (`runner::policy`): prepare the runner directory as upstream's image entrypoint does
-//! (`runner::entrypoint::prepare`), run the play with ansible-runner (else ansible-playbook and
-//! the project's callback plugin) under `runner::supervise`, fold the job events into per-host
-//! results, and write the summary and the termination message. The Job's environment
-//! (`runner::env::JobEnv`) is read once, here, and passed down.
-//!
-//! Order matters: the previous attempt is archived and the retry's hosts chosen first, then
-//! every input is checked before anything is written, so bad input leaves the runner directory
-//! as it was and still produces a summary (status `invalid`) that names the input.
+//! `run`: the AnsibleEE job entrypoint, `edpm_runner::run` with the command line's options and,
+//! when edpm-agent provides the play's inventory, this command's sources to build it from.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{AppError, Context};
-use crate::runner::artifacts::{self as art, Layout, TERMINATION_LOG};
-use crate::runner::prepare::{self, Prepared, prepare};
 use crate::shell::cli::{RunArgs, SourceArgs};
 use crate::shell::exit::{Exit, Status};
 use edpm_core::environment::Env;
-use edpm_core::redact::Redactor;
-use edpm_core::runner::argv::{DEFAULT_RUNNER_DIR, RunnerCommand};
-use edpm_core::runner::env::JobEnv;
-use edpm_core::runner::fold::RunFacts;
-use edpm_core::runner::policy::{self, Given, Options};
-use edpm_core::runner::retry::{RetryPlan, RetryScope, retry_plan};
-use edpm_core::runner::summary::{RC_UNKNOWN, RunStatus, RunSummary, describe};
-use edpm_io::process::supervise;
-
-/// Which attempt this is, and the hosts a retry limits it to.
-struct Attempt {
-    number: u32,
-    limit: Option<Vec<String>>,
-}
-
-impl Attempt {
-    /// `e`, once a summary (status `invalid`) that names it is written where this attempt's
-    /// summary goes.
-    fn fail(&self, layout: &Layout, e: AppError) -> AppError {
-        let s =
-            RunSummary::invalid(&layout.ident, e.code() as i32, e.message(), self.number, self.limit.clone());
-        publish(layout, &s);
-        e
-    }
-}
+use edpm_core::runner::argv::DEFAULT_RUNNER_DIR;
+use edpm_core::runner::policy::Given;
+use edpm_runner::{Ended, Inventory};
 
 pub(super) fn run(
     source: &SourceArgs,
@@ -50,43 +18,11 @@ pub(super) fn run(
     env: &Env,
     out: &mut dyn Write,
 ) -> Result<Status, AppError> {
-    // Before anything can start a thread (the Kubernetes client): signals are taken in the
-    // supervision loop, never by default action.
-    supervise::block_signals()
-        .map_err(|e| AppError::failure(format!("cannot block signals for supervision: {e}")))?;
-    let termination_log = termination_log(env);
-    // Errors before the artifacts directory is known: only the termination log can say so.
-    let early = |e: AppError| early_failure(termination_log.clone(), e);
-    let opts = Options::resolve(given(args), env).map_err(|e| early(e.into()))?;
-    // The Job's environment, read once for the whole run: the default command, the runner
-    // directory's files, the limits and the secrets of extra vars all come from this reading.
-    let job = JobEnv::read(&|k: &str| env.string(k));
-    let (mut cmd, layout) =
-        art::command_and_layout(&opts, env, &job, termination_log.clone()).map_err(|e| early(e.into()))?;
-    if opts.summarize_only {
-        return summarize_only(&opts, &cmd, &job, &layout, out);
-    }
-    let (plan, attempt) = next_attempt(&opts, &layout)?;
-
-    let cmd_dir = PathBuf::from(&cmd.private_data_dir);
-    let build = |kube_only: bool, scratch: &Path, secrets: &mut Vec<String>| {
-        build_inventory(source, env, &cmd_dir, kube_only, scratch, secrets)
-    };
-    let prepared = prepare(&opts, env, &job, &mut cmd, &layout, attempt.limit.as_deref(), build)
-        .map_err(|e| attempt.fail(&layout, e))?;
-    if let Some(sig) = supervise::pending_stop() {
-        return not_started(sig, &layout, &attempt, out);
-    }
-    let redactor = Redactor::new(prepared.secrets.iter().cloned()).with_named(prepared.named.iter().cloned());
-    let note = match &plan {
-        Some(p) => p.note.clone(),
-        None => format!("running {} (attempt {})", prepared.play.spec.argv.join(" "), attempt.number),
-    };
-    // The command line holds the Job's words (RUNNER_CMDLINE, `-e db_password=…` included): a
-    // line of the log, redacted and escaped.
-    let note = redactor.redact(&note);
-    super::output::write_out(out, &format!("edpm-agent: {}\n", edpm_core::excerpt::printable(&note)))?;
-    play_and_summarize(prepared, redactor, &layout, attempt, out)
+    let build = |i: Inventory, secrets: &mut Vec<String>| build_inventory(source, env, &i, secrets);
+    Ok(match edpm_runner::run(given(args), env, out, build)? {
+        Ended::Play(code) => Status::Play(code),
+        Ended::Summarized => Exit::Success.into(),
+    })
 }
 
 /// The command line's options as the runner's policy takes them.
@@ -103,112 +39,17 @@ fn given(args: RunArgs) -> Given {
     }
 }
 
-/// Where the termination message goes: `EDPM_AEE_TERMINATION_LOG`, else Kubernetes' file when
-/// it is there.
-fn termination_log(env: &Env) -> Option<PathBuf> {
-    env.get("EDPM_AEE_TERMINATION_LOG")
-        .map(PathBuf::from)
-        .or_else(|| Path::new(TERMINATION_LOG).exists().then(|| PathBuf::from(TERMINATION_LOG)))
-}
-
-/// `e`, before the artifacts directory is known: said in the termination log only.
-fn early_failure(termination_log: Option<PathBuf>, e: AppError) -> AppError {
-    let partial = Layout {
-        runner_dir: PathBuf::new(),
-        ident: String::new(),
-        artifact_dir: PathBuf::new(),
-        termination_log,
-    };
-    publish(&partial, &RunSummary::invalid("", e.code() as i32, e.message(), 1, None));
-    e
-}
-
-/// The previous attempt, archived, and read for `--retry-failed`: the retry's plan, and this
-/// attempt.
-fn next_attempt(opts: &Options, layout: &Layout) -> Result<(Option<RetryPlan>, Attempt), AppError> {
-    let previous = art::read_previous(&layout.artifact_dir);
-    let archived = art::archive_previous(&layout.artifact_dir, previous.as_ref().map(|p| p.attempt));
-    let plan = opts.retry_failed.then(|| retry_plan(previous.as_ref()));
-    let limit = match &plan {
-        Some(RetryPlan { scope: RetryScope::Hosts(h), .. }) => Some(h.clone()),
-        _ => None,
-    };
-    let attempt = Attempt { number: archived.as_ref().ok().copied().flatten().map_or(1, |n| n + 1), limit };
-    if let Err(e) = archived {
-        let where_ = layout.artifact_dir.display();
-        return Err(attempt.fail(
-            layout,
-            AppError::failure(format!("cannot move the previous attempt aside in {where_}: {e}")),
-        ));
-    }
-    Ok((plan, attempt))
-}
-
-/// A SIGTERM or SIGINT (`sig`) taken before the play started: nothing was run, and the summary
-/// says so.
-fn not_started(
-    sig: i32,
-    layout: &Layout,
-    attempt: &Attempt,
-    out: &mut dyn Write,
-) -> Result<Status, AppError> {
-    let reason = format!("{} received before the play started; nothing was run", policy::signal_name(sig));
-    let (n, l) = (attempt.number, attempt.limit.clone());
-    let s = RunSummary::not_run(&layout.ident, RunStatus::Canceled, 128 + sig, &reason, n, l);
-    let written = publish(layout, &s);
-    super::output::write_out(out, &describe(&s, &written))?;
-    Ok(Status::Play((128 + sig) as u8))
-}
-
-/// Runs the prepared play under supervision, folds its job events into the summary and
-/// publishes it. The play's return code is the exit status.
-fn play_and_summarize(
-    prepared: Prepared,
-    mut redactor: Redactor,
-    layout: &Layout,
-    attempt: Attempt,
-    out: &mut dyn Write,
-) -> Result<Status, AppError> {
-    let sink = super::output::stdout_for_pump()
-        .map_err(|e| AppError::failure(format!("cannot stream the play's output: {e}")))?;
-    let outcome = supervise::supervise(&prepared.play.spec, &prepared.limits, sink, prepared.play.tee)
-        .map_err(|e| attempt.fail(layout, AppError::failure(e)))?;
-    let runner_status = prepared.ansible_runner.then(|| art::runner_result(&layout.artifact_dir).1).flatten();
-    let end = policy::ending(&outcome, runner_status, &prepared.limits);
-    if !prepared.ansible_runner {
-        // The files ansible-runner would have written, so both ways leave the same artifacts.
-        let _ = art::write_file(&layout.artifact_dir.join("rc"), end.rc.to_string().as_bytes(), 0o600);
-        let _ = art::write_file(&layout.artifact_dir.join("status"), end.status.as_str().as_bytes(), 0o600);
-    }
-    let fold = art::read_job_events(&layout.artifact_dir);
-    if fold.has_failures()
-        && let Some(inventory) = &prepared.mounted_inventory
-    {
-        // The operator's inventory Secret does not say which values came from Secrets: its
-        // secret-named variables are masked as named values.
-        redactor = redactor.with_named(art::mounted_inventory_secrets(inventory));
-    }
-    let (status, rc, timeout, reason) = (end.status, end.rc, end.timeout, end.reason);
-    let (attempt, limit) = (attempt.number, attempt.limit);
-    let facts = RunFacts { ident: layout.ident.clone(), status, rc, timeout, reason, attempt, limit };
-    let s = fold.finish(facts, &redactor);
-    let written = publish(layout, &s);
-    let _ = super::output::write_out(out, &describe(&s, &written));
-    Ok(Status::Play((rc & 0xff) as u8))
-}
-
 /// edpm-agent's own inventory, built now into `scratch` (mode 0600: it holds values from
 /// Secrets), whose Secrets' values are added to `secrets`.
 fn build_inventory(
     source: &SourceArgs,
     env: &Env,
-    dir: &Path,
-    kube_only: bool,
-    scratch: &Path,
+    i: &Inventory,
     secrets: &mut Vec<String>,
 ) -> Result<PathBuf, AppError> {
+    let (dir, scratch) = (i.runner_dir, i.scratch);
     let mut source = source.clone();
-    if kube_only {
+    if i.kube_only {
         source.sources = vec!["kube".into()];
     }
     let mut settings = super::resolve_settings(&source, env)?;
@@ -224,57 +65,4 @@ fn build_inventory(
     let path = scratch.join("edpm-inventory.json");
     super::output::write_file(&path, edpm_core::inventory::export::static_json(&inv).as_bytes(), 0o600)?;
     Ok(path)
-}
-
-/// `--summarize-only`: what upstream's summary helper does, from existing artifacts, masking
-/// what `run` masks: the secret-named extra vars, and the mounted inventory's secret-named
-/// variables (the Secrets of edpm-agent's own inventory would need the cluster: `run` itself
-/// masks those).
-fn summarize_only(
-    opts: &Options,
-    cmd: &RunnerCommand,
-    job: &JobEnv,
-    layout: &Layout,
-    out: &mut dyn Write,
-) -> Result<Status, AppError> {
-    if !layout.artifact_dir.is_dir() {
-        let dir = layout.artifact_dir.display();
-        let dir = edpm_core::excerpt::printable(&dir.to_string()).into_owned();
-        super::output::write_out(out, &format!("edpm-agent: no artifacts in {dir}; nothing to summarize\n"))?;
-        return Ok(Exit::Success.into());
-    }
-    let (rc, runner) = art::runner_result(&layout.artifact_dir);
-    let status = runner.unwrap_or(if rc == Some(0) { RunStatus::Successful } else { RunStatus::Failed });
-    // Without ansible-runner's rc file the run's return code is unknown: say so, never 0.
-    let reason = rc.is_none().then(|| {
-        let path = layout.artifact_dir.join("rc");
-        let why = if path.exists() { "does not hold a return code" } else { "is missing" };
-        format!("the run's return code is unknown: {} {why}", path.display())
-    });
-    let attempt = art::attempts_so_far(&layout.artifact_dir) + 1;
-    let (ident, rc) = (layout.ident.clone(), rc.unwrap_or(RC_UNKNOWN));
-    let facts = RunFacts { ident, status, rc, timeout: None, reason, attempt, limit: None };
-    let fold = art::read_job_events(&layout.artifact_dir);
-    let mut named = prepare::named_secrets(&layout.runner_dir, cmd, job);
-    if fold.has_failures()
-        && let policy::InventoryPlan::Mounted { path, .. } =
-            policy::choose_inventory(opts.inventory_source, cmd, job.cmdline.as_deref(), &|_| false)
-        && path.exists()
-    {
-        named.extend(art::mounted_inventory_secrets(&path));
-    }
-    let s = fold.finish(facts, &Redactor::default().with_named(named));
-    let written = publish(layout, &s);
-    super::output::write_out(out, &describe(&s, &written))?;
-    Ok(Exit::Success.into())
-}
-
-/// Writes the summary and the termination message; a failure to write either is a warning
-/// and does not change the run's result. Returns a note on where the summary went.
-fn publish(layout: &Layout, s: &RunSummary) -> String {
-    let (note, problems) = art::publish(layout, s);
-    for p in problems {
-        super::output::warn(&edpm_core::excerpt::printable(&p));
-    }
-    note
 }

@@ -17,7 +17,7 @@ use edpm_core::runner::policy::RunError;
 use edpm_io::process::supervise::Spec;
 
 /// The callback plugin that writes job_events when ansible-playbook runs the play.
-const EVENTS_PLUGIN: &str = include_str!("../../packaging/ansible/callback_plugins/edpm_agent_events.py");
+const EVENTS_PLUGIN: &str = include_str!("../../../packaging/ansible/callback_plugins/edpm_agent_events.py");
 const EVENTS_PLUGIN_NAME: &str = "edpm_agent_events";
 
 /// The play to start: its spec, and the artifacts' `stdout` file when edpm-agent writes it
