@@ -292,19 +292,49 @@ fn the_whole_of_every_file_is_read() {
     );
 }
 
-#[test]
-fn the_core_crate_has_no_io_dependency() {
-    // cargo's own answer: the crates edpm-core is built with, test-only ones left out.
+/// cargo's own answer: the crates `package` is built with, test-only ones left out, and the
+/// tree as cargo printed it.
+fn normal_closure(package: &str) -> (std::collections::BTreeSet<String>, String) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .current_dir(repo())
-        .args(["tree", "-p", "edpm-core", "-e", "normal", "--prefix", "none", "--offline", "--locked"])
+        .args(["tree", "-p", package, "-e", "normal", "--prefix", "none", "--offline", "--locked"])
         .output()
         .unwrap();
     assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
     let tree = String::from_utf8(out.stdout).unwrap();
-    let names: std::collections::BTreeSet<&str> =
-        tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let names = tree.lines().filter_map(|l| l.split_whitespace().next()).map(String::from).collect();
+    (names, tree)
+}
+
+/// The crates of the programs: what each links of the workspace is the core, the shared I/O
+/// and, for the CLI only, the programs it runs as its commands (`status controller`, `run`);
+/// never the node agent, a program of its own (`edpm-agent node` hands its process over to it).
+const PROGRAMS: &[(&str, &[&str])] = &[
+    ("edpm-agent", &["edpm-core", "edpm-io", "edpm-controller", "edpm-runner"]),
+    ("edpm-controller", &["edpm-core", "edpm-io"]),
+    ("edpm-runner", &["edpm-core", "edpm-io"]),
+    ("edpm-node", &["edpm-core", "edpm-io"]),
+];
+
+#[test]
+fn no_programs_crate_depends_on_another_programs() {
+    let ours =
+        ["edpm-agent", "edpm-core", "edpm-io", "edpm-controller", "edpm-runner", "edpm-node", "edpm-bench"];
+    for (program, may) in PROGRAMS {
+        let (names, tree) = normal_closure(program);
+        let linked: Vec<&String> = names
+            .iter()
+            .filter(|n| ours.contains(&n.as_str()) && n != program && !may.contains(&n.as_str()))
+            .collect();
+        assert!(linked.is_empty(), "{program} links {linked:?}, another program's crate:\n{tree}");
+    }
+}
+
+#[test]
+fn the_core_crate_has_no_io_dependency() {
+    let (names, tree) = normal_closure("edpm-core");
+    let names: std::collections::BTreeSet<&str> = names.iter().map(String::as_str).collect();
     assert!(names.contains("edpm-core") && names.contains("serde"), "{tree}");
     let io: Vec<&&str> = IO_CRATES.iter().filter(|c| names.contains(**c)).collect();
     assert!(io.is_empty(), "edpm-core depends on I/O crates {io:?}:\n{tree}");

@@ -113,8 +113,9 @@ pub enum Command {
     /// Phase -1/0/1 readiness of every node and NodeSet: show, explain, report, wait.
     Status(StatusArgs),
     /// The node agent: check this EDPM node and report its readiness (systemd service); --once
-    /// runs one check and prints it.
-    Node(edpm_node::NodeArgs),
+    /// runs one check and prints it. Runs the node agent's own binary, edpm-agent-node, beside
+    /// this one: `edpm-agent node --help` is its help.
+    Node(NodeArgs),
     /// The AnsibleEE job entrypoint: prepare the runner directory, run the play
     /// (ansible-runner, else ansible-playbook), and report per-host results.
     Run(RunArgs),
@@ -200,6 +201,16 @@ pub struct RunArgs {
     /// For --inventory-source kube or sources.
     #[command(flatten)]
     pub source: SourceArgs,
+}
+
+/// `edpm-agent node`: the node agent's own command line, handed to `edpm-agent-node` whole.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true, disable_version_flag = true)]
+pub struct NodeArgs {
+    /// The node agent's options: --config FILE, --once, --format text|json, --root DIR, -v
+    /// (`edpm-agent node --help`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "OPTIONS")]
+    pub args: Vec<OsString>,
 }
 
 #[derive(Debug, Args)]

@@ -36,12 +36,6 @@ pub enum Exit {
     Empty = 13,
 }
 
-impl From<Exit> for std::process::ExitCode {
-    fn from(e: Exit) -> Self {
-        std::process::ExitCode::from(e as u8)
-    }
-}
-
 /// What a run ends with: one of the codes above, or, for `run`, the play's own return code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -55,11 +49,12 @@ impl From<Exit> for Status {
     }
 }
 
-impl From<Status> for std::process::ExitCode {
-    fn from(s: Status) -> Self {
-        match s {
-            Status::Exit(e) => e.into(),
-            Status::Play(code) => std::process::ExitCode::from(code),
+impl Status {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Exit(e) => e as u8,
+            Status::Play(code) => code,
         }
     }
 }

@@ -14,4 +14,5 @@ pub mod openstack;
 pub mod output;
 pub mod parallel;
 pub mod process;
+pub mod program;
 pub mod tls;

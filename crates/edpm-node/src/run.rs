@@ -63,9 +63,9 @@ pub enum NodeError {
     Failure(String),
 }
 
-impl NodeError {
+impl edpm_io::program::Failure for NodeError {
     /// The process exit code of this error's class.
-    pub fn exit_code(&self) -> u8 {
+    fn exit_code(&self) -> u8 {
         match self {
             NodeError::Usage(_) => 2,
             NodeError::InvalidInput(_) => 3,

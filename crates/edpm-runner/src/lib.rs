@@ -39,9 +39,7 @@ pub use edpm_core::runner::policy::Given;
 /// A run's error: one of the runner's own, or one of the CLI's while it built the play's
 /// inventory, which keeps its exit code. A run that fails says the code and the message in its
 /// summary and termination message, so the error must give both.
-pub trait Failure: From<RunError> + From<JobError> + From<OutputError> {
-    /// The process exit code the error ends the run with.
-    fn exit_code(&self) -> i32;
+pub trait Failure: edpm_io::program::Failure + From<RunError> + From<JobError> + From<OutputError> {
     /// Its one-line message.
     fn message(&self) -> &str;
 }
@@ -78,8 +76,13 @@ impl Attempt {
     /// `e`, once a summary (status `invalid`) that names it is written where this attempt's
     /// summary goes.
     fn fail<E: Failure>(&self, layout: &Layout, e: E) -> E {
-        let s =
-            RunSummary::invalid(&layout.ident, e.exit_code(), e.message(), self.number, self.limit.clone());
+        let s = RunSummary::invalid(
+            &layout.ident,
+            i32::from(e.exit_code()),
+            e.message(),
+            self.number,
+            self.limit.clone(),
+        );
         publish(layout, &s);
         e
     }
@@ -149,7 +152,7 @@ fn early_failure<E: Failure>(termination_log: Option<PathBuf>, e: E) -> E {
         artifact_dir: PathBuf::new(),
         termination_log,
     };
-    publish(&partial, &RunSummary::invalid("", e.exit_code(), e.message(), 1, None));
+    publish(&partial, &RunSummary::invalid("", i32::from(e.exit_code()), e.message(), 1, None));
     e
 }
 

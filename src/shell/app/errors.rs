@@ -106,12 +106,15 @@ impl AppError {
     }
 }
 
+/// `main` prints the message once, on one line, and exits with the code.
+impl edpm_io::program::Failure for AppError {
+    fn exit_code(&self) -> u8 {
+        self.code as u8
+    }
+}
+
 /// The runner reports a failed run's code and message in its summary.
 impl edpm_runner::Failure for AppError {
-    fn exit_code(&self) -> i32 {
-        self.code as i32
-    }
-
     fn message(&self) -> &str {
         &self.message
     }
@@ -243,18 +246,6 @@ impl From<StageError> for AppError {
             _ => Exit::InvalidInput,
         };
         AppError::new(code, e)
-    }
-}
-
-impl From<edpm_node::NodeError> for AppError {
-    fn from(e: edpm_node::NodeError) -> Self {
-        use edpm_node::NodeError;
-        match e {
-            NodeError::Usage(m) => AppError::usage(m),
-            NodeError::InvalidInput(m) => AppError::invalid_input(m),
-            NodeError::Cluster(e) => e.into(),
-            NodeError::Failure(m) => AppError::failure(m),
-        }
     }
 }
 

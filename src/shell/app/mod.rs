@@ -8,6 +8,7 @@ mod derive;
 mod errors;
 mod inventory;
 mod mounts;
+mod node;
 mod nova;
 mod oslo;
 pub(crate) mod output;
@@ -39,7 +40,7 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
         return run::run(&cli.source, args, env, out);
     }
     if let Command::Node(args) = cli.command {
-        return node(args, env, out);
+        return node::run(args, cli.verbose);
     }
     if let Command::Status(args) = &cli.command {
         match args.action {
@@ -59,7 +60,7 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
         Command::Inventory(args) => inventory::run(&cx, args, out),
         Command::Validate(args) => validate::run(&cx, args, out),
         Command::Oslo(args) => oslo::run(args, out),
-        Command::Node(args) => return node(args, env, out),
+        Command::Node(args) => return node::run(args, cli.verbose),
         Command::Render(args) => render::run(&cx, args, out),
         Command::Derive(args) => derive::run(&cx, args, out),
         Command::Mounts(args) => mounts::run(&cx, args, out),
@@ -68,11 +69,6 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
         Command::Run(args) => return run::run(&cli.source, args, env, out),
     }
     .map(Into::into)
-}
-
-/// `node`: the node agent, the same code as `edpm-agent-node`.
-fn node(args: edpm_node::NodeArgs, env: &Env, out: &mut dyn Write) -> Result<Status, AppError> {
-    edpm_node::run(args, env, out).map(|()| Exit::Success.into()).map_err(AppError::from)
 }
 
 pub(crate) fn resolve_settings(g: &SourceArgs, env: &Env) -> Result<Settings, AppError> {
