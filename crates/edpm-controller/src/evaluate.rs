@@ -1,7 +1,9 @@
-//! One evaluation of the touched NodeSets: the stores' snapshot of what they need, the same
-//! model, readiness and `report::plan` as `status report`, and, when leading, only what changed
-//! written (server-side apply, `shell::k8s::status`), the missing Leases made, and Events sent.
-//! Many NodeSets are evaluated [`BATCH`] at a time.
+//! One evaluation of the touched NodeSets ([`reconcile`], controller-rs's word): the stores'
+//! snapshot of what they need, the same model, readiness and `report::plan` as `status
+//! report`, and, when leading, only what changed written (server-side apply,
+//! `edpm_io::k8s::status`), the missing Leases made, and Events sent. Many NodeSets are
+//! evaluated [`BATCH`] at a time. What it returns says when to come back: each NodeSet's next
+//! node agent Lease expiry, and whether it failed (the loop's error policy then says when).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,8 +29,6 @@ pub(super) struct Cx<'a> {
     pub(super) metrics: &'a Metrics,
     /// Checked before every write: a replica that may have lost the Lease stops at once.
     pub(super) leadership: &'a k8s::leader::Leadership,
-    /// Set when an evaluation left its writes out for want of leadership.
-    pub(super) skipped: &'a std::cell::Cell<bool>,
     pub(super) nova: Option<&'a Poller>,
 }
 
@@ -38,13 +38,25 @@ pub(super) struct Cx<'a> {
 /// which the allocator then keeps.
 const BATCH: usize = 10;
 
-/// Each batch evaluated, with when (from the batch's end) each of its NodeSets' first node
-/// agent Lease expires.
-pub(super) type Batches = Vec<(Touch, BTreeMap<String, Duration>, tokio::time::Instant)>;
+/// An evaluation's end.
+pub(super) struct Reconciled {
+    /// Each batch evaluated, with when (from the batch's end) each of its NodeSets' first node
+    /// agent Lease expires, and when it ended.
+    pub(super) batches: Vec<(Touch, BTreeMap<String, Duration>, tokio::time::Instant)>,
+    /// Ok, or the first batch's failure (the batches after it were not evaluated).
+    pub(super) result: Result<(), Error>,
+    /// Some writes were left out for want of leadership.
+    pub(super) writes_skipped: bool,
+}
 
-/// Evaluates the touched NodeSets, [`BATCH`] at a time, noting each batch done in `done`; stops
-/// at the first batch that fails.
-pub(super) async fn in_batches(cx: &Cx<'_>, touched: &Touch, done: &mut Batches) -> Result<(), Error> {
+/// Evaluates the touched NodeSets, [`BATCH`] at a time; stops at the first batch that fails.
+pub(super) async fn reconcile(cx: &Cx<'_>, touched: Touch) -> Reconciled {
+    let mut done = Reconciled { batches: Vec::new(), result: Ok(()), writes_skipped: false };
+    done.result = in_batches(cx, &touched, &mut done).await;
+    done
+}
+
+async fn in_batches(cx: &Cx<'_>, touched: &Touch, done: &mut Reconciled) -> Result<(), Error> {
     let names: Vec<String> = match touched {
         Touch::All => {
             let names = cx.stores.group_names();
@@ -60,24 +72,26 @@ pub(super) async fn in_batches(cx: &Cx<'_>, touched: &Touch, done: &mut Batches)
     };
     for chunk in names.chunks(BATCH) {
         let batch = Touch::NodeSets(chunk.iter().cloned().collect());
-        let next = evaluate(cx, &batch).await?;
+        let (next, wrote) = evaluate(cx, &batch).await?;
+        done.writes_skipped |= !wrote;
         cx.metrics.tick();
-        done.push((batch, next, tokio::time::Instant::now()));
+        done.batches.push((batch, next, tokio::time::Instant::now()));
     }
     Ok(())
 }
 
 /// One evaluation of the touched NodeSets (timed and counted); writes when leading.
-async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Duration>, Error> {
+async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<(BTreeMap<String, Duration>, bool), Error> {
     let started = std::time::Instant::now();
     let result = evaluate_once(cx, touched).await;
     cx.metrics.reconciled(result.is_ok(), started.elapsed().as_secs_f64());
     result
 }
 
-/// Returns when, from now, each touched NodeSet's first node agent Lease expires.
-async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, Duration>, Error> {
-    let Cx { client, stores, phases, metrics, leadership, skipped, nova, .. } = *cx;
+/// Returns when, from now, each touched NodeSet's first node agent Lease expires, and whether
+/// it wrote (false: it did not lead).
+async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<(BTreeMap<String, Duration>, bool), Error> {
+    let Cx { client, stores, phases, metrics, leadership, nova, .. } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
     let mut snap = stores.snapshot(client, touched).await.map_err(Error::failure)?;
     for u in &snap.evidence.unreadable {
@@ -104,16 +118,18 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<BTreeMap<String, 
         metrics.set_nodeset(&ns, &set.name, &nodes);
     }
     metrics.forget_nodesets(&ns, |set| touched.includes(set) && !r.nodesets.iter().any(|s| s.name == set));
-    if leadership.leads() {
+    let leads = leadership.leads();
+    if leads {
         write(cx, &r, &snap.evidence, &ns).await?;
-    } else {
-        skipped.set(true);
     }
     let after = |t: Time| {
         // One second after: the evaluation must see the Lease as expired.
         Duration::from_secs(u64::try_from(t.0 - now.0).unwrap_or(0) + 1)
     };
-    Ok(touch::next_expiries(&snap.evidence, now).into_iter().map(|(set, t)| (set, after(t))).collect())
+    Ok((
+        touch::next_expiries(&snap.evidence, now).into_iter().map(|(set, t)| (set, after(t))).collect(),
+        leads,
+    ))
 }
 
 /// The leader's writes for one evaluation: the status objects that changed, the node agents'

@@ -11,14 +11,40 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::k8s::watch::Stores;
 use crate::k8s::{Client, read};
 
 type Key = (&'static str, String);
+
+/// The recheck as a source of triggers: every second it starts a check when one is due and
+/// takes in the one that finished; the NodeSets whose delivered objects moved come out.
+/// Nothing ever, with no interval (`--inputs-interval 0`).
+pub(super) fn moves<'a>(
+    interval: Option<Duration>,
+    client: &'a Client,
+    stores: &'a Stores,
+) -> futures::stream::LocalBoxStream<'a, BTreeSet<String>> {
+    use futures::StreamExt;
+    if interval.is_none() {
+        return futures::stream::empty().boxed_local();
+    }
+    let tick = tokio::time::interval(Duration::from_secs(1));
+    futures::stream::unfold((Recheck::new(interval), tick), move |(mut recheck, mut tick)| async move {
+        loop {
+            tick.tick().await;
+            let moved = recheck.tick(client, || stores.delivered_inputs()).await;
+            if !moved.is_empty() {
+                return Some((moved, (recheck, tick)));
+            }
+        }
+    })
+    .boxed_local()
+}
 /// A check under way: what it asked (each object with its NodeSets), and its task.
 type Check = (Vec<(Key, BTreeSet<String>)>, JoinHandle<Vec<Result<Option<String>, String>>>);
 
 /// The recheck's state: when it is next due, the versions seen last, the check under way.
-pub(super) struct Recheck {
+struct Recheck {
     interval: Option<Duration>,
     next: Instant,
     seen: BTreeMap<Key, Option<String>>,
@@ -27,14 +53,14 @@ pub(super) struct Recheck {
 
 impl Recheck {
     /// `interval` `None`: never (`--inputs-interval 0`).
-    pub(super) fn new(interval: Option<Duration>) -> Recheck {
+    fn new(interval: Option<Duration>) -> Recheck {
         Recheck { interval, next: Instant::now(), seen: BTreeMap::new(), running: None }
     }
 
     /// Called every tick of the loop: starts a check when one is due (and none is running) of
     /// `objects` (each with the NodeSets it was delivered to); returns the NodeSets whose
     /// objects changed when a check has finished.
-    pub(super) async fn tick(
+    async fn tick(
         &mut self,
         client: &Client,
         objects: impl FnOnce() -> BTreeMap<Key, BTreeSet<String>>,

@@ -140,9 +140,12 @@ impl Leadership {
         self.confirmed_until.as_ref().is_none_or(|c| lock(c).is_some_and(|until| now < until))
     }
 
-    /// Waits for the loop's view to change; an error when election ended.
-    pub async fn changed(&mut self) -> Result<(), watch::error::RecvError> {
-        self.leading.changed().await
+    /// Each change of the election loop's view, as [`Leadership::leads`] says it then; the
+    /// stream ends when the election ended.
+    pub fn changes(&self) -> impl futures::Stream<Item = bool> + '_ {
+        futures::stream::unfold(self.leading.clone(), move |mut leading| async move {
+            leading.changed().await.ok().map(|()| (self.leads(), leading))
+        })
     }
 
     /// Stops taking part and releases the Lease (if held), waiting up to `grace` for it;
