@@ -7,15 +7,17 @@
 //! the runner's supervision. The pure core is `edpm_core`; the I/O shared with the node agent
 //! is `edpm_io`; the node agent is `edpm_node` (ARCHITECTURE.md).
 
-// The shell of every command.
-pub mod shell;
+pub mod app;
+pub mod cli;
+pub mod exit;
+mod source;
 
 /// Runs one parsed command. `env` is the process environment (injected so tests can pass their
 /// own).
 pub fn run(
-    cli: shell::cli::Cli,
-    env: &shell::app::Env,
+    cli: cli::Cli,
+    env: &app::Env,
     out: &mut dyn std::io::Write,
-) -> Result<shell::exit::Status, shell::app::AppError> {
-    shell::app::run(cli, env, out)
+) -> Result<exit::Status, app::AppError> {
+    app::run(cli, env, out)
 }

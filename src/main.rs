@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use edpm_agent::shell::cli;
+use edpm_agent::cli;
 use edpm_io::program::{Logging, Program};
 
 // Inventories and config files are many small allocations (provenance, keys, values): a third
@@ -28,6 +28,6 @@ fn main() -> ExitCode {
             service: matches!(&cli.command, cli::Command::Status(s) if matches!(s.action, cli::StatusAction::Controller { .. })),
             journal_name: "edpm-agent",
         },
-        run: |cli, env, out| edpm_agent::run(cli, env, out).map(edpm_agent::shell::exit::Status::code),
+        run: |cli, env, out| edpm_agent::run(cli, env, out).map(edpm_agent::exit::Status::code),
     })
 }

@@ -406,16 +406,12 @@ fn only_io_process_spawns_processes() {
 }
 
 /// The module a file belongs to, for its crate's dependency graph: its first folder or file
-/// under `src/` (`snapshot/refs.rs` → `snapshot`), or `shell::<next>` under the product's
-/// `src/shell/`.
+/// under `src/` (`snapshot/refs.rs` → `snapshot`).
 fn graph_module(rel: &Path) -> String {
-    let parts: Vec<&str> =
-        rel.components().map(|c| c.as_os_str().to_str().unwrap().trim_end_matches(".rs")).collect();
-    match parts.as_slice() {
-        ["shell", next, ..] => format!("shell::{next}"),
-        [first, ..] => first.to_string(),
-        [] => String::new(),
-    }
+    rel.components()
+        .next()
+        .map(|c| c.as_os_str().to_str().unwrap().trim_end_matches(".rs").to_string())
+        .unwrap_or_default()
 }
 
 /// The modules a file's code names through `crate::`, at `graph_module`'s granularity.
@@ -429,12 +425,7 @@ fn named_modules(code: &str) -> std::collections::BTreeSet<String> {
         let word =
             |s: &str| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
         let first = word(rest);
-        if first == "shell" {
-            let next = word(rest.strip_prefix("shell::").unwrap_or(""));
-            if !next.is_empty() {
-                out.insert(format!("shell::{next}"));
-            }
-        } else if !first.is_empty() {
+        if !first.is_empty() {
             out.insert(first);
         }
     }

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{AppError, Context};
-use crate::shell::cli::{RunArgs, SourceArgs};
-use crate::shell::exit::{Exit, Status};
+use crate::cli::{RunArgs, SourceArgs};
+use crate::exit::{Exit, Status};
 use edpm_core::environment::Env;
 use edpm_core::runner::argv::DEFAULT_RUNNER_DIR;
 use edpm_core::runner::policy::Given;

@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 
 use super::AppError;
-use crate::shell::cli::NodeArgs;
-use crate::shell::exit::Status;
+use crate::cli::NodeArgs;
+use crate::exit::Status;
 
 /// The node agent's binary, beside this one.
 const NODE_AGENT: &str = "edpm-agent-node";

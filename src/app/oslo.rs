@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::AppError;
 use super::output::{write_out, write_output};
-use crate::shell::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
-use crate::shell::exit::Exit;
+use crate::cli::{LayerArg, LayersArgs, OsloAction, OsloArgs, TextOrJson};
+use crate::exit::Exit;
 use edpm_core::excerpt::echo;
 use edpm_core::oslo::layer::{Layer, Layers};
 use edpm_core::oslo::lint::{self, Severity};

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use super::output::{json_text, write_out, write_output};
 use super::{AppError, Context};
-use crate::shell::cli::{ExportFormat, InventoryAction, InventoryArgs, TextOrJson};
-use crate::shell::exit::Exit;
+use crate::cli::{ExportFormat, InventoryAction, InventoryArgs, TextOrJson};
+use crate::exit::Exit;
 use edpm_core::inventory;
 
 pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Result<Exit, AppError> {

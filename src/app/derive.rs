@@ -5,8 +5,8 @@ use std::io::Write;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{DeriveArgs, DeriveWhat, ExportFormat};
-use crate::shell::exit::Exit;
+use crate::cli::{DeriveArgs, DeriveWhat, ExportFormat};
+use crate::exit::Exit;
 use edpm_core::settings::SourceSpec;
 
 pub(super) fn run(cx: &Context, args: DeriveArgs, out: &mut dyn Write) -> Result<Exit, AppError> {

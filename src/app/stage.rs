@@ -6,8 +6,8 @@ use std::path::Path;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::StageArgs;
-use crate::shell::exit::Exit;
+use crate::cli::StageArgs;
+use crate::exit::Exit;
 use edpm_core::render::NodeView;
 use edpm_core::staging::{self, Step, Want};
 use edpm_io::node_root;

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{MountsAction, MountsArgs, TextOrJson};
-use crate::shell::exit::Exit;
+use crate::cli::{MountsAction, MountsArgs, TextOrJson};
+use crate::exit::Exit;
 use edpm_core::mounts;
 use edpm_core::staging;
 

@@ -21,8 +21,8 @@ mod validate;
 
 use std::io::Write;
 
-use crate::shell::cli::{Cli, Command, SourceArgs};
-use crate::shell::exit::{Exit, Status};
+use crate::cli::{Cli, Command, SourceArgs};
+use crate::exit::{Exit, Status};
 use edpm_core::settings::{self, CliValues, Settings};
 
 pub use edpm_core::environment::Env;
@@ -44,8 +44,8 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
     }
     if let Command::Status(args) = &cli.command {
         match args.action {
-            crate::shell::cli::StatusAction::Crds {} => return status::crds(out).map(Into::into),
-            crate::shell::cli::StatusAction::Controller { .. } => {
+            crate::cli::StatusAction::Crds {} => return status::crds(out).map(Into::into),
+            crate::cli::StatusAction::Controller { .. } => {
                 let Command::Status(args) = cli.command else { unreachable!("matched above") };
                 return controller::run(&cli.source, args, env, out);
             }

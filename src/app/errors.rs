@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use crate::shell::exit::Exit;
-use crate::shell::source::SourceError;
+use crate::exit::Exit;
+use crate::source::SourceError;
 use edpm_core::inventory::{self, InventoryError};
 use edpm_core::model::ModelError;
 use edpm_core::render::RenderError;

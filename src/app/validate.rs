@@ -5,8 +5,8 @@ use std::io::Write;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{TextOrJson, ValidateArgs};
-use crate::shell::exit::Exit;
+use crate::cli::{TextOrJson, ValidateArgs};
+use crate::exit::Exit;
 
 pub(super) fn run(cx: &Context, args: ValidateArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
     // Unknown kinds are diagnostics here, not warnings on stderr.

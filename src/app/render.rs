@@ -7,8 +7,8 @@ use std::path::Path;
 
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{RenderArgs, TextOrJson};
-use crate::shell::exit::Exit;
+use crate::cli::{RenderArgs, TextOrJson};
+use crate::exit::Exit;
 use edpm_core::render::{self, NodeView, RenderError, RenderedFile, Templates};
 use edpm_core::services::{self, Service};
 

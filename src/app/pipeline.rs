@@ -101,7 +101,7 @@ impl<'s> Context<'s> {
     }
 
     pub(crate) fn snapshot_quiet(&self, lines: bool) -> Result<Snapshot, AppError> {
-        let snap = crate::shell::source::load(self.settings, self.with_evidence, &|| self.cluster(), lines)?;
+        let snap = crate::source::load(self.settings, self.with_evidence, &|| self.cluster(), lines)?;
         tracing::info!(objects = snap.host_sources(), ignored = snap.ignored, "sources loaded");
         Ok(snap)
     }

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::AppError;
-use crate::shell::exit::Exit;
+use crate::exit::Exit;
 pub(crate) use edpm_io::output::warn;
 
 /// Writes `text` and flushes (`edpm_io::output::write_out`). A reader that went away

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::output::{json_text, write_file, write_out};
 use super::{AppError, Context};
-use crate::shell::cli::{ShowFormat, StatusAction, StatusArgs};
-use crate::shell::exit::Exit;
+use crate::cli::{ShowFormat, StatusAction, StatusArgs};
+use crate::exit::Exit;
 use edpm_core::condition::{Severity, Status, Time};
 use edpm_core::environment::Env;
 use edpm_core::readiness::show::Filter;
@@ -132,7 +132,7 @@ pub(crate) fn now(env: &Env) -> Result<Time, AppError> {
 }
 
 fn has_manifests(dir: &Path) -> bool {
-    crate::shell::source::dir::manifest_files(dir).is_ok_and(|f| !f.is_empty())
+    crate::source::dir::manifest_files(dir).is_ok_and(|f| !f.is_empty())
 }
 
 /// Whether and how Nova is asked (with `--source kube`), and the client, made once per run.
@@ -149,7 +149,7 @@ fn plan(
     cx: &Context,
     nova: &NovaOpts,
     nodesets: Vec<String>,
-    format: crate::shell::cli::YamlOrJson,
+    format: crate::cli::YamlOrJson,
     now: Time,
     out: &mut dyn Write,
 ) -> Result<Exit, AppError> {
@@ -157,8 +157,8 @@ fn plan(
     check_selection(&r, &Filter { nodes: vec![], nodesets: nodesets.clone() })?;
     let steps = readiness::plan::plan(&snap, &model, &r, &nodesets);
     let text = match format {
-        crate::shell::cli::YamlOrJson::Json => json_text(&serde_json::json!({"steps": steps}), true)?,
-        crate::shell::cli::YamlOrJson::Yaml => plan_yaml(&steps)?,
+        crate::cli::YamlOrJson::Json => json_text(&serde_json::json!({"steps": steps}), true)?,
+        crate::cli::YamlOrJson::Yaml => plan_yaml(&steps)?,
     };
     write_out(out, &text)?;
     Ok(Exit::Success)
