@@ -15,6 +15,24 @@ fn choice<T: Choice + Send + Sync>() -> impl clap::builder::TypedValueParser<Val
 }
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `-o`/`--output`, as kubectl means it: the output format, the same flag as `--format`. Where
+/// a command writes a file (`inventory export`, `oslo merge`), a value that names none of its
+/// formats is that file: `-o FILE` and `--output FILE` were those commands' spelling of
+/// `--output-file FILE`, kept for the scripts that use it (docs/reference.md, "-o").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output<F> {
+    Format(F),
+    File(PathBuf),
+}
+
+/// The parser of an [`Output`] flag: a format's name, else a file.
+fn format_or_file<F: ValueEnum + Clone + Send + Sync + 'static>()
+-> impl clap::builder::TypedValueParser<Value = Output<F>> {
+    |s: &str| -> Result<Output<F>, std::convert::Infallible> {
+        Ok(F::from_str(s, false).map_or_else(|_| Output::File(s.into()), Output::Format))
+    }
+}
+
 /// Ansible inventories, oslo.config rendering and file staging for OpenStack EDPM nodes.
 ///
 /// Reads the data-plane custom resources (OpenStackDataPlaneRole/Node, OpenStackDataPlaneNodeSet)
@@ -457,7 +475,7 @@ pub enum MountsAction {
         #[arg(long, value_name = "DIR")]
         root: PathBuf,
         /// text: one line per file; json: the steps as a list.
-        #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+        #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = TextOrJson::Text)]
         format: TextOrJson,
         /// Templates directory overriding the embedded ones (see render).
         #[arg(long, value_name = "DIR")]
@@ -494,7 +512,7 @@ pub struct RenderArgs {
     pub templates: Option<PathBuf>,
     /// text: the files written; json: a report {changed, unchanged} of paths, for Ansible's
     /// changed_when.
-    #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+    #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = TextOrJson::Text)]
     pub format: TextOrJson,
     #[command(flatten)]
     pub source: SourceArgs,
@@ -511,7 +529,7 @@ pub enum DeriveWhat {
     /// The NovaExternalCompute CR of every node with a nova.openstack.org/cell annotation.
     Novaexternalcompute {
         /// yaml: a multi-document stream; json: a list.
-        #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
+        #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = ExportFormat::Yaml)]
         format: ExportFormat,
         /// With --source kube: server-side apply them (field manager edpm-agent).
         #[arg(long)]
@@ -525,9 +543,11 @@ pub enum DeriveWhat {
 pub struct OsloArgs {
     #[command(subcommand)]
     pub action: OsloAction,
-    /// text for people; json for tools.
-    #[arg(long, value_enum, default_value_t = TextOrJson::Text, global = true)]
-    pub format: TextOrJson,
+    /// text (the default) for people; json for tools. For merge, a value that is neither is the
+    /// file to write (the old spelling of --output-file).
+    #[arg(long, short = 'o', visible_alias = "output", global = true, action = clap::ArgAction::Append,
+          value_name = "FORMAT", value_parser = format_or_file::<TextOrJson>())]
+    pub format: Vec<Output<TextOrJson>>,
 }
 
 /// `--config-file`/`--config-dir` as oslo takes them: in command-line order, which `parse`
@@ -588,8 +608,8 @@ pub enum OsloAction {
         #[command(flatten)]
         layers: LayersArgs,
         /// Write here (atomically, mode 0600) instead of stdout.
-        #[arg(long, short = 'o', value_name = "FILE")]
-        output: Option<PathBuf>,
+        #[arg(long, value_name = "FILE")]
+        output_file: Option<PathBuf>,
     },
 }
 
@@ -615,13 +635,15 @@ pub struct InventoryArgs {
 pub enum InventoryAction {
     /// Write a static inventory.
     Export {
-        /// yaml matches the layout of the operator's inventory Secret; json is the same tree as
-        /// JSON; ini writes values as Python literals.
-        #[arg(long, value_enum, default_value_t = ExportFormat::Yaml)]
-        format: ExportFormat,
+        /// yaml (the default) matches the layout of the operator's inventory Secret; json is the
+        /// same tree as JSON; ini writes values as Python literals. A value that is none of
+        /// them is the file to write (the old spelling of --output-file).
+        #[arg(long, short = 'o', visible_alias = "output", action = clap::ArgAction::Append,
+              value_name = "FORMAT", value_parser = format_or_file::<ExportFormat>())]
+        format: Vec<Output<ExportFormat>>,
         /// Write to this file (atomically, mode 0600) instead of stdout.
-        #[arg(long, short = 'o', value_name = "FILE")]
-        output: Option<PathBuf>,
+        #[arg(long, value_name = "FILE")]
+        output_file: Option<PathBuf>,
         #[command(flatten)]
         source: SourceArgs,
     },
@@ -632,7 +654,7 @@ pub enum InventoryAction {
         /// One variable; omit for all of the host's variables.
         var: Option<String>,
         /// text for people; json for tools.
-        #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+        #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = TextOrJson::Text)]
         format: TextOrJson,
         /// Show values that came from Secrets instead of redacting them.
         #[arg(long)]
@@ -645,7 +667,7 @@ pub enum InventoryAction {
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// text: one line per problem and a summary; json: the diagnostics as a list.
-    #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+    #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = TextOrJson::Text)]
     pub format: TextOrJson,
     #[command(flatten)]
     pub source: SourceArgs,
@@ -809,6 +831,36 @@ mod tests {
         .unwrap();
         assert_eq!(cli.source.sources, ["x", "y"]);
         assert_eq!(cli.source.namespace.as_deref(), Some("b"), "after the command wins");
+    }
+
+    #[test]
+    fn dash_o_is_the_format_and_a_files_old_spelling_where_a_command_writes_one() {
+        let parsed = |args: &[&str]| parse(args.iter().map(OsString::from).collect()).unwrap().command;
+        let Command::Inventory(InventoryArgs {
+            action: Some(InventoryAction::Export { format, .. }), ..
+        }) = parsed(&["edpm-agent", "inventory", "export", "-o", "json", "--output", "hosts.yaml"])
+        else {
+            panic!("not inventory export")
+        };
+        assert_eq!(format, [Output::Format(ExportFormat::Json), Output::File("hosts.yaml".into())]);
+        let Command::Oslo(oslo) =
+            parsed(&["edpm-agent", "oslo", "merge", "--config-file", "a", "-o", "m.conf"])
+        else {
+            panic!("not oslo")
+        };
+        assert_eq!(oslo.format, [Output::File("m.conf".into())]);
+        for show in [["-o", "wide"], ["--output", "wide"], ["--format", "wide"]] {
+            let Command::Status(StatusArgs { action: StatusAction::Show { format, .. }, .. }) =
+                parsed(&["edpm-agent", "status", "show", show[0], show[1]])
+            else {
+                panic!("not status show")
+            };
+            assert_eq!(format, ShowFormat::Wide);
+        }
+        let Command::Validate(v) = parsed(&["edpm-agent", "validate", "-o", "json"]) else {
+            panic!("not validate")
+        };
+        assert_eq!(v.format, TextOrJson::Json);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use super::output::{json_text, write_out, write_output};
 use super::{AppError, Context};
-use crate::cli::{ExportFormat, InventoryAction, InventoryArgs, TextOrJson};
+use crate::cli::{ExportFormat, InventoryAction, InventoryArgs, Output, TextOrJson};
 use crate::exit::Exit;
 use edpm_core::inventory;
 
@@ -48,19 +48,7 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
             };
             write_out(out, &json_text(&v, args.pretty)?)?;
         }
-        Some(InventoryAction::Export { format, output, .. }) => {
-            let (_, _, inv) = cx.inventory()?;
-            let text = match format {
-                ExportFormat::Yaml => inventory::export::yaml(&inv)
-                    .map_err(|e| AppError::failure(format!("cannot write YAML: {e}")))?,
-                ExportFormat::Ini => inventory::export::ini(&inv),
-                ExportFormat::Json => inventory::export::static_json(&inv),
-            };
-            match output {
-                Some(path) => write_output(out, &path, &text, 0o600)?,
-                None => write_out(out, &text)?,
-            }
-        }
+        Some(InventoryAction::Export { format, output_file, .. }) => export(cx, format, output_file, out)?,
         Some(InventoryAction::Explain { host, var, format, show_secrets, .. }) => {
             let (inv, redactor) = cx.inventory_traced()?;
             let redactor = (!show_secrets).then_some(&redactor);
@@ -73,4 +61,26 @@ pub(super) fn run(cx: &Context, args: InventoryArgs, out: &mut dyn Write) -> Res
         }
     }
     Ok(Exit::Success)
+}
+
+/// `inventory export`: a static inventory, to standard output or a file.
+fn export(
+    cx: &Context,
+    format: Vec<Output<ExportFormat>>,
+    output_file: Option<std::path::PathBuf>,
+    out: &mut dyn Write,
+) -> Result<(), AppError> {
+    let (format, output) = super::output::format_and_file(format, output_file, ExportFormat::Yaml, true)?;
+    let (_, _, inv) = cx.inventory()?;
+    let text = match format {
+        ExportFormat::Yaml => {
+            inventory::export::yaml(&inv).map_err(|e| AppError::failure(format!("cannot write YAML: {e}")))?
+        }
+        ExportFormat::Ini => inventory::export::ini(&inv),
+        ExportFormat::Json => inventory::export::static_json(&inv),
+    };
+    match output {
+        Some(path) => write_output(out, &path, &text, 0o600),
+        None => write_out(out, &text),
+    }
 }

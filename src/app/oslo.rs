@@ -21,7 +21,14 @@ use edpm_io::files::Texts;
 
 #[allow(clippy::too_many_lines, reason = "the dispatch of the oslo subcommands, one arm each")]
 pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError> {
-    let json = args.format == TextOrJson::Json;
+    let writes_files = matches!(args.action, OsloAction::Merge { .. });
+    let output_file = match &args.action {
+        OsloAction::Merge { output_file, .. } => output_file.clone(),
+        _ => None,
+    };
+    let (format, output) =
+        super::output::format_and_file(args.format, output_file, TextOrJson::Text, writes_files)?;
+    let json = format == TextOrJson::Json;
     match args.action {
         OsloAction::Parse { file } => {
             let text = read(&file)?;
@@ -99,7 +106,7 @@ pub(super) fn run(args: OsloArgs, out: &mut dyn Write) -> Result<Exit, AppError>
             let errors = findings.iter().any(|f| f.severity == Severity::Error);
             Ok(if errors || (strict && !findings.is_empty()) { Exit::Failure } else { Exit::Success })
         }
-        OsloAction::Merge { layers, output } => {
+        OsloAction::Merge { layers, .. } => {
             let texts = read_layers(&layers)?;
             let layers = match load(&texts, json, out)? {
                 Ok(l) => l,

@@ -74,3 +74,51 @@ pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, A
     use edpm_io::files::{MAX_FILE_BYTES, read_bounded};
     read_bounded(path, MAX_FILE_BYTES, true).map_err(|e| AppError::unreadable(what, path, e, code))
 }
+
+/// A command's `-o`/`--output` (its format, or, the old spelling, its file) and its
+/// `--output-file`: the format (`default` when none is given) and the file to write, if any.
+/// `writes_files`: whether the command writes a file at all (else `-o FILE` names no format).
+pub(crate) fn format_and_file<F: clap::ValueEnum + Copy + PartialEq>(
+    given: Vec<crate::cli::Output<F>>,
+    output_file: Option<std::path::PathBuf>,
+    default: F,
+    writes_files: bool,
+) -> Result<(F, Option<std::path::PathBuf>), AppError> {
+    use crate::cli::Output;
+    let name = |f: &F| f.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+    let (mut format, mut file) = (None::<F>, output_file);
+    for g in given {
+        match g {
+            Output::Format(f) => match format {
+                Some(before) if before != f => {
+                    return Err(AppError::usage(format!(
+                        "-o/--output/--format given twice ({} and {}): give the format once",
+                        name(&before),
+                        name(&f)
+                    )));
+                }
+                _ => format = Some(f),
+            },
+            Output::File(p) if !writes_files => {
+                let mut names: Vec<String> = F::value_variants().iter().map(name).collect();
+                let last = names.pop().unwrap_or_default();
+                return Err(AppError::usage(format!(
+                    "-o {:?}: give {} or {last} (only a command that writes a file takes one)",
+                    edpm_core::excerpt::printable(&p.display().to_string()),
+                    names.join(", ")
+                )));
+            }
+            Output::File(p) => match &file {
+                Some(before) if *before != p => {
+                    return Err(AppError::usage(format!(
+                        "two output files ({} and {}): give one, with --output-file",
+                        before.display(),
+                        p.display()
+                    )));
+                }
+                _ => file = Some(p),
+            },
+        }
+    }
+    Ok((format.unwrap_or(default), file))
+}
