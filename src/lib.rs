@@ -2,10 +2,12 @@
 //! External DataPlane Management (EDPM) nodes; readiness per node, its controller, and the
 //! AnsibleEE job entrypoint.
 //!
-//! This crate is the product's shell: the command line (`shell::cli`, `shell::app`), the
-//! sources, what it asks of the Kubernetes API server and of OpenStack, the controller and
-//! the runner's supervision. The pure core is `edpm_core`; the I/O shared with the node agent
-//! is `edpm_io`; the node agent is `edpm_node` (ARCHITECTURE.md).
+//! This crate is the CLI, the `edpm-agent` binary: the command line parsed (`cli`), each
+//! command (`app`, one file each) calling the crates that do the work, the exit codes (`exit`)
+//! and the manifest directories read as a source (`source`). The pure core is `edpm_core`; the
+//! I/O every program shares is `edpm_io`; `status controller` is `edpm_controller`, `run` is
+//! `edpm_runner`; the node agent is a program of its own, `edpm-agent-node` (`edpm_node`),
+//! which `edpm-agent node` hands its process over to (ARCHITECTURE.md, "Layout").
 
 pub mod app;
 pub mod cli;

@@ -39,7 +39,7 @@ pub(crate) fn json_text(value: &impl serde::Serialize, pretty: bool) -> Result<S
 }
 
 /// Replaces the file at `path` atomically with `bytes` and `mode`; on failure nothing was
-/// written. A path that exists and is not a regular file is refused (`shell::files::check_replaceable`).
+/// written. A path that exists and is not a regular file is refused (`edpm_io::files::check_replaceable`).
 pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), AppError> {
     write_atomic(path, bytes, mode, "; remove it, or name another path")
 }
@@ -68,7 +68,7 @@ pub(crate) fn is_stdout(path: &Path) -> bool {
 }
 
 /// Reads a text file the user named (a settings file, a config file, a template): at most
-/// `shell::files::MAX_FILE_BYTES`, UTF-8, and a FIFO such as `<(…)` is read as a stream. `what`
+/// `edpm_io::files::MAX_FILE_BYTES`, UTF-8, and a FIFO such as `<(…)` is read as a stream. `what`
 /// says what the file is for; `code` is the exit code for an unreadable one.
 pub(crate) fn read_text(path: &Path, what: &str, code: Exit) -> Result<String, AppError> {
     use edpm_io::files::{MAX_FILE_BYTES, read_bounded};

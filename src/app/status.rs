@@ -394,7 +394,7 @@ fn condition_types(condition: &str) -> Result<(&'static str, &'static str), AppE
 
 /// Polls until every selected node (or NodeSet) has the phase True: exit 0; a selected node
 /// `Stalled` (a terminal failure no running Deployment will retry): exit 12; time out: 11.
-#[allow(clippy::too_many_arguments)] // one per flag of `status wait`
+#[allow(clippy::too_many_arguments, reason = "one per flag of `status wait`")]
 #[allow(
     clippy::too_many_lines,
     reason = "the wait loop: its deadline, interval and exit codes share the state of the last evaluation"

@@ -187,8 +187,8 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
     if let Some(p) = peer.get(1) {
         println!("peer: sha256sum -c over the same {files} files: median {} over 3 runs", ms(*p));
     }
-    // A first check in a new process: the node agent's own binary, and the product's
-    // `edpm-agent node` (the same code, in the 25 MB binary) beside it.
+    // A first check in a new process: the node agent's own binary, and `edpm-agent node`,
+    // which starts the 25 MB CLI and hands its process over to the node agent beside it.
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // The node agent as it ships: built with the `node` profile (size-optimised, LTO) when
     // that build is there; else the one beside this benchmark.
@@ -310,7 +310,7 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
                 match *name {
                     "idle" => "idle edpm-agent-node",
                     "unreachable" => "idle edpm-agent-node, the API unreachable",
-                    _ => "idle edpm-agent node (the product binary)",
+                    _ => "idle edpm-agent node (handed over to edpm-agent-node)",
                 },
                 rss as f64 / 1024.0,
                 anon as f64 / 1024.0,

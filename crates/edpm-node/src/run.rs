@@ -45,7 +45,7 @@ pub enum Format {
     Json,
 }
 
-/// Why the node agent stopped short, by the exit code's class (the product's table:
+/// Why the node agent stopped short, by the exit code's class (edpm-agent's table:
 /// docs/reference.md, "Exit codes").
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
