@@ -156,17 +156,12 @@ const fn plain(
     }
 }
 
-/// A phase's row: in `Ready`, with its roll-up, its column in `status show` and both CRDs'.
-const fn phase(
-    node: &'static str,
-    nodeset: &'static str,
-    phase: Phase,
-    head: &'static str,
-    column: Column,
-) -> Type {
+/// A phase's row: in `Ready`, with its roll-up, its column in `status show` (headed by its
+/// label) and both CRDs'.
+const fn phase(node: &'static str, nodeset: &'static str, phase: Phase, column: Column) -> Type {
     Type {
         phase: Some(phase),
-        shown: Some(Shown { head, wide: false }),
+        shown: Some(Shown { head: phase.label, wide: false }),
         column: Some(column),
         nodeset_column: Some(column),
         ..plain(Some(node), Some(nodeset), true, Writer::Reporter)
@@ -202,21 +197,18 @@ pub const TYPES: &[Type] = &[
         BAREMETAL,
         NODESET_BAREMETAL,
         Phase { label: "-1", word: "baremetal", said: Some("bare metal") },
-        "-1",
         Column { name: "Baremetal", description: Some("phase -1") },
     ),
     phase(
         INFRASTRUCTURE,
         NODESET_INFRASTRUCTURE,
         Phase { label: "0", word: "infrastructure", said: Some("infrastructure") },
-        "0",
         Column { name: "Infra", description: Some("phase 0") },
     ),
     phase(
         SERVICES,
         NODESET_SERVICES,
         Phase { label: "1", word: "services", said: Some("OpenStack services") },
-        "1",
         Column { name: "Services", description: Some("phase 1") },
     ),
     // Nova's own view, a member of ServicesReady.

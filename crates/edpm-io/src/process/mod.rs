@@ -421,6 +421,22 @@ fn nonblocking(fd: RawFd) -> std::io::Result<()> {
     if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
 }
 
+/// In a child, between fork and exec: an empty signal mask. A caller that blocks signals (the
+/// runner blocks SIGTERM to take it synchronously) must not pass that mask on to the program,
+/// which would be deaf to them (std keeps the parent's). Async-signal-safe.
+fn empty_signal_mask() -> std::io::Result<()> {
+    // SAFETY: sigemptyset and sigprocmask are async-signal-safe; they work on a sigset_t built
+    // here.
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Runs `spec` to its end, its deadline, or `cancel`; see the module documentation.
 #[allow(
     clippy::too_many_lines,
@@ -444,18 +460,10 @@ pub fn run(spec: &Spec, cancel: Option<&Cancel>) -> Result<Output, Error> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    // SAFETY: sigemptyset and sigprocmask are async-signal-safe; they run in the child between
-    // fork and exec on a sigset_t built there. A caller that blocks signals (the runner blocks
-    // SIGTERM to take it synchronously) must not pass that mask on to the program.
+    // SAFETY: `empty_signal_mask` is async-signal-safe, as what runs between fork and exec
+    // must be.
     unsafe {
-        cmd.pre_exec(|| {
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(empty_signal_mask);
     }
     let started = Instant::now();
     // A deadline past what an Instant holds is no deadline.

@@ -250,19 +250,14 @@ pub fn supervise(
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer);
-    // SAFETY: setsid and sigprocmask are async-signal-safe; they run in the child between
-    // fork and exec, on a sigset_t built there.
+    // SAFETY: setsid and `empty_signal_mask` are async-signal-safe; they run in the child
+    // between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
+            super::empty_signal_mask()
         });
     }
     let start = Instant::now();
