@@ -1,7 +1,9 @@
-//! The imperative shell: turns the parsed command line into settings, runs the shared
-//! pipeline (`pipeline`), and writes results (`output`). One file per command, named after
-//! it; module errors become exit codes in one place (`errors`). Output is produced whole
-//! before anything is written, so a failure never leaves partial output.
+//! The commands: each turns its part of the parsed command line into settings and calls what
+//! does the work (the shared pipeline, `pipeline`, for the commands that read the data plane;
+//! the controller's and the runner's crates; the node agent's binary), then writes the results
+//! (`output`). One file per command, named after it; module errors become exit codes in one
+//! place (`errors`). Output is produced whole before anything is written, so a failure never
+//! leaves partial output.
 
 mod controller;
 mod derive;
@@ -21,7 +23,7 @@ mod validate;
 
 use std::io::Write;
 
-use crate::cli::{Cli, Command, SourceArgs};
+use crate::cli::{Cli, Command, SourceArgs, StatusAction, StatusArgs};
 use crate::exit::{Exit, Status};
 use edpm_core::settings::{self, CliValues, Settings};
 
@@ -42,15 +44,12 @@ pub fn run(cli: Cli, env: &Env, out: &mut dyn Write) -> Result<Status, AppError>
     if let Command::Node(args) = cli.command {
         return node::run(args, cli.verbose);
     }
-    if let Command::Status(args) = &cli.command {
-        match args.action {
-            crate::cli::StatusAction::Crds {} => return status::crds(out).map(Into::into),
-            crate::cli::StatusAction::Controller { .. } => {
-                let Command::Status(args) = cli.command else { unreachable!("matched above") };
-                return controller::run(&cli.source, args, env, out);
-            }
-            _ => {}
-        }
+    if let Command::Status(StatusArgs { action: StatusAction::Crds {}, .. }) = cli.command {
+        return status::crds(out).map(Into::into);
+    }
+    // The controller: its own crate, its own checks of the source settings.
+    if let Command::Status(args @ StatusArgs { action: StatusAction::Controller { .. }, .. }) = cli.command {
+        return controller::run(&cli.source, args, env, out);
     }
     let settings = resolve_settings(&cli.source, env)?;
     let mut cx = Context::new(&settings);
