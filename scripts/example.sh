@@ -31,7 +31,7 @@ for g, v in sorted(inv.items()):
         print(f"   group {g}: {', '.join(v['hosts'])}")
 PY
 echo "== edpm-agent inventory export --format yaml (upstream's static layout), written to $out/inventory.yaml"
-$bin inventory export --format yaml --output "$out/inventory.yaml"
+$bin inventory export --format yaml --output-file "$out/inventory.yaml"
 echo "== edpm-agent inventory explain edpm-compute-1 ansible_port"
 $bin inventory explain edpm-compute-1 ansible_port
 echo "== edpm-agent render --redact --node edpm-compute-1 (what nova would read, secrets masked; first lines)"

@@ -2,30 +2,24 @@
 //! External DataPlane Management (EDPM) nodes; readiness per node, its controller, and the
 //! AnsibleEE job entrypoint.
 //!
-//! This crate is the product's shell: the command line (`shell::cli`, `shell::app`), the
-//! sources, what it asks of the Kubernetes API server and of OpenStack, the controller and
-//! the runner's supervision. The pure core is `edpm_core`; the I/O shared with the node agent
-//! is `edpm_io`; the node agent is `edpm_node` (ARCHITECTURE.md).
+//! This crate is the CLI, the `edpm-agent` binary: the command line parsed (`cli`), each
+//! command (`app`, one file each) calling the crates that do the work, the exit codes (`exit`)
+//! and the manifest directories read as a source (`source`). The pure core is `edpm_core`; the
+//! I/O every program shares is `edpm_io`; `status controller` is `edpm_controller`, `run` is
+//! `edpm_runner`; the node agent is a program of its own, `edpm-agent-node` (`edpm_node`),
+//! which `edpm-agent node` hands its process over to (ARCHITECTURE.md, "Layout").
 
-// The controller's shell: `status controller`'s loop, its evaluations, probes and Nova poller.
-pub mod controller;
+pub mod app;
+pub mod cli;
+pub mod exit;
+mod source;
 
-// The AnsibleEE job entrypoint's shell: process supervision and the job's files.
-pub mod runner;
-
-// The shell of every command.
-pub mod shell;
-
-/// Runs one parsed command: `status controller` in its own room, every other through
-/// `shell::app`. `env` is the process environment (injected so tests can pass their own).
+/// Runs one parsed command. `env` is the process environment (injected so tests can pass their
+/// own).
 pub fn run(
-    cli: shell::cli::Cli,
-    env: &shell::app::Env,
+    cli: cli::Cli,
+    env: &app::Env,
     out: &mut dyn std::io::Write,
-) -> Result<shell::exit::Status, shell::app::AppError> {
-    use shell::cli::{Command, StatusAction, StatusArgs};
-    if let Command::Status(args @ StatusArgs { action: StatusAction::Controller { .. }, .. }) = cli.command {
-        return controller::command::run(&cli.source, args, env, out);
-    }
-    shell::app::run(cli, env, out)
+) -> Result<exit::Status, app::AppError> {
+    app::run(cli, env, out)
 }

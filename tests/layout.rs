@@ -3,10 +3,10 @@
 //! test checks on cargo's own dependency tree. What a crate boundary cannot say is checked on
 //! the source text:
 //! - the core does no I/O and reads no clock with what `std` offers (`std::fs`, the clock);
-//! - only the product's `shell::k8s`, the node agent's `api` and `edpm-io`'s `k8s` talk to the
-//!   Kubernetes API server; only the product's `shell::openstack` to OpenStack's APIs;
-//! - only `runner::supervise` (the play) and `edpm_io::process` (every other program, bounded:
-//!   the node agent's queries, exec credential plugins) spawn or signal processes;
+//! - only `edpm-io`'s `k8s`, the controller's `k8s` and the node agent's `api` talk to the
+//!   Kubernetes API server; only `edpm-io`'s `openstack` to OpenStack's APIs;
+//! - only `edpm_io::process` spawns or signals processes (bounded runs: the node agent's queries,
+//!   exec credential plugins; the play's supervision; the hand-over to another program);
 //! - no crate's modules import each other in a cycle.
 //!
 //! Whole files are read; only the items marked `#[cfg(test)]` (the test module, inline or in
@@ -71,6 +71,8 @@ const IO_CRATES: &[&str] = &[
 const CRATES: &[(&str, &str)] = &[
     ("crates/edpm-core/src", "edpm-core"),
     ("crates/edpm-io/src", "edpm-io"),
+    ("crates/edpm-controller/src", "edpm-controller"),
+    ("crates/edpm-runner/src", "edpm-runner"),
     ("crates/edpm-node/src", "edpm-node"),
     ("src", "edpm-agent"),
 ];
@@ -290,19 +292,49 @@ fn the_whole_of_every_file_is_read() {
     );
 }
 
-#[test]
-fn the_core_crate_has_no_io_dependency() {
-    // cargo's own answer: the crates edpm-core is built with, test-only ones left out.
+/// cargo's own answer: the crates `package` is built with, test-only ones left out, and the
+/// tree as cargo printed it.
+fn normal_closure(package: &str) -> (std::collections::BTreeSet<String>, String) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
         .current_dir(repo())
-        .args(["tree", "-p", "edpm-core", "-e", "normal", "--prefix", "none", "--offline", "--locked"])
+        .args(["tree", "-p", package, "-e", "normal", "--prefix", "none", "--offline", "--locked"])
         .output()
         .unwrap();
     assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
     let tree = String::from_utf8(out.stdout).unwrap();
-    let names: std::collections::BTreeSet<&str> =
-        tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let names = tree.lines().filter_map(|l| l.split_whitespace().next()).map(String::from).collect();
+    (names, tree)
+}
+
+/// The crates of the programs: what each links of the workspace is the core, the shared I/O
+/// and, for the CLI only, the programs it runs as its commands (`status controller`, `run`);
+/// never the node agent, a program of its own (`edpm-agent node` hands its process over to it).
+const PROGRAMS: &[(&str, &[&str])] = &[
+    ("edpm-agent", &["edpm-core", "edpm-io", "edpm-controller", "edpm-runner"]),
+    ("edpm-controller", &["edpm-core", "edpm-io"]),
+    ("edpm-runner", &["edpm-core", "edpm-io"]),
+    ("edpm-node", &["edpm-core", "edpm-io"]),
+];
+
+#[test]
+fn no_programs_crate_depends_on_another_programs() {
+    let ours =
+        ["edpm-agent", "edpm-core", "edpm-io", "edpm-controller", "edpm-runner", "edpm-node", "edpm-bench"];
+    for (program, may) in PROGRAMS {
+        let (names, tree) = normal_closure(program);
+        let linked: Vec<&String> = names
+            .iter()
+            .filter(|n| ours.contains(&n.as_str()) && n != program && !may.contains(&n.as_str()))
+            .collect();
+        assert!(linked.is_empty(), "{program} links {linked:?}, another program's crate:\n{tree}");
+    }
+}
+
+#[test]
+fn the_core_crate_has_no_io_dependency() {
+    let (names, tree) = normal_closure("edpm-core");
+    let names: std::collections::BTreeSet<&str> = names.iter().map(String::as_str).collect();
     assert!(names.contains("edpm-core") && names.contains("serde"), "{tree}");
     let io: Vec<&&str> = IO_CRATES.iter().filter(|c| names.contains(**c)).collect();
     assert!(io.is_empty(), "edpm-core depends on I/O crates {io:?}:\n{tree}");
@@ -325,17 +357,16 @@ fn the_core_does_no_io_through_std() {
 fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
     for s in sources() {
         let k8s = match s.krate {
-            "edpm-agent" => s.rel.starts_with("shell/k8s"),
-            "edpm-io" => s.rel.starts_with("k8s"),
+            "edpm-io" | "edpm-controller" => s.rel.starts_with("k8s"),
             "edpm-node" => s.rel == Path::new("api.rs"),
             _ => false,
         };
-        let openstack = s.krate == "edpm-agent" && s.rel.starts_with("shell/openstack");
+        let openstack = s.krate == "edpm-io" && s.rel.starts_with("openstack");
         if !k8s {
             for p in KUBE_CLIENT {
                 assert!(
                     !s.code.contains(p),
-                    "{} uses {p}; only src/shell/k8s, crates/edpm-io/src/k8s and crates/edpm-node/src/api.rs talk to the API server",
+                    "{} uses {p}; only crates/edpm-io/src/k8s, crates/edpm-controller/src/k8s and crates/edpm-node/src/api.rs talk to the API server",
                     s.shown()
                 );
             }
@@ -343,7 +374,7 @@ fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
         if !openstack {
             assert!(
                 !s.code.contains("reqwest"),
-                "{} uses reqwest; only src/shell/openstack talks to OpenStack",
+                "{} uses reqwest; only crates/edpm-io/src/openstack talks to OpenStack",
                 s.shown()
             );
         }
@@ -351,12 +382,12 @@ fn only_k8s_talks_to_the_api_server_and_only_openstack_to_openstack() {
 }
 
 #[test]
-fn only_the_supervisor_and_io_process_spawn_processes() {
-    let allowed = [("edpm-agent", Path::new("runner/supervise.rs")), ("edpm-io", Path::new("process.rs"))];
-    for s in sources().iter().filter(|s| !allowed.contains(&(s.krate, s.rel.as_path()))) {
+fn only_io_process_spawns_processes() {
+    for s in sources().iter().filter(|s| !(s.krate == "edpm-io" && s.rel.starts_with("process"))) {
         for p in [
             "Command::new",
             "process::Command",
+            ".exec()",
             "CommandExt",
             "libc::kill",
             "libc::fork",
@@ -367,7 +398,7 @@ fn only_the_supervisor_and_io_process_spawn_processes() {
         ] {
             assert!(
                 !s.code.contains(p),
-                "{} uses {p}; only src/runner/supervise.rs (the play) and crates/edpm-io/src/process.rs (every other program: edpm_io::process::run) spawn, signal or reap processes",
+                "{} uses {p}; only crates/edpm-io/src/process/ (edpm_io::process: bounded runs, the play's supervision, the hand-over) spawns, signals or reaps processes",
                 s.shown()
             );
         }
@@ -375,16 +406,12 @@ fn only_the_supervisor_and_io_process_spawn_processes() {
 }
 
 /// The module a file belongs to, for its crate's dependency graph: its first folder or file
-/// under `src/` (`snapshot/refs.rs` → `snapshot`), or `shell::<next>` under the product's
-/// `src/shell/`.
+/// under `src/` (`snapshot/refs.rs` → `snapshot`).
 fn graph_module(rel: &Path) -> String {
-    let parts: Vec<&str> =
-        rel.components().map(|c| c.as_os_str().to_str().unwrap().trim_end_matches(".rs")).collect();
-    match parts.as_slice() {
-        ["shell", next, ..] => format!("shell::{next}"),
-        [first, ..] => first.to_string(),
-        [] => String::new(),
-    }
+    rel.components()
+        .next()
+        .map(|c| c.as_os_str().to_str().unwrap().trim_end_matches(".rs").to_string())
+        .unwrap_or_default()
 }
 
 /// The modules a file's code names through `crate::`, at `graph_module`'s granularity.
@@ -398,12 +425,7 @@ fn named_modules(code: &str) -> std::collections::BTreeSet<String> {
         let word =
             |s: &str| s.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
         let first = word(rest);
-        if first == "shell" {
-            let next = word(rest.strip_prefix("shell::").unwrap_or(""));
-            if !next.is_empty() {
-                out.insert(format!("shell::{next}"));
-            }
-        } else if !first.is_empty() {
+        if !first.is_empty() {
             out.insert(first);
         }
     }

@@ -312,7 +312,7 @@ fn the_rbac_grants_what_the_kubernetes_source_reads_and_no_more() {
         }
     }
     // Every kind the Kubernetes source lists for an inventory (edpm_core::kinds, the table
-    // src/shell/k8s/read.rs lists from; not the readiness evidence, which only `status`
+    // edpm_io::k8s::read lists from; not the readiness evidence, which only `status`
     // lists) needs list; ConfigMaps and Secrets only get.
     let kinds = edpm_core::kinds::KINDS;
     let listed: Vec<(String, String)> = kinds

@@ -1,7 +1,6 @@
 //! The one integration-test binary. Each module covers one area.
 
-// Test helpers are shared between modules of one binary, so `pub` is right here.
-#![allow(unreachable_pub)]
+#![allow(unreachable_pub, reason = "test helpers are shared between modules of one binary")]
 // Tests make their fixtures with plain file calls, read the environment they run in, and
 // print what they skip.
 #![allow(

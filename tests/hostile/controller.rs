@@ -161,7 +161,7 @@ fn a_long_but_progressing_first_sync_keeps_healthz_up() {
 /// `--nova-interval` of 2^64-1 seconds: refused when read (at most a week), never a poller
 /// that panics on its first wait and never asks Nova again while the controller runs on (its
 /// arithmetic saturates and a poller that panics is started again: unit tests in
-/// `shell::app::nova`).
+/// `edpm-controller`'s `nova`).
 #[test]
 fn a_nova_interval_past_any_clock_is_refused_not_a_dead_poller() {
     let api = cluster();

@@ -83,7 +83,10 @@ pub(crate) fn controller_bench(args: &[String]) -> Result<(), String> {
         None => Command::new(&agent),
     }
     .args(["--source", "kube", "--kubeconfig", kc.to_str().unwrap_or_default(), "status", "controller"])
-    .args(["--metrics-bind-address", &addr, "--health-probe-bind-address", &addr, "--debounce-ms", "100"])
+    // Plain /metrics beside the probes on one address: --metrics-secure (the default) would
+    // want an address of its own and a TokenReview for each scrape.
+    .args(["--metrics-bind-address", &addr, "--health-probe-bind-address", &addr, "--metrics-secure=false"])
+    .args(["--debounce-ms", "100"])
     .stdout(Stdio::null())
     .stderr(Stdio::null())
     .spawn()

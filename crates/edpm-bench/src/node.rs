@@ -187,8 +187,8 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
     if let Some(p) = peer.get(1) {
         println!("peer: sha256sum -c over the same {files} files: median {} over 3 runs", ms(*p));
     }
-    // A first check in a new process: the node agent's own binary, and the product's
-    // `edpm-agent node` (the same code, in the 25 MB binary) beside it.
+    // A first check in a new process: the node agent's own binary, and `edpm-agent node`,
+    // which starts the 25 MB CLI and hands its process over to the node agent beside it.
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // The node agent as it ships: built with the `node` profile (size-optimised, LTO) when
     // that build is there; else the one beside this benchmark.
@@ -216,7 +216,9 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
     // interval a tenth of its default to count requests; and, for comparison, idle as
     // `edpm-agent node`.
     let api = fake_api::FakeApi::start();
-    api.add_crd("agent.edpm.openstack.org", "v1alpha1", "edpmnodestatuses");
+    let status =
+        edpm_core::kinds::named(edpm_core::readiness::api::NODE_KIND).ok_or("no EDPMNodeStatus kind")?;
+    api.add_crd(status.group, status.version, status.plural);
     let kc = api.kubeconfig();
     // The same credentials, pointing at a port nothing listens on.
     let unreachable = dir.path().join("unreachable.kubeconfig");
@@ -308,7 +310,7 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
                 match *name {
                     "idle" => "idle edpm-agent-node",
                     "unreachable" => "idle edpm-agent-node, the API unreachable",
-                    _ => "idle edpm-agent node (the product binary)",
+                    _ => "idle edpm-agent node (handed over to edpm-agent-node)",
                 },
                 rss as f64 / 1024.0,
                 anon as f64 / 1024.0,
@@ -321,7 +323,7 @@ pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
                 rss as f64 / 1024.0
             ),
             _ => {
-                let status = api.count("PATCH", &format!("/edpmnodestatuses/{object}/status"));
+                let status = api.count("PATCH", &format!("/{}/{object}/status", status.plural));
                 let per_hour = requests as f64 * 3600.0 / idle as f64 / 10.0;
                 println!(
                     "requests when nothing changes: {requests} in {idle} s with intervals a tenth of the defaults ({leases} Lease renewals and {status} status writes in all, first report included) → {per_hour:.0} per hour at the defaults (360 renewals + 12 heartbeats = 372 by design)"

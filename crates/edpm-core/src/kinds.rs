@@ -1,7 +1,7 @@
 //! The kinds edpm-agent reads, in one table: where each lives in the API, how it is read, what
 //! it is in a snapshot, and which NodeSets a change of one reaches. Everything that lists,
-//! watches, classifies or maps a change is derived from [`KINDS`]: the product's
-//! `shell::k8s::read` lists the kinds whose [`Read`] is a list, the controller's watches watch
+//! watches, classifies or maps a change is derived from [`KINDS`]:
+//! `edpm_io::k8s::read` lists the kinds whose [`Read`] is a list, the controller's watches watch
 //! the same, `snapshot` classifies a document by the table, and `controller::touch` takes a
 //! kind's [`ReachRule`] from it. A kind is added here, once.
 

@@ -187,6 +187,71 @@ pub fn runs_nova<'g>(snap: &Snapshot, g: &'g HostGroup) -> Option<&'g str> {
     nova_service(snap, g).filter(|_| !g.members.is_empty())
 }
 
+/// What asks Nova with: logins, or why there are none.
+pub type Logins = Result<Vec<crate::nova::Login>, String>;
+
+/// The logins that can ask Nova about the model's nova computes (every group's, merged);
+/// `None` when no node runs a service of type `nova` (then Nova is not asked at all).
+/// `explicit`: the login of a Secret named by `--nova-credentials`, or why there is none.
+pub fn model_logins(
+    snap: &Snapshot,
+    model: &crate::model::Model,
+    explicit: Option<&Result<crate::nova::Login, String>>,
+) -> Option<Logins> {
+    merge_logins(model.groups.iter().filter_map(|g| group_logins_with(snap, g, explicit)))
+}
+
+/// One group's logins: the explicitly named Secret's for every group that runs nova, else
+/// its cells' ([`group_logins`]).
+pub fn group_logins_with(
+    snap: &Snapshot,
+    g: &HostGroup,
+    explicit: Option<&Result<crate::nova::Login, String>>,
+) -> Option<Logins> {
+    match explicit {
+        Some(e) => runs_nova(snap, g).map(|_| e.clone().map(|l| vec![l])),
+        None => group_logins(snap, g),
+    }
+}
+
+/// Logins merged (each once, a login's cells gathered), or the first reason when none could
+/// be made; `None` when there were none to merge.
+pub fn merge_logins(found: impl IntoIterator<Item = impl std::borrow::Borrow<Logins>>) -> Option<Logins> {
+    let mut any = false;
+    let mut logins: Vec<crate::nova::Login> = Vec::new();
+    let mut problem = None;
+    for f in found {
+        any = true;
+        match f.borrow() {
+            Ok(v) => {
+                for l in v {
+                    match logins.iter_mut().find(|x| x.key() == l.key() && x.password == l.password) {
+                        Some(x) => {
+                            for c in &l.cells {
+                                if !x.cells.contains(c) {
+                                    x.cells.push(c.clone());
+                                }
+                            }
+                        }
+                        None => logins.push(l.clone()),
+                    }
+                }
+            }
+            Err(why) => {
+                problem.get_or_insert_with(|| why.clone());
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    logins.sort();
+    match (logins.is_empty(), problem) {
+        (true, Some(why)) => Some(Err(why)),
+        _ => Some(Ok(logins)),
+    }
+}
+
 /// The Keystone logins that can ask Nova about one group's computes: one per distinct
 /// (Keystone, region, user, project), from each compute's cell; `None` when the group runs no
 /// nova service. Nova's API answers for every cell, and nova-operator gives every cell the same
@@ -367,6 +432,28 @@ fn login(snap: &Snapshot, cx: &CellContext, service: &str) -> crate::nova::Login
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn logins_merge_per_session_and_a_set_without_any_gives_its_reason() {
+        use super::{Logins, merge_logins as union};
+        use crate::nova::testing::login;
+        let a = Ok(vec![login("nova", "p", "nova-cell1")]);
+        let b = Ok(vec![login("nova", "p", "nova-cell2")]);
+        let merged = union([&a, &b]).unwrap().unwrap();
+        assert_eq!(merged.len(), 1);
+        assert_eq!(merged[0].cells, ["nova-cell1", "nova-cell2"]);
+        // A rotated password is another login: asked with, not merged away.
+        let c = Ok(vec![login("nova", "q", "nova-cell3")]);
+        assert_eq!(union([&a, &c]).unwrap().unwrap().len(), 2);
+        let bad: Logins = Err("no NovaCell".into());
+        assert_eq!(union([&bad]), Some(Err("no NovaCell".into())));
+        assert_eq!(
+            union([&bad, &a]).unwrap().unwrap().len(),
+            1,
+            "one set's problem does not hide another's login"
+        );
+        assert_eq!(union(Vec::<&Logins>::new()), None);
+    }
+
     #[test]
     fn an_explicit_secret_gives_one_login_and_names_the_key_to_fix() {
         let text = r#"

@@ -36,11 +36,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Time {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        Time::from_unix(secs as i64)
+        edpm_io::clock::now()
     }
 }
 

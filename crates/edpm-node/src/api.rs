@@ -41,13 +41,7 @@ pub struct NodeObjects {
 
 /// The node status objects' resource.
 fn node_resource() -> ApiResource {
-    ApiResource {
-        group: api::GROUP.into(),
-        version: api::VERSION.into(),
-        api_version: api::API_VERSION.into(),
-        kind: api::NODE_KIND.into(),
-        plural: "edpmnodestatuses".into(),
-    }
+    edpm_io::k8s::read::resource(edpm_io::k8s::read::named(api::NODE_KIND))
 }
 
 impl NodeObjects {

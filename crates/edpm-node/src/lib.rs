@@ -5,14 +5,13 @@
 //!
 //! Shell: it reads files under a root, runs `systemctl show` and `podman ps` (bounded, through
 //! `edpm_io::process`), talks to systemd's notify socket, and runs the loop (`agent_loop`).
-//! `run` is the command both binaries call. This crate links only what a node needs: the
-//! core, the shared I/O and the Kubernetes client; not the product's controller, Nova client,
-//! renderer or runner.
+//! `run` is its command (`edpm-agent node` hands its process over to `edpm-agent-node`). This
+//! crate links only what a node needs: the core and the shared I/O; not the controller's or
+//! the runner's crate, nor the CLI's.
 
 pub mod agent_loop;
 pub mod api;
 pub mod collect;
-pub mod logging;
 pub mod notify;
 pub mod run;
 

@@ -1,10 +1,12 @@
-//! `edpm-agent-node`: the node agent on its own, as its systemd unit runs it. It links only
-//! what a node needs (this crate, the core, the shared I/O), so it starts small and stays
-//! small; `edpm-agent node` runs the same code.
+//! `edpm-agent-node`: the node agent on its own, as its systemd unit runs it (and `edpm-agent
+//! node`, which hands its process over to this binary). It links only what a node needs (this
+//! crate, the core, the shared I/O), so it starts small and stays small. `main` is
+//! `edpm_io::program::main` with what the node agent is.
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use edpm_io::program::{Logging, Program, no_defaults};
 
 // The same allocator as edpm-agent, with its eager arena commit off under the unit
 // (MIMALLOC_ARENA_EAGER_COMMIT=0), so an idle agent holds little.
@@ -24,29 +26,16 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    // kube runs a kubeconfig's credential plugin through this binary itself, bounded
-    // (`edpm-agent-node __exec-credential …`, see edpm_io::k8s::exec): answer it before clap.
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(code) = edpm_io::k8s::exec::answer(&args) {
-        return code;
-    }
-    let cli = Cli::parse_from(args);
-    // The one read of the process environment; everything after looks variables up in `env`.
-    #[allow(clippy::disallowed_methods, reason = "main reads the environment once, for everyone")]
-    let env = edpm_core::environment::Env::new(
-        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-    );
-    edpm_node::logging::init(&env, cli.verbose, !cli.args.once, "edpm-agent-node");
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match edpm_node::run(cli.args, &env, &mut out) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            #[allow(clippy::disallowed_macros, reason = "the one line an error prints")]
-            {
-                eprintln!("edpm-agent-node: error: {}", edpm_core::excerpt::printable(&e.to_string()));
-            }
-            ExitCode::from(e.exit_code())
-        }
-    }
+    edpm_io::program::main(Program {
+        name: "edpm-agent-node",
+        parse: Cli::try_parse_from,
+        defaults: no_defaults,
+        // The loop is a service: it always logs (to the journal under systemd).
+        logging: |cli| Logging {
+            verbose: cli.verbose,
+            service: !cli.args.once,
+            journal_name: "edpm-agent-node",
+        },
+        run: |cli, env, out| edpm_node::run(cli.args, env, out).map(|()| 0),
+    })
 }

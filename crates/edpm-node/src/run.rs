@@ -45,7 +45,7 @@ pub enum Format {
     Json,
 }
 
-/// Why the node agent stopped short, by the exit code's class (the product's table:
+/// Why the node agent stopped short, by the exit code's class (edpm-agent's table:
 /// docs/reference.md, "Exit codes").
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
@@ -63,9 +63,9 @@ pub enum NodeError {
     Failure(String),
 }
 
-impl NodeError {
+impl edpm_io::program::Failure for NodeError {
     /// The process exit code of this error's class.
-    pub fn exit_code(&self) -> u8 {
+    fn exit_code(&self) -> u8 {
         match self {
             NodeError::Usage(_) => 2,
             NodeError::InvalidInput(_) => 3,

@@ -1,6 +1,12 @@
 //! The condition types edpm-agent writes and reads: one vocabulary, each name defined once.
 //! Operators grep these names, and upstream's own types are spelled as upstream spells them:
 //! change nothing here without a CHANGELOG entry.
+//!
+//! [`TYPES`] is the one table of the types our status objects hold: each with its NodeSet
+//! twin, whether it counts toward `Ready`, who writes it, the phase it says, whether `status
+//! wait --for` takes it, its gauge on `/metrics`, its column in `status show` and its printer
+//! columns in the CRDs. `status wait`, the controller's gauges, `status show`, the roll-up and
+//! the CRDs read it; a type is added here, once (ARCHITECTURE.md, "Adding a condition type").
 
 /// Every object's summary condition (lib-common's `ReadyCondition`).
 pub const READY: &str = "Ready";
@@ -44,6 +50,279 @@ pub const SERVICES_RUNTIME: &str = "ServiceRuntimeReady";
 pub const DEPLOYMENT_READY: &str = "DeploymentReady";
 /// upstream's Deployment condition, per NodeSet.
 pub const NODESET_DEPLOYMENT_READY: &str = "NodeSetDeploymentReady";
+
+/// The per-service types' pattern: `Service<Camel>…`, the service's name in `to_camel`'s form.
+const PER_SERVICE: &str = "Service<Camel>";
+
+/// Who writes a type into our status objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    /// `status report` and the controller (field manager `edpm-agent`).
+    Reporter,
+    /// The node agent, on its node's object (field manager `edpm-agent-node`).
+    NodeAgent,
+}
+
+/// A phase of readiness as the commands and the metrics name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phase {
+    /// `-1`, `0`, `1`, `ready`: `status wait --phase`, the `edpm_nodeset_nodes` gauge's `phase`.
+    pub label: &'static str,
+    /// Also taken by `--phase` (`baremetal`).
+    pub word: &'static str,
+    /// What it is, in a usage message (`bare metal`); `None`: the label says it.
+    pub said: Option<&'static str>,
+}
+
+/// A printer column of a status object's CRD: `kubectl get` shows the type's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    pub name: &'static str,
+    pub description: Option<&'static str>,
+}
+
+/// A per-node gauge on `/metrics`: 1 while the type is True, 0 while False, no series while
+/// Unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gauge {
+    /// Its name after the registry's `edpm_` prefix.
+    pub name: &'static str,
+    pub help: &'static str,
+}
+
+/// A node's column in `status show`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    pub head: &'static str,
+    /// Only in `-o wide`.
+    pub wide: bool,
+}
+
+/// One condition type of our status objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Type {
+    /// Its name on a node's object (`EDPMNodeStatus`); `None` for a NodeSet's own type. A name
+    /// starting `Service<Camel>` stands for one type per service.
+    pub node: Option<&'static str>,
+    /// Its twin on the NodeSet's object (`EDPMNodeSetStatus`): the NodeSet's roll-up of it, or
+    /// a type only NodeSets have.
+    pub nodeset: Option<&'static str>,
+    /// Whether it counts toward its object's `Ready`.
+    pub in_ready: bool,
+    pub writer: Writer,
+    /// The phase it says (`Ready`: all of them).
+    pub phase: Option<Phase>,
+    /// What a node runs and holds, outside `Ready`: `status wait --for` takes it, and a
+    /// NodeSet's header in `status show` says it under this word.
+    pub wait_for: Option<&'static str>,
+    pub gauge: Option<Gauge>,
+    pub shown: Option<Shown>,
+    /// Its printer column on the node's CRD, and its twin's on the NodeSet's.
+    pub column: Option<Column>,
+    pub nodeset_column: Option<Column>,
+}
+
+impl Type {
+    /// Whether `ty` is this type on a node's object (for a per-service type, any service's).
+    pub fn is(&self, ty: &str) -> bool {
+        match self.node {
+            Some(name) => match name.strip_prefix(PER_SERVICE) {
+                Some(suffix) => ty.starts_with("Service") && ty.ends_with(suffix),
+                None => name == ty,
+            },
+            None => false,
+        }
+    }
+}
+
+/// A row that says nothing more than its names and writer.
+const fn plain(
+    node: Option<&'static str>,
+    nodeset: Option<&'static str>,
+    in_ready: bool,
+    writer: Writer,
+) -> Type {
+    Type {
+        node,
+        nodeset,
+        in_ready,
+        writer,
+        phase: None,
+        wait_for: None,
+        gauge: None,
+        shown: None,
+        column: None,
+        nodeset_column: None,
+    }
+}
+
+/// A phase's row: in `Ready`, with its roll-up, its column in `status show` (headed by its
+/// label) and both CRDs'.
+const fn phase(node: &'static str, nodeset: &'static str, phase: Phase, column: Column) -> Type {
+    Type {
+        phase: Some(phase),
+        shown: Some(Shown { head: phase.label, wide: false }),
+        column: Some(column),
+        nodeset_column: Some(column),
+        ..plain(Some(node), Some(nodeset), true, Writer::Reporter)
+    }
+}
+
+/// What a node runs and holds, outside `Ready`: with its roll-up, `status wait --for`, its
+/// gauge and the NodeSet CRD's column.
+const fn held(
+    node: &'static str,
+    nodeset: &'static str,
+    word: &'static str,
+    gauge: Gauge,
+    column: Column,
+) -> Type {
+    Type {
+        wait_for: Some(word),
+        gauge: Some(gauge),
+        nodeset_column: Some(column),
+        ..plain(Some(node), Some(nodeset), false, Writer::Reporter)
+    }
+}
+
+/// A column in `status show -o wide` only.
+const fn wide(t: Type, head: &'static str) -> Type {
+    Type { shown: Some(Shown { head, wide: true }), ..t }
+}
+
+/// Every condition type our status objects hold, in the order `status show` and the CRDs
+/// show their columns.
+pub const TYPES: &[Type] = &[
+    phase(
+        BAREMETAL,
+        NODESET_BAREMETAL,
+        Phase { label: "-1", word: "baremetal", said: Some("bare metal") },
+        Column { name: "Baremetal", description: Some("phase -1") },
+    ),
+    phase(
+        INFRASTRUCTURE,
+        NODESET_INFRASTRUCTURE,
+        Phase { label: "0", word: "infrastructure", said: Some("infrastructure") },
+        Column { name: "Infra", description: Some("phase 0") },
+    ),
+    phase(
+        SERVICES,
+        NODESET_SERVICES,
+        Phase { label: "1", word: "services", said: Some("OpenStack services") },
+        Column { name: "Services", description: Some("phase 1") },
+    ),
+    // Nova's own view, a member of ServicesReady.
+    wide(plain(Some(NOVA_COMPUTE), None, false, Writer::Reporter), "NOVA"),
+    wide(plain(Some(NODE_AGENT), None, true, Writer::NodeAgent), "AGENT"),
+    // `Ready` itself: over the types above that count toward it.
+    Type {
+        phase: Some(Phase { label: "ready", word: "ready", said: None }),
+        shown: Some(Shown { head: "READY", wide: false }),
+        column: Some(Column { name: "Ready", description: None }),
+        nodeset_column: Some(Column { name: "Ready", description: None }),
+        ..plain(Some(READY), Some(READY), false, Writer::Reporter)
+    },
+    held(
+        VERSION_CURRENT,
+        NODESET_VERSION_CURRENT,
+        "version",
+        Gauge {
+            name: "node_version_current",
+            help: "1 when the node runs the OpenStackVersion's target version, 0 when it is behind (no series while unknown)",
+        },
+        Column { name: "Version", description: Some("every node at the OpenStackVersion's target") },
+    ),
+    held(
+        SECRETS_CURRENT,
+        NODESET_SECRETS_CURRENT,
+        "inputs",
+        Gauge {
+            name: "node_inputs_current",
+            help: "1 when the node holds every current Secret and ConfigMap delivered to it, 0 when one is stale (no series while unknown)",
+        },
+        Column { name: "Inputs", description: Some("every node holds every current Secret and ConfigMap") },
+    ),
+    plain(Some(RECONCILING), None, false, Writer::Reporter),
+    plain(Some(STALLED), None, false, Writer::Reporter),
+    // Per service: upstream's deployment state on the node (members of the phases), and the
+    // node agent's view of its containers (members of Ready; `ServiceRuntimeReady` when it
+    // cannot tell which services were deployed).
+    plain(Some("Service<Camel>DeploymentReady"), None, false, Writer::Reporter),
+    plain(Some("Service<Camel>RuntimeReady"), None, true, Writer::NodeAgent),
+    // The NodeSet's own: upstream's DeploymentReady, as upstream's rules say it.
+    plain(None, Some(DEPLOYMENT_READY), true, Writer::Reporter),
+];
+
+/// The row of a node's condition type.
+pub fn of(ty: &str) -> Option<&'static Type> {
+    TYPES.iter().find(|t| t.is(ty))
+}
+
+/// The row of a NodeSet's condition type.
+pub fn of_nodeset(ty: &str) -> Option<&'static Type> {
+    TYPES.iter().find(|t| t.nodeset == Some(ty))
+}
+
+/// The phases a node's `Ready` sums up, in order (-1, 0, 1).
+pub fn phases() -> impl Iterator<Item = &'static Type> {
+    TYPES.iter().filter(|t| t.phase.is_some() && t.in_ready)
+}
+
+/// Whether a node's condition type counts toward the node's `Ready`.
+pub fn counts_toward_ready(ty: &str) -> bool {
+    of(ty).is_some_and(|t| t.in_ready)
+}
+
+/// Whether a NodeSet's condition type counts toward the NodeSet's `Ready`.
+pub fn counts_toward_nodeset_ready(ty: &str) -> bool {
+    of_nodeset(ty).is_some_and(|t| t.in_ready)
+}
+
+/// The node's and the NodeSet's type of a phase as `status wait --phase` names it (`-1`,
+/// `baremetal`, …, `ready`).
+pub fn phase_named(name: &str) -> Option<(&'static str, &'static str)> {
+    TYPES.iter().find_map(|t| {
+        let p = t.phase?;
+        (p.label == name || p.word == name).then_some((t.node?, t.nodeset?))
+    })
+}
+
+/// The phases in words, for a usage message: `-1 (bare metal), 0 (infrastructure), … or ready`.
+pub fn phases_said() -> String {
+    let said: Vec<String> = TYPES
+        .iter()
+        .filter_map(|t| t.phase)
+        .map(|p| match p.said {
+            Some(s) => format!("{} ({s})", p.label),
+            None => p.label.to_string(),
+        })
+        .collect();
+    or_list(&said)
+}
+
+/// The node's and the NodeSet's type `status wait --for` takes by this name.
+pub fn wait_named(name: &str) -> Option<(&'static str, &'static str)> {
+    TYPES
+        .iter()
+        .filter(|t| t.wait_for.is_some())
+        .find_map(|t| (t.node? == name).then_some((t.node?, t.nodeset?)))
+}
+
+/// The names `status wait --for` takes, in words: `VersionCurrent or SecretsCurrent`.
+pub fn wait_said() -> String {
+    let names: Vec<String> =
+        TYPES.iter().filter(|t| t.wait_for.is_some()).filter_map(|t| t.node.map(String::from)).collect();
+    or_list(&names)
+}
+
+/// `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => last.clone(),
+        None => String::new(),
+    }
+}
 
 /// upstream `strcase.ToCamel` (iancoleman/strcase v0.3.0, byte by byte), as the service
 /// condition types use it: `configure-network` → `ConfigureNetwork`, `install-os` →
@@ -90,7 +369,7 @@ pub fn service_runtime(service: &str) -> String {
 
 /// Whether a condition type is the node agent's to write (`status report` never writes them).
 pub fn is_agent_condition(type_: &str) -> bool {
-    type_ == NODE_AGENT || (type_.starts_with("Service") && type_.ends_with("RuntimeReady"))
+    of(type_).is_some_and(|t| t.writer == Writer::NodeAgent)
 }
 
 #[cfg(test)]
@@ -119,5 +398,45 @@ mod tests {
         assert_eq!(service_runtime("neutron-metadata"), "ServiceNeutronMetadataRuntimeReady");
         assert!(is_agent_condition("ServiceNovaRuntimeReady") && is_agent_condition(NODE_AGENT));
         assert!(!is_agent_condition("ServiceNovaDeploymentReady"));
+    }
+
+    #[test]
+    fn every_named_type_has_one_row_and_every_row_a_name() {
+        for t in TYPES {
+            assert!(t.node.is_some() || t.nodeset.is_some(), "{t:?}");
+            if let Some(n) = t.node.filter(|n| !n.starts_with(PER_SERVICE)) {
+                assert_eq!(of(n), Some(t), "{n}: the first row that takes it is its own");
+            }
+            // A twin is a NodeSet's roll-up: a node's phase, `Ready`, or what nodes hold.
+            if t.node.is_some() && t.nodeset.is_some() {
+                assert!(t.phase.is_some() || t.wait_for.is_some(), "{t:?}");
+            }
+        }
+        assert_eq!(of("ServiceNovaRuntimeReady").map(|t| t.writer), Some(Writer::NodeAgent));
+        assert_eq!(of(SERVICES_RUNTIME).map(|t| t.writer), Some(Writer::NodeAgent));
+        assert_eq!(of(&service_deployment("nova")).map(|t| t.in_ready), Some(false));
+        assert!(of("NoSuchType").is_none());
+    }
+
+    #[test]
+    fn the_commands_read_the_table() {
+        assert_eq!(phase_named("-1"), Some((BAREMETAL, NODESET_BAREMETAL)));
+        assert_eq!(phase_named("services"), Some((SERVICES, NODESET_SERVICES)));
+        assert_eq!(phase_named("ready"), Some((READY, READY)));
+        assert_eq!(phase_named("2"), None);
+        assert_eq!(phases_said(), "-1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready");
+        assert_eq!(wait_named(SECRETS_CURRENT), Some((SECRETS_CURRENT, NODESET_SECRETS_CURRENT)));
+        assert_eq!(wait_named(READY), None);
+        assert_eq!(wait_said(), "VersionCurrent or SecretsCurrent");
+        assert_eq!(
+            phases().filter_map(|t| t.node).collect::<Vec<_>>(),
+            [BAREMETAL, INFRASTRUCTURE, SERVICES]
+        );
+        assert!(counts_toward_ready(NODE_AGENT) && counts_toward_ready("ServiceOvnRuntimeReady"));
+        assert!(!counts_toward_ready(NOVA_COMPUTE) && !counts_toward_ready(VERSION_CURRENT));
+        assert!(
+            counts_toward_nodeset_ready(DEPLOYMENT_READY) && counts_toward_nodeset_ready(NODESET_SERVICES)
+        );
+        assert!(!counts_toward_nodeset_ready(NODESET_SECRETS_CURRENT));
     }
 }

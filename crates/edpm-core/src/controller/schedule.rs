@@ -1,7 +1,8 @@
 //! When the controller evaluates what: the scheduling state of its loop, pure. The loop (the
-//! product's `controller`) hands it what happened and the time, on the loop's own monotonic
-//! clock as a [`Duration`] since the loop began, and asks it when to wake and what to
-//! evaluate; it reads no clock itself, so every rule is a unit test.
+//! `edpm-controller` crate) hands it every [`Trigger`], one at a time, with the time on the
+//! loop's own monotonic clock as a [`Duration`] since the loop began; [`Schedule::on`] says
+//! what to do [`Next`], and [`Schedule::wake`] when to wake if nothing else happens. It reads
+//! no clock itself, so every rule is a unit test.
 //!
 //! - A change is gathered with the changes that follow it: it is evaluated `debounce` after
 //!   the last of them, and never more than [`MAX_GATHER`] after the first.
@@ -13,6 +14,8 @@
 //!   [`RETRY_MIN`] to [`RETRY_MAX`] (jittered by the caller); a success resets it.
 //! - Writes left out for want of leadership end the leadership as far as the loop knows, so
 //!   leading again looks at everything.
+//! - One evaluation at a time: while one is in flight the loop does not wake for the gathered
+//!   changes, and leadership as the election says it is taken when the evaluation ends.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,6 +27,65 @@ pub const MAX_GATHER: Duration = Duration::from_secs(1);
 /// Backoff after a failed evaluation or write.
 pub const RETRY_MIN: Duration = Duration::from_secs(1);
 pub const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Everything that moves the controller's loop, one variant per kind of trigger: each is handed
+/// to [`Schedule::on`] as it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trigger {
+    /// A watched object changed: the NodeSets it touches.
+    Changed(Touch),
+    /// A watched kind was listed (again): a relist may have missed deletions.
+    Listed,
+    /// The loop's wake time ([`Schedule::wake`]) came: the gathered changes are due, or a node
+    /// agent's Lease expired. `synced`: every watched kind has been listed completely.
+    Timer { synced: bool },
+    /// Nova's answer changed: the NodeSets that run nova.
+    NovaAnswered(Touch),
+    /// A delivered Secret or ConfigMap moved: the NodeSets it was delivered to.
+    InputsMoved(Touch),
+    /// Leadership won or lost, as the election says it now.
+    Leadership(bool),
+    /// The loop's second, with leadership as its guard says it now (a leader that could not
+    /// renew stops leading with no election event).
+    Tick { leads: bool },
+    /// SIGTERM or SIGINT, or the watches or the election ended: why.
+    Stop(&'static str),
+    /// The evaluation in flight ended.
+    Evaluated(Evaluation),
+}
+
+/// How an evaluation ([`Next::Evaluate`]) ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Evaluation {
+    /// Each batch done, in order (a failure stops at its batch).
+    pub batches: Vec<Batch>,
+    /// It failed: what it touched is evaluated again after this wait (the error policy's,
+    /// from [`Schedule::backoff`]).
+    pub retry_in: Option<Duration>,
+    /// Some of its writes were left out for want of leadership.
+    pub writes_skipped: bool,
+}
+
+/// One batch of an evaluation, done.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub nodesets: Touch,
+    /// When, from `at`, each NodeSet's first node agent Lease expires.
+    pub expiries: BTreeMap<String, Duration>,
+    /// When the batch ended.
+    pub at: Duration,
+}
+
+/// What the loop does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    /// Nothing now: wait for the next trigger, or until [`Schedule::wake`].
+    Wait,
+    /// Evaluate these NodeSets; no other evaluation starts until [`Trigger::Evaluated`].
+    Evaluate(Touch),
+    /// Stop, for this reason: the evaluation in flight may finish within the grace period.
+    Stop(&'static str),
+}
 
 /// The controller loop's scheduling state. Times are the loop's monotonic clock: durations
 /// since it began.
@@ -39,6 +101,10 @@ pub struct Schedule {
     backoff: Duration,
     /// Whether this replica leads, as far as the loop knows.
     leads: bool,
+    /// What the evaluation in flight covers.
+    evaluating: Option<Touch>,
+    /// Leadership as last said while an evaluation was in flight: taken when it ends.
+    deferred_leads: Option<bool>,
 }
 
 impl Schedule {
@@ -51,6 +117,91 @@ impl Schedule {
             expiries: BTreeMap::new(),
             backoff: RETRY_MIN,
             leads,
+            evaluating: None,
+            deferred_leads: None,
+        }
+    }
+
+    /// The one step of the loop: what `trigger`, at `now`, changes, and what to do next.
+    pub fn on(&mut self, trigger: Trigger, now: Duration) -> Next {
+        match trigger {
+            Trigger::Changed(touched) => self.changed(touched, now),
+            Trigger::Listed => self.relisted(now),
+            Trigger::NovaAnswered(touched) | Trigger::InputsMoved(touched) => self.now(touched, now),
+            Trigger::Leadership(leads) | Trigger::Tick { leads } if self.evaluating.is_some() => {
+                self.deferred_leads = Some(leads);
+            }
+            Trigger::Leadership(leads) | Trigger::Tick { leads } => {
+                self.leadership(leads, now);
+            }
+            Trigger::Timer { synced } => return self.timer(synced, now),
+            Trigger::Stop(why) => return Next::Stop(why),
+            Trigger::Evaluated(e) => self.ended(e, now),
+        }
+        Next::Wait
+    }
+
+    /// When the loop wakes with [`Trigger::Timer`] if nothing else happens first: the
+    /// gathering's due time or the first Lease expiry; never while an evaluation is in flight.
+    pub fn wake(&self) -> Option<Duration> {
+        if self.evaluating.is_some() {
+            return None;
+        }
+        self.due().into_iter().chain(self.next_expiry()).min()
+    }
+
+    /// Whether an evaluation is in flight.
+    pub fn evaluating(&self) -> bool {
+        self.evaluating.is_some()
+    }
+
+    /// The backoff the next failure waits, before the error policy's jitter.
+    pub fn backoff(&self) -> Duration {
+        self.backoff
+    }
+
+    /// The wake time came: expired Leases join the gathering; a gathering due before every
+    /// kind was listed waits for the last listing (which wants everything anyway).
+    fn timer(&mut self, synced: bool, now: Duration) -> Next {
+        if self.evaluating.is_some() {
+            return Next::Wait;
+        }
+        self.expire(now);
+        if self.due().is_none_or(|due| due > now) {
+            return Next::Wait;
+        }
+        if !synced {
+            self.wait_for_sync();
+            return Next::Wait;
+        }
+        match self.take_due(now) {
+            Some(touched) => {
+                self.evaluating = Some(touched.clone());
+                Next::Evaluate(touched)
+            }
+            None => Next::Wait,
+        }
+    }
+
+    /// The evaluation in flight ended: its batches' Lease expiries are known, a failure is
+    /// retried after its wait, writes left out end the leadership, and leadership as said
+    /// meanwhile is taken.
+    fn ended(&mut self, e: Evaluation, now: Duration) {
+        let touched = self.evaluating.take().unwrap_or_else(Touch::none);
+        for b in e.batches {
+            self.evaluated(&b.nodesets, b.expiries, b.at);
+        }
+        match e.retry_in {
+            None => self.succeeded(),
+            Some(wait) => {
+                self.failed(touched, now, |_| wait);
+            }
+        }
+        if e.writes_skipped {
+            self.writes_skipped();
+        }
+        if let Some(leads) = self.deferred_leads.take() {
+            self.leadership(leads, now);
         }
     }
 
@@ -306,6 +457,68 @@ mod tests {
         assert!(!s.writes_skipped(), "already not leading");
         assert!(s.leadership(true, ms(100)));
         assert_eq!(s.take_due(ms(100)), Some(Touch::All));
+    }
+
+    #[test]
+    fn one_evaluation_at_a_time_and_what_comes_meanwhile_is_gathered_for_the_next() {
+        let mut s = Schedule::new(ms(100), false);
+        assert_eq!(s.on(Trigger::Changed(sets(&["a"])), ms(0)), Next::Wait);
+        assert_eq!(s.wake(), Some(ms(100)));
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(100)), Next::Evaluate(sets(&["a"])));
+        assert!(s.evaluating());
+        // Meanwhile: a change, Nova's answer and an input moving are gathered; no wake.
+        s.on(Trigger::Changed(sets(&["b"])), ms(150));
+        s.on(Trigger::NovaAnswered(sets(&["n"])), ms(160));
+        s.on(Trigger::InputsMoved(sets(&["i"])), ms(170));
+        assert_eq!(s.wake(), None, "not while an evaluation is in flight");
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(300)), Next::Wait);
+        let batch =
+            Batch { nodesets: sets(&["a"]), expiries: [("a".to_string(), ms(30_000))].into(), at: ms(400) };
+        s.on(Trigger::Evaluated(Evaluation { batches: vec![batch], ..Evaluation::default() }), ms(400));
+        assert!(!s.evaluating());
+        assert_eq!(s.next_expiry(), Some(ms(30_400)));
+        assert_eq!(s.wake(), Some(ms(170)), "due at once: the input that moved wanted it now");
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(400)), Next::Evaluate(sets(&["b", "i", "n"])));
+    }
+
+    #[test]
+    fn a_failed_evaluation_is_retried_after_the_error_policys_wait() {
+        let mut s = Schedule::new(ms(100), false);
+        s.on(Trigger::Listed, ms(0));
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(100)), Next::Evaluate(Touch::All));
+        assert_eq!(s.backoff(), RETRY_MIN);
+        let failed = Evaluation { retry_in: Some(ms(700)), ..Evaluation::default() };
+        s.on(Trigger::Evaluated(failed), ms(200));
+        assert_eq!(s.backoff(), RETRY_MIN * 2, "doubled for the next failure");
+        assert_eq!(s.wake(), Some(ms(900)));
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(900)), Next::Evaluate(Touch::All));
+        s.on(Trigger::Evaluated(Evaluation::default()), ms(950));
+        assert_eq!(s.backoff(), RETRY_MIN, "a success starts it over");
+    }
+
+    #[test]
+    fn leadership_said_during_an_evaluation_is_taken_when_it_ends() {
+        let mut s = Schedule::new(ms(100), true);
+        s.on(Trigger::Changed(sets(&["a"])), ms(0));
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(100)), Next::Evaluate(sets(&["a"])));
+        s.on(Trigger::Tick { leads: false }, ms(150));
+        assert!(s.leads(), "not yet");
+        s.on(Trigger::Leadership(true), ms(160));
+        s.on(Trigger::Evaluated(Evaluation { writes_skipped: true, ..Evaluation::default() }), ms(200));
+        assert!(s.leads(), "the election's last word: leading again, which looks at everything");
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(200)), Next::Evaluate(Touch::All));
+    }
+
+    #[test]
+    fn the_timer_expires_leases_and_waits_for_the_first_sync() {
+        let mut s = Schedule::new(ms(100), false);
+        s.evaluated(&sets(&["a"]), [("a".to_string(), ms(50))].into(), ms(0));
+        assert_eq!(s.wake(), Some(ms(50)));
+        assert_eq!(s.on(Trigger::Timer { synced: false }, ms(50)), Next::Wait, "not before the first sync");
+        assert_eq!(s.wake(), None);
+        s.on(Trigger::Listed, ms(60));
+        assert_eq!(s.on(Trigger::Timer { synced: true }, ms(160)), Next::Evaluate(Touch::All));
+        assert_eq!(s.on(Trigger::Stop("SIGTERM"), ms(170)), Next::Stop("SIGTERM"));
     }
 
     #[test]

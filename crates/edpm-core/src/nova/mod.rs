@@ -2,7 +2,7 @@
 //! does Nova know its hypervisor? (issue 20; research in `docs/design/020-nova-compute-readiness.md`).
 //!
 //! Pure: answers in (the compute API's JSON, live or saved, or `openstack … -f json` output),
-//! a node's verdict out. The shell (`shell::openstack::nova`) asks the API; this module never
+//! a node's verdict out. The shell (`edpm_io::openstack::nova`) asks the API; this module never
 //! knows how the answer arrived.
 //!
 //! - `answer`: the types, and the parsers of the four formats (API/CLI × services/hypervisors);
@@ -11,6 +11,8 @@
 
 pub mod answer;
 pub mod host;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod verdict;
 
 pub use answer::{ComputeService, Hypervisor, NovaAnswer, NovaEvidence, Saved};

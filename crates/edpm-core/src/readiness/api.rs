@@ -10,17 +10,18 @@
 //! generated from these types (`crds`) and committed under `packaging/kubernetes/`.
 //!
 //! Pure types: the derive only describes the resource; talking to the API server is `k8s`'s.
+//! Their plurals are the kinds table's (`crate::kinds::KINDS`): the derive's own (kube's
+//! plural of the lower-cased kind) is checked against it, never spelled here.
 
-// kube's derive takes one `printcolumn(...)` per column; clippy reads their repeated
-// `type_ = "string"` as duplicated attributes.
-#![allow(clippy::duplicated_attributes)]
-
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinition,
+};
 use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::condition::Conditions;
+use crate::condition::types::Column;
+use crate::condition::{Conditions, READY};
 
 pub const GROUP: &str = "agent.edpm.openstack.org";
 pub const VERSION: &str = "v1alpha1";
@@ -76,50 +77,11 @@ pub enum OwnerKind {
     version = "v1alpha1",
     kind = "EDPMNodeStatus",
     root = "EdpmNodeStatus",
-    plural = "edpmnodestatuses",
-    singular = "edpmnodestatus",
     shortname = "edpmnode",
     category = "edpm",
     namespaced,
     status = "NodeStatus",
-    doc = "Phase -1/0/1 readiness of one EDPM node, with edpm-agent's conditions and the node agent's",
-    printcolumn(name = "NodeSet", type_ = "string", json_path = ".spec.nodeSet"),
-    printcolumn(name = "Node", type_ = "string", json_path = ".spec.node"),
-    printcolumn(
-        name = "Baremetal",
-        type_ = "string",
-        description = "phase -1",
-        json_path = ".status.conditions[?(@.type==\"BaremetalProvisionReady\")].status"
-    ),
-    printcolumn(
-        name = "Infra",
-        type_ = "string",
-        description = "phase 0",
-        json_path = ".status.conditions[?(@.type==\"InfrastructureReady\")].status"
-    ),
-    printcolumn(
-        name = "Services",
-        type_ = "string",
-        description = "phase 1",
-        json_path = ".status.conditions[?(@.type==\"ServicesReady\")].status"
-    ),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(
-        name = "Reason",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
-    ),
-    printcolumn(
-        name = "Version",
-        type_ = "string",
-        description = "the OpenStack version last deployed to the node",
-        json_path = ".status.deployedVersion.value"
-    ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    doc = "Phase -1/0/1 readiness of one EDPM node, with edpm-agent's conditions and the node agent's"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct EdpmNodeStatusSpec {
@@ -178,56 +140,11 @@ pub const RUN_HISTORY: usize = 20;
     version = "v1alpha1",
     kind = "EDPMNodeSetStatus",
     root = "EdpmNodeSetStatus",
-    plural = "edpmnodesetstatuses",
-    singular = "edpmnodesetstatus",
     shortname = "edpmnodeset",
     category = "edpm",
     namespaced,
     status = "NodeSetStatus",
-    doc = "Phase -1/0/1 readiness of a NodeSet (or a seeds' Role): how many nodes are ready and which block",
-    printcolumn(name = "Nodes", type_ = "string", json_path = ".status.nodes.summary"),
-    printcolumn(
-        name = "Baremetal",
-        type_ = "string",
-        description = "phase -1",
-        json_path = ".status.conditions[?(@.type==\"NodeSetBaremetalProvisionReady\")].status"
-    ),
-    printcolumn(
-        name = "Infra",
-        type_ = "string",
-        description = "phase 0",
-        json_path = ".status.conditions[?(@.type==\"NodeSetInfrastructureReady\")].status"
-    ),
-    printcolumn(
-        name = "Services",
-        type_ = "string",
-        description = "phase 1",
-        json_path = ".status.conditions[?(@.type==\"NodeSetServicesReady\")].status"
-    ),
-    printcolumn(
-        name = "Ready",
-        type_ = "string",
-        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
-    ),
-    printcolumn(
-        name = "Version",
-        type_ = "string",
-        description = "every node at the OpenStackVersion's target",
-        json_path = ".status.conditions[?(@.type==\"NodeSetVersionCurrent\")].status"
-    ),
-    printcolumn(
-        name = "Inputs",
-        type_ = "string",
-        description = "every node holds every current Secret and ConfigMap",
-        json_path = ".status.conditions[?(@.type==\"NodeSetSecretsCurrent\")].status"
-    ),
-    printcolumn(
-        name = "Message",
-        type_ = "string",
-        priority = 1,
-        json_path = ".status.conditions[?(@.type==\"Ready\")].message"
-    ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    doc = "Phase -1/0/1 readiness of a NodeSet (or a seeds' Role): how many nodes are ready and which block"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct EdpmNodeSetStatusSpec {
@@ -261,14 +178,90 @@ pub struct NodeCounts {
     pub summary: String,
 }
 
-/// The two CRDs, as generated from the types.
+/// The two CRDs, as generated from the types, with their printer columns: the objects' own
+/// fields, and a status column for each condition type the types table gives one
+/// (`condition::types::TYPES`).
 pub fn crds() -> Vec<CustomResourceDefinition> {
+    use crate::condition::types::TYPES;
     use kube_core::CustomResourceExt;
-    vec![EdpmNodeStatus::crd(), EdpmNodeSetStatus::crd()]
+    let conditions = |of: fn(&crate::condition::types::Type) -> Option<(&str, Column)>| {
+        TYPES
+            .iter()
+            .filter_map(of)
+            .map(|(ty, c)| column(c.name, c.description, &condition_path(ty, "status")))
+    };
+    let node = [column("NodeSet", None, ".spec.nodeSet"), column("Node", None, ".spec.node")]
+        .into_iter()
+        .chain(conditions(|t| Some((t.node?, t.column?))))
+        .chain([
+            column("Reason", None, &condition_path(READY, "reason")),
+            column(
+                "Version",
+                Some("the OpenStack version last deployed to the node"),
+                ".status.deployedVersion.value",
+            ),
+            age(),
+        ]);
+    let nodeset = std::iter::once(column("Nodes", None, ".status.nodes.summary"))
+        .chain(conditions(|t| Some((t.nodeset?, t.nodeset_column?))))
+        .chain([
+            CustomResourceColumnDefinition {
+                priority: Some(1),
+                ..column("Message", None, &condition_path(READY, "message"))
+            },
+            age(),
+        ]);
+    vec![with_columns(EdpmNodeStatus::crd(), node), with_columns(EdpmNodeSetStatus::crd(), nodeset)]
+}
+
+/// A string column.
+fn column(name: &str, description: Option<&str>, json_path: &str) -> CustomResourceColumnDefinition {
+    CustomResourceColumnDefinition {
+        name: name.into(),
+        type_: "string".into(),
+        description: description.map(Into::into),
+        json_path: json_path.into(),
+        ..Default::default()
+    }
+}
+
+/// `kubectl get`'s `AGE`.
+fn age() -> CustomResourceColumnDefinition {
+    CustomResourceColumnDefinition {
+        type_: "date".into(),
+        ..column("Age", None, ".metadata.creationTimestamp")
+    }
+}
+
+/// The JSONPath of a field of the condition of type `ty`.
+fn condition_path(ty: &str, field: &str) -> String {
+    format!(".status.conditions[?(@.type==\"{ty}\")].{field}")
+}
+
+fn with_columns(
+    mut crd: CustomResourceDefinition,
+    columns: impl Iterator<Item = CustomResourceColumnDefinition>,
+) -> CustomResourceDefinition {
+    let columns: Vec<_> = columns.collect();
+    for v in &mut crd.spec.versions {
+        v.additional_printer_columns = Some(columns.clone());
+    }
+    crd
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_derived_plurals_are_the_kinds_tables() {
+        use kube_core::Resource;
+        for (kind, plural) in [
+            (super::NODE_KIND, super::EdpmNodeStatus::plural(&())),
+            (super::NODESET_KIND, super::EdpmNodeSetStatus::plural(&())),
+        ] {
+            assert_eq!(crate::kinds::named(kind).map(|k| k.plural), Some(plural.as_ref()), "{kind}");
+        }
+    }
+
     #[test]
     fn crds_declare_conditions_as_a_map_list_keyed_by_type() {
         for crd in super::crds() {

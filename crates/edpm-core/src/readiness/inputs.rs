@@ -77,6 +77,14 @@ fn replaces(candidate: &Delivery, kept: &Delivery) -> bool {
     )
 }
 
+/// `SecretsCurrent` among what a node runs and holds (`super::HOLDINGS`); the NodeSet's
+/// evidence is what upstream recorded delivering.
+pub(super) const HOLDING: Holding = Holding {
+    ty: SECRETS_CURRENT,
+    node: |cx, _, held| cx.secrets_current(held.delivered),
+    nodeset: |cx, nodes| (cx.nodeset_secrets_current(nodes), cx.upstream_inputs(nodes)),
+};
+
 impl<'a> GroupContext<'a> {
     /// An object's hash now: from the NodeSet's table (`hashes_now`), else computed (a
     /// delivery kept from a Deployment since deleted).

@@ -47,6 +47,31 @@ pub use crate::condition::types::{
     NODESET_SERVICES, RECONCILING, SERVICES, STALLED, is_agent_condition,
 };
 
+/// What a node runs and holds, judged outside `Ready` (a node behind still serves), each by a
+/// module of its own: the node's condition from what its evaluation gathered ([`Held`]), and
+/// the NodeSet's over its nodes. The node and the roll-up evaluate them in this order; a new
+/// type of the kind is its module and its line here (ARCHITECTURE.md, "Adding a condition
+/// type").
+const HOLDINGS: &[Holding] = &[version::HOLDING, inputs::HOLDING];
+
+/// One of [`HOLDINGS`].
+struct Holding {
+    /// The node's condition type (the evidence's key).
+    ty: &'static str,
+    /// The node's condition and the evidence behind it.
+    node: fn(&GroupContext, &Member, &Held) -> (Condition, Vec<String>),
+    /// The NodeSet's condition over its nodes, and the evidence behind it.
+    nodeset: fn(&GroupContext, &[NodeView]) -> (Condition, Vec<String>),
+}
+
+/// What a node's evaluation gathered that [`HOLDINGS`] judge.
+struct Held<'h> {
+    /// What was last deployed to the node (`version`).
+    deployed: &'h crate::snapshot::evidence::Deployed,
+    /// The Secrets and ConfigMaps last delivered to it (`inputs`).
+    delivered: &'h [crate::snapshot::evidence::Delivery],
+}
+
 /// upstream's messages.
 const WAITING_FOR_DEPLOYMENT: &str = "NodeSet setup ready, waiting for OpenStackDataPlaneDeployment...";
 const DEPLOYMENT_IN_PROGRESS: &str = "Deployment in progress";

@@ -38,15 +38,16 @@ impl<'a> GroupContext<'a> {
         let previous = report.map(|r| &r.conditions);
         let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
         let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref());
-        let (version, version_ev) = self.version_current(m, &deployed);
-        self.keep(&mut g.evidence, crate::condition::types::VERSION_CURRENT, version_ev);
-        let behind = self.behind(m, &version);
-        g.fresh.push(version);
         let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
         let delivered = self.delivered(m, kept, now);
-        let (inputs, inputs_ev) = self.secrets_current(&delivered);
-        self.keep(&mut g.evidence, crate::condition::types::SECRETS_CURRENT, inputs_ev);
-        g.fresh.push(inputs);
+        let held = Held { deployed: &deployed, delivered: &delivered };
+        for h in HOLDINGS {
+            let (c, ev) = (h.node)(self, m, &held);
+            self.keep(&mut g.evidence, h.ty, ev);
+            g.fresh.push(c);
+        }
+        let version = g.fresh.iter().find(|c| c.type_ == crate::condition::types::VERSION_CURRENT);
+        let behind = version.and_then(|v| self.behind(m, v));
         let agent =
             self.agent_conditions(previous, leases.get(object.as_str()).copied(), now, &mut g.evidence);
         let (conditions, untimed) = node_conditions(g.fresh, agent, previous, now);
@@ -362,12 +363,8 @@ fn node_conditions(
     let (mut conds, stamped) = Conditions::carry_times_noting(fresh, previous, now);
     let mut untimed: BTreeSet<String> = stamped.into_iter().collect();
     conds.0.sort_by(order);
-    let mut sub: Vec<&Condition> = conds
-        .iter()
-        .filter(|c| {
-            matches!(c.type_.as_str(), BAREMETAL | INFRASTRUCTURE | SERVICES) || is_agent_condition(&c.type_)
-        })
-        .collect();
+    let mut sub: Vec<&Condition> =
+        conds.iter().filter(|c| crate::condition::types::counts_toward_ready(&c.type_)).collect();
     sub.sort_by(|a, b| a.type_.cmp(&b.type_));
     let ready =
         derived(READY, &sub, &untimed, "node ready: bare metal, infrastructure and OpenStack services");

@@ -36,20 +36,16 @@ impl<'a> GroupContext<'a> {
             nodes.iter().collect()
         };
         let counts = counts(nodes);
-        for (node_ty, ty) in [
-            (BAREMETAL, NODESET_BAREMETAL),
-            (INFRASTRUCTURE, NODESET_INFRASTRUCTURE),
-            (SERVICES, NODESET_SERVICES),
-        ] {
-            fresh.push(rollup_condition(ty, node_ty, &counted, nodes.len()));
+        for phase in crate::condition::types::phases() {
+            if let (Some(node_ty), Some(ty)) = (phase.node, phase.nodeset) {
+                fresh.push(rollup_condition(ty, node_ty, &counted, nodes.len()));
+            }
         }
-        fresh.push(self.nodeset_version_current(nodes));
-        fresh.push(self.nodeset_secrets_current(nodes));
-        self.keep(
-            &mut evidence,
-            crate::condition::types::NODESET_SECRETS_CURRENT,
-            self.upstream_inputs(nodes),
-        );
+        for h in HOLDINGS {
+            let (c, ev) = (h.nodeset)(self, nodes);
+            self.keep(&mut evidence, &c.type_, ev);
+            fresh.push(c);
+        }
         if self.opts.evidence {
             for (node_ty, ty) in [(SERVICES, NODESET_SERVICES), (INFRASTRUCTURE, NODESET_INFRASTRUCTURE)] {
                 let blocking =
@@ -220,15 +216,8 @@ fn nodeset_conditions(
 ) -> (Conditions, BTreeSet<String>) {
     let (mut conds, stamped) = Conditions::carry_times_noting(fresh, previous, now);
     let mut untimed: BTreeSet<String> = stamped.into_iter().collect();
-    let sub: Vec<&Condition> = conds
-        .iter()
-        .filter(|c| {
-            matches!(
-                c.type_.as_str(),
-                DEPLOYMENT_READY | NODESET_BAREMETAL | NODESET_INFRASTRUCTURE | NODESET_SERVICES
-            )
-        })
-        .collect();
+    let sub: Vec<&Condition> =
+        conds.iter().filter(|c| crate::condition::types::counts_toward_nodeset_ready(&c.type_)).collect();
     let all_true = sub.iter().all(|c| c.is_true());
     let ready = super::node::derived(READY, &sub, &untimed, "NodeSet Ready")
         .unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));

@@ -199,7 +199,10 @@ impl<'a> GroupContext<'a> {
 
     /// A failed service: only the hosts its Job's summary names fail; without a summary the
     /// whole Job failed and upstream's message is all there is.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the failed service's run, condition and evidence as the caller has them apart"
+    )]
     pub(super) fn failed(
         &self,
         m: &Member,

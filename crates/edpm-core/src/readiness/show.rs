@@ -8,11 +8,8 @@ use serde_json::{Value, json};
 
 use std::collections::BTreeSet;
 
-use super::{
-    BAREMETAL, INFRASTRUCTURE, NODE_AGENT, NODESET_BAREMETAL, NODESET_INFRASTRUCTURE, NODESET_SERVICES,
-    NodeSetView, NodeView, Readiness, SERVICES, is_agent_condition,
-};
-use crate::condition::types::NOVA_COMPUTE;
+use super::{NodeSetView, NodeView, Readiness, is_agent_condition};
+use crate::condition::types::{self, TYPES};
 use crate::condition::{Condition, READY, Severity, Status, Time};
 use crate::environment::Env;
 use crate::excerpt::{printable, printable_lines};
@@ -224,12 +221,19 @@ pub fn table(r: &Readiness, f: &Filter, look: Look, now: Time) -> String {
     out
 }
 
+/// The node's condition columns (the types table's `shown`, `-o wide`'s too when `wide`):
+/// each head and the node's condition type.
+fn columns(wide: bool) -> impl Iterator<Item = (&'static str, &'static str)> {
+    TYPES
+        .iter()
+        .filter_map(move |t| t.shown.filter(|s| wide || !s.wide).and_then(|s| Some((s.head, t.node?))))
+}
+
 /// The node columns' heads.
 fn column_heads(nw: usize, wide: bool) -> String {
     let mut line = format!("  {:<nw$} ", "NODE");
-    let heads: &[&str] =
-        if wide { &["-1", "0", "1", "NOVA", "AGENT", "READY"] } else { &["-1", "0", "1", "READY"] };
-    cells(&mut line, heads, false);
+    let heads: Vec<&str> = columns(wide).map(|(head, _)| head).collect();
+    cells(&mut line, &heads, false);
     if wide {
         line.push_str(&format!("{:<SINCE_WIDTH$}", "SINCE"));
     }
@@ -259,12 +263,12 @@ pub fn explain(n: &NodeView) -> String {
     );
     let mut said = Said::default();
     let mut out = String::new();
-    let first =
-        [READY, BAREMETAL, INFRASTRUCTURE, SERVICES].into_iter().filter_map(|ty| n.conditions.get(ty));
-    let rest = n.conditions.iter().filter(|c| {
-        !matches!(c.type_.as_str(), READY | BAREMETAL | INFRASTRUCTURE | SERVICES)
-            && !c.type_.ends_with("DeploymentReady")
-    });
+    // Ready and its phases first, then the rest but the services' deployment conditions.
+    let is_phase = |ty: &str| ty == READY || types::phases().any(|p| p.is(ty));
+    let first = std::iter::once(READY)
+        .chain(types::phases().filter_map(|p| p.node))
+        .filter_map(|ty| n.conditions.get(ty));
+    let rest = n.conditions.iter().filter(|c| !is_phase(&c.type_) && !c.type_.ends_with("DeploymentReady"));
     for c in first.chain(rest) {
         out.push_str(&said.condition(c, n.untimed.contains(&c.type_)));
         for e in n.evidence.get(&c.type_).into_iter().flatten() {
@@ -441,7 +445,7 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look) {
     let room = look.width.map(|w| w.saturating_sub(kind.len() + 1 + rest.trim_end().chars().count()).max(8));
     let mut head =
         format!("{kind} {}: {} nodes ready  ", fit(&printable(&set.name), room), set.counts.summary);
-    for (label, ty) in [("-1", NODESET_BAREMETAL), ("0", NODESET_INFRASTRUCTURE), ("1", NODESET_SERVICES)] {
+    for (label, ty) in types::phases().filter_map(|p| Some((p.phase?.label, p.nodeset?))) {
         let c = cell(set.conditions.get(ty));
         head.push_str(&format!("{label} "));
         head.push_str(&paint(c, c, colour));
@@ -453,17 +457,14 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look) {
         // The phase that explains it, chosen as each node's row chooses (`most_important`), so
         // the header and the rows name the same service; Ready's own words when no phase is
         // behind it (upstream's DeploymentReady, say).
-        let phases = [NODESET_BAREMETAL, NODESET_INFRASTRUCTURE, NODESET_SERVICES];
-        let c = most_important(phases.iter().filter_map(|t| set.conditions.get(t))).unwrap_or(ready);
+        let phases = types::phases().filter_map(|p| set.conditions.get(p.nodeset?));
+        let c = most_important(phases).unwrap_or(ready);
         out.push_str(&fit(&format!("  {}", one_line(&format!("{}: {}", c.reason, c.message))), look.width));
         out.push('\n');
     }
     // What the nodes run and hold, once there is something to say (Unknown: no OpenStackVersion,
     // nothing delivered recorded) and whatever Ready says: a node behind still serves.
-    for (label, ty) in [
-        ("version", crate::condition::types::NODESET_VERSION_CURRENT),
-        ("inputs", crate::condition::types::NODESET_SECRETS_CURRENT),
-    ] {
+    for (label, ty) in TYPES.iter().filter_map(|t| Some((t.wait_for?, t.nodeset?))) {
         if let Some(c) = set.conditions.get(ty).filter(|c| c.status != crate::condition::Status::Unknown) {
             let state = if c.is_true() { "ok".to_string() } else { c.reason.clone() };
             let line =
@@ -485,11 +486,8 @@ fn most_important<'c>(phases: impl Iterator<Item = &'c Condition>) -> Option<&'c
 fn node_line(n: &NodeView, nw: usize, look: Look, now: Time) -> String {
     let ready = n.conditions.get(READY);
     let mut line = format!("  {:<nw$} ", fit(&printable(&n.node), Some(nw)));
-    let [bm, infra, svc, nova, agent, rd] =
-        [BAREMETAL, INFRASTRUCTURE, SERVICES, NOVA_COMPUTE, NODE_AGENT, READY]
-            .map(|ty| cell(n.conditions.get(ty)));
-    let shown: &[&str] = if look.wide { &[bm, infra, svc, nova, agent, rd] } else { &[bm, infra, svc, rd] };
-    cells(&mut line, shown, look.colour);
+    let shown: Vec<&str> = columns(look.wide).map(|(_, ty)| cell(n.conditions.get(ty))).collect();
+    cells(&mut line, &shown, look.colour);
     if look.wide {
         line.push_str(&format!("{:<SINCE_WIDTH$}", since(ready, &n.untimed, now)));
     }
@@ -525,8 +523,8 @@ pub fn first_cause(n: &NodeView, wide: bool) -> String {
         return String::new();
     }
     let phase = most_important(
-        [BAREMETAL, INFRASTRUCTURE, SERVICES]
-            .into_iter()
+        types::phases()
+            .filter_map(|p| p.node)
             .filter(|p| n.blocking.contains_key(p))
             .filter_map(|p| n.conditions.get(p)),
     );
@@ -556,11 +554,12 @@ const NAMED_CONDITIONS: usize = 3;
 /// each phase and node agent condition that keeps it from being True, at most three.
 pub fn waiting_for(n: &NodeView, ty: &str) -> String {
     // What a node holds or runs: its own message says which objects or versions.
-    if matches!(ty, crate::condition::types::SECRETS_CURRENT | crate::condition::types::VERSION_CURRENT) {
+    if types::wait_named(ty).is_some() {
         let said = n.conditions.get(ty).map_or_else(|| "not evaluated".to_string(), |c| c.message.clone());
         return format!("{} ({ty}: {})", printable(&n.node), printable(&said));
     }
-    let parts: Vec<&str> = if ty == READY { vec![BAREMETAL, INFRASTRUCTURE, SERVICES] } else { vec![ty] };
+    let parts: Vec<&str> =
+        if ty == READY { types::phases().filter_map(|p| p.node).collect() } else { vec![ty] };
     let agent =
         n.conditions.iter().filter(|c| ty == READY && is_agent_condition(&c.type_)).map(|c| c.type_.as_str());
     let mut not_true: Vec<String> = parts
@@ -592,6 +591,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::condition::types::{
+        BAREMETAL, INFRASTRUCTURE, NODE_AGENT, NODESET_BAREMETAL, NODESET_INFRASTRUCTURE, NODESET_SERVICES,
+        SERVICES,
+    };
     use crate::condition::{Conditions, Time};
     use crate::readiness::api::{NodeCounts, OwnerKind};
     use crate::readiness::{Block, NodeSetView, NodeView, Owner};

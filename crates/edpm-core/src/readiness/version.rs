@@ -120,6 +120,13 @@ fn stamp_replaces(candidate: &Stamp, kept: &Stamp) -> bool {
     )
 }
 
+/// `VersionCurrent` among what a node runs and holds (`super::HOLDINGS`).
+pub(super) const HOLDING: Holding = Holding {
+    ty: VERSION_CURRENT,
+    node: |cx, m, held| cx.version_current(m, held.deployed),
+    nodeset: |cx, nodes| (cx.nodeset_version_current(nodes), Vec::new()),
+};
+
 impl<'a> GroupContext<'a> {
     /// The completed runs that cover this node, oldest first, with their Deployments.
     pub(super) fn completed_on(

@@ -1,4 +1,4 @@
-//! How a supervised play ended, as plain data: what `edpm-agent`'s `runner::supervise` returns and
+//! How a supervised play ended, as plain data: what `edpm_io::process::supervise` returns and
 //! `policy::ending` reads.
 
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The run's decisions, as pure functions of what the shell found: the run's own options,
 //! which executor runs the play, where its inventory comes from, whether its inputs are there,
-//! and how the run ended in the summary's terms. `shell::app::run` gathers the facts (files,
+//! and how the run ended in the summary's terms. `edpm_runner::run` gathers the facts (files,
 //! PATH, the supervisor's outcome) and does what these say.
 
 use std::path::{Path, PathBuf};
@@ -66,7 +66,7 @@ impl Choice for Executor {
     ];
 }
 
-/// Why the run cannot go on, by class (`shell::app::errors` gives each its exit code).
+/// Why the run cannot go on, by class (the CLI's `app::errors` gives each its exit code).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The command line or the run's own variables ask for something impossible (exit 2).

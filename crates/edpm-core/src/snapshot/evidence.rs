@@ -440,6 +440,16 @@ pub struct Unreadable {
     pub problem: String,
 }
 
+impl Unreadable {
+    /// The warning for it (the status commands' and the controller's): it was skipped.
+    pub fn warning(&self) -> String {
+        format!(
+            "{} cannot be read ({}): skipped, and left as it is; its node is still evaluated; delete it (or mend the field) to have it written anew",
+            self.id, self.problem
+        )
+    }
+}
+
 /// A `coordination.k8s.io/v1 Lease` (the node agent's heartbeat).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use granit_parser::{Event, Options, Parser, ScalarStyle, Span, StructureStyle};
 
 use super::node::{Data, Entry, KeyIndex, MAP_CAPACITY, Node, SEQ_CAPACITY};
-use super::resolve::{self, Scalar};
+use super::resolve;
 use super::{ALIAS_NODES_FLOOR, ALIAS_NODES_PER_WRITTEN, DUPLICATE_POLICY, Error, MAX_DEPTH};
 use crate::excerpt::echo;
 
@@ -81,7 +81,7 @@ struct Anchored<'a> {
     /// `None` while the anchored collection is still open.
     node: Option<Node<'a>>,
     /// The scalar as go-yaml resolved it, for an alias used as a key.
-    scalar: Option<Scalar<'a>>,
+    scalar: Option<Data<'a>>,
     count: usize,
     depth: usize,
 }
@@ -282,9 +282,9 @@ impl<'a, 's> Builder<'a, 's> {
             Some(tag) => resolve::tagged(tag, value).map_err(|m| pos.error(m))?,
             None if style == ScalarStyle::Plain => match resolve::implicit(&value) {
                 Some(s) => s,
-                None => Scalar::Str(value),
+                None => Data::Str(value),
             },
-            None => Scalar::Str(value),
+            None => Data::Str(value),
         };
         let source = span.slice(self.text).unwrap_or_default();
         if anchor != 0 {
@@ -310,7 +310,7 @@ impl<'a, 's> Builder<'a, 's> {
         self.attach(Node::new(pos.line, data), 1, 0, pos)
     }
 
-    fn key(&mut self, scalar: Scalar<'a>, pos: Pos) -> Result<(), Error> {
+    fn key(&mut self, scalar: Data<'a>, pos: Pos) -> Result<(), Error> {
         match resolve::key_text(scalar) {
             Ok(k) => {
                 self.set_key(KeyState::Key(k, pos));
@@ -466,21 +466,16 @@ fn depth_error(pos: Pos) -> Error {
     )
 }
 
-/// A resolved scalar as the API server holds it after the JSON round trip.
-fn value_data<'a>(scalar: Scalar<'a>, pos: Pos, source: &str) -> Result<Data<'a>, Error> {
-    Ok(match scalar {
-        Scalar::Null => Data::Null,
-        Scalar::Bool(b) => Data::Bool(b),
-        Scalar::Int(i) => Data::Int(i),
-        Scalar::UInt(u) => Data::UInt(u),
-        Scalar::Str(s) => Data::Str(s),
-        Scalar::Float(f) => json_number(f).ok_or_else(|| {
-            pos.error(format!(
-                "`{}` is a float {}, which JSON and so the Kubernetes API cannot hold (kubectl fails on it too); quote it to keep the text",
-                echo(source),
-                if f.is_nan() { "NaN" } else { "infinity" }
-            ))
-        })?,
+/// A resolved scalar as the API server holds it after the JSON round trip: only a float
+/// changes (or is refused).
+fn value_data<'a>(scalar: Data<'a>, pos: Pos, source: &str) -> Result<Data<'a>, Error> {
+    let Data::Float(f) = scalar else { return Ok(scalar) };
+    json_number(f).ok_or_else(|| {
+        pos.error(format!(
+            "`{}` is a float {}, which JSON and so the Kubernetes API cannot hold (kubectl fails on it too); quote it to keep the text",
+            echo(source),
+            if f.is_nan() { "NaN" } else { "infinity" }
+        ))
     })
 }
 

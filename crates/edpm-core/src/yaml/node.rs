@@ -18,6 +18,9 @@ pub struct Node<'a> {
     pub data: Data<'a>,
 }
 
+/// A node's value: JSON's data model. The scalars are what go-yaml's resolution gives
+/// (`resolve`, before the JSON conversion `load` applies) and what the tree holds after it:
+/// one enum for both.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Data<'a> {
     Null,
@@ -37,6 +40,21 @@ pub struct Entry<'a> {
     pub key: Cow<'a, str>,
     pub line: u32,
     pub value: Node<'a>,
+}
+
+impl Data<'_> {
+    /// go-yaml's short name for the value's type, for messages (`!!int`).
+    pub fn tag_name(&self) -> &'static str {
+        match self {
+            Data::Null => "!!null",
+            Data::Bool(_) => "!!bool",
+            Data::Int(_) | Data::UInt(_) => "!!int",
+            Data::Float(_) => "!!float",
+            Data::Str(_) => "!!str",
+            Data::Seq(_) => "!!seq",
+            Data::Map(_) => "!!map",
+        }
+    }
 }
 
 impl<'a> Node<'a> {

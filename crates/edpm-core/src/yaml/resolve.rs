@@ -18,40 +18,18 @@
 
 use std::borrow::Cow;
 
+use super::node::Data;
+
 pub const TAG_PREFIX: &str = "tag:yaml.org,2002:";
-
-/// A scalar after go-yaml's resolution, before JSON conversion.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Scalar<'a> {
-    Null,
-    Bool(bool),
-    Int(i64),
-    UInt(u64),
-    Float(f64),
-    Str(Cow<'a, str>),
-}
-
-impl Scalar<'_> {
-    /// go-yaml's short name for the resolved type, for messages (`!!int`).
-    pub fn tag_name(&self) -> &'static str {
-        match self {
-            Scalar::Null => "!!null",
-            Scalar::Bool(_) => "!!bool",
-            Scalar::Int(_) | Scalar::UInt(_) => "!!int",
-            Scalar::Float(_) => "!!float",
-            Scalar::Str(_) => "!!str",
-        }
-    }
-}
 
 /// Resolves a plain (unquoted, untagged) scalar.
 #[cfg(test)]
-pub fn plain(s: &str) -> Scalar<'_> {
-    implicit(s).unwrap_or(Scalar::Str(Cow::Borrowed(s)))
+pub fn plain(s: &str) -> Data<'_> {
+    implicit(s).unwrap_or(Data::Str(Cow::Borrowed(s)))
 }
 
 /// What a plain (unquoted, untagged) scalar is, or `None` for a string.
-pub fn implicit(s: &str) -> Option<Scalar<'static>> {
+pub fn implicit(s: &str) -> Option<Data<'static>> {
     resolve_untagged(s, false)
 }
 
@@ -76,18 +54,16 @@ fn hint(s: &str) -> Hint {
     }
 }
 
-fn table(s: &str) -> Option<Scalar<'static>> {
+fn table(s: &str) -> Option<Data<'static>> {
     Some(match s {
-        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
-            Scalar::Bool(true)
-        }
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => Data::Bool(true),
         "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
-            Scalar::Bool(false)
+            Data::Bool(false)
         }
-        "" | "~" | "null" | "Null" | "NULL" => Scalar::Null,
-        ".nan" | ".NaN" | ".NAN" => Scalar::Float(f64::NAN),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Scalar::Float(f64::INFINITY),
-        "-.inf" | "-.Inf" | "-.INF" => Scalar::Float(f64::NEG_INFINITY),
+        "" | "~" | "null" | "Null" | "NULL" => Data::Null,
+        ".nan" | ".NaN" | ".NAN" => Data::Float(f64::NAN),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Data::Float(f64::INFINITY),
+        "-.inf" | "-.Inf" | "-.INF" => Data::Float(f64::NEG_INFINITY),
         _ => return None,
     })
 }
@@ -95,7 +71,7 @@ fn table(s: &str) -> Option<Scalar<'static>> {
 /// go-yaml's `resolve` for the implicit part: `None` means "a string". `timestamps` says whether
 /// a timestamp counts as its own type (only asked for by an explicit `!!timestamp`; a plain
 /// timestamp is kept as its text, which is also what the fall-through gives).
-fn resolve_untagged(s: &str, timestamps: bool) -> Option<Scalar<'static>> {
+fn resolve_untagged(s: &str, timestamps: bool) -> Option<Data<'static>> {
     let h = hint(s);
     if h == Hint::None {
         return None;
@@ -104,7 +80,7 @@ fn resolve_untagged(s: &str, timestamps: bool) -> Option<Scalar<'static>> {
         return Some(v);
     }
     match h {
-        Hint::Dot => go_parse_float(s).map(Scalar::Float),
+        Hint::Dot => go_parse_float(s).map(Data::Float),
         Hint::Digit | Hint::Sign => {
             if timestamps && is_timestamp(s) {
                 return None;
@@ -112,29 +88,29 @@ fn resolve_untagged(s: &str, timestamps: bool) -> Option<Scalar<'static>> {
             let plain: Cow<str> =
                 if s.contains('_') { Cow::Owned(s.replace('_', "")) } else { Cow::Borrowed(s) };
             if let Ok(i) = go_parse_int(&plain, 0) {
-                return Some(Scalar::Int(i));
+                return Some(Data::Int(i));
             }
             if let Ok(u) = go_parse_uint(&plain, 0) {
-                return Some(Scalar::UInt(u));
+                return Some(Data::UInt(u));
             }
             if yaml_style_float(&plain)
                 && let Some(f) = go_parse_float(&plain)
             {
-                return Some(Scalar::Float(f));
+                return Some(Data::Float(f));
             }
             // go-yaml's own binary branches, reached only by forms Go's prefix parsing refused
             // (`0b-1` is -1 there).
             if let Some(rest) = plain.strip_prefix("0b") {
                 if let Ok(i) = go_parse_int(rest, 2) {
-                    return Some(Scalar::Int(i));
+                    return Some(Data::Int(i));
                 }
                 if let Ok(u) = go_parse_uint(rest, 2) {
-                    return Some(Scalar::UInt(u));
+                    return Some(Data::UInt(u));
                 }
             } else if let Some(rest) = plain.strip_prefix("-0b")
                 && let Ok(i) = go_parse_int(&format!("-{rest}"), 2)
             {
-                return Some(Scalar::Int(i));
+                return Some(Data::Int(i));
             }
             None
         }
@@ -149,34 +125,34 @@ fn resolvable(tag: &str) -> bool {
 
 /// Resolves a scalar with an explicit tag (the full URI, `tag:yaml.org,2002:int` for `!!int`).
 /// An error is go-yaml's "cannot decode !!str `abc` as a !!int".
-pub fn tagged<'a>(tag: &str, s: Cow<'a, str>) -> Result<Scalar<'a>, String> {
+pub fn tagged<'a>(tag: &str, s: Cow<'a, str>) -> Result<Data<'a>, String> {
     let short = tag.strip_prefix(TAG_PREFIX);
     if !resolvable(tag) {
         return match short {
             Some("binary") => {
-                decode_base64(&s).map(|b| Scalar::Str(Cow::Owned(go_string(&b)))).ok_or_else(|| {
+                decode_base64(&s).map(|b| Data::Str(Cow::Owned(go_string(&b)))).ok_or_else(|| {
                     "!!binary value contains invalid base64 data; fix the data or drop the tag".to_string()
                 })
             }
-            _ => Ok(Scalar::Str(s)),
+            _ => Ok(Data::Str(s)),
         };
     }
     let want = short.unwrap_or_default();
     if want == "str" {
-        return Ok(Scalar::Str(s));
+        return Ok(Data::Str(s));
     }
     let got = resolve_untagged(&s, want == "timestamp");
-    let got_name = got.as_ref().map_or("!!str", Scalar::tag_name);
+    let got_name = got.as_ref().map_or("!!str", Data::tag_name);
     let ok = match (&got, want) {
         (None, "timestamp") => is_timestamp(&s),
-        (Some(Scalar::Null), "null") | (Some(Scalar::Bool(_)), "bool") => true,
-        (Some(Scalar::Int(_) | Scalar::UInt(_)), "int") | (Some(Scalar::Float(_)), "float") => true,
+        (Some(Data::Null), "null") | (Some(Data::Bool(_)), "bool") => true,
+        (Some(Data::Int(_) | Data::UInt(_)), "int") | (Some(Data::Float(_)), "float") => true,
         _ => false,
     };
     if !ok {
         // The int-to-float widening of go-yaml's deferred check.
         return match (got, want) {
-            (Some(Scalar::Int(i)), "float") => Ok(Scalar::Float(i as f64)),
+            (Some(Data::Int(i)), "float") => Ok(Data::Float(i as f64)),
             _ => Err(format!(
                 "`{}` cannot be read as !!{want} (it is a {got_name}); remove the tag or fix the value",
                 crate::excerpt::echo(&s)
@@ -184,7 +160,7 @@ pub fn tagged<'a>(tag: &str, s: Cow<'a, str>) -> Result<Scalar<'a>, String> {
         };
     }
     Ok(match got {
-        None => Scalar::Str(s),
+        None => Data::Str(s),
         Some(v) => v,
     })
 }
@@ -474,16 +450,18 @@ fn go_string(bytes: &[u8]) -> String {
     out
 }
 
-/// A mapping key as sigs.k8s.io/yaml turns it into a JSON object key. `Err` names what cannot
+/// A mapping key (a resolved scalar) as sigs.k8s.io/yaml turns it into a JSON object key. `Err` names what cannot
 /// be a key (go-yaml's `null` and 64-bit unsigned keys).
-pub fn key_text<'a>(key: Scalar<'a>) -> Result<Cow<'a, str>, &'static str> {
+pub fn key_text<'a>(key: Data<'a>) -> Result<Cow<'a, str>, &'static str> {
     Ok(match key {
-        Scalar::Str(s) => s,
-        Scalar::Int(i) => Cow::Owned(i.to_string()),
-        Scalar::Bool(b) => Cow::Borrowed(if b { "true" } else { "false" }),
-        Scalar::Float(f) => Cow::Owned(go_format_float32(f)),
-        Scalar::Null => return Err("null"),
-        Scalar::UInt(_) => return Err("an integer above 2^63-1"),
+        Data::Str(s) => s,
+        Data::Int(i) => Cow::Owned(i.to_string()),
+        Data::Bool(b) => Cow::Borrowed(if b { "true" } else { "false" }),
+        Data::Float(f) => Cow::Owned(go_format_float32(f)),
+        Data::Null => return Err("null"),
+        Data::UInt(_) => return Err("an integer above 2^63-1"),
+        // `load` resolves only scalars into keys.
+        Data::Seq(_) | Data::Map(_) => return Err("a sequence or a mapping"),
     })
 }
 
@@ -531,29 +509,29 @@ pub fn go_format_float32(f: f64) -> String {
 mod tests {
     use super::*;
 
-    fn p(s: &str) -> Scalar<'_> {
+    fn p(s: &str) -> Data<'_> {
         plain(s)
     }
 
     #[test]
     fn booleans_in_every_form_go_yaml_accepts() {
         for t in ["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"] {
-            assert_eq!(p(t), Scalar::Bool(true), "{t}");
+            assert_eq!(p(t), Data::Bool(true), "{t}");
         }
         for f in ["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"] {
-            assert_eq!(p(f), Scalar::Bool(false), "{f}");
+            assert_eq!(p(f), Data::Bool(false), "{f}");
         }
         for s in ["yEs", "oN", "tRUE", "nO", "yes!", "t", "f"] {
-            assert_eq!(p(s), Scalar::Str(s.into()), "{s}");
+            assert_eq!(p(s), Data::Str(s.into()), "{s}");
         }
     }
 
     #[test]
     fn nulls() {
         for n in ["", "~", "null", "Null", "NULL"] {
-            assert_eq!(p(n), Scalar::Null, "{n:?}");
+            assert_eq!(p(n), Data::Null, "{n:?}");
         }
-        assert_eq!(p("nULL"), Scalar::Str("nULL".into()));
+        assert_eq!(p("nULL"), Data::Str("nULL".into()));
     }
 
     #[test]
@@ -583,10 +561,10 @@ mod tests {
             ("0b+1", 1),
         ];
         for (s, want) in cases {
-            assert_eq!(p(s), Scalar::Int(*want), "{s}");
+            assert_eq!(p(s), Data::Int(*want), "{s}");
         }
-        assert_eq!(p("18446744073709551615"), Scalar::UInt(u64::MAX));
-        assert_eq!(p("0xFFFFFFFFFFFFFFFF"), Scalar::UInt(u64::MAX));
+        assert_eq!(p("18446744073709551615"), Data::UInt(u64::MAX));
+        assert_eq!(p("0xFFFFFFFFFFFFFFFF"), Data::UInt(u64::MAX));
     }
 
     #[test]
@@ -608,11 +586,11 @@ mod tests {
             ("1e-400", 0.0),
         ];
         for (s, want) in cases {
-            assert_eq!(p(s), Scalar::Float(*want), "{s}");
+            assert_eq!(p(s), Data::Float(*want), "{s}");
         }
-        assert!(matches!(p(".nan"), Scalar::Float(f) if f.is_nan()));
-        assert_eq!(p("-.Inf"), Scalar::Float(f64::NEG_INFINITY));
-        assert_eq!(p("+.INF"), Scalar::Float(f64::INFINITY));
+        assert!(matches!(p(".nan"), Data::Float(f) if f.is_nan()));
+        assert_eq!(p("-.Inf"), Data::Float(f64::NEG_INFINITY));
+        assert_eq!(p("+.INF"), Data::Float(f64::INFINITY));
     }
 
     #[test]
@@ -648,27 +626,27 @@ mod tests {
             "e3",
             "<<",
         ] {
-            assert_eq!(p(s), Scalar::Str(s.into()), "{s}");
+            assert_eq!(p(s), Data::Str(s.into()), "{s}");
         }
-        assert_eq!(p("<<"), Scalar::Str("<<".into()));
+        assert_eq!(p("<<"), Data::Str("<<".into()));
     }
 
     #[test]
     fn explicit_tags() {
         let t = |tag: &str, s: &'static str| tagged(&format!("{TAG_PREFIX}{tag}"), Cow::Borrowed(s));
-        assert_eq!(t("str", "12"), Ok(Scalar::Str("12".into())));
-        assert_eq!(t("int", "0640"), Ok(Scalar::Int(416)));
-        assert_eq!(t("float", "12"), Ok(Scalar::Float(12.0)));
-        assert_eq!(t("bool", "on"), Ok(Scalar::Bool(true)));
-        assert_eq!(t("null", ""), Ok(Scalar::Null));
-        assert_eq!(t("timestamp", "2001-12-14"), Ok(Scalar::Str("2001-12-14".into())));
-        assert_eq!(t("binary", "aGVsbG8="), Ok(Scalar::Str("hello".into())));
-        assert_eq!(t("binary", "aGVs\nbG8="), Ok(Scalar::Str("hello".into())));
-        assert_eq!(t("binary", "/w=="), Ok(Scalar::Str("\u{FFFD}".into())));
-        assert_eq!(t("merge", "<<"), Ok(Scalar::Str("<<".into())));
-        assert_eq!(t("map", "x"), Ok(Scalar::Str("x".into())));
-        assert_eq!(tagged("!custom", Cow::Borrowed("12")), Ok(Scalar::Str("12".into())));
-        assert_eq!(tagged("!", Cow::Borrowed("yes")), Ok(Scalar::Str("yes".into())));
+        assert_eq!(t("str", "12"), Ok(Data::Str("12".into())));
+        assert_eq!(t("int", "0640"), Ok(Data::Int(416)));
+        assert_eq!(t("float", "12"), Ok(Data::Float(12.0)));
+        assert_eq!(t("bool", "on"), Ok(Data::Bool(true)));
+        assert_eq!(t("null", ""), Ok(Data::Null));
+        assert_eq!(t("timestamp", "2001-12-14"), Ok(Data::Str("2001-12-14".into())));
+        assert_eq!(t("binary", "aGVsbG8="), Ok(Data::Str("hello".into())));
+        assert_eq!(t("binary", "aGVs\nbG8="), Ok(Data::Str("hello".into())));
+        assert_eq!(t("binary", "/w=="), Ok(Data::Str("\u{FFFD}".into())));
+        assert_eq!(t("merge", "<<"), Ok(Data::Str("<<".into())));
+        assert_eq!(t("map", "x"), Ok(Data::Str("x".into())));
+        assert_eq!(tagged("!custom", Cow::Borrowed("12")), Ok(Data::Str("12".into())));
+        assert_eq!(tagged("!", Cow::Borrowed("yes")), Ok(Data::Str("yes".into())));
         for (tag, s) in [
             ("int", "abc"),
             ("int", "1.5"),

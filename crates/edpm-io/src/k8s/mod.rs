@@ -2,12 +2,17 @@
 //! [`Settings`] (kubeconfig or in-cluster configuration, per-request timeouts, a command's
 //! deadline, one retry layer ([`retry`]) for every request, the credential plugin run bounded
 //! ([`exec`])), and [`Cluster`], which owns a client and the one current-thread tokio runtime a
-//! synchronous command runs it on. What a binary asks of the API server is its own: the
-//! product's `shell::k8s` (reads, watches, status writes, leadership, Events), the node
-//! agent's `api` (its own conditions and Lease).
+//! synchronous command runs it on. What more than one program asks of the API server is here
+//! too: [`read`] (a snapshot, a Secret by name, resource versions), [`status`] (our status
+//! objects, the node agents' Leases), [`apply`] (NovaExternalComputes). What one program asks
+//! alone is its own: the controller's watches, Lease, Events and reviews
+//! (`edpm_controller::k8s`), the node agent's own conditions and Lease (`edpm_node::api`).
 
+pub mod apply;
 pub mod exec;
+pub mod read;
 mod retry;
+pub mod status;
 pub use retry::jitter;
 
 use std::future::Future;

@@ -1,0 +1,404 @@
+//! The controller's view of the cluster: one watch per kind the status commands read
+//! (`read::listed`: the kinds of `edpm_core::kinds`, evidence included), each feeding a store of its own, so an evaluation
+//! reads memory, not the API server. Every change is sent on a channel, named by its kind,
+//! for the caller to decide what it touches.
+//!
+//! The stores hold what the evaluation reads, not the objects: each object is decoded once,
+//! when it arrives, into its part of a [`Snapshot`] (typed, `managedFields` and kubectl's
+//! last-applied copy dropped), beside the few fields that say which NodeSets it touches. At
+//! 10,000 nodes, kube's reflector stores of `DynamicObject`s (JSON trees) held over 600 MiB;
+//! the typed parts are a fraction of that, and an evaluation clones the parts it needs instead
+//! of decoding JSON again.
+//!
+//! kube's watcher does the rest: it lists, then watches from the list's `resourceVersion`
+//! with bookmarks; a dropped stream resumes from the last version seen, a `410 Gone` lists
+//! again (an `Init` … `InitDone` cycle, whose objects replace the store's at the end), and
+//! errors back off (kube's default backoff) and are counted. Secrets are never listed or
+//! watched: the ConfigMaps and Secrets the objects reference are got by name at each
+//! evaluation (`read::add_references`).
+//!
+//! A kind whose CRD is not installed (its list answers 404) is empty, and asked for again
+//! every `--crd-recheck` (jittered): an operator installed after the controller started is
+//! watched from then on.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::read::{Listed, Listing, ReadError, listed, listed_json, located};
+use super::{Client, Error};
+use edpm_core::controller::touch::{self, Lookup, Reach, Touch};
+use edpm_core::kinds::KnownKind;
+use edpm_core::snapshot::resource::{FieldLines, Origin};
+use edpm_core::snapshot::{Entry, Snapshot, SnapshotError};
+
+/// kubectl's copy of the whole object as last applied: nothing reads it, and on a NodeSet it
+/// doubles what the store would hold.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What the watches report.
+#[derive(Debug)]
+pub enum WatchEvent {
+    /// An object of `kind` was added, changed or deleted: which NodeSets it reaches, not the
+    /// whole object.
+    Changed { kind: &'static str, reach: Reach },
+    /// The kind's store holds a complete listing (again, after a relist).
+    Synced { kind: &'static str },
+    /// The watch failed and backs off before it retries (then resumes or relists); `code` is
+    /// the API server's answer, when it gave one.
+    Failed { kind: &'static str, code: Option<u16>, error: String },
+}
+
+/// One stored object: the NodeSets it reaches, and the object decoded (or why it does not
+/// decode: an evaluation that needs it reports that).
+#[derive(Debug)]
+struct Part {
+    reach: Reach,
+    entry: Result<Entry, SnapshotError>,
+}
+
+type Store = BTreeMap<String, Part>;
+
+struct Watched {
+    listed: &'static Listed,
+    store: Arc<Mutex<Store>>,
+    synced: Arc<AtomicBool>,
+}
+
+/// The stores of every watched kind.
+pub struct Stores {
+    kinds: Vec<Watched>,
+    /// The NodeSets of Jobs deleted lately: their pods go after them (background deletion),
+    /// and each pod's deletion would otherwise touch every NodeSet.
+    departed: Departed,
+}
+
+/// Job name → its reach, of deleted Jobs; forgotten wholesale past [`DEPARTED_MAX`].
+type Departed = Arc<Mutex<std::collections::HashMap<String, Reach>>>;
+const DEPARTED_MAX: usize = 10_000;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // No code holding these locks panics; were one poisoned, the map would still be whole.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Stores {
+    /// Every kind has been listed completely at least once.
+    pub fn synced(&self) -> bool {
+        self.kinds.iter().all(|k| k.synced.load(Ordering::Acquire))
+    }
+
+    /// The kinds watched, by their `plural.group`.
+    pub fn kinds(&self) -> Vec<String> {
+        self.kinds.iter().map(|k| k.listed.name()).collect()
+    }
+
+    /// The names of every NodeSet and seeds' Role stored: the groups of hosts an evaluation
+    /// of everything covers, in name order.
+    pub fn group_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .kinds
+            .iter()
+            .filter(|k| k.listed.holds_hosts())
+            .flat_map(|k| lock(&k.store).keys().cloned().collect::<Vec<_>>())
+            .collect();
+        // The seeds' DataPlane declares Roles inline too.
+        for k in self.kinds.iter().filter(|k| k.listed.known == KnownKind::DataPlane) {
+            for p in lock(&k.store).values() {
+                if let Ok(Entry::DataPlane(dp)) = &p.entry {
+                    names.extend(dp.body.roles.keys().cloned());
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The Secrets and ConfigMaps the stored Deployments recorded delivering (`kind`, name),
+    /// each with the NodeSets of the Deployments that did: what `SecretsCurrent` compares.
+    pub fn delivered_inputs(&self) -> BTreeMap<(&'static str, String), BTreeSet<String>> {
+        let mut out: BTreeMap<(&'static str, String), BTreeSet<String>> = BTreeMap::new();
+        let Some(d) = self.kinds.iter().find(|k| k.listed.known == KnownKind::Deployment) else { return out };
+        for part in lock(&d.store).values() {
+            let Ok(Entry::Deployment(d)) = &part.entry else { continue };
+            let names = d
+                .status
+                .secret_hashes
+                .keys()
+                .map(|n| ("Secret", n))
+                .chain(d.status.config_map_hashes.keys().map(|n| ("ConfigMap", n)));
+            for (kind, name) in names {
+                out.entry((kind, name.clone())).or_default().extend(d.spec.node_sets.iter().cloned());
+            }
+        }
+        out
+    }
+
+    /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
+    /// ConfigMaps and Secrets it references (got by name): what `read::snapshot` would have
+    /// listed, less the objects of other NodeSets.
+    pub async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
+        let mut snap = Snapshot::default();
+        for k in &self.kinds {
+            // Lock order: a store, then the Jobs' or Deployments' to look a reach up; a Job's
+            // or a Deployment's own reach never looks up its own kind.
+            let store = lock(&k.store);
+            let kept = store.values().filter(|p| p.reach.within(touched, self));
+            // Filed straight into one snapshot: absorbing a snapshot per kind copied the lists
+            // kind after kind.
+            let entries: Vec<&Entry> =
+                kept.map(|p| p.entry.as_ref().map_err(Clone::clone)).collect::<Result<_, _>>()?;
+            snap.add_entries(entries);
+        }
+        snap.check_duplicates()?;
+        super::read::add_references(client, snap).await
+    }
+}
+
+/// What the stores know of Jobs (pods name only theirs) and Deployments (a Job names one).
+impl Lookup for Stores {
+    fn job(&self, name: &str) -> Option<Reach> {
+        let jobs = self.kinds.iter().find(|k| k.listed.known == KnownKind::Job)?;
+        if let Some(p) = lock(&jobs.store).get(name) {
+            return Some(p.reach.clone());
+        }
+        lock(&self.departed).get(name).cloned()
+    }
+
+    fn deployment(&self, name: &str) -> Option<Vec<String>> {
+        let d = self.kinds.iter().find(|k| k.listed.known == KnownKind::Deployment)?;
+        match &lock(&d.store).get(name)?.reach {
+            Reach::NodeSets(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Starts a watch for each kind (`selector` applies to the kinds that produce hosts, as
+/// for a read).
+pub async fn start(
+    client: &Client,
+    selector: Option<&str>,
+    recheck: Duration,
+    events: UnboundedSender<WatchEvent>,
+) -> Result<Stores, Error> {
+    let ns = client.namespace().to_string();
+    let mut kinds = Vec::new();
+    let departed = Departed::default();
+    for l in listed() {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.kube(), l.namespace(client, &ns), &l.resource());
+        let sel = l.selector(selector);
+        let installed = installed(client, &api, l, sel.as_deref()).await?;
+        let store = Arc::new(Mutex::new(Store::new()));
+        // An absent kind is complete as it is: empty.
+        let synced = Arc::new(AtomicBool::new(!installed));
+        let w = Watch {
+            client: client.clone(),
+            api,
+            listed: l,
+            selector: sel,
+            store: store.clone(),
+            synced: synced.clone(),
+            tx: events.clone(),
+            recheck,
+            departed: (l.known == KnownKind::Job).then(|| departed.clone()),
+        };
+        tokio::spawn(w.run(installed));
+        kinds.push(Watched { listed: l, store, synced });
+    }
+    Ok(Stores { kinds, departed })
+}
+
+/// Whether the kind's CRD is installed: a one-item list answers (404: it is not).
+async fn installed(
+    client: &Client,
+    api: &Api<DynamicObject>,
+    l: &Listed,
+    selector: Option<&str>,
+) -> Result<bool, Error> {
+    let mut probe = ListParams::default().limit(1);
+    if let Some(s) = selector {
+        probe = probe.labels(s);
+    }
+    match client.within_time(api.list_metadata(&probe)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(client.error(
+            format!("listing {} in namespace {}", l.name(), l.namespace(client, client.namespace())),
+            &e,
+        )),
+    }
+}
+
+/// One kind's watch and the store it keeps.
+struct Watch {
+    client: Client,
+    api: Api<DynamicObject>,
+    listed: &'static Listed,
+    selector: Option<String>,
+    store: Arc<Mutex<Store>>,
+    synced: Arc<AtomicBool>,
+    tx: UnboundedSender<WatchEvent>,
+    /// How often an absent kind is asked for again.
+    recheck: Duration,
+    /// For Jobs: where a deleted one's NodeSet is remembered.
+    departed: Option<Departed>,
+}
+
+impl Watch {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one watch's life (waiting for its CRD, listing, watching, restarting) around one store"
+    )]
+    async fn run(self, installed: bool) {
+        let kind = self.listed.kind;
+        if !installed {
+            loop {
+                tokio::time::sleep(super::jitter(self.recheck)).await;
+                match installed_now(&self).await {
+                    Some(true) => break,
+                    Some(false) => {}
+                    None => return, // the controller is gone
+                }
+            }
+            tracing::info!(kind, "its CRD is installed now: watching it");
+            // Not complete until listed.
+            self.synced.store(false, Ordering::Release);
+        }
+        let mut config = watcher::Config::default();
+        if let Some(s) = &self.selector {
+            config = config.labels(s);
+        }
+        let stream = watcher(self.api.clone(), config).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        // The objects of a listing in progress; they replace the store's when it is complete.
+        let mut listing: Option<Store> = None;
+        while let Some(item) = stream.next().await {
+            let sent = match item {
+                Ok(watcher::Event::Init) => {
+                    listing = Some(Store::new());
+                    Ok(())
+                }
+                Ok(watcher::Event::InitApply(o)) => {
+                    // No event each: the listing's end touches everything.
+                    let (name, mut part) = self.part(o);
+                    self.observe(&name, &mut part);
+                    listing.get_or_insert_with(Store::new).insert(name, part);
+                    Ok(())
+                }
+                Ok(watcher::Event::InitDone) => {
+                    *lock(&self.store) = listing.take().unwrap_or_default();
+                    self.synced.store(true, Ordering::Release);
+                    self.tx.send(WatchEvent::Synced { kind })
+                }
+                Ok(watcher::Event::Apply(o)) => {
+                    let (name, mut part) = self.part(o);
+                    self.observe(&name, &mut part);
+                    let reach = part.reach.clone();
+                    lock(&self.store).insert(name, part);
+                    self.tx.send(WatchEvent::Changed { kind, reach })
+                }
+                Ok(watcher::Event::Delete(o)) => {
+                    let (name, part) = self.part(o);
+                    lock(&self.store).remove(&name);
+                    if let Some(d) = &self.departed {
+                        let mut d = lock(d);
+                        if d.len() >= DEPARTED_MAX {
+                            d.clear();
+                        }
+                        d.insert(name.clone(), part.reach.clone());
+                    }
+                    self.tx.send(WatchEvent::Changed { kind, reach: part.reach })
+                }
+                Err(e) => self.tx.send(WatchEvent::Failed { kind, code: code(&e), error: e.to_string() }),
+            };
+            if sent.is_err() {
+                return; // the controller is gone
+            }
+        }
+    }
+
+    /// A node agent's Lease is judged by when this controller saw its `renewTime` move, by
+    /// its own clock (`Lease::observe`), so a holder whose clock is wrong can neither keep a
+    /// dead node alive nor cut a live one short. The previous reading is the store's (a
+    /// relist keeps the times of Leases that did not move).
+    fn observe(&self, name: &str, part: &mut Part) {
+        let Ok(Entry::Lease(lease)) = &mut part.entry else { return };
+        let now = edpm_core::condition::Time::from_unix(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+        );
+        let store = lock(&self.store);
+        let previous = match store.get(name).map(|p| &p.entry) {
+            Some(Ok(Entry::Lease(p))) => Some(p.as_ref()),
+            _ => None,
+        };
+        lease.observe(previous, now);
+    }
+
+    /// Decodes an object into its stored part.
+    fn part(&self, mut o: DynamicObject) -> (String, Part) {
+        o.metadata.managed_fields = None;
+        if let Some(a) = o.metadata.annotations.as_mut() {
+            a.remove(LAST_APPLIED);
+        }
+        let name = o.metadata.name.clone().unwrap_or_default();
+        let empty = BTreeMap::new();
+        let mut labels = std::borrow::Cow::Borrowed(o.metadata.labels.as_ref().unwrap_or(&empty));
+        // A node agent's Lease names its NodeSet by label, shortened when the name is longer
+        // than a label value may be; the whole name is in its annotation.
+        if let Some(set) =
+            o.metadata.annotations.as_ref().and_then(|a| a.get(edpm_core::readiness::api::NODESET_ANNOTATION))
+        {
+            labels.to_mut().insert(edpm_core::readiness::api::NODESET_LABEL.to_string(), set.clone());
+        }
+        let reach = touch::reach(self.listed.reach, &name, &labels, &o.data["spec"]);
+        let action = format!("reading the watched {}", self.listed.name());
+        let ns = self.listed.namespace(&self.client, self.client.namespace());
+        let origin = Origin::Api { namespace: ns.to_string() };
+        let entry = match listed_json(&action, self.listed, &o) {
+            Ok(value) => {
+                let doc = located(ns, value);
+                Entry::decode(doc.origin, FieldLines::default(), doc.node, None)
+            }
+            Err(e) => Err(SnapshotError::NotAnObject { origin, reason: e.to_string() }),
+        };
+        (name, Part { reach, entry })
+    }
+}
+
+/// Asks whether an absent kind's CRD is installed now; `None` when nobody listens any more.
+async fn installed_now(w: &Watch) -> Option<bool> {
+    if w.tx.is_closed() {
+        return None;
+    }
+    match installed(&w.client, &w.api, w.listed, w.selector.as_deref()).await {
+        Ok(found) => Some(found),
+        Err(e) => {
+            let _ =
+                w.tx.send(WatchEvent::Failed { kind: w.listed.kind, code: e.code(), error: e.to_string() });
+            Some(false)
+        }
+    }
+}
+
+/// The API server's status code in a watcher's error, when there is one (410 for an expired
+/// resourceVersion, 403 for missing RBAC, …).
+fn code(e: &watcher::Error) -> Option<u16> {
+    match e {
+        watcher::Error::WatchError(s) => Some(s.code),
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
+        _ => None,
+    }
+}

@@ -1,0 +1,278 @@
+//! Reads a snapshot from the API server: lists the data-plane kinds (the ones that produce
+//! hosts with the label selector), then gets by name only the ConfigMaps and Secrets those
+//! objects reference (`snapshot::refs`); it never lists Secrets.
+//!
+//! Every object is turned back into plain JSON and goes through the same [`Snapshot`]
+//! decoding as a manifest, so both sources yield identical models. A kind whose CRD is not
+//! installed answers 404 to a list and is read as empty.
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use serde_json::Value;
+
+use super::{Client, Error};
+use edpm_core::kinds::{self, Kind, KnownKind, Read};
+use edpm_core::snapshot::resource::Origin;
+use edpm_core::snapshot::{Located, Snapshot, SnapshotError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Api(#[from] Error),
+    #[error("{0}")]
+    Snapshot(#[from] SnapshotError),
+}
+
+/// A kind of the table (`edpm_core::kinds::KINDS`) as kube's client names it: every request
+/// for a kind we read takes its group, version and plural from the table.
+pub fn resource(kind: &Kind) -> ApiResource {
+    ApiResource {
+        group: kind.group.into(),
+        version: kind.version.into(),
+        api_version: kind.api_version(),
+        kind: kind.kind.into(),
+        plural: kind.plural.into(),
+    }
+}
+
+/// The table's row of a kind we read and write (our status objects, Leases): a name the table
+/// does not hold is a bug, caught by every test that writes one.
+pub fn named(kind: &str) -> &'static Kind {
+    kinds::named(kind).unwrap_or_else(|| panic!("{kind} is not in edpm_core::kinds::KINDS"))
+}
+
+/// A kind of the table of kinds read (`edpm_core::kinds`), as the API server is asked for it.
+pub type Listed = Kind;
+
+/// The kinds listed (and watched): every kind of the table but those only got by name.
+pub fn listed() -> impl Iterator<Item = &'static Listed> {
+    kinds::KINDS.iter().filter(|k| k.is_listed())
+}
+
+/// How a kind is asked for.
+pub trait Listing {
+    fn resource(&self) -> ApiResource;
+    /// `plural.group` (or `plural` for the core group), for messages.
+    fn name(&self) -> String;
+    /// The namespace this kind is read in: the node agents' Leases have one of their own
+    /// (`--lease-namespace`); everything else is the data plane's `ns`.
+    fn namespace<'a>(&self, client: &'a Client, ns: &'a str) -> &'a str;
+    /// The label selector a read of this kind uses.
+    fn selector(&self, selector: Option<&str>) -> Option<String>;
+}
+
+impl Listing for Kind {
+    fn resource(&self) -> ApiResource {
+        resource(self)
+    }
+
+    fn name(&self) -> String {
+        self.resource_name()
+    }
+
+    fn namespace<'a>(&self, client: &'a Client, ns: &'a str) -> &'a str {
+        if self.known == KnownKind::Lease { client.lease_namespace() } else { ns }
+    }
+
+    fn selector(&self, selector: Option<&str>) -> Option<String> {
+        let (own, labels) = match self.read {
+            Read::Selected => (selector, None),
+            Read::Labelled(l) => (None, Some(l)),
+            Read::Listed | Read::ByName => (None, None),
+        };
+        match (own, labels) {
+            (Some(a), Some(b)) => Some(format!("{a},{b}")),
+            (a, b) => a.or(b).map(String::from),
+        }
+    }
+}
+
+/// How many lists or gets are in flight at once: a slow API server costs the slowest answer
+/// per round, not the sum of all answers, and the server is not flooded.
+const READ_CONCURRENCY: usize = 8;
+
+/// Reads the snapshot of the client's namespace. `selector` applies to the kinds that
+/// produce hosts. The kinds are listed a few at a time; their objects keep the list's order.
+pub async fn snapshot(
+    client: &Client,
+    selector: Option<&str>,
+    with_evidence: bool,
+) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
+    let kinds: Vec<&Listed> = listed().filter(|l| with_evidence || !l.evidence).collect();
+    let lists = futures::stream::iter(kinds.iter().map(|l| list_kind(client, &ns, l, selector)))
+        .buffered(READ_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+    let mut docs = Vec::new();
+    let mut not_served = Vec::new();
+    let mut leases_unread = None;
+    for (l, listed) in kinds.iter().zip(lists) {
+        match listed {
+            Ok(Some(items)) => docs.extend(items),
+            Ok(None) => not_served.push(l.name()),
+            // The Leases only vouch for the node agents' word: without them those conditions
+            // read Unknown, saying why, and everything else is still evaluated (a reporter's
+            // RBAC from before the Leases had a namespace of their own answers 403).
+            Err(ReadError::Api(e)) if l.known == KnownKind::Lease && e.code() == Some(403) => {
+                leases_unread = Some(format!(
+                    "the node agents' Leases in namespace {} cannot be listed ({e}); grant list on leases there (packaging/kubernetes/rbac-reporter.yaml), or name their namespace with --lease-namespace",
+                    client.lease_namespace()
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let mut snap = with_references(client, docs).await?;
+    snap.not_served = not_served;
+    snap.evidence.leases_unread = leases_unread;
+    Ok(snap)
+}
+
+/// One kind's objects; `None` when the API server does not serve the kind (404: its CRD is
+/// not installed, that operator is not deployed; v1, batch/v1 and coordination.k8s.io/v1 are
+/// built in).
+async fn list_kind(
+    client: &Client,
+    ns: &str,
+    l: &Listed,
+    selector: Option<&str>,
+) -> Result<Option<Vec<Located<'static>>>, ReadError> {
+    let ns = l.namespace(client, ns);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.kube(), ns, &l.resource());
+    let mut lp = ListParams::default();
+    if let Some(sel) = l.selector(selector) {
+        lp = lp.labels(&sel);
+    }
+    let action = format!("listing {} in namespace {ns}", l.name());
+    let list = match client.within_time(api.list(&lp)).await {
+        Ok(list) => list,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(e) => return Err(client.error(action, &e).into()),
+    };
+    let mut docs = Vec::with_capacity(list.items.len());
+    for item in list.items {
+        docs.push(located(ns, listed_json(&action, l, &item)?));
+    }
+    Ok(Some(docs))
+}
+
+/// The snapshot of `docs` and of the ConfigMaps and Secrets they reference, got by name.
+pub async fn with_references(client: &Client, docs: Vec<Located<'static>>) -> Result<Snapshot, ReadError> {
+    add_references(client, Snapshot::from_documents(docs, None)?).await
+}
+
+/// `snap` with the ConfigMaps and Secrets its objects reference, got by name.
+pub async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
+    let (config_maps, secrets) = edpm_core::snapshot::refs::references(&snap);
+    let config_map_api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
+    let secret_api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+    // A few at a time, in the order the references were found.
+    let config_maps =
+        futures::stream::iter(config_maps.iter().map(|name| get(client, &config_map_api, "configmap", name)))
+            .buffered(READ_CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await;
+    let secrets = futures::stream::iter(secrets.iter().map(|name| get(client, &secret_api, "secret", name)))
+        .buffered(READ_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+    let mut docs = Vec::new();
+    for (got, kind) in
+        config_maps.into_iter().map(|g| (g, "ConfigMap")).chain(secrets.into_iter().map(|g| (g, "Secret")))
+    {
+        if let Some(value) = got? {
+            docs.push(located(&ns, typed(value, kind)));
+        }
+    }
+    if !docs.is_empty() {
+        snap.merge(Snapshot::from_documents(docs, None)?)?;
+    }
+    Ok(snap)
+}
+
+/// One Secret, got by name (never listed), as a snapshot holding it (empty when it does not
+/// exist): for a Secret named on the command line (`status --nova-credentials`).
+pub async fn secret_by_name(client: &Client, name: &str) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+    match get(client, &api, "secret", name).await? {
+        Some(value) => Ok(Snapshot::from_documents(vec![located(&ns, typed(value, "Secret"))], None)?),
+        None => Ok(Snapshot::default()),
+    }
+}
+
+/// Fetches one object as JSON; a missing one is `None`, so that the model can report the
+/// whole reference chain that needed it.
+/// The `resourceVersion` of each Secret or ConfigMap (`kind`, name), got by name (metadata
+/// only: no Secret's data is read); `None` for one that does not exist.
+/// Each answer on its own: one object that cannot be read (a 403, a timeout) does not hide the
+/// others.
+pub async fn resource_versions(
+    client: &Client,
+    objects: Vec<(String, String)>,
+) -> Vec<Result<Option<String>, Error>> {
+    futures::stream::iter(objects.into_iter().map(|(k, n)| resource_version(client.clone(), k, n)))
+        .buffered(READ_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await
+}
+
+async fn resource_version(client: Client, kind: String, name: String) -> Result<Option<String>, Error> {
+    let ns = client.namespace().to_string();
+    let action = format!("reading the metadata of {kind} {name} in namespace {ns}");
+    let got = if kind == "Secret" {
+        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+        client
+            .within_time(api.get_metadata_opt(&name))
+            .await
+            .map(|m| m.and_then(|m| m.metadata.resource_version))
+    } else {
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
+        client
+            .within_time(api.get_metadata_opt(&name))
+            .await
+            .map(|m| m.and_then(|m| m.metadata.resource_version))
+    };
+    got.map_err(|e| client.error(action, &e))
+}
+
+async fn get<K>(client: &Client, api: &Api<K>, what: &str, name: &str) -> Result<Option<Value>, Error>
+where
+    K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let action = format!("reading {what} {name} in namespace {}", client.namespace());
+    match client.within_time(api.get(name)).await {
+        Ok(obj) => to_json(&action, &obj).map(Some),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+        Err(e) => Err(client.error(action, &e)),
+    }
+}
+
+fn to_json(action: &str, obj: &impl serde::Serialize) -> Result<Value, Error> {
+    serde_json::to_value(obj).map_err(|e| Error::Request {
+        action: action.to_string(),
+        message: format!("cannot re-encode the object: {e}"),
+        hint: String::new(),
+        code: None,
+    })
+}
+
+fn typed(mut value: Value, kind: &str) -> Value {
+    value["apiVersion"] = "v1".into();
+    value["kind"] = kind.into();
+    value
+}
+
+/// A listed (or watched) object as plain JSON, its type set: list items may omit it.
+pub fn listed_json(action: &str, l: &Listed, obj: &DynamicObject) -> Result<Value, Error> {
+    let mut value = to_json(action, obj)?;
+    value["apiVersion"] = Value::String(l.resource().api_version);
+    value["kind"] = Value::String(l.kind.into());
+    Ok(value)
+}
+
+pub fn located(ns: &str, value: Value) -> Located<'static> {
+    Located::from_value(Origin::Api { namespace: ns.to_string() }, &value)
+}
