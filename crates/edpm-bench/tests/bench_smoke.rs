@@ -110,85 +110,76 @@ fn bench(test: &str, needs: Needs, args: &[&str], lines: &[&str]) {
     let _ = writeln!(std::io::stderr(), "{test}: {:.1} s", started.elapsed().as_secs_f64());
 }
 
-#[test]
-fn bench_inventory() {
-    let args = ["inventory", "--sizes", "200", "--roles", "4", "--runs", "1", "--ansible-runs", "1"];
-    bench("bench_inventory", Needs::Venv, &args, &["200 yaml", "dynamic script (edpm-inventory)"]);
+/// A test named `$name` running `edpm-bench ARGS` and looking for `LINES` in its output.
+macro_rules! smoke {
+    ($name:ident, $needs:expr, [$($arg:expr),* $(,)?], [$($line:expr),* $(,)?]) => {
+        #[test]
+        fn $name() {
+            bench(stringify!($name), $needs, &[$($arg),*], &[$($line),*]);
+        }
+    };
 }
 
-#[test]
-fn bench_oslo() {
-    let args = ["oslo", "--nodes", "10", "--runs", "1"];
-    bench("bench_oslo", Needs::Venv, &args, &["oslo.config engine", "oslo.config (Python) parse + layer"]);
-}
-
-#[test]
-fn bench_oslo_parse() {
-    let args = ["oslo-parse", "--runs", "1"];
-    bench("bench_oslo_parse", Needs::Venv, &args, &["10,000 keys, one section", "4x the keys took"]);
-}
-
-#[test]
-fn bench_stage() {
-    let args = ["stage", "--files", "100", "--ansible-files", "1"];
-    bench(
-        "bench_stage",
-        Needs::Venv,
-        &args,
-        &["no-change re-run:", "Ansible copy module", "per file, no-change"],
-    );
-}
-
-#[test]
-fn bench_readiness() {
-    let args = ["readiness", "--nodes", "1000", "--services", "3", "--runs", "1", "--report-nodes", "100"];
-    bench(
-        "bench_readiness",
-        Needs::Nothing,
-        &args,
-        &["readiness evaluate:", "status report, unchanged re-report:"],
-    );
-}
-
-#[test]
-fn bench_nova() {
-    let args = ["nova", "--sizes", "250", "--runs", "1"];
-    bench(
-        "bench_nova",
-        Needs::Nothing,
-        &args,
-        &["250 nodes: readiness::evaluate", "250 nodes: status show with Nova"],
-    );
-}
-
-#[test]
-fn bench_node() {
-    let args = ["node", "--services", "3", "--files", "100", "--runs", "1", "--idle-seconds", "1"];
-    bench(
-        "bench_node",
-        Needs::Nothing,
-        &args,
-        &["node check:", "idle edpm-agent-node", "requests when nothing changes:"],
-    );
-}
-
-#[test]
-fn bench_node_real() {
-    let args = ["node", "--real", "--services", "2", "--runs", "1"];
-    bench("bench_node_real", Needs::RealParts, &args, &["real node:", "faked tools"]);
-}
-
-#[test]
-fn bench_run() {
-    let args = ["run", "--hosts", "2", "--runs", "1"];
-    bench("bench_run", Needs::Venv, &args, &["wall: direct median", "cpu (user+sys, every process)"]);
-}
-
-#[test]
-fn bench_summarize() {
-    let args = ["summarize", "--events", "1000", "--runs", "1"];
-    bench("bench_summarize", Needs::Nothing, &args, &["first run:", "summary:"]);
-}
+smoke!(
+    bench_inventory,
+    Needs::Venv,
+    ["inventory", "--sizes", "200", "--roles", "4", "--runs", "1", "--ansible-runs", "1"],
+    ["200 yaml", "dynamic script (edpm-inventory)"]
+);
+smoke!(
+    bench_oslo,
+    Needs::Venv,
+    ["oslo", "--nodes", "10", "--runs", "1"],
+    ["oslo.config engine", "oslo.config (Python) parse + layer"]
+);
+smoke!(
+    bench_oslo_parse,
+    Needs::Venv,
+    ["oslo-parse", "--runs", "1"],
+    ["10,000 keys, one section", "4x the keys took"]
+);
+smoke!(
+    bench_stage,
+    Needs::Venv,
+    ["stage", "--files", "100", "--ansible-files", "1"],
+    ["no-change re-run:", "Ansible copy module", "per file, no-change"]
+);
+smoke!(
+    bench_readiness,
+    Needs::Nothing,
+    ["readiness", "--nodes", "1000", "--services", "3", "--runs", "1", "--report-nodes", "100"],
+    ["readiness evaluate:", "status report, unchanged re-report:"]
+);
+smoke!(
+    bench_nova,
+    Needs::Nothing,
+    ["nova", "--sizes", "250", "--runs", "1"],
+    ["250 nodes: readiness::evaluate", "250 nodes: status show with Nova"]
+);
+smoke!(
+    bench_node,
+    Needs::Nothing,
+    ["node", "--services", "3", "--files", "100", "--runs", "1", "--idle-seconds", "1"],
+    ["node check:", "idle edpm-agent-node", "requests when nothing changes:"]
+);
+smoke!(
+    bench_node_real,
+    Needs::RealParts,
+    ["node", "--real", "--services", "2", "--runs", "1"],
+    ["real node:", "faked tools"]
+);
+smoke!(
+    bench_run,
+    Needs::Venv,
+    ["run", "--hosts", "2", "--runs", "1"],
+    ["wall: direct median", "cpu (user+sys, every process)"]
+);
+smoke!(
+    bench_summarize,
+    Needs::Nothing,
+    ["summarize", "--events", "1000", "--runs", "1"],
+    ["first run:", "summary:"]
+);
 
 /// The controller's figures, on either server.
 const CONTROLLER_LINES: &[&str] = &[
