@@ -377,11 +377,13 @@ fn churn(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(), S
     let took = started.elapsed().as_secs_f64();
     ctl.sleep(SETTLE)?;
     let cpu = (cpu_ticks(ctl.pid()) - ticks) as f64 / hz();
-    let writes = cluster.requests()?[from..].iter().filter(|r| r.is_status_write()).count();
+    let reqs = &cluster.requests()?[from..];
+    let writes = reqs.iter().filter(|r| r.is_status_write()).count();
     println!(
-        "controller: {n} changes that move nothing in {took:.1} s ({:.0}/s): {writes} status writes, CPU {:.1} % of a core",
+        "controller: {n} changes that move nothing in {took:.1} s ({:.0}/s): {writes} status writes, CPU {:.1} % of a core; its requests meanwhile: {}",
         n as f64 / took,
-        cpu * 100.0 / (took + SETTLE.as_secs_f64())
+        cpu * 100.0 / (took + SETTLE.as_secs_f64()),
+        tally(reqs.iter())
     );
     Ok(())
 }

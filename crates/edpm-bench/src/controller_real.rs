@@ -7,7 +7,7 @@
 //! of the node), on the server's own clock. Set-up (the server, CRDs, RBAC, the objects and
 //! their statuses) is timed and printed apart.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -354,10 +354,19 @@ impl Cluster for RealCluster {
         let mut by: BTreeMap<String, usize> = BTreeMap::new();
         let done = self.events.iter().filter(|e| e.stage == "ResponseComplete" && e.user == self.user);
         let total = done.clone().count();
+        let mut names: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
         for e in done.filter(|e| e.code >= 400) {
-            *by.entry(format!("{} {} {}", e.code, e.verb, e.resource)).or_default() += 1;
+            let what = format!("{} {} {}", e.code, e.verb, e.resource);
+            *by.entry(what.clone()).or_default() += 1;
+            names.entry(what).or_default().insert(&e.name);
         }
-        let refused: Vec<String> = by.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        let refused: Vec<String> = by
+            .iter()
+            .map(|(k, n)| {
+                let of: Vec<&str> = names.get(k).into_iter().flatten().copied().take(3).collect();
+                format!("{k} ×{n} ({})", of.join(", "))
+            })
+            .collect();
         Ok(vec![format!(
             "real server: of the {total} requests of {} (the controller, then the peer), answered 4xx or 5xx: {}",
             self.user,
