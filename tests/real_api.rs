@@ -82,42 +82,6 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// The shipped manifests in `file` (under packaging/kubernetes), rendered for a test's own
-/// namespaces: `openstack` → `namespace`, `edpm-node-lease` → `leases`, and the cluster-wide
-/// objects' names made unique with `suffix`.
-fn shipped(file: &str, namespace: &str, leases: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(repo().join("packaging/kubernetes").join(file)).unwrap();
-    let mut docs = yaml_docs(&text);
-    for d in &mut docs {
-        rename_namespaces(d, namespace, leases);
-    }
-    docs
-}
-
-fn rename_namespaces(v: &mut Value, namespace: &str, leases: &str) {
-    match v {
-        Value::String(s) if s == "openstack" => *s = namespace.to_string(),
-        Value::String(s) if s == "edpm-node-lease" => *s = leases.to_string(),
-        Value::Array(a) => a.iter_mut().for_each(|x| rename_namespaces(x, namespace, leases)),
-        Value::Object(o) => o.values_mut().for_each(|x| rename_namespaces(x, namespace, leases)),
-        _ => {}
-    }
-}
-
-/// Cluster-wide objects (ClusterRoles and their bindings) named for one test.
-fn uniquely(docs: &mut [Value], suffix: &str) {
-    for d in docs.iter_mut() {
-        if matches!(d["kind"].as_str(), Some("ClusterRole" | "ClusterRoleBinding")) {
-            let name = format!("{}-{suffix}", d["metadata"]["name"].as_str().unwrap());
-            d["metadata"]["name"] = json!(name);
-        }
-        if d["kind"] == "ClusterRoleBinding" {
-            let role = format!("{}-{suffix}", d["roleRef"]["name"].as_str().unwrap());
-            d["roleRef"]["name"] = json!(role);
-        }
-    }
-}
-
 fn user(namespace: &str, sa: &str) -> String {
     format!("system:serviceaccount:{namespace}:{sa}")
 }
@@ -239,7 +203,8 @@ fn readiness_from_the_cluster_is_readiness_from_the_files() {
     let d = tempfile::tempdir().unwrap();
     load(api, &ns, EXAMPLES);
     // As the reporter's ServiceAccount, with the RBAC shipped for it.
-    apply(api, "edpm-testkit", &shipped("rbac-reporter.yaml", &ns, &leases)).unwrap();
+    let reporter = edpm_testkit::real_api::shipped(&repo(), "rbac-reporter.yaml", &ns, &leases).unwrap();
+    apply(api, "edpm-testkit", &reporter).unwrap();
     let kc = d.path().join("reporter.kubeconfig");
     api.service_account_kubeconfig(&kc, &ns, "edpm-agent-reporter", 3600).unwrap();
 
@@ -441,13 +406,9 @@ struct Deployed {
 fn deploy_controller(api: &RealApi, hint: &str) -> Deployed {
     let ns = api.namespace(hint).unwrap();
     let leases = api.namespace(&format!("{hint}-leases")).unwrap();
-    let mut docs = shipped("rbac-controller.yaml", &ns, &leases);
-    docs.extend(shipped("rbac-metrics.yaml", &ns, &leases));
-    uniquely(&mut docs, &ns);
-    apply(api, "edpm-testkit", &docs).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("controller.kubeconfig");
-    api.service_account_kubeconfig(&kubeconfig, &ns, "edpm-agent-controller", 3600).unwrap();
+    api.deploy_controller(&repo(), &ns, &leases, &kubeconfig, 3600).unwrap();
     Deployed { ns, leases, dir, kubeconfig }
 }
 

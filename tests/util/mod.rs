@@ -112,7 +112,8 @@ pub fn example_copy(dir: &Path) {
 
 /// The node agent's own binary (`edpm-agent-node`, crate `edpm-node`), beside the binary under
 /// test. Cargo builds it for the tests only when the whole workspace is tested, so it is
-/// built here, once per test process, when asked for (a no-op when it is up to date);
+/// built here (`edpm_testkit::cargo::build_bin`), once per test process, when asked for (a
+/// no-op when it is up to date);
 /// `EDPM_AGENT_TEST_NODE_BIN` names another build.
 pub fn node_bin() -> PathBuf {
     static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
@@ -120,27 +121,8 @@ pub fn node_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let built = BUILT.get_or_init(|| {
-        let beside = PathBuf::from(env!("CARGO_BIN_EXE_edpm-agent")).with_file_name("edpm-agent-node");
-        let profile = beside.parent().and_then(Path::file_name).and_then(|p| p.to_str()).unwrap_or("debug");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(repo()).args([
-            "build",
-            "--quiet",
-            "--locked",
-            "-p",
-            "edpm-node",
-            "--bin",
-            "edpm-agent-node",
-        ]);
-        if profile == "release" {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("cargo build -p edpm-node: {}", String::from_utf8_lossy(&out.stderr)));
-        }
-        Ok(beside)
+        let beside = PathBuf::from(env!("CARGO_BIN_EXE_edpm-agent"));
+        edpm_testkit::cargo::build_bin(&repo(), "edpm-node", "edpm-agent-node", &beside)
     });
     built.clone().unwrap_or_else(|e| panic!("the node agent's binary: {e}"))
 }

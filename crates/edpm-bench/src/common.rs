@@ -72,13 +72,20 @@ pub(crate) fn measure_child(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) fn flag<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
+pub(crate) fn flag<T: std::str::FromStr + std::fmt::Display>(
+    args: &[String],
+    name: &str,
+    default: T,
+) -> Result<T, String> {
     match args.iter().position(|a| a == name) {
-        Some(i) => args
-            .get(i + 1)
-            .ok_or(format!("{name} needs a value"))?
-            .parse()
-            .map_err(|_| format!("bad value for {name}")),
+        Some(i) => {
+            let value = args
+                .get(i + 1)
+                .ok_or(format!("{name} needs a value: give one after it (default {default})"))?;
+            value.parse().map_err(|_| {
+                format!("{name} {value:?} is not a valid value: give one like its default, {default}")
+            })
+        }
         None => Ok(default),
     }
 }

@@ -1,234 +1,564 @@
-//! `edpm-bench controller`: `status controller` against the fake API server at scale: the
-//! first sync, the latency from one Job change to the write it causes, a churn of changes
-//! that move nothing, and the steady state; beside `status report` run once on the same
-//! cluster (what running it periodically costs per run).
+//! `edpm-bench controller`: `status controller` at scale, against the fake API server or, with
+//! `--real-api`, a real kube-apiserver and etcd (`controller_real`): the first sync (the
+//! controller writes every status object and node Lease), the latency from one Job change to
+//! the write it causes, a churn of changes that move nothing, the steady state (CPU, RSS and
+//! the requests it sends per idle minute); then `status report` run once on the same cluster
+//! (what running it periodically costs per run). Both servers run the same scenario over the
+//! same objects; the requests are counted as each server saw them.
 
-use std::process::{Command, Stdio};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
+use crate::child::Watched;
 use crate::common::*;
 use crate::fake_api;
 use crate::node::{cpu_ticks, status_kib};
 use crate::readiness::readiness_manifests;
 
-pub(crate) fn controller_bench(args: &[String]) -> Result<(), String> {
-    let nodes: usize = flag(args, "--nodes", 10_000)?;
-    let services: usize = flag(args, "--services", 15)?;
-    let changes: usize = flag(args, "--changes", 20)?;
-    let churn = flag(args, "--churn-seconds", 60u64)?;
-    let idle = flag(args, "--idle-seconds", 60u64)?;
-    let sets = nodes.div_ceil(100);
-    let api = fake_api::FakeApi::start();
-    api.add_readiness_crds();
-    for d in serde_saphyr::from_multiple::<serde_json::Value>(&readiness_manifests(nodes, services))
-        .map_err(|e| e.to_string())?
-    {
-        api.put(d);
+/// How long the controller's writes must pause for its first sync to count as done (it
+/// writes without pause while it has any to send).
+const QUIET: Duration = Duration::from_secs(2);
+/// How long the controller is given to finish what a step set off (its debounce is 100 ms)
+/// before the next step's counting starts.
+const SETTLE: Duration = Duration::from_secs(1);
+
+pub(crate) struct Opts {
+    pub(crate) nodes: usize,
+    pub(crate) services: usize,
+    changes: usize,
+    churn: u64,
+    idle: u64,
+    real: bool,
+}
+
+impl Opts {
+    fn parse(args: &[String]) -> Result<Opts, String> {
+        let o = Opts {
+            nodes: flag(args, "--nodes", 10_000)?,
+            services: flag(args, "--services", 15)?,
+            changes: flag(args, "--changes", 20)?,
+            churn: flag(args, "--churn-seconds", 60)?,
+            idle: flag(args, "--idle-seconds", 60)?,
+            real: args.iter().any(|a| a == "--real-api"),
+        };
+        // One NodeSet in ten has the failed Job the latency is measured on.
+        if o.nodes < 1000 {
+            return Err(format!(
+                "--nodes {}: give at least 1000 (ten NodeSets of 100; one in ten has the failed Job the latency is measured on)",
+                o.nodes
+            ));
+        }
+        if o.services == 0 || o.changes == 0 || o.idle == 0 {
+            return Err("--services, --changes and --idle-seconds: give at least 1".into());
+        }
+        Ok(o)
     }
-    // One Job per NodeSet (the last service's), which the latency test changes.
+}
+
+/// One request the server received from the controller's user (the peer runs as the same
+/// user, after the controller stops).
+#[derive(Clone, Debug)]
+pub(crate) struct Req {
+    /// When the server received it, on the clock of [`Cluster::now`].
+    pub(crate) at: Duration,
+    /// Kubernetes' verb: get, list, watch, create, update, patch, delete.
+    pub(crate) verb: String,
+    pub(crate) resource: String,
+    pub(crate) subresource: String,
+    pub(crate) name: String,
+}
+
+impl Req {
+    fn is_write(&self) -> bool {
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete")
+    }
+
+    /// A write of one of edpm-agent's status objects.
+    fn is_status_write(&self) -> bool {
+        self.is_write() && self.resource.starts_with("edpmnode")
+    }
+
+    fn what(&self) -> String {
+        match self.subresource.as_str() {
+            "" => format!("{} {}", self.verb, self.resource),
+            sub => format!("{} {}/{sub}", self.verb, self.resource),
+        }
+    }
+}
+
+/// The API server the scenario runs against.
+pub(crate) trait Cluster {
+    /// The kubeconfig the controller and the peer run with.
+    fn kubeconfig(&self) -> &Path;
+    /// The namespace of the node agents' Leases.
+    fn lease_namespace(&self) -> &str;
+    /// Now, on the clock of [`Req::at`].
+    fn now(&self) -> Duration;
+    /// The requests of the controller's user so far, as the server recorded them.
+    fn requests(&mut self) -> Result<&[Req], String>;
+    /// Makes `pod` (a failed Job's new attempt, with its status): when its status became
+    /// visible, on the clock of [`Req::at`].
+    fn fail_attempt(&mut self, pod: Value) -> Result<Duration, String>;
+    /// Changes Job `job` in a way that moves no condition (an annotation, `n`).
+    fn touch_job(&mut self, job: &str, n: u64) -> Result<(), String>;
+    /// Called as an idle window begins; [`Cluster::idle_end`] may then say more about it.
+    fn idle_begin(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Lines about the idle window of `seconds` that only this server can tell.
+    fn idle_end(&mut self, _seconds: u64) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+    /// Lines about the whole run that only this server can tell.
+    fn summary(&mut self) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+}
+
+pub(crate) fn controller_bench(args: &[String]) -> Result<(), String> {
+    let o = Opts::parse(args)?;
+    let docs = objects(o.nodes, o.services)?;
+    let mut cluster: Box<dyn Cluster> = if o.real {
+        Box::new(crate::controller_real::RealCluster::start(&docs)?)
+    } else {
+        Box::new(FakeCluster::start(docs))
+    };
+    scenario(&o, cluster.as_mut())
+}
+
+/// The generated cluster: NodeSets of 100 nodes, a Deployment each with its status (one
+/// NodeSet in ten failed on its first node), and the Job of each Deployment's last service,
+/// whole (spec and status) as the Job controller leaves it.
+pub(crate) fn objects(nodes: usize, services: usize) -> Result<Vec<Value>, String> {
+    let mut docs: Vec<Value> = serde_saphyr::from_multiple::<Value>(&readiness_manifests(nodes, services))
+        .map_err(|e| format!("the generated manifests: {e}"))?;
     let last = format!("svc-{:02}", services - 1);
-    for s in 0..sets {
+    let t = "2026-11-01T10:30:00Z";
+    for s in 0..nodes.div_ceil(100) {
         let ns = format!("nodeset-{s:04}");
-        api.put(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": format!("{last}-deploy-{s:04}-{ns}"),
+        let job = format!("{last}-deploy-{s:04}-{ns}");
+        docs.push(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job,
             "namespace": "openstack", "labels": {"app": "openstackansibleee", "openstackdataplaneservice": last,
             "openstackdataplanedeployment": format!("deploy-{s:04}"), "openstackdataplanenodeset": ns}},
-            "spec": {"backoffLimit": 6}, "status": {"succeeded": 1}}));
+            "spec": {"backoffLimit": 6, "template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": job, "image": "localhost/edpm-agent-runner:latest"}]}}},
+            "status": {"active": 0, "succeeded": 1, "startTime": t, "completionTime": t, "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastTransitionTime": t, "lastProbeTime": t},
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastTransitionTime": t, "lastProbeTime": t}]}}));
     }
-    let kc = api.kubeconfig();
-    let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
-    let objects = nodes + sets;
-    let status_writes = |api: &fake_api::FakeApi| api.count("PATCH", "/apis/agent.edpm.openstack.org/");
+    Ok(docs)
+}
 
-    // The peer first, on the same cluster: `status report` (it creates the objects, so the
-    // controller's first evaluation then finds them and writes nothing), then again with
-    // nothing changed: what each run of a periodic report costs.
-    for pass in ["one-shot, creating every object", "again, nothing changed (each periodic run)"] {
-        let before = status_writes(&api);
-        let m = measure(Command::new(&agent).args([
-            "--source",
-            "kube",
-            "--kubeconfig",
-            kc.to_str().unwrap_or_default(),
-            "status",
-            "report",
-        ]))?;
-        println!(
-            "peer: status report {pass}, {objects} objects: {} wall, {} CPU, peak RSS {:.0} MiB, {} write requests",
-            ms(m.wall),
-            ms(m.cpu),
-            m.max_rss_kib as f64 / 1024.0,
-            status_writes(&api) - before
-        );
-    }
+/// Attempt `i` of `job`, failed on `node`, as the Job controller and the runner leave it: its
+/// termination message names the node's reason.
+fn failed_pod(job: &str, i: usize, node: &str) -> Value {
+    let message = json!({"failedHostList": [node], "failedHosts": 1, "failurePercent": 1,
+        "hostFailures": {node: format!("Deploy (x.yml:1): change {i}")}, "rc": 2, "status": "failed",
+        "totalHosts": 100, "truncated": false, "unreachableHostList": [], "unreachableHosts": 0})
+    .to_string();
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("{job}-a{i}"), "namespace": "openstack",
+        "creationTimestamp": format!("2026-11-02T{:02}:{:02}:00Z", i / 60, i % 60),
+        "labels": {"batch.kubernetes.io/job-name": job, "job-name": job}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": job, "image": "localhost/edpm-agent-runner:latest"}]},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": job, "image": "localhost/edpm-agent-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error",
+            "startedAt": "2026-11-02T09:30:00Z", "finishedAt": "2026-11-02T09:31:00Z", "message": message}}}]}})
+}
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| e.to_string())?
-        .local_addr()
-        .map_err(|e| e.to_string())?
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let before = status_writes(&api);
-    let started = Instant::now();
+/// The controller started and followed step by step, then the peer.
+fn scenario(o: &Opts, cluster: &mut dyn Cluster) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+    let agent = agent()?;
+    let (probes, metrics) = (free_port()?, free_port()?);
     // EDPM_BENCH_WRAP=heaptrack (or another profiler taking a command) runs the controller
     // under it; the RSS figures are then the wrapper's.
-    let wrap = std::env::var("EDPM_BENCH_WRAP").ok();
-    let mut child = match &wrap {
+    let wrap = std::env::var("EDPM_BENCH_WRAP").ok().filter(|w| !w.is_empty());
+    let mut cmd = match &wrap {
         Some(w) => {
             let mut c = Command::new(w);
             c.arg(&agent);
             c
         }
         None => Command::new(&agent),
-    }
-    .args(["--source", "kube", "--kubeconfig", kc.to_str().unwrap_or_default(), "status", "controller"])
-    // Plain /metrics beside the probes on one address: --metrics-secure (the default) would
-    // want an address of its own and a TokenReview for each scrape.
-    .args(["--metrics-bind-address", &addr, "--health-probe-bind-address", &addr, "--metrics-secure=false"])
-    .args(["--debounce-ms", "100"])
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .map_err(|e| format!("cannot run {}: {e}", agent.display()))?;
-    let pid = child.id();
-    let ready = || -> bool {
-        use std::io::{Read, Write};
-        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
-        let _ = write!(s, "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        let mut t = String::new();
-        let _ = s.read_to_string(&mut t);
-        t.starts_with("HTTP/1.1 200")
     };
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while !ready() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            return Err("the controller never became ready".into());
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    cmd.args(agent_args(cluster, "controller"))
+        // The probes speak plain HTTP, so /metrics (plain too, as a development set-up serves
+        // it: the bench scrapes nothing) gets a port of its own.
+        .args(["--health-probe-bind-address", &format!("127.0.0.1:{probes}")])
+        .args(["--metrics-bind-address", &format!("127.0.0.1:{metrics}"), "--metrics-secure=false"])
+        .args(["--debounce-ms", "100"]);
+    let log = dir.path().join("controller.stderr");
+    let from = cluster.requests()?.len();
+    let started = cluster.now();
+    let wall = Instant::now();
+    let mut ctl = Watched::spawn(&mut cmd, "the controller", &log)?;
+    ctl.wait_for("the controller's /readyz", Duration::from_secs(1200), Duration::from_millis(50), || {
+        Ok(ready(probes))
+    })?;
+    let synced = wall.elapsed();
+    first_sync(cluster, &mut ctl, from, started, synced)?;
+    latency(o, cluster, &mut ctl)?;
+    churn(o, cluster, &mut ctl)?;
+    idle(o, cluster, &mut ctl, from)?;
+    ctl.stop(wrap.is_some());
+    peer(o, cluster, &agent)?;
+    for line in cluster.summary()? {
+        println!("{line}");
     }
-    let synced = started.elapsed();
-    // The first evaluation after the lists: wait until it has run (its metrics appear).
-    std::thread::sleep(Duration::from_secs(3));
-    println!(
-        "controller: ready (every kind listed) {} after start; writes in its first evaluation over objects `status report` wrote: {}; RSS {:.0} MiB",
-        ms(synced),
-        status_writes(&api) - before,
-        status_kib(pid, "VmRSS:") as f64 / 1024.0
-    );
+    Ok(())
+}
 
-    // Latency: a new attempt's pod of a failed Job says why its host failed (one NodeSet in
-    // ten has a Job that failed on its first node): that node's status write is what the fake
-    // server receives next, and nothing else.
-    if sets < 10 {
-        return Err("--nodes must be at least 1000 (ten NodeSets): one in ten has the failed Job".into());
+/// The product's binary, beside this one.
+fn agent() -> Result<PathBuf, String> {
+    let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
+    if !agent.is_file() {
+        return Err(format!(
+            "{} is missing: build it beside edpm-bench (cargo build --release --workspace)",
+            agent.display()
+        ));
     }
+    Ok(agent)
+}
+
+/// `--source kube …` for `status COMMAND` against `cluster`, Nova left out (nothing here
+/// runs nova).
+fn agent_args(cluster: &dyn Cluster, command: &str) -> Vec<String> {
+    let kc = cluster.kubeconfig().display().to_string();
+    ["--source", "kube", "--kubeconfig", &kc, "status", command, "--no-nova", "--lease-namespace"]
+        .into_iter()
+        .chain([cluster.lease_namespace()])
+        .map(str::to_string)
+        .collect()
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+/// Whether the probes say ready.
+fn ready(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = write!(s, "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut t = String::new();
+    let _ = s.take(4096).read_to_string(&mut t);
+    t.starts_with("HTTP/1.1 200")
+}
+
+/// Writes (and other requests) counted by what they did: `patch edpmnodestatuses/status 10000, …`.
+fn tally<'a>(reqs: impl Iterator<Item = &'a Req>) -> String {
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    for r in reqs {
+        *by.entry(r.what()).or_default() += 1;
+    }
+    if by.is_empty() {
+        return "none".into();
+    }
+    by.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Ready, then the first evaluation's writes until they pause for [`QUIET`].
+fn first_sync(
+    cluster: &mut dyn Cluster,
+    ctl: &mut Watched,
+    from: usize,
+    started: Duration,
+    synced: Duration,
+) -> Result<(), String> {
+    let mut last = cluster.now();
+    let mut seen = from;
+    ctl.wait_for("the end of the first sync", Duration::from_secs(1800), Duration::from_millis(200), || {
+        let now = cluster.now();
+        let reqs = cluster.requests()?;
+        if let Some(w) = reqs[seen..].iter().filter(|r| r.is_write()).map(|r| r.at).max() {
+            last = last.max(w);
+        }
+        seen = reqs.len();
+        Ok(now.saturating_sub(last) >= QUIET)
+    })?;
+    let reqs = &cluster.requests()?[from..seen];
+    let writes: Vec<&Req> = reqs.iter().filter(|r| r.is_write()).collect();
+    let last_write = writes.iter().map(|r| r.at).max().map(|w| w.saturating_sub(started));
+    println!(
+        "controller: ready (every kind listed) {} after start; first sync: {} writes, the last {} after start ({}); {} requests in all; RSS {:.0} MiB",
+        ms(synced),
+        writes.len(),
+        last_write.map_or("(none)".into(), ms),
+        tally(writes.iter().copied()),
+        reqs.len(),
+        status_kib(ctl.pid(), "VmRSS:") as f64 / 1024.0
+    );
+    Ok(())
+}
+
+/// A new attempt's pod of a failed Job says why its host failed (one NodeSet in ten has a Job
+/// that failed on its first node): the latency to that node's status write, and what else was
+/// written.
+fn latency(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(), String> {
+    let sets = o.nodes.div_ceil(100);
+    let last = format!("svc-{:02}", o.services - 1);
     let mut latencies = Vec::new();
     let mut extra_writes = 0;
-    for i in 0..changes {
+    for i in 0..o.changes {
         let s = (i * 10 + 9) % (sets - sets % 10);
         let ns = format!("nodeset-{s:04}");
         let job = format!("{last}-deploy-{s:04}-{ns}");
         let node = format!("compute-{s:04}-000");
-        let message = json!({"failedHostList": [node], "failedHosts": 1, "failurePercent": 1, "hostFailures": {node.as_str(): format!("Deploy (x.yml:1): change {i}")},
-            "rc": 2, "status": "failed", "totalHosts": 100, "truncated": false, "unreachableHostList": [], "unreachableHosts": 0}).to_string();
-        let from = api.requests_timed(0).len();
-        let t0 = Instant::now();
-        api.put(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("{job}-a{i}"), "namespace": "openstack",
-            "creationTimestamp": format!("2026-11-02T{:02}:{:02}:00Z", i / 60, i % 60), "labels": {"batch.kubernetes.io/job-name": job}},
-            "status": {"containerStatuses": [{"name": "r", "state": {"terminated": {"exitCode": 2, "message": message}}}]}}));
         let object = format!("{ns}-{node}");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let landed = loop {
-            if let Some((t, _)) = api
-                .requests_timed(from)
-                .into_iter()
-                .find(|(_, r)| r.starts_with("PATCH") && r.contains(&format!("/{object}/status")))
-            {
-                break t;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                return Err(format!("no write for {object} within 30 s"));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        latencies.push(landed.duration_since(t0));
-        std::thread::sleep(Duration::from_millis(300));
-        extra_writes += api
-            .requests_timed(from)
-            .iter()
-            .filter(|(_, r)| {
-                r.starts_with("PATCH")
-                    && r.contains("/apis/agent.edpm.openstack.org/")
-                    && !r.contains(&format!("/{object}/"))
-            })
-            .count();
+        let from = cluster.requests()?.len();
+        let t0 = cluster.fail_attempt(failed_pod(&job, i, &node))?;
+        let mut landed = None;
+        ctl.wait_for(
+            &format!("the write of {object}"),
+            Duration::from_secs(30),
+            Duration::from_millis(5),
+            || {
+                landed = cluster.requests()?[from..]
+                    .iter()
+                    .find(|r| {
+                        r.verb == "patch" && r.name == object && r.subresource == "status" && r.at >= t0
+                    })
+                    .map(|r| r.at);
+                Ok(landed.is_some())
+            },
+        )?;
+        latencies.push(landed.unwrap_or(t0).saturating_sub(t0));
+        ctl.sleep(Duration::from_millis(300))?;
+        extra_writes +=
+            cluster.requests()?[from..].iter().filter(|r| r.is_status_write() && r.name != object).count();
     }
+    // In order, for the reader to see where the slow ones are: the first change in a NodeSet
+    // rewrites its other 99 nodes too (the new attempt ran on all of them).
+    let each: Vec<String> = latencies.iter().map(|l| format!("{:.0}", l.as_secs_f64() * 1e3)).collect();
     latencies.sort();
     let p = |q: f64| latencies[((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1];
     println!(
-        "controller: a failed Job's new pod naming one node's reason → that node's status write: median {}, p99 {}, max {} over {changes} changes; {extra_writes} writes of other objects",
+        "controller: a failed Job's new pod naming one node's reason → that node's status write: median {}, p99 {}, max {} over {} changes (each, ms: {}); {extra_writes} writes of other objects",
         ms(p(0.5)),
         ms(p(0.99)),
-        ms(latencies[latencies.len() - 1])
+        ms(latencies[latencies.len() - 1]),
+        o.changes,
+        each.join(" ")
     );
+    Ok(())
+}
 
-    // Churn: 100 changes a second that move no condition (a Job's annotation).
-    std::thread::sleep(Duration::from_secs(2));
-    let before = status_writes(&api);
-    let ticks = cpu_ticks(pid);
+/// 100 changes a second that move no condition (a Job's annotation).
+fn churn(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(), String> {
+    if o.churn == 0 {
+        return Ok(());
+    }
+    let sets = o.nodes.div_ceil(100);
+    let last = format!("svc-{:02}", o.services - 1);
+    ctl.sleep(SETTLE)?;
+    let from = cluster.requests()?.len();
+    let ticks = cpu_ticks(ctl.pid());
     let started = Instant::now();
     let mut n = 0u64;
-    while started.elapsed() < Duration::from_secs(churn) {
+    while started.elapsed() < Duration::from_secs(o.churn) {
         let s = (n as usize * 13) % sets;
-        let job = format!("{last}-deploy-{s:04}-nodeset-{s:04}");
-        if let Some(mut j) = api.object("Job", &job) {
-            j["metadata"]["annotations"] = json!({"bench/churn": n.to_string()});
-            api.put_replace(j);
-        }
+        cluster.touch_job(&format!("{last}-deploy-{s:04}-nodeset-{s:04}"), n)?;
         n += 1;
-        let next = Duration::from_millis(10 * n);
-        if let Some(wait) = next.checked_sub(started.elapsed()) {
+        if n.is_multiple_of(100) {
+            ctl.alive()?;
+        }
+        if let Some(wait) = Duration::from_millis(10 * n).checked_sub(started.elapsed()) {
             std::thread::sleep(wait);
         }
     }
-    std::thread::sleep(Duration::from_secs(2));
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let cpu = (cpu_ticks(pid) - ticks) as f64 / hz;
+    let took = started.elapsed().as_secs_f64();
+    ctl.sleep(SETTLE)?;
+    let cpu = (cpu_ticks(ctl.pid()) - ticks) as f64 / hz();
+    let reqs = &cluster.requests()?[from..];
+    let writes = reqs.iter().filter(|r| r.is_status_write()).count();
     println!(
-        "controller: {n} changes that move nothing in {churn} s ({:.0}/s): {} status writes, CPU {:.1} % of a core",
-        n as f64 / churn as f64,
-        status_writes(&api) - before,
-        cpu * 100.0 / (churn as f64 + 2.0)
+        "controller: {n} changes that move nothing in {took:.1} s ({:.0}/s): {writes} status writes, CPU {:.1} % of a core; its requests meanwhile: {}",
+        n as f64 / took,
+        cpu * 100.0 / (took + SETTLE.as_secs_f64()),
+        tally(reqs.iter())
     );
-
-    // Steady state.
-    let before = status_writes(&api);
-    let ticks = cpu_ticks(pid);
-    std::thread::sleep(Duration::from_secs(idle));
-    let cpu = (cpu_ticks(pid) - ticks) as f64 / hz;
-    println!(
-        "controller: nothing changing for {idle} s: {} writes, CPU {:.2} % of a core, RSS {:.0} MiB (peak {:.0} MiB)",
-        status_writes(&api) - before,
-        cpu * 100.0 / idle as f64,
-        status_kib(pid, "VmRSS:") as f64 / 1024.0,
-        status_kib(pid, "VmHWM:") as f64 / 1024.0
-    );
-    // SIGTERM, as Kubernetes stops it (a profiler wrapping it then writes its data).
-    if wrap.is_some() {
-        let _ = Command::new("pkill").args(["-TERM", "-P", &pid.to_string()]).status();
-    } else {
-        // SAFETY: kill has no memory preconditions; the pid is our child's.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
     Ok(())
+}
+
+fn hz() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
+}
+
+/// Nothing changing: the controller's CPU, RSS and requests (`since`: the index of its first
+/// request).
+fn idle(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched, since: usize) -> Result<(), String> {
+    ctl.sleep(SETTLE)?;
+    cluster.idle_begin()?;
+    let (from, begin) = (cluster.requests()?.len(), cluster.now());
+    let ticks = cpu_ticks(ctl.pid());
+    ctl.sleep(Duration::from_secs(o.idle))?;
+    let cpu = (cpu_ticks(ctl.pid()) - ticks) as f64 / hz();
+    let end = cluster.now();
+    let reqs: Vec<&Req> =
+        cluster.requests()?[from..].iter().filter(|r| r.at >= begin && r.at < end).collect();
+    let per_minute = reqs.len() as f64 * 60.0 / o.idle as f64;
+    println!(
+        "controller: nothing changing for {} s: {} writes, CPU {:.2} % of a core, RSS {:.0} MiB (peak {:.0} MiB); {per_minute:.1} requests per minute ({})",
+        o.idle,
+        reqs.iter().filter(|r| r.is_write()).count(),
+        cpu * 100.0 / o.idle as f64,
+        status_kib(ctl.pid(), "VmRSS:") as f64 / 1024.0,
+        status_kib(ctl.pid(), "VmHWM:") as f64 / 1024.0,
+        tally(reqs.iter().copied())
+    );
+    for line in cluster.idle_end(o.idle)? {
+        println!("{line}");
+    }
+    println!("controller: {}", watches(&cluster.requests()?[since..]));
+    Ok(())
+}
+
+/// How often the controller opens its watches again over the whole run (a server ends each
+/// watch at its timeout, and the controller opens it again): its watch requests per minute
+/// whichever minute the idle window happens to be, which a minute's count is not (the
+/// watches, opened together, end together).
+fn watches(reqs: &[Req]) -> String {
+    let mut by: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
+    for r in reqs.iter().filter(|r| r.verb == "watch") {
+        by.entry(&r.resource).or_default().push(r.at);
+    }
+    let mut gaps: Vec<Duration> = by
+        .values_mut()
+        .flat_map(|at| {
+            at.sort();
+            at.windows(2).map(|w| w[1].saturating_sub(w[0])).collect::<Vec<_>>()
+        })
+        .collect();
+    if gaps.is_empty() {
+        return format!("{} watches, none opened again during the run (each outlasted it)", by.len());
+    }
+    gaps.sort();
+    let median = gaps[gaps.len() / 2].as_secs_f64();
+    format!(
+        "{} watches, each opened again every {median:.0} s (median of {} gaps): {:.1} watch requests per minute",
+        by.len(),
+        gaps.len(),
+        by.len() as f64 * 60.0 / median
+    )
+}
+
+/// The peer on the same cluster, the controller stopped: `status report` with nothing
+/// changed, what each run of a periodic report costs.
+fn peer(o: &Opts, cluster: &mut dyn Cluster, agent: &Path) -> Result<(), String> {
+    let from = cluster.requests()?.len();
+    let m = measure(Command::new(agent).args(agent_args(cluster, "report")))?;
+    if m.status != 0 {
+        return Err(format!("status report exited with {} (run it by hand for its message)", m.status));
+    }
+    let reqs = &cluster.requests()?[from..];
+    println!(
+        "peer: status report, nothing changed (each periodic run), {} objects: {} wall, {} CPU, peak RSS {:.0} MiB, {} write requests, {} requests in all",
+        o.nodes + o.nodes.div_ceil(100),
+        ms(m.wall),
+        ms(m.cpu),
+        m.max_rss_kib as f64 / 1024.0,
+        reqs.iter().filter(|r| r.is_write()).count(),
+        reqs.len()
+    );
+    Ok(())
+}
+
+/// The fake API server of the integration tests, in this process: every request it receives
+/// is the controller's (or the peer's).
+struct FakeCluster {
+    api: fake_api::FakeApi,
+    kubeconfig: PathBuf,
+    origin: Instant,
+    seen: usize,
+    reqs: Vec<Req>,
+}
+
+impl FakeCluster {
+    fn start(docs: Vec<Value>) -> FakeCluster {
+        let started = Instant::now();
+        let api = fake_api::FakeApi::start();
+        api.add_readiness_crds();
+        let n = docs.len();
+        for d in docs {
+            api.put(d);
+        }
+        println!(
+            "set-up: the fake API server holds {n} objects (NodeSets of 100 nodes, a Deployment and a Job each), made in {}",
+            ms(started.elapsed())
+        );
+        let kubeconfig = api.kubeconfig();
+        FakeCluster { api, kubeconfig, origin: started, seen: 0, reqs: Vec::new() }
+    }
+}
+
+impl Cluster for FakeCluster {
+    fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    fn lease_namespace(&self) -> &str {
+        "edpm-node-lease"
+    }
+
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn requests(&mut self) -> Result<&[Req], String> {
+        let new = self.api.requests_timed(self.seen);
+        self.seen += new.len();
+        let origin = self.origin;
+        self.reqs.extend(new.into_iter().map(|(t, r)| fake_request(t.saturating_duration_since(origin), &r)));
+        Ok(&self.reqs)
+    }
+
+    fn fail_attempt(&mut self, pod: Value) -> Result<Duration, String> {
+        let at = self.now();
+        self.api.put(pod);
+        Ok(at)
+    }
+
+    fn touch_job(&mut self, job: &str, n: u64) -> Result<(), String> {
+        let mut j =
+            self.api.object("Job", job).ok_or_else(|| format!("Job {job} is not in the fake API server"))?;
+        j["metadata"]["annotations"] = json!({"bench/churn": n.to_string()});
+        self.api.put_replace(j);
+        Ok(())
+    }
+}
+
+/// `METHOD /apis/GROUP/VERSION/namespaces/NS/RESOURCE/NAME/SUB?QUERY` as the verb and object
+/// Kubernetes would name.
+fn fake_request(at: Duration, line: &str) -> Req {
+    let (method, target) = line.split_once(' ').unwrap_or((line, ""));
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    // Past /api/v1 or /apis/GROUP/VERSION, and the namespace.
+    let skip = if parts.first() == Some(&"api") { 2 } else { 3 };
+    parts.drain(..skip.min(parts.len()));
+    if parts.first() == Some(&"namespaces") && parts.len() > 2 {
+        parts.drain(..2);
+    }
+    let part = |i: usize| parts.get(i).copied().unwrap_or("").to_string();
+    let watch = query.split('&').any(|q| q == "watch=true" || q == "watch=1");
+    let verb = match (method, parts.len()) {
+        ("GET", _) if watch => "watch",
+        ("GET", 1) => "list",
+        ("GET", _) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", _) => "delete",
+        (m, _) => m,
+    };
+    Req { at, verb: verb.to_string(), resource: part(0), name: part(1), subresource: part(2) }
 }

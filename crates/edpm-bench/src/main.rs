@@ -16,6 +16,9 @@
 //! for a no-op play on N local hosts, rounds interleaved.
 //! `edpm-bench summarize`: `edpm-agent run --summarize-only` on a generated job_events
 //! directory of N events.
+//! `edpm-bench controller`: `status controller` at scale against the fake API server, or with
+//! `--real-api` a real kube-apiserver and etcd, as its own ServiceAccount under the shipped
+//! RBAC: first sync, change-to-write latency, churn, idle CPU, RSS and requests.
 //! `edpm-bench node`: the node agent's full check over a generated node (S services, F staged
 //! files) against `sha256sum -c`, and the agent as a service against the fake API server: idle
 //! RSS and CPU, and requests when nothing changes.
@@ -38,8 +41,10 @@
 use edpm_testkit::fake_api;
 
 mod bench;
+mod child;
 mod common;
 mod controller;
+mod controller_real;
 mod inventory;
 mod node;
 mod node_real;
@@ -89,7 +94,7 @@ fn main() {
                 .and_then(|(n, r)| generate(Path::new(dir), r, n)),
             None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
         },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench controller [--nodes 10000] [--services 15] [--changes 20] [--churn-seconds 60] [--idle-seconds 60] | edpm-bench nova [--sizes 250,10000] [--runs 5] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench node --real [--services 50] [--runs 9] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
+        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench controller [--real-api] [--nodes 10000] [--services 15] [--changes 20] [--churn-seconds 60] [--idle-seconds 60] | edpm-bench nova [--sizes 250,10000] [--runs 5] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench node --real [--services 50] [--runs 9] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
     };
     if let Err(e) = result {
         eprintln!("edpm-bench: {e}");

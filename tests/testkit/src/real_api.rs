@@ -237,6 +237,10 @@ impl RealApi {
             args.push(format!("--audit-log-path={}", d("audit.log")));
             args.push("--audit-log-mode=blocking".into());
             args.push("--audit-log-maxbackup=0".into());
+            // Never rotated: the log rotates at its size limit (100 MB unless given), and a
+            // rotated log's requests would be missing from what `audited` reads (a
+            // benchmark of 10,000 nodes writes some 45 MB, a longer run more).
+            args.push("--audit-log-maxsize=1000000".into());
         }
         Ok(args)
     }
@@ -510,6 +514,26 @@ impl RealApi {
             .map(drop)
     }
 
+    /// The controller as the manifests deploy it, for one data-plane namespace and one of
+    /// the node agents' Leases: its shipped RBAC (`rbac-controller.yaml`, `rbac-metrics.yaml`
+    /// from `repo`, rendered by [`shipped`], cluster-wide names made unique with `namespace`)
+    /// applied, and a kubeconfig for its ServiceAccount with a TokenRequest token valid for
+    /// `seconds`, written to `kubeconfig`.
+    pub fn deploy_controller(
+        &self,
+        repo: &Path,
+        namespace: &str,
+        leases: &str,
+        kubeconfig: &Path,
+        seconds: u64,
+    ) -> Result<(), String> {
+        let mut docs = shipped(repo, "rbac-controller.yaml", namespace, leases)?;
+        docs.extend(shipped(repo, "rbac-metrics.yaml", namespace, leases)?);
+        uniquely(&mut docs, namespace);
+        self.apply("edpm-testkit", &docs).map_err(|e| format!("the controller's RBAC: {e}"))?;
+        self.service_account_kubeconfig(kubeconfig, namespace, "edpm-agent-controller", seconds)
+    }
+
     /// A bound token of ServiceAccount `namespace/name` (made if missing) from TokenRequest,
     /// valid for `seconds` (the server's minimum is 600).
     pub fn token(&self, namespace: &str, name: &str, seconds: u64) -> Result<String, String> {
@@ -674,6 +698,40 @@ fn minimal_crd(group: &str, kind: &str, plural: &str) -> Value {
             }]
         }
     })
+}
+
+/// The shipped manifests in `file` (under `repo`'s packaging/kubernetes), rendered for a
+/// namespace of the caller's own: `openstack` → `namespace`, `edpm-node-lease` → `leases`.
+pub fn shipped(repo: &Path, file: &str, namespace: &str, leases: &str) -> Result<Vec<Value>, String> {
+    let mut docs = yaml_file(&repo.join("packaging/kubernetes").join(file))?;
+    for d in &mut docs {
+        rename_namespaces(d, namespace, leases);
+    }
+    Ok(docs)
+}
+
+fn rename_namespaces(v: &mut Value, namespace: &str, leases: &str) {
+    match v {
+        Value::String(s) if s == "openstack" => *s = namespace.to_string(),
+        Value::String(s) if s == "edpm-node-lease" => *s = leases.to_string(),
+        Value::Array(a) => a.iter_mut().for_each(|x| rename_namespaces(x, namespace, leases)),
+        Value::Object(o) => o.values_mut().for_each(|x| rename_namespaces(x, namespace, leases)),
+        _ => {}
+    }
+}
+
+/// Cluster-wide objects (ClusterRoles and their bindings) named with `suffix`: each
+/// namespace's copy of the manifests its own.
+pub fn uniquely(docs: &mut [Value], suffix: &str) {
+    for d in docs.iter_mut() {
+        let cluster_wide = matches!(d["kind"].as_str(), Some("ClusterRole" | "ClusterRoleBinding"));
+        if let (true, Some(name)) = (cluster_wide, d["metadata"]["name"].as_str()) {
+            d["metadata"]["name"] = Value::String(format!("{name}-{suffix}"));
+        }
+        if let (true, Some(role)) = (d["kind"] == "ClusterRoleBinding", d["roleRef"]["name"].as_str()) {
+            d["roleRef"]["name"] = Value::String(format!("{role}-{suffix}"));
+        }
+    }
 }
 
 /// The documents of a YAML stream, a `kind: List`'s items in its place.
