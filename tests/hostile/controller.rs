@@ -284,3 +284,20 @@ fn one_unreadable_status_object_is_reported_and_the_rest_written() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains(broken) && err.contains("cannot be read"), "{err}");
 }
+
+/// SIGTERM while the controller starts and the API server does not answer yet (every request
+/// hangs for 20 s): it stops as documented, exit 0 within the grace period and a second,
+/// saying why; it used to be ended by the signal's default action (no exit code), as the
+/// handler was installed only once the watches had started.
+#[test]
+fn sigterm_while_starting_with_the_api_not_answering_ends_with_exit_0() {
+    let api = cluster();
+    api.fault("/", Fault::Delay(Duration::from_secs(20)), 100_000);
+    let c = Controller::start(&api, &["--leader-elect", "--grace-period", "2"]);
+    wait_for("the first request", Duration::from_secs(20), || !api.requests().is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, took, err) = c.stop();
+    assert_eq!(code, Some(0), "ended by SIGTERM's default action, or not within 15 s ({took:?}): {err}");
+    assert!(took < Duration::from_secs(5), "SIGTERM while starting took {took:?}: {err}");
+    assert!(err.contains("SIGTERM"), "says why it stopped: {err}");
+}

@@ -104,10 +104,22 @@ pub fn run(s: &Settings, settings: edpm_io::k8s::Settings, opts: Options) -> Res
     let metrics = Arc::new(Metrics::new());
     metrics.stale_after(settings.timeout);
     let stopped = rt.block_on(async {
-        serve_probes(&opts, metrics.clone()).await?;
-        let client = Client::connect_watching(&settings).await?;
-        serve_secure_metrics(&opts, &settings, metrics.clone()).await?;
-        control::control(&client, s.selector.as_ref().map(|s| s.as_str()), &opts, &phases, &metrics).await
+        // SIGTERM and SIGINT are taken from here on: one that comes while the controller starts
+        // (an API server not answering yet) stops it as one in the loop does, exit 0.
+        let mut signals = control::signals()?;
+        let started = control::unless_stopped(&mut signals, async {
+            serve_probes(&opts, metrics.clone()).await?;
+            let client = Client::connect_watching(&settings).await?;
+            serve_secure_metrics(&opts, &settings, metrics.clone()).await?;
+            Ok::<_, Error>(client)
+        })
+        .await?;
+        let client = match started {
+            Ok(client) => client,
+            Err(reason) => return Ok(reason),
+        };
+        let selector = s.selector.as_ref().map(|s| s.as_str());
+        control::control(&client, selector, &opts, &phases, &metrics, signals).await
     });
     // Tasks still waiting on the API (watches, an abandoned request) must not hold the exit.
     rt.shutdown_timeout(Duration::from_millis(200));
