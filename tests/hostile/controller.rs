@@ -382,6 +382,7 @@ fn a_hanging_token_review_is_a_500_within_the_scrape_timeout() {
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("prom-token"), "{err}");
+    assert_eq!(err.matches("did not answer the token's review").count(), 1, "told once: {err}");
 }
 
 /// One made-up token from 200 connections at once costs one TokenReview (it cost 200); then

@@ -378,8 +378,10 @@ impl Gate {
             });
             let mut st = lock(&state);
             st.in_flight.remove(&id);
-            if let Ok(v) = &result {
-                st.keep(id, v);
+            match &result {
+                Ok(v) => st.keep(id, v),
+                // Told once per review, however many requests waited on it.
+                Err(e) => tracing::warn!(error = %e, "cannot check a /metrics request's token with the API server"),
             }
             result
         }
