@@ -530,6 +530,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn connections_are_a_share_of_the_open_files_and_exhaustion_is_told_apart() {
+        assert_eq!(connection_caps(1024), (256, 64));
+        assert_eq!(connection_caps(256), (64, 16));
+        assert_eq!(connection_caps(1 << 20), (512, 64), "at most 512 and 64");
+        assert_eq!(connection_caps(16), (8, 4), "at least 8 and 4");
+        assert_eq!(connection_caps(u64::MAX), (512, 64));
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
+            assert!(exhausted(&std::io::Error::from_raw_os_error(errno)));
+        }
+        assert!(!exhausted(&std::io::Error::from_raw_os_error(libc::ECONNABORTED)));
+    }
+
+    #[test]
     fn health_fails_only_after_the_limit_without_progress() {
         let m = Metrics::new();
         let t = m.heartbeat.load(Ordering::Acquire);

@@ -117,7 +117,10 @@ pub(crate) fn named_secrets(dir: &Path, cmd: &RunnerCommand, job: &JobEnv) -> Ve
         Some(c) => Some(c.to_string()),
         None => job.cmdline.clone().or_else(|| read("env/cmdline")),
     };
+    // Where ansible-playbook runs: the project directory, else the runner directory (as
+    // ansible-runner and `ansible_playbook::command` choose it).
     let project = cmd.project_dir();
-    let read_file = |p: &str| read_optional(&project.join(p)).ok().flatten();
+    let base = if project.is_dir() { project } else { dir.to_path_buf() };
+    let read_file = |p: &str| read_optional(&base.join(p)).ok().flatten();
     extra_var_secrets(extravars.as_deref(), cmdline.as_deref(), &read_file)
 }
