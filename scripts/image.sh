@@ -72,7 +72,7 @@ fi
 # would tag garbage or fail half-way, so it is refused before anything is built.
 host='[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[0-9]+)?'
 component='[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*'
-if ! [[ $registry =~ ^$host(/$component)*$ ]] || (( ${#registry} > 200 )); then
+if ! [[ $registry =~ ^($host|$component)(/$component)*$ ]] || (( ${#registry} > 200 )); then
   fail "$target: the repository part ($registry) is no image repository (give host[:port][/path] of lower-case letters, digits, '.', '_', '-'; e.g. quay.io/example)"
 fi
 [[ $tag =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] ||
