@@ -289,7 +289,7 @@ mod tests {
             addresses: Ok(vec![]),
             os: Ok("CentOS Stream 9".into()),
             network: None,
-            runtime: None,
+            runtime: Ok("/usr/bin/podman".into()),
             staged: Ok((0, vec![])),
             deployed: None,
             units: Ok(Default::default()),

@@ -195,7 +195,7 @@ reasons! {
     NETWORK_CONFIG_FAILED = "NetworkConfigFailed", NodeAgent, False(Error),
         "`NodeAgentReady`: `os-net-config.returncode` or `nmstate.returncode` records a failure";
     CONTAINER_RUNTIME_MISSING = "ContainerRuntimeMissing", NodeAgent, False(Error),
-        "`NodeAgentReady`: services are deployed but podman is not installed";
+        "`NodeAgentReady`: podman is not installed, is not executable, or cannot be started (deployed services or not)";
     STAGED_FILE_MISMATCH = "StagedFileMismatch", NodeAgent, False(Warning),
         "`NodeAgentReady`: files `stage` wrote no longer have their sha256 or mode (paths named, contents never); run `stage` again";
     FACTS_UNAVAILABLE = "FactsUnavailable", NodeAgent, Unknown,

@@ -228,6 +228,17 @@ fn check_expect(
             "expect.os is empty, which every OS name contains; give a part of the node's PRETTY_NAME (\"CentOS Stream 9\"), or leave expect.os out".into(),
         ));
     }
+    // A host name among the addresses is never held by any interface: the node would read
+    // AddressMissing for ever. Checked once, here, naming it.
+    if let Some(bad) = e.addresses.iter().find(|a| a.parse::<std::net::IpAddr>().is_err()) {
+        return Err(at(
+            line("addresses"),
+            format!(
+                "expect.addresses: {:?} is not an IP address; list the addresses the node holds (its ctlplane IP, as the inventory's ansible_host), and give its name as expect.hostname",
+                crate::excerpt::printable(bad)
+            ),
+        ));
+    }
     if e.hostname.as_deref().is_some_and(|h| h.trim().is_empty()) {
         return Err(at(
             line("hostname"),
@@ -332,6 +343,17 @@ mod tests {
         assert!(e.starts_with("node agent config n.yaml:5: expect.os is empty"), "{e}");
         let e = parse(Path::new("n.yaml"), &format!("{base}  addresses: []\n  hostname: ' '\n")).unwrap_err();
         assert!(e.to_string().starts_with("node agent config n.yaml:6: expect.hostname is empty"), "{e}");
+        let e =
+            parse(Path::new("n.yaml"), &format!("{base}  addresses: [10.0.0.1, compute-0.example.com]\n"))
+                .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "node agent config n.yaml:5: expect.addresses: \"compute-0.example.com\" is not an IP address"
+            ),
+            "{e}"
+        );
+        let c = parse(Path::new("n.yaml"), &format!("{base}  addresses: [10.0.0.1, 'fd00::1']\n")).unwrap();
+        assert_eq!(c.expect.addresses, ["10.0.0.1", "fd00::1"]);
         let c = parse(Path::new("n.yaml"), &format!("{base}  os: CentOS\n")).unwrap();
         assert_eq!(c.expect.os.as_deref(), Some("CentOS"));
     }

@@ -374,16 +374,18 @@ fn runs_lines(runs: &[crate::snapshot::evidence::NodeRun]) -> String {
     let mut out = format!("Runs ({}, oldest first):\n", runs.len());
     for r in runs {
         let why = r.failed_task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
+        let attempt =
+            if r.attempt == 0 { "attempt unknown".to_string() } else { format!("attempt {}", r.attempt) };
+        let note = r.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         // One line per run, whatever the task's message held.
         out.push_str(&format!(
             "    - {}\n",
             printable(&crate::redact::scrub(&format!(
-                "{} Deployment {} {} (job {}, attempt {}): {}{why}",
+                "{} Deployment {} {} (job {}, {attempt}): {}{why}{note}",
                 r.finished.as_deref().unwrap_or("(running)"),
                 r.deployment,
                 r.service,
                 r.job,
-                r.attempt,
                 r.result
             )))
         ));
@@ -846,6 +848,7 @@ mod tests {
                 finished: Some(t.into()),
                 failed_task: Some(t.into()),
                 pod: Some(t.into()),
+                note: Some(t.into()),
             }],
             deployed: Default::default(),
             delivered: Vec::new(),
