@@ -903,3 +903,147 @@ fn names_at_their_limits_are_written_without_a_422() {
     let leases = api.get_json(&["leases", "-n", &ns]).unwrap();
     assert_eq!(leases["items"].as_array().unwrap().len(), 1, "{leases}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 7. The node agents' identities (issue 38).
+
+/// The identities command as the controller's ServiceAccount under the shipped
+/// rbac-node-identities.yaml, in `ns` (leases in `leases`): its output (JSON).
+fn identities(kubeconfig: &Path, leases: &str, extra: &[&str]) -> Value {
+    let mut args =
+        vec!["status", "identities", "--nodeset", "edpm-compute-cell1", "--lease-namespace", leases];
+    args.extend_from_slice(extra);
+    args.extend(["-o", "json"]);
+    let out = agent(kubeconfig, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str::<Value>(&out.stdout).unwrap()[0].clone()
+}
+
+/// The kubeconfigs of the NodeSet's credentials Secret, by node.
+fn credentials(api: &RealApi, ns: &str) -> std::collections::BTreeMap<String, String> {
+    let s = api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", ns]).unwrap();
+    edpm_core::identity::decode_entries(&s["data"])
+}
+
+/// The controller's ServiceAccount with rbac-node-identities.yaml, in its own namespaces, with
+/// the example NodeSets loaded.
+fn deploy_identities(api: &RealApi, hint: &str) -> Deployed {
+    let d = deploy_controller(api, hint);
+    let docs =
+        edpm_testkit::real_api::shipped(&repo(), "rbac-node-identities.yaml", &d.ns, &d.leases).unwrap();
+    apply(api, "edpm-testkit", &docs).unwrap();
+    load(api, &d.ns, &["examples/nodeset/nodesets.yaml"]);
+    d
+}
+
+/// `status identities` makes each node's identity: a node's credential from the Secret reads
+/// and patches its own status object and Lease and is refused (403) on another node's; run
+/// again it writes nothing (no write request in the audit log, the Secret's resourceVersion
+/// kept); a node removed from the NodeSet loses its identity and its old token is refused
+/// (401), a node added gains one; never a 403 for the command under the shipped RBAC, never a
+/// token in its output.
+#[test]
+fn node_identities_are_made_once_kept_to_their_own_objects_and_follow_the_nodeset() {
+    let Some(api) = cluster("node_identities_are_made_once_kept_to_their_own_objects_and_follow_the_nodeset")
+    else {
+        return;
+    };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "ident");
+    let first = identities(&kubeconfig, &leases, &[]);
+    assert_eq!(first["minted"], json!(["edpm-compute-3", "edpm-compute-4"]), "{first}");
+    assert_eq!(first["secret_written"], true);
+    let creds = credentials(api, &ns);
+    assert_eq!(creds.keys().collect::<Vec<_>>(), ["edpm-compute-3", "edpm-compute-4"]);
+    for kc in creds.values() {
+        let token = edpm_core::identity::token_of(kc).unwrap();
+        assert!(!first.to_string().contains(&token), "a token in the output");
+        let claims = edpm_core::identity::claims(&token).unwrap();
+        assert_eq!(claims.lifetime(), 24 * 3600, "a bound, expiring token of hours");
+    }
+    let (own, other) = ("edpm-compute-cell1-edpm-compute-3", "edpm-compute-cell1-edpm-compute-4");
+    let kc3 = dir.path().join("node3.kubeconfig");
+    let kc4 = dir.path().join("node4.kubeconfig");
+    std::fs::write(&kc3, &creds["edpm-compute-3"]).unwrap();
+    std::fs::write(&kc4, &creds["edpm-compute-4"]).unwrap();
+    let as3 = |args: &[&str]| api.kubectl_as(&kc3, args, None);
+    let patch = r#"{"status":{"conditions":[{"type":"NodeAgentReady","status":"True","reason":"AsExpected","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#;
+    let lease_patch = r#"{"spec":{"holderIdentity":"edpm-compute-3","leaseDurationSeconds":40}}"#;
+    // Its own: read and patched.
+    as3(&["get", "edpmnodestatus", own, "-n", &ns]).unwrap();
+    as3(&["patch", "edpmnodestatus", own, "-n", &ns, "--subresource=status", "--type=merge", "-p", patch])
+        .unwrap();
+    as3(&["get", "lease", own, "-n", &leases]).unwrap();
+    as3(&["patch", "lease", own, "-n", &leases, "--type=merge", "-p", lease_patch]).unwrap();
+    // Another node's: refused.
+    for args in [
+        vec!["get", "edpmnodestatus", other, "-n", &ns],
+        vec![
+            "patch",
+            "edpmnodestatus",
+            other,
+            "-n",
+            &ns,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            patch,
+        ],
+        vec!["get", "lease", other, "-n", &leases],
+        vec!["patch", "lease", other, "-n", &leases, "--type=merge", "-p", lease_patch],
+    ] {
+        let e = as3(&args).unwrap_err();
+        assert!(e.contains("Forbidden"), "{args:?}: {e}");
+    }
+    let node3 = user(&ns, &format!("edpm-agent-node-{own}"));
+    assert_eq!(api.audited(&node3, 403).len(), 4, "{:?}", api.audited(&node3, 403));
+    let controller = user(&ns, "edpm-agent-controller");
+    assert_eq!(api.audited(&controller, 403), Vec::<String>::new());
+
+    // Twice: nothing written the second time.
+    let writes = || {
+        api.audited_requests(&controller)
+            .into_iter()
+            .filter(|(verb, _, _)| matches!(verb.as_str(), "create" | "patch" | "update" | "delete"))
+            .count()
+    };
+    let secret_version = || {
+        api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &ns]).unwrap()["metadata"]
+            ["resourceVersion"]
+            .clone()
+    };
+    let (before, version) = (writes(), secret_version());
+    let second = identities(&kubeconfig, &leases, &[]);
+    assert_eq!((second["applied"].clone(), second["deleted"].clone()), (json!([]), json!([])), "{second}");
+    assert_eq!((second["minted"].clone(), second["secret_written"].clone()), (json!([]), json!(false)));
+    assert_eq!(writes(), before, "the second run wrote");
+    assert_eq!(secret_version(), version);
+
+    // edpm-compute-4 leaves, edpm-compute-9 joins.
+    api.kubectl(
+        &["patch", "openstackdataplanenodeset", "edpm-compute-cell1", "-n", &ns, "--type=json", "-p",
+          r#"[{"op":"remove","path":"/spec/nodes/edpm-compute-4"},{"op":"add","path":"/spec/nodes/edpm-compute-9","value":{"hostName":"edpm-compute-9"}}]"#],
+        None,
+    )
+    .unwrap();
+    let third = identities(&kubeconfig, &leases, &[]);
+    assert_eq!(third["minted"], json!(["edpm-compute-9"]), "{third}");
+    assert_eq!(third["dropped"], json!(["edpm-compute-4"]));
+    let sa4 = format!("edpm-agent-node-{other}");
+    for (kind, namespace) in [
+        ("serviceaccount", &ns),
+        ("role", &ns),
+        ("rolebinding", &ns),
+        ("role", &leases),
+        ("rolebinding", &leases),
+    ] {
+        let e = api.kubectl(&["get", kind, &sa4, "-n", namespace], None).unwrap_err();
+        assert!(e.contains("NotFound"), "{kind} {namespace}/{sa4}: {e}");
+    }
+    assert_eq!(credentials(api, &ns).keys().collect::<Vec<_>>(), ["edpm-compute-3", "edpm-compute-9"]);
+    wait_for("edpm-compute-4's old token refused", Duration::from_secs(10), || {
+        api.kubectl_as(&kc4, &["get", "lease", other, "-n", &leases], None)
+            .is_err_and(|e| e.contains("Unauthorized") || e.contains("must be logged in"))
+    });
+    as3(&["get", "edpmnodestatus", own, "-n", &ns]).unwrap();
+    assert_eq!(api.audited(&controller, 403), Vec::<String>::new());
+}
