@@ -1047,3 +1047,108 @@ fn node_identities_are_made_once_kept_to_their_own_objects_and_follow_the_nodese
     as3(&["get", "edpmnodestatus", own, "-n", &ns]).unwrap();
     assert_eq!(api.audited(&controller, 403), Vec::<String>::new());
 }
+
+/// The `jti` of a ServiceAccount token (decoded, not verified).
+fn jti(token: &str) -> String {
+    let payload = token.split('.').nth(1).unwrap().to_string();
+    let text = &edpm_core::identity::decode_entries(&json!({ "p": payload }))["p"];
+    serde_json::from_str::<Value>(text).unwrap()["jti"].as_str().unwrap().to_string()
+}
+
+/// The credential ids (`JTI=…`) the audit log saw `user` authenticate with, in order.
+fn credential_ids(api: &RealApi, user: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(api.dir().join("audit.log")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["user"]["username"] == user && e["stage"] == "ResponseComplete")
+        .filter_map(|e| {
+            e["user"]["extra"]["authentication.kubernetes.io/credential-id"][0].as_str().map(String::from)
+        })
+        .collect()
+}
+
+/// The node agent with its credential from `status identities` (10 minutes, TokenRequest's
+/// shortest), renewing at 2% of its lifetime (12 s): it renews its token before it expires,
+/// writes it into its kubeconfig (0600), and goes on reporting with the new one without a
+/// restart (the audit log sees the new token's id); a renewal refused turns
+/// `AgentCredentialExpiring` True with the reason and the API server's answer, and the
+/// command run again (the Role restored) lets it renew and turn False; never a token in its log.
+#[test]
+fn the_node_agent_renews_its_own_token_and_says_when_it_cannot() {
+    let Some(api) = cluster("the_node_agent_renews_its_own_token_and_says_when_it_cannot") else { return };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "renew");
+    identities(&kubeconfig, &leases, &["--credential-lifetime", "10m"]);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    let kc = dir.path().join("node.kubeconfig");
+    std::fs::write(&kc, &credentials(api, &ns)["edpm-compute-3"]).unwrap();
+    std::fs::set_permissions(&kc, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let token = || edpm_core::identity::token_of(&std::fs::read_to_string(&kc).unwrap()).unwrap();
+    let first = token();
+    let root = crate::node_agent::node_root(dir.path());
+    let tools = crate::node_agent::fake_tools(dir.path());
+    let cfg = dir.path().join("node.yaml");
+    let text = crate::node_agent::config_text(&root, Some(&kc), &ns, object, &leases);
+    std::fs::write(&cfg, format!("{text}credential_renew_percent: 2\n")).unwrap();
+    let log = dir.path().join("agent.log");
+    let mut agent = Command::new(crate::util::node_bin())
+        .args(["--config", cfg.to_str().unwrap(), "-v"])
+        .env_clear()
+        .env("PATH", crate::node_agent::path_with(&tools))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let cond = |ty: &str| condition_of(api, &ns, object, ty);
+    wait_for("the agent's own condition", Duration::from_secs(20), || {
+        cond("NodeAgentReady").is_some_and(|c| c["status"] == "True")
+    });
+    wait_for("the token renewed", Duration::from_secs(60), || token() != first);
+    let second = token();
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&kc).unwrap().permissions()) & 0o777;
+    assert_eq!(mode, 0o600, "the renewed kubeconfig's mode");
+    let node = user(&ns, &format!("edpm-agent-node-{object}"));
+    wait_for("requests with the new token", Duration::from_secs(20), || {
+        credential_ids(api, &node).contains(&format!("JTI={}", jti(&second)))
+    });
+    let renewed = || {
+        api.get_json(&["lease", object, "-n", &leases]).unwrap()["spec"]["renewTime"]
+            .as_str()
+            .map(String::from)
+    };
+    let before = renewed();
+    wait_for("the Lease renewed after", Duration::from_secs(10), || renewed() != before);
+    wait_for("AgentCredentialExpiring False", Duration::from_secs(20), || {
+        cond("AgentCredentialExpiring")
+            .is_some_and(|c| c["status"] == "False" && c["reason"] == "CredentialCurrent")
+    });
+    assert_eq!(api.audited(&node, 401), Vec::<String>::new(), "a request with a dead token");
+
+    // TokenRequest refused: the condition says so, and the Lease goes on meanwhile.
+    let sa = format!("edpm-agent-node-{object}");
+    api.kubectl(
+        &["patch", "role", &sa, "-n", &ns, "--type=json", "-p", r#"[{"op":"remove","path":"/rules/2"}]"#],
+        None,
+    )
+    .unwrap();
+    wait_for("AgentCredentialExpiring True", Duration::from_secs(60), || {
+        cond("AgentCredentialExpiring").is_some_and(|c| {
+            c["status"] == "True"
+                && c["reason"] == "CredentialExpiring"
+                && c["message"].as_str().unwrap().contains("403")
+        })
+    });
+    // The command again: the Role restored (only it), and the agent renews.
+    let again = identities(&kubeconfig, &leases, &[]);
+    assert_eq!(again["applied"], json!([format!("Role {ns}/{sa}")]), "{again}");
+    wait_for("AgentCredentialExpiring False again", Duration::from_secs(60), || {
+        cond("AgentCredentialExpiring").is_some_and(|c| c["status"] == "False")
+    });
+    agent.kill().unwrap();
+    let _ = agent.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    for t in [&first, &second, &token()] {
+        assert!(!text.contains(t.as_str()), "a token in the agent's log");
+    }
+    assert!(text.contains("credential renewed"), "{text}");
+}
