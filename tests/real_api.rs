@@ -1152,3 +1152,102 @@ fn the_node_agent_renews_its_own_token_and_says_when_it_cannot() {
     }
     assert!(text.contains("credential renewed"), "{text}");
 }
+
+/// The NodeSet's credentials Secret made by `status identities`, mounted as the Deployment
+/// mounts it (a file per key), and the edpm_agent_node role run by the real ansible-runner on
+/// two hosts: each host gets its own entry (0600, never printed), which reads its own status
+/// object and is refused another's; a second run changes nothing.
+#[test]
+fn the_role_installs_each_host_with_its_own_credential_from_one_mounted_secret() {
+    let Some(api) = cluster("the_role_installs_each_host_with_its_own_credential_from_one_mounted_secret")
+    else {
+        return;
+    };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "role");
+    identities(&kubeconfig, &leases, &[]);
+    let d = dir.path();
+    let mount = d.join("mount");
+    std::fs::create_dir_all(&mount).unwrap();
+    let creds = credentials(api, &ns);
+    for (key, text) in &creds {
+        std::fs::write(mount.join(key), text).unwrap();
+    }
+    let pdd = d.join("runner");
+    for sub in ["project", "inventory", "env"] {
+        std::fs::create_dir_all(pdd.join(sub)).unwrap();
+    }
+    std::fs::write(
+        pdd.join("project/site.yml"),
+        "- hosts: edpm-compute-cell1\n  gather_facts: false\n  roles:\n    - edpm_agent_install\n    - edpm_agent_node\n",
+    )
+    .unwrap();
+    let host =
+        |n: &str| format!("    {n}:\n      edpm_agent_root: \"{}\"\n", d.join("nodes").join(n).display());
+    std::fs::write(
+        pdd.join("inventory/hosts.yml"),
+        format!(
+            "edpm-compute-cell1:\n  hosts:\n{}{}  vars:\n    ansible_connection: local\n    ansible_python_interpreter: \"{{{{ ansible_playbook_python }}}}\"\n    edpm_agent_install_src: \"{}\"\n    edpm_agent_install_node_src: \"{}\"\n    edpm_agent_node_nodeset: edpm-compute-cell1\n    edpm_agent_node_namespace: {ns}\n    edpm_agent_node_lease_namespace: {leases}\n    edpm_agent_node_credentials_dir: \"{}\"\n",
+            host("edpm-compute-3"),
+            host("edpm-compute-4"),
+            bin().display(),
+            crate::util::node_bin().display(),
+            mount.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        pdd.join("env/envvars"),
+        format!(
+            "ANSIBLE_ROLES_PATH: \"{}\"\nANSIBLE_NOCOLOR: \"1\"\nANSIBLE_LOCAL_TEMP: /tmp/edpm-agent-ansible-tmp\n",
+            repo().join("roles").display()
+        ),
+    )
+    .unwrap();
+    let runner = crate::util::python_tool("ansible-runner");
+    // ansible-runner runs the ansible-playbook beside it.
+    let path =
+        format!("{}:{}", runner.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let play = || {
+        crate::util::run_program(
+            &runner,
+            &["run", pdd.to_str().unwrap(), "-p", "site.yml"],
+            &[("PATH", &path)],
+        )
+    };
+    let first = play();
+    assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
+    for text in creds.values() {
+        let token = edpm_core::identity::token_of(text).unwrap();
+        assert!(!first.stdout.contains(&token) && !first.stderr.contains(&token), "a token printed");
+    }
+    for (node, other) in [("edpm-compute-3", "edpm-compute-4"), ("edpm-compute-4", "edpm-compute-3")] {
+        let installed = d.join("nodes").join(node).join("etc/edpm-agent/kubeconfig");
+        assert_eq!(std::fs::read_to_string(&installed).unwrap(), creds[node], "{node}'s own entry");
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&installed).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600);
+        let own = format!("edpm-compute-cell1-{node}");
+        api.kubectl_as(&installed, &["get", "edpmnodestatus", &own, "-n", &ns], None).unwrap();
+        let e = api
+            .kubectl_as(
+                &installed,
+                &["get", "edpmnodestatus", &format!("edpm-compute-cell1-{other}"), "-n", &ns],
+                None,
+            )
+            .unwrap_err();
+        assert!(e.contains("Forbidden"), "{e}");
+        let config =
+            std::fs::read_to_string(d.join("nodes").join(node).join("etc/edpm-agent/node.yaml")).unwrap();
+        assert!(config.contains(&format!("node: {node}")), "{config}");
+    }
+    let second = play();
+    assert_eq!(second.code, 0, "{}\n{}", second.stdout, second.stderr);
+    let recaps: Vec<&str> =
+        second.stdout.lines().filter(|l| l.contains("ok=") && l.contains("changed=")).collect();
+    assert_eq!(recaps.len(), 2, "{}", second.stdout);
+    assert!(
+        recaps.iter().all(|l| l.contains("changed=0")),
+        "the second run changed something:\n{}",
+        second.stdout
+    );
+}
