@@ -1251,3 +1251,46 @@ fn the_role_installs_each_host_with_its_own_credential_from_one_mounted_secret()
         second.stdout
     );
 }
+
+/// `status controller --node-identities` as its ServiceAccount under the shipped RBAC (with
+/// rbac-node-identities.yaml): each node of the NodeSet gets its identity and its entry in
+/// the Secret; a node removed from the NodeSet loses both, one added gains them; never a 403,
+/// never a token in its log.
+#[test]
+fn the_controller_keeps_the_node_identities_with_its_flag() {
+    let Some(api) = cluster("the_controller_keeps_the_node_identities_with_its_flag") else { return };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "ctl-ident");
+    let _ = &dir;
+    let c = RealController::start(&kubeconfig, &leases, &["--node-identities"]);
+    let entries = || {
+        api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &ns])
+            .map(|s| edpm_core::identity::decode_entries(&s["data"]).into_keys().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    c.wait_for("each node's credential", Duration::from_secs(30), || {
+        entries() == ["edpm-compute-3", "edpm-compute-4"]
+    });
+    let sa = |n: &str| format!("edpm-agent-node-edpm-compute-cell1-{n}");
+    api.kubectl(&["get", "serviceaccount", &sa("edpm-compute-4"), "-n", &ns], None).unwrap();
+    api.kubectl(
+        &["patch", "openstackdataplanenodeset", "edpm-compute-cell1", "-n", &ns, "--type=json", "-p",
+          r#"[{"op":"remove","path":"/spec/nodes/edpm-compute-4"},{"op":"add","path":"/spec/nodes/edpm-compute-9","value":{"hostName":"edpm-compute-9"}}]"#],
+        None,
+    )
+    .unwrap();
+    c.wait_for("the Secret following the NodeSet", Duration::from_secs(30), || {
+        entries() == ["edpm-compute-3", "edpm-compute-9"]
+    });
+    c.wait_for("edpm-compute-4's ServiceAccount gone", Duration::from_secs(10), || {
+        api.kubectl(&["get", "serviceaccount", &sa("edpm-compute-4"), "-n", &ns], None).is_err()
+    });
+    api.kubectl(&["get", "rolebinding", &sa("edpm-compute-9"), "-n", &leases], None).unwrap();
+    let (code, log) = c.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("node agent identities kept"), "{log}");
+    let creds = credentials(api, &ns);
+    for kc in creds.values() {
+        assert!(!log.contains(&edpm_core::identity::token_of(kc).unwrap()), "a token in the log");
+    }
+    assert_eq!(api.audited(&user(&ns, "edpm-agent-controller"), 403), Vec::<String>::new());
+}

@@ -9,11 +9,8 @@ use std::time::Duration;
 use super::output::{json_text, write_out};
 use super::{AppError, Context};
 use crate::exit::Exit;
-use edpm_core::identity::{self, Access, Node, NodeSet};
-use edpm_core::model::{GroupKind, Model};
-use edpm_core::readiness::api::OwnerKind;
+use edpm_core::identity::{self, Access};
 use edpm_core::settings::SourceSpec;
-use edpm_core::snapshot::Snapshot;
 
 pub(super) struct Flags {
     pub(super) nodesets: Vec<String>,
@@ -22,40 +19,6 @@ pub(super) struct Flags {
     pub(super) lifetime: Duration,
     pub(super) timeout: Duration,
     pub(super) json: bool,
-}
-
-/// The NodeSet (or seeds' Role) `name` of the model, as identities see it.
-pub(crate) fn nodeset_of(
-    snap: &Snapshot,
-    model: &Model,
-    name: &str,
-    namespace: &str,
-    lease_namespace: &str,
-) -> Option<NodeSet> {
-    let g = model.groups.iter().find(|g| g.name == name)?;
-    let (kind, owner) = match g.kind {
-        GroupKind::NodeSet => (
-            OwnerKind::OpenStackDataPlaneNodeSet,
-            snap.nodesets
-                .iter()
-                .find(|n| n.id.name == name)
-                .and_then(|n| n.meta.uid.clone())
-                .map(|uid| (g.id.kind.clone(), uid)),
-        ),
-        GroupKind::Role => (OwnerKind::OpenStackDataPlaneRole, None),
-    };
-    Some(NodeSet {
-        name: name.to_string(),
-        kind,
-        owner,
-        namespace: namespace.to_string(),
-        lease_namespace: lease_namespace.to_string(),
-        nodes: g
-            .members
-            .iter()
-            .map(|m| Node { key: m.key.clone(), host_name: m.host_name.value.clone() })
-            .collect(),
-    })
 }
 
 pub(super) fn run(cx: &Context, f: Flags, out: &mut dyn Write) -> Result<Exit, AppError> {
@@ -80,7 +43,7 @@ pub(super) fn run(cx: &Context, f: Flags, out: &mut dyn Write) -> Result<Exit, A
     };
     let mut outcomes = Vec::new();
     for name in &f.nodesets {
-        let set = nodeset_of(&snap, &model, name, client.namespace(), &cx.lease_namespace).ok_or_else(|| {
+        let set = identity::nodeset_of(&snap, &model, name, client.namespace(), &cx.lease_namespace).ok_or_else(|| {
             AppError::not_found(format!(
                 "NodeSet {name:?} is not in namespace {} (nor a seeds' Role); check --nodeset and --namespace",
                 client.namespace()

@@ -264,6 +264,40 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
     ]
 }
 
+/// The NodeSet (or seeds' Role) `name` of the model, as identities see it.
+pub fn nodeset_of(
+    snap: &crate::snapshot::Snapshot,
+    model: &crate::model::Model,
+    name: &str,
+    namespace: &str,
+    lease_namespace: &str,
+) -> Option<NodeSet> {
+    let g = model.groups.iter().find(|g| g.name == name)?;
+    let (kind, owner) = match g.kind {
+        crate::model::GroupKind::NodeSet => (
+            OwnerKind::OpenStackDataPlaneNodeSet,
+            snap.nodesets
+                .iter()
+                .find(|n| n.id.name == name)
+                .and_then(|n| n.meta.uid.clone())
+                .map(|uid| (g.id.kind.clone(), uid)),
+        ),
+        crate::model::GroupKind::Role => (OwnerKind::OpenStackDataPlaneRole, None),
+    };
+    Some(NodeSet {
+        name: name.to_string(),
+        kind,
+        owner,
+        namespace: namespace.to_string(),
+        lease_namespace: lease_namespace.to_string(),
+        nodes: g
+            .members
+            .iter()
+            .map(|m| Node { key: m.key.clone(), host_name: m.host_name.value.clone() })
+            .collect(),
+    })
+}
+
 /// Whether `live` already says everything `want` says (maps: each key of `want` in `live`
 /// with a value that says it; lists: as long, item by item; scalars: equal). What the server
 /// added (defaults, uid, managedFields) does not count.
