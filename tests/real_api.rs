@@ -1138,6 +1138,25 @@ fn the_node_agent_renews_its_own_token_and_says_when_it_cannot() {
                 && c["message"].as_str().unwrap().contains("403")
         })
     });
+    // `status show` names it on the node's row (the real clock: the Lease is live).
+    let kc_arg = kubeconfig.to_str().unwrap();
+    let show = run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc_arg,
+            "status",
+            "show",
+            "--lease-namespace",
+            &leases,
+            "--no-nova",
+        ],
+        &[],
+    );
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    let row = show.stdout.lines().find(|l| l.trim_start().starts_with("edpm-compute-3 ")).unwrap_or_default();
+    assert!(row.contains("AgentCredentialExpiring: the token of ServiceAccount"), "{}", show.stdout);
     // The command again: the Role restored (only it), and the agent renews.
     let again = identities(&kubeconfig, &leases, &[]);
     assert_eq!(again["applied"], json!([format!("Role {ns}/{sa}")]), "{again}");
