@@ -122,7 +122,7 @@ fn the_shipped_manifests_are_accepted_whole() {
     }
     // The other manifests, applied on their own as docs/kubernetes.md says (the node agent's
     // template with its placeholders filled in).
-    for file in ["rbac-reporter.yaml", "rbac-runner.yaml"] {
+    for file in ["rbac-reporter.yaml", "rbac-runner.yaml", "rbac-node-identities.yaml"] {
         let out = api.kubectl(&["apply", "--server-side", "-f", dir.join(file).to_str().unwrap()], None);
         assert!(out.is_ok(), "{file}: {out:?}");
     }

@@ -636,6 +636,17 @@ mod tests {
         assert_eq!(objs[4].namespace, "edpm-node-lease");
         assert_eq!(objs[4].body["subjects"][0]["namespace"], "openstack");
         assert!(matches!(objects(&set(&["a/b"])), Err(IdentityError::BadKey { .. })));
+        // Least privilege: every rule names its objects; nothing listed or deleted; the one
+        // create is a token for its own ServiceAccount.
+        for r in
+            objs.iter().filter(|o| o.kind == Kind::Role).flat_map(|o| o.body["rules"].as_array().unwrap())
+        {
+            assert_eq!(r["resourceNames"].as_array().map(Vec::len), Some(1), "{r}");
+            for v in r["verbs"].as_array().unwrap() {
+                assert!(["get", "patch", "update", "create"].contains(&v.as_str().unwrap()), "{r}");
+                assert!(v != "create" || r["resources"] == json!(["serviceaccounts/token"]), "{r}");
+            }
+        }
     }
 
     #[test]
