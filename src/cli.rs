@@ -442,26 +442,8 @@ pub enum StatusAction {
         /// never.
         #[arg(long, value_name = "DURATION", default_value = "10")]
         inputs_interval: String,
-        /// Keep each NodeSet's node agent identities as `status identities` makes them (the
-        /// leader, after evaluating the NodeSet: when its nodes change, and every
-        /// --node-identities-interval). Needs packaging/kubernetes/rbac-node-identities.yaml.
-        #[arg(long)]
-        node_identities: bool,
-        /// With --node-identities: the API server's URL as the nodes reach it (default: the
-        /// controller's own).
-        #[arg(long, value_name = "URL", requires = "node_identities")]
-        node_identities_server: Option<String>,
-        /// With --node-identities: the CA bundle (PEM) the nodes verify it with (default: the
-        /// controller's own).
-        #[arg(long, value_name = "FILE", requires = "node_identities")]
-        node_identities_certificate_authority: Option<PathBuf>,
-        /// With --node-identities: each initial token's lifetime.
-        #[arg(long, value_name = "DURATION", default_value = "24h")]
-        node_identities_credential_lifetime: String,
-        /// With --node-identities: the longest time between two passes over a NodeSet whose
-        /// nodes did not change.
-        #[arg(long, value_name = "DURATION", default_value = "10m")]
-        node_identities_interval: String,
+        #[command(flatten)]
+        node_identities: Box<NodeIdentityArgs>,
         #[command(flatten)]
         source: SourceArgs,
     },
@@ -729,6 +711,31 @@ pub enum ExportFormat {
     Yaml,
     Ini,
     Json,
+}
+
+/// `status controller --node-identities` and its flags.
+#[derive(Debug, Clone, Args)]
+pub struct NodeIdentityArgs {
+    /// Keep each NodeSet's node agent identities as `status identities` makes them (the
+    /// leader, after evaluating the NodeSet: when its nodes change, and every
+    /// --node-identities-interval). Needs packaging/kubernetes/rbac-node-identities.yaml.
+    #[arg(long)]
+    pub node_identities: bool,
+    /// With --node-identities: the API server's URL as the nodes reach it (default: the
+    /// controller's own).
+    #[arg(long, value_name = "URL", requires = "node_identities")]
+    pub node_identities_server: Option<String>,
+    /// With --node-identities: the CA bundle (PEM) the nodes verify it with (default: the
+    /// controller's own).
+    #[arg(long, value_name = "FILE", requires = "node_identities")]
+    pub node_identities_certificate_authority: Option<PathBuf>,
+    /// With --node-identities: each initial token's lifetime.
+    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    pub node_identities_credential_lifetime: String,
+    /// With --node-identities: the longest time between two passes over a NodeSet whose
+    /// nodes did not change.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub node_identities_interval: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

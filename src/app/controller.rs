@@ -93,17 +93,16 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
 
 /// `--node-identities` and its flags, checked.
 fn identities(args: &StatusArgs) -> Result<Option<edpm_controller::identities::IdentityOptions>, AppError> {
-    let StatusAction::Controller {
+    let StatusAction::Controller { node_identities: flags, .. } = &args.action else {
+        return Ok(None);
+    };
+    let crate::cli::NodeIdentityArgs {
         node_identities,
         node_identities_server,
         node_identities_certificate_authority,
         node_identities_credential_lifetime,
         node_identities_interval,
-        ..
-    } = &args.action
-    else {
-        return Ok(None);
-    };
+    } = flags.as_ref();
     if !node_identities {
         return Ok(None);
     }

@@ -194,23 +194,7 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
             "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
         })
     };
-    let (labels, annotations) = api::labels_and_annotations(&set.name, Some(&n.key));
-    let mut status_meta = json!({"name": object, "namespace": ns, "labels": labels});
-    if !annotations.is_empty() {
-        status_meta["annotations"] = json!(annotations);
-    }
-    if let Some((kind, uid)) = &set.owner {
-        status_meta["ownerReferences"] = json!([{"apiVersion": "dataplane.openstack.org/v1beta1", "kind": kind, "name": set.name, "uid": uid}]);
-    }
-    let mut spec = json!({"nodeSet": set.name, "nodeSetKind": set.kind, "node": n.key});
-    if !n.host_name.is_empty() {
-        spec["hostName"] = json!(n.host_name);
-    }
-    let mut lease_meta = json!({"name": object, "namespace": leases, "labels": labels});
-    if !annotations.is_empty() {
-        lease_meta["annotations"] = json!(annotations);
-    }
-    vec![
+    let mut out = vec![
         obj(
             Kind::ServiceAccount,
             ns,
@@ -247,20 +231,45 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
             false,
         ),
         obj(Kind::RoleBinding, leases, &sa, binding(leases), false),
-        obj(
-            Kind::NodeStatus,
-            ns,
-            &object,
-            json!({"apiVersion": api::API_VERSION, "kind": api::NODE_KIND, "metadata": status_meta, "spec": spec}),
-            true,
-        ),
-        obj(
-            Kind::Lease,
-            leases,
-            &object,
-            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": lease_meta}),
-            true,
-        ),
+    ];
+    out.extend(status_and_lease(set, n, &object));
+    out
+}
+
+/// The node's status object and Lease, made when missing and never changed after.
+fn status_and_lease(set: &NodeSet, n: &Node, object: &str) -> [Object; 2] {
+    let (ns, leases) = (set.namespace.as_str(), set.lease_namespace.as_str());
+    let (labels, annotations) = api::labels_and_annotations(&set.name, Some(&n.key));
+    let mut status_meta = json!({"name": object, "namespace": ns, "labels": labels});
+    if !annotations.is_empty() {
+        status_meta["annotations"] = json!(annotations);
+    }
+    if let Some((kind, uid)) = &set.owner {
+        status_meta["ownerReferences"] = json!([{"apiVersion": "dataplane.openstack.org/v1beta1", "kind": kind, "name": set.name, "uid": uid}]);
+    }
+    let mut spec = json!({"nodeSet": set.name, "nodeSetKind": set.kind, "node": n.key});
+    if !n.host_name.is_empty() {
+        spec["hostName"] = json!(n.host_name);
+    }
+    let mut lease_meta = json!({"name": object, "namespace": leases, "labels": labels});
+    if !annotations.is_empty() {
+        lease_meta["annotations"] = json!(annotations);
+    }
+    [
+        Object {
+            kind: Kind::NodeStatus,
+            namespace: ns.to_string(),
+            name: object.to_string(),
+            body: json!({"apiVersion": api::API_VERSION, "kind": api::NODE_KIND, "metadata": status_meta, "spec": spec}),
+            create_only: true,
+        },
+        Object {
+            kind: Kind::Lease,
+            namespace: leases.to_string(),
+            name: object.to_string(),
+            body: json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": lease_meta}),
+            create_only: true,
+        },
     ]
 }
 
