@@ -8,13 +8,14 @@
 
 use std::collections::BTreeMap;
 
+use futures::{StreamExt, stream};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
 use super::apply::FIELD_MANAGER;
-use super::status::retry_conflicts;
+use super::status::{CONCURRENCY, retry_conflicts};
 use super::{Client, Error};
 use edpm_core::identity::{self, Access, Kind, Live, NodeSet};
 use edpm_core::readiness::{api, names};
@@ -186,15 +187,28 @@ pub async fn reconcile(
         .filter(|l| l.kind == Kind::ServiceAccount)
         .filter_map(|l| Some((l.name.clone(), l.body["metadata"]["uid"].as_str()?.to_string())))
         .collect();
-    for o in &plan.apply {
-        let applied = apply(client, o.kind, &o.namespace, &o.name, &o.body).await?;
-        if o.kind == Kind::ServiceAccount
-            && let Some(uid) = applied["metadata"]["uid"].as_str()
-        {
-            uids.insert(o.name.clone(), uid.to_string());
+    // CONCURRENCY at a time, the RoleBindings after the Roles they name.
+    let (bindings, first): (Vec<_>, Vec<_>) = plan.apply.iter().partition(|o| o.kind == Kind::RoleBinding);
+    for wave in [first, bindings] {
+        let applied: Vec<Result<(&identity::Object, Value), Error>> =
+            stream::iter(wave)
+                .map(|o| async move {
+                    apply(client, o.kind, &o.namespace, &o.name, &o.body).await.map(|v| (o, v))
+                })
+                .buffered(CONCURRENCY)
+                .collect()
+                .await;
+        for r in applied {
+            let (o, body) = r?;
+            if o.kind == Kind::ServiceAccount
+                && let Some(uid) = body["metadata"]["uid"].as_str()
+            {
+                uids.insert(o.name.clone(), uid.to_string());
+            }
+            out.applied.push(format!("{} {}/{}", o.kind.name(), o.namespace, o.name));
         }
-        out.applied.push(format!("{} {}/{}", o.kind.name(), o.namespace, o.name));
     }
+    // In order: RoleBindings, Roles, then the ServiceAccount, whose tokens die with it.
     for (kind, namespace, name) in &plan.delete {
         delete(client, *kind, namespace, name).await?;
         out.deleted.push(format!("{} {namespace}/{name}", kind.name()));
@@ -249,11 +263,19 @@ async fn credentials(
     let plan = identity::credentials(set, &entries, &accounts, now);
     let mut next: BTreeMap<String, String> =
         entries.into_iter().filter(|(k, _)| plan.keep.contains(k)).collect();
-    for n in &plan.mint {
-        let sa = identity::account(&names::node_object(&set.name, &n.key));
-        let token = token(client, &set.namespace, &sa, lifetime).await?;
-        next.insert(n.key.clone(), identity::kubeconfig(access, &n.key, &token));
-        out.minted.push(n.key.clone());
+    let minted: Vec<Result<(String, String), Error>> = stream::iter(&plan.mint)
+        .map(|n| async move {
+            let sa = identity::account(&names::node_object(&set.name, &n.key));
+            let token = token(client, &set.namespace, &sa, lifetime).await?;
+            Ok((n.key.clone(), identity::kubeconfig(access, &n.key, &token)))
+        })
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    for r in minted {
+        let (node, kubeconfig) = r?;
+        out.minted.push(node.clone());
+        next.insert(node, kubeconfig);
     }
     out.dropped = plan.drop;
     let secret = identity::secret(set, &next).map_err(Failed::Invalid)?;
