@@ -1313,3 +1313,45 @@ fn the_controller_keeps_the_node_identities_with_its_flag() {
     }
     assert_eq!(api.audited(&user(&ns, "edpm-agent-controller"), 403), Vec::<String>::new());
 }
+
+/// A NodeSet of 250 nodes, the scale: `status identities` makes every identity in one
+/// run within its default --timeout, the Secret holds every node's kubeconfig under its 1 MiB,
+/// and a second run writes nothing.
+#[test]
+fn identities_for_250_nodes_fit_one_secret_and_run_twice_write_nothing() {
+    let Some(api) = cluster("identities_for_250_nodes_fit_one_secret_and_run_twice_write_nothing") else {
+        return;
+    };
+    let d = deploy_controller(api, "big");
+    let docs =
+        edpm_testkit::real_api::shipped(&repo(), "rbac-node-identities.yaml", &d.ns, &d.leases).unwrap();
+    apply(api, "edpm-testkit", &docs).unwrap();
+    let text = std::fs::read_to_string(repo().join("examples/nodeset/nodesets.yaml")).unwrap();
+    let mut docs = yaml_docs(&text);
+    let set = docs.iter_mut().find(|d| d["metadata"]["name"] == "edpm-compute-cell1").unwrap();
+    set["spec"]["nodes"] = (0..250)
+        .map(|i| (format!("edpm-big-{i}"), json!({"hostName": format!("edpm-big-{i}")})))
+        .collect();
+    load_docs(api, &d.ns, docs);
+    let started = Instant::now();
+    let first = identities(&d.kubeconfig, &d.leases, &[]);
+    let took = started.elapsed();
+    assert_eq!(first["minted"].as_array().unwrap().len(), 250);
+    assert_eq!(first["applied"].as_array().unwrap().len(), 250 * 7, "each node's 5 RBAC objects, its status object and Lease");
+    let secret = api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &d.ns]).unwrap();
+    let bytes = secret.to_string().len();
+    assert!(bytes < 1_000_000, "{bytes} bytes");
+    let controller = user(&d.ns, "edpm-agent-controller");
+    let writes = || {
+        api.audited_requests(&controller)
+            .into_iter()
+            .filter(|(verb, _, _)| matches!(verb.as_str(), "create" | "patch" | "update" | "delete"))
+            .count()
+    };
+    let before = writes();
+    let second = identities(&d.kubeconfig, &d.leases, &[]);
+    assert_eq!(second["unchanged"], 250 * 7, "{second}");
+    assert_eq!(writes(), before, "the second run wrote");
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "identities for 250 nodes: {took:?}, Secret {bytes} bytes");
+}
