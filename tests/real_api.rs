@@ -919,10 +919,22 @@ fn identities(kubeconfig: &Path, leases: &str, extra: &[&str]) -> Value {
     serde_json::from_str::<Value>(&out.stdout).unwrap()[0].clone()
 }
 
-/// The kubeconfigs of the NodeSet's credentials Secret, by node.
+/// The kubeconfigs of the NodeSet's credentials Secret, by node (its CA bundle apart).
 fn credentials(api: &RealApi, ns: &str) -> std::collections::BTreeMap<String, String> {
+    let mut entries = secret_entries(api, ns);
+    entries.remove(edpm_core::identity::CA_KEY);
+    entries
+}
+
+/// Every entry of the NodeSet's credentials Secret: the nodes' kubeconfigs and `ca.crt`.
+fn secret_entries(api: &RealApi, ns: &str) -> std::collections::BTreeMap<String, String> {
     let s = api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", ns]).unwrap();
     edpm_core::identity::decode_entries(&s["data"])
+}
+
+/// The Secret's CA bundle written into `dir`, where the kubeconfigs written there name it.
+fn ca_beside(api: &RealApi, ns: &str, dir: &Path) {
+    std::fs::write(dir.join("ca.crt"), &secret_entries(api, ns)["ca.crt"]).unwrap();
 }
 
 /// The controller's ServiceAccount with rbac-node-identities.yaml, in its own namespaces, with
@@ -963,6 +975,7 @@ fn node_identities_are_made_once_kept_to_their_own_objects_and_follow_the_nodese
     let (own, other) = ("edpm-compute-cell1-edpm-compute-3", "edpm-compute-cell1-edpm-compute-4");
     let kc3 = dir.path().join("node3.kubeconfig");
     let kc4 = dir.path().join("node4.kubeconfig");
+    ca_beside(api, &ns, dir.path());
     std::fs::write(&kc3, &creds["edpm-compute-3"]).unwrap();
     std::fs::write(&kc4, &creds["edpm-compute-4"]).unwrap();
     let as3 = |args: &[&str]| api.kubectl_as(&kc3, args, None);
@@ -1080,6 +1093,7 @@ fn the_node_agent_renews_its_own_token_and_says_when_it_cannot() {
     identities(&kubeconfig, &leases, &["--credential-lifetime", "10m"]);
     let object = "edpm-compute-cell1-edpm-compute-3";
     let kc = dir.path().join("node.kubeconfig");
+    ca_beside(api, &ns, dir.path());
     std::fs::write(&kc, &credentials(api, &ns)["edpm-compute-3"]).unwrap();
     std::fs::set_permissions(&kc, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let token = || edpm_core::identity::token_of(&std::fs::read_to_string(&kc).unwrap()).unwrap();
@@ -1188,7 +1202,7 @@ fn the_role_installs_each_host_with_its_own_credential_from_one_mounted_secret()
     let mount = d.join("mount");
     std::fs::create_dir_all(&mount).unwrap();
     let creds = credentials(api, &ns);
-    for (key, text) in &creds {
+    for (key, text) in secret_entries(api, &ns) {
         std::fs::write(mount.join(key), text).unwrap();
     }
     let pdd = d.join("runner");
@@ -1283,7 +1297,10 @@ fn the_controller_keeps_the_node_identities_with_its_flag() {
     let c = RealController::start(&kubeconfig, &leases, &["--node-identities"]);
     let entries = || {
         api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &ns])
-            .map(|s| edpm_core::identity::decode_entries(&s["data"]).into_keys().collect::<Vec<_>>())
+            .map(|s| {
+                let keys = edpm_core::identity::decode_entries(&s["data"]).into_keys();
+                keys.filter(|k| k != edpm_core::identity::CA_KEY).collect::<Vec<_>>()
+            })
             .unwrap_or_default()
     };
     c.wait_for("each node's credential", Duration::from_secs(30), || {
@@ -1329,15 +1346,18 @@ fn identities_for_250_nodes_fit_one_secret_and_run_twice_write_nothing() {
     let text = std::fs::read_to_string(repo().join("examples/nodeset/nodesets.yaml")).unwrap();
     let mut docs = yaml_docs(&text);
     let set = docs.iter_mut().find(|d| d["metadata"]["name"] == "edpm-compute-cell1").unwrap();
-    set["spec"]["nodes"] = (0..250)
-        .map(|i| (format!("edpm-big-{i}"), json!({"hostName": format!("edpm-big-{i}")})))
-        .collect();
+    set["spec"]["nodes"] =
+        (0..250).map(|i| (format!("edpm-big-{i}"), json!({"hostName": format!("edpm-big-{i}")}))).collect();
     load_docs(api, &d.ns, docs);
     let started = Instant::now();
     let first = identities(&d.kubeconfig, &d.leases, &[]);
     let took = started.elapsed();
     assert_eq!(first["minted"].as_array().unwrap().len(), 250);
-    assert_eq!(first["applied"].as_array().unwrap().len(), 250 * 7, "each node's 5 RBAC objects, its status object and Lease");
+    assert_eq!(
+        first["applied"].as_array().unwrap().len(),
+        250 * 7,
+        "each node's 5 RBAC objects, its status object and Lease"
+    );
     let secret = api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &d.ns]).unwrap();
     let bytes = secret.to_string().len();
     assert!(bytes < 1_000_000, "{bytes} bytes");

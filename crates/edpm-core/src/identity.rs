@@ -166,7 +166,7 @@ fn metadata(name: &str, namespace: &str, labels: (Value, Value)) -> Value {
 pub fn objects(set: &NodeSet) -> Result<Vec<Object>, IdentityError> {
     let mut out = Vec::new();
     for n in &set.nodes {
-        if !is_secret_key(&n.key) {
+        if !is_secret_key(&n.key) || n.key == CA_KEY {
             return Err(IdentityError::BadKey { nodeset: set.name.clone(), node: n.key.clone() });
         }
         out.extend(node_objects(set, n));
@@ -451,10 +451,18 @@ pub struct Access {
     pub namespace: String,
 }
 
-/// A kubeconfig for `token` (YAML). Never logged: it holds the token.
+/// The Secret's key of the CA bundle, once for every node: each node's kubeconfig names it as
+/// `certificate-authority: ca.crt`, a path relative to the kubeconfig's own directory (as
+/// kubectl and kube read it), so an entry works where the Secret is mounted and where the role
+/// installs it (the bundle beside it). Written once, a bundle of several CAs costs nothing per
+/// node.
+pub const CA_KEY: &str = "ca.crt";
+
+/// A kubeconfig for `token` (YAML), its CA bundle (when there is one) in `ca.crt` beside it.
+/// Never logged: it holds the token.
 pub fn kubeconfig(access: &Access, user: &str, token: &str) -> String {
     let ca = match &access.ca_pem {
-        Some(pem) => format!("    certificate-authority-data: {}\n", encode_base64(pem.as_bytes())),
+        Some(_) => format!("    certificate-authority: {CA_KEY}\n"),
         None => String::new(),
     };
     let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
@@ -500,7 +508,7 @@ pub fn credentials(
         if fresh { c.keep.push(n.key.clone()) } else { c.mint.push(n.clone()) }
     }
     let keys: BTreeSet<&str> = set.nodes.iter().map(|n| n.key.as_str()).collect();
-    c.drop = entries.keys().filter(|k| !keys.contains(k.as_str())).cloned().collect();
+    c.drop = entries.keys().filter(|k| !keys.contains(k.as_str()) && *k != CA_KEY).cloned().collect();
     c
 }
 
@@ -512,10 +520,21 @@ pub fn token_of(kubeconfig: &str) -> Option<String> {
     })
 }
 
-/// The credentials Secret holding `entries` (node key → kubeconfig).
-pub fn secret(set: &NodeSet, entries: &BTreeMap<String, String>) -> Result<Object, IdentityError> {
-    let data: BTreeMap<&String, String> =
-        entries.iter().map(|(k, v)| (k, encode_base64(v.as_bytes()))).collect();
+/// The credentials Secret holding `entries` (node key → kubeconfig) and the CA bundle
+/// (`ca.crt`) they name.
+pub fn secret(
+    set: &NodeSet,
+    entries: &BTreeMap<String, String>,
+    ca_pem: Option<&str>,
+) -> Result<Object, IdentityError> {
+    let mut data: BTreeMap<&str, String> = entries
+        .iter()
+        .filter(|(k, _)| *k != CA_KEY)
+        .map(|(k, v)| (k.as_str(), encode_base64(v.as_bytes())))
+        .collect();
+    if let Some(pem) = ca_pem {
+        data.insert(CA_KEY, encode_base64(pem.as_bytes()));
+    }
     let bytes: usize = data.iter().map(|(k, v)| k.len() + v.len()).sum();
     if bytes > MAX_SECRET_BYTES {
         return Err(IdentityError::TooLarge { nodeset: set.name.clone(), nodes: entries.len(), bytes });
@@ -724,7 +743,10 @@ mod tests {
             Access { server: "https://h".into(), ca_pem: Some("PEM\n".into()), namespace: "ns".into() };
         let kc = kubeconfig(&access, "x", &t);
         assert_eq!(token_of(&kc).as_deref(), Some(t.as_str()));
-        assert!(kc.contains("certificate-authority-data: UEVNCg=="));
+        assert!(kc.contains("certificate-authority: ca.crt\n"));
+        let s = secret(&set(&["x"]), &[("x".to_string(), kc.clone())].into(), Some("PEM\n")).unwrap();
+        assert_eq!(s.body["data"]["ca.crt"], "UEVNCg==");
+        assert_eq!(decode_entries(&s.body["data"])["x"], kc);
         let c = claims(&t).unwrap();
         assert_eq!((c.issued, c.expires, c.account.as_str()), (100, 700, "edpm-agent-node-x"));
         assert_eq!(c.renew_at(80), 580);

@@ -278,10 +278,13 @@ async fn credentials(
         next.insert(node, kubeconfig);
     }
     out.dropped = plan.drop;
-    let secret = identity::secret(set, &next).map_err(Failed::Invalid)?;
-    let labels_ok =
-        existing.as_ref().is_some_and(|e| identity::says(&e["metadata"], &secret.body["metadata"]));
-    if out.minted.is_empty() && out.dropped.is_empty() && labels_ok {
+    let secret = identity::secret(set, &next, access.ca_pem.as_deref()).map_err(Failed::Invalid)?;
+    // Its labels ours, and the CA bundle the one given now (or none).
+    let same = existing.as_ref().is_some_and(|e| {
+        identity::says(&e["metadata"], &secret.body["metadata"])
+            && e["data"].get(identity::CA_KEY) == secret.body["data"].get(identity::CA_KEY)
+    });
+    if out.minted.is_empty() && out.dropped.is_empty() && same {
         return Ok(());
     }
     apply(client, Kind::Secret, &set.namespace, &name, &secret.body).await?;
