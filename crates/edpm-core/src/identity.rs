@@ -154,6 +154,15 @@ pub fn selector(nodeset: &str, component: &str) -> String {
     )
 }
 
+/// The NodeSet as the owner of what is made in its own namespace (the garbage collector deletes
+/// them with it; the Lease namespace's Roles cannot name an owner in another namespace).
+fn owned(mut meta: Value, set: &NodeSet) -> Value {
+    if let Some((kind, uid)) = &set.owner {
+        meta["ownerReferences"] = json!([{"apiVersion": "dataplane.openstack.org/v1beta1", "kind": kind, "name": set.name, "uid": uid}]);
+    }
+    meta
+}
+
 fn metadata(name: &str, namespace: &str, labels: (Value, Value)) -> Value {
     let mut m = json!({"name": name, "namespace": namespace, "labels": labels.0});
     if labels.1.as_object().is_some_and(|a| !a.is_empty()) {
@@ -189,7 +198,7 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
     let binding = |namespace: &str| {
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": metadata(&sa, namespace, ident()),
+            "metadata": if namespace == ns { owned(metadata(&sa, namespace, ident()), set) } else { metadata(&sa, namespace, ident()) },
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
             "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
         })
@@ -199,7 +208,7 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
             Kind::ServiceAccount,
             ns,
             &sa,
-            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(&sa, ns, ident())}),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": owned(metadata(&sa, ns, ident()), set)}),
             false,
         ),
         obj(
@@ -208,7 +217,7 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
             &sa,
             json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                "metadata": metadata(&sa, ns, ident()),
+                "metadata": owned(metadata(&sa, ns, ident()), set),
                 "rules": [
                     {"apiGroups": [api::GROUP], "resources": ["edpmnodestatuses"], "resourceNames": [object], "verbs": ["get"]},
                     {"apiGroups": [api::GROUP], "resources": ["edpmnodestatuses/status"], "resourceNames": [object], "verbs": ["get", "patch"]},
@@ -540,7 +549,7 @@ pub fn secret(
         return Err(IdentityError::TooLarge { nodeset: set.name.clone(), nodes: entries.len(), bytes });
     }
     let name = secret_name(&set.name);
-    let mut meta = metadata(&name, &set.namespace, labels(set, None, CREDENTIALS));
+    let mut meta = owned(metadata(&name, &set.namespace, labels(set, None, CREDENTIALS)), set);
     meta["annotations"]["agent.edpm.openstack.org/mount-path"] = json!(MOUNT_PATH);
     Ok(Object {
         kind: Kind::Secret,
@@ -662,6 +671,11 @@ mod tests {
             objs.iter().filter(|o| o.create_only).all(|o| matches!(o.kind, Kind::NodeStatus | Kind::Lease))
         );
         assert_eq!(objs[4].namespace, "edpm-node-lease");
+        // Owned by the NodeSet where it may be: in its own namespace.
+        for o in &objs[..3] {
+            assert_eq!(o.body["metadata"]["ownerReferences"][0]["uid"], "u-1", "{o:?}");
+        }
+        assert!(objs[3].body["metadata"].get("ownerReferences").is_none());
         assert_eq!(objs[4].body["subjects"][0]["namespace"], "openstack");
         assert!(matches!(objects(&set(&["a/b"])), Err(IdentityError::BadKey { .. })));
         // Least privilege: every rule names its objects; nothing listed or deleted; the one
