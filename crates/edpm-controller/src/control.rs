@@ -77,7 +77,9 @@ pub(super) async fn control(
     metrics.set_leader(schedule.leads());
     let (nova, nova_changed) = nova::Poller::start_polling(opts.nova.as_ref());
     let clock = Clock(Instant::now());
+    let identities = opts.identities.clone().map(crate::identities::Identities::new);
     let cx = Cx {
+        identities: identities.as_ref(),
         client,
         events: &recorder,
         stores: &stores,

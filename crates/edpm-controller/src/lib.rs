@@ -39,6 +39,7 @@
 mod control;
 mod error;
 mod evaluate;
+pub mod identities;
 mod inputs;
 pub mod k8s;
 mod nova;
@@ -74,6 +75,8 @@ pub struct Options {
     /// How often the delivered Secrets and ConfigMaps are rechecked (`--inputs-interval`;
     /// `None`: never).
     pub inputs_interval: Option<Duration>,
+    /// Keep the node agents' identities of every NodeSet (`--node-identities`).
+    pub identities: Option<identities::IdentityOptions>,
 }
 
 pub enum MetricsSecurity {

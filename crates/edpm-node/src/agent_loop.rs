@@ -200,7 +200,11 @@ pub async fn run<A: AgentApi>(
             match facts {
                 Ok(mut facts) => {
                     facts.deployed_images = deployed_images.clone();
-                    let fresh = node::evaluate(&facts, expect);
+                    let mut fresh = node::evaluate(&facts, expect);
+                    // The agent's own credential, renewed when due (`AgentCredentialExpiring`).
+                    if let Some(c) = or_stop!(api.credential(clock.now())) {
+                        fresh.push(c);
+                    }
                     let previous = current.take().unwrap_or_default();
                     current = Some(Conditions::carry_times(fresh, &previous, clock.now()));
                     stats.checks += 1;

@@ -201,6 +201,12 @@ reasons! {
     FACTS_UNAVAILABLE = "FactsUnavailable", NodeAgent, Unknown,
         "`NodeAgentReady`, `Service<Camel>RuntimeReady`: a fact could not be read (a file, systemd, podman), or `deployed_services.yaml` is of the wrong shape";
 
+    // The node agent: `AgentCredentialExpiring`.
+    CREDENTIAL_CURRENT = "CredentialCurrent", NodeAgent, False(Info),
+        "`AgentCredentialExpiring`: the agent's token is renewed before it expires (the message says when it expires and when it is renewed)";
+    CREDENTIAL_EXPIRING = "CredentialExpiring", NodeAgent, True,
+        "`AgentCredentialExpiring`: the agent's token is past the point it is renewed at and renewing it failed (the message says when it expires and why); see the runbook in docs/node-agent.md";
+
     // The node agent: `Service<Camel>RuntimeReady`.
     UNIT_INACTIVE = "UnitInactive", NodeAgent, False(Error),
         "`Service<Camel>RuntimeReady`: an `edpm_<container>.service` of the service is not active, or does not exist";

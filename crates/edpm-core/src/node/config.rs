@@ -44,7 +44,14 @@ pub struct AgentConfig {
     pub request_timeout: Duration,
     /// The limit on each `systemctl` and `podman` query.
     pub command_timeout: Duration,
+    /// When the agent renews its own ServiceAccount token: once this share of the token's
+    /// lifetime has passed (`credential_renew_percent`, 1-90, default 80, as kubelet renews
+    /// its projected tokens).
+    pub credential_renew_percent: u8,
 }
+
+/// kubelet renews a projected token at 80% of its lifetime.
+pub const CREDENTIAL_RENEW_PERCENT: u8 = 80;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
@@ -77,6 +84,8 @@ struct File {
     request_timeout_seconds: Option<u64>,
     #[serde(default)]
     command_timeout_seconds: Option<u64>,
+    #[serde(default)]
+    credential_renew_percent: Option<u64>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -168,6 +177,18 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
         }
     };
     let expect = check_expect(f.expect, node, &at)?;
+    let credential_renew_percent = match f.credential_renew_percent {
+        None => CREDENTIAL_RENEW_PERCENT,
+        Some(p @ 1..=90) => p as u8,
+        Some(p) => {
+            return Err(at(
+                node.get("credential_renew_percent").map_or(0, |n| n.line),
+                format!(
+                    "credential_renew_percent is {p}; give a whole number from 1 to 90 (default {CREDENTIAL_RENEW_PERCENT}): the share of its token's lifetime after which the agent renews it"
+                ),
+            ));
+        }
+    };
     let c = AgentConfig {
         kubeconfig: f
             .kubeconfig
@@ -184,6 +205,7 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
         heartbeat: secs("heartbeat_seconds", f.heartbeat_seconds)?,
         request_timeout: secs("request_timeout_seconds", f.request_timeout_seconds)?,
         command_timeout: secs("command_timeout_seconds", f.command_timeout_seconds)?,
+        credential_renew_percent,
     };
     if c.lease_interval >= c.lease_duration {
         return Err(err(format!(

@@ -520,6 +520,22 @@ fn visible_width(line: &str) -> usize {
 /// condition's whole message. The phase is the one the NodeSet's header names
 /// (`most_important`), so header and row agree. Nothing for a ready node.
 pub fn first_cause(n: &NodeView, wide: bool) -> String {
+    let cause = phase_cause(n, wide);
+    // The agent's credential about to expire is named on any node, ready or not: the Lease
+    // it can no longer renew turns the agent's word Unknown next.
+    match n.conditions.get(types::AGENT_CREDENTIAL).filter(|c| c.is_true()) {
+        Some(c) => {
+            // The name apart from the scrubbed message: "…Credential…: value" reads to the
+            // redactor as a credential's value.
+            let said = format!("{}: {}", types::AGENT_CREDENTIAL, one_line(&c.message));
+            if cause.is_empty() { said } else { format!("{cause}; {said}") }
+        }
+        None => cause,
+    }
+}
+
+/// A not-ready node's first cause in its phases (`first_cause` without the credential).
+fn phase_cause(n: &NodeView, wide: bool) -> String {
     let ready = n.conditions.get(READY);
     if ready.is_some_and(Condition::is_true) {
         return String::new();
