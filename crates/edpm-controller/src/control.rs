@@ -106,13 +106,7 @@ pub(super) async fn control(
             // The loop is waiting, not stuck.
             metrics.tick();
         }
-        let led = schedule.leads();
-        let next = schedule.on(trigger, clock.now());
-        if schedule.leads() != led {
-            metrics.set_leader(schedule.leads());
-            tracing::info!(leading = schedule.leads(), identity, "leadership changed");
-        }
-        match next {
+        match step(&mut schedule, trigger, clock.now(), metrics, &identity) {
             Next::Wait => {}
             Next::Evaluate(touched) => in_flight = Some(Box::pin(reconcile(&cx, touched))),
             Next::Stop(why) => break why,
@@ -125,6 +119,17 @@ pub(super) async fn control(
     drop(triggers);
     release(leadership, opts, deadline).await;
     Ok(reason)
+}
+
+/// One trigger into the schedule, saying a change of leadership (the gauge and the log).
+fn step(schedule: &mut Schedule, trigger: Trigger, now: Duration, metrics: &Metrics, identity: &str) -> Next {
+    let led = schedule.leads();
+    let next = schedule.on(trigger, now);
+    if schedule.leads() != led {
+        metrics.set_leader(schedule.leads());
+        tracing::info!(leading = schedule.leads(), identity, "leadership changed");
+    }
+    next
 }
 
 /// The evaluation in flight, if any, given the grace period to finish: its writes are current.
