@@ -535,7 +535,7 @@ fn wait_exits_by_outcome() {
     assert_eq!(set.code, 11, "{}", set.stderr);
     assert!(
         set.stderr.contains(
-            "ServicesReady is not True for NodeSet edpm-compute-cell1: edpm-compute-4 (ServicesReady: nova Retrying)"
+            "ServicesReady is not True for 1 of 2 node(s): edpm-compute-4 (ServicesReady: nova Retrying; Deployment edpm-deployment-nova-retry in progress)"
         ),
         "{}",
         set.stderr
@@ -551,7 +551,7 @@ fn wait_exits_by_outcome() {
     assert_eq!(nodes.code, 11, "{}", nodes.stderr);
     assert!(
         nodes.stderr.contains(
-            "Ready is not True for edpm-compute-1 (InfrastructureReady: run-os NotDeployed, ServicesReady: nova NotDeployed), edpm-compute-4 (ServicesReady: nova Retrying)"
+            "Ready is not True for 2 of 2 node(s): edpm-compute-1 (InfrastructureReady: run-os NotDeployed, ServicesReady: nova NotDeployed); edpm-compute-4 (ServicesReady: nova Retrying; Deployment edpm-deployment-nova-retry in progress)"
         ),
         "{}",
         nodes.stderr

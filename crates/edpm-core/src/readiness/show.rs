@@ -98,23 +98,44 @@ fn paint(text: &str, cell: &str, colour: bool) -> String {
     let code = match cell {
         "ok" => "32",
         "FAIL" => "31",
-        "warn" | "wait" => "33",
+        "warn" | "wait" | "todo" => "33",
         "?" => "35",
         _ => return text.to_string(),
     };
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
-/// Cuts `s` to `width` characters, marking the cut; `None` keeps it whole.
+/// Cuts `s` to `width` visible characters, marking the cut; `None` keeps it whole.
 fn fit(s: &str, width: Option<usize>) -> String {
-    match width {
-        Some(width) if s.chars().count() > width => {
-            let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
-            out.push('…');
-            out
-        }
-        _ => s.to_string(),
+    fit_visible(s, width)
+}
+
+/// Cuts `s` to `width` columns as a terminal shows them: colour codes (`paint`'s) take none and
+/// are kept; a cut ends the colour and is marked `…`. `None` keeps it whole.
+pub fn fit_visible(s: &str, width: Option<usize>) -> String {
+    let Some(width) = width else { return s.to_string() };
+    if visible_width(s) <= width {
+        return s.to_string();
     }
+    let (mut out, mut n, mut in_code, mut painted) = (String::new(), 0, false, false);
+    for c in s.chars() {
+        if in_code || c == '\x1b' {
+            in_code = !(in_code && c == 'm');
+            painted = true;
+            out.push(c);
+            continue;
+        }
+        if n + 1 >= width {
+            break;
+        }
+        out.push(c);
+        n += 1;
+    }
+    if painted {
+        out.push_str("\x1b[0m");
+    }
+    out.push('…');
+    out
 }
 
 /// How the table is laid out.
@@ -205,11 +226,16 @@ pub fn table(r: &Readiness, f: &Filter, look: Look, now: Time) -> String {
         out.push_str("no nodes or NodeSets match\n");
     } else {
         out.push('\n');
-        for line in [
-            "phases: -1 bare metal, 0 infrastructure, 1 OpenStack services",
-            "ok ready · wait in progress or not deployed · warn · FAIL · ? unknown",
-        ] {
+        let cut = look.width.is_some() && out.lines().any(|l| l.ends_with('…'));
+        for line in LEGEND {
             out.push_str(&fit(line, look.width));
+            out.push('\n');
+        }
+        if cut {
+            out.push_str("lines cut to the terminal's width: -o wide shows them whole\n");
+        }
+        if let Some(next) = next_step(&nodes) {
+            out.push_str(&fit(&next, look.width));
             out.push('\n');
         }
         if look.wide {
@@ -219,6 +245,44 @@ pub fn table(r: &Readiness, f: &Filter, look: Look, now: Time) -> String {
         }
     }
     out
+}
+
+/// The legend under the table, each line within 80 columns.
+const LEGEND: [&str; 3] = [
+    "phases: -1 bare metal, 0 infrastructure, 1 OpenStack services",
+    "ok ready · wait a Deployment runs · todo not deployed, nothing runs · ? unknown",
+    "warn degraded, retrying, behind or stale · FAIL failed for good (see explain)",
+];
+
+/// What closes the gaps the table shows, when there are any: nodes behind the target version,
+/// holding a stale input, or failed for good (what `status plan` plans for).
+pub fn next_step(nodes: &[&NodeView]) -> Option<String> {
+    let gap = |n: &&NodeView| {
+        let held = TYPES
+            .iter()
+            .filter_map(|t| t.wait_for.and(t.node))
+            .any(|ty| n.conditions.get(ty).is_some_and(|c| c.status == Status::False));
+        let stalled = n.conditions.get(types::STALLED).is_some_and(|c| c.status == Status::True);
+        held || stalled
+    };
+    let count = nodes.iter().copied().filter(gap).count();
+    (count > 0).then(|| {
+        format!("next: {count} node(s) behind, stale or failed: `status plan` prints what closes it")
+    })
+}
+
+/// Whether a Deployment not finished works on the node (its `Reconciling` is True).
+fn in_progress(n: &NodeView) -> bool {
+    n.conditions.get(types::RECONCILING).is_some_and(|c| c.status == Status::True)
+}
+
+/// A cell as a node's row says it: `wait` only while a Deployment works on the node; else,
+/// not deployed and nothing running, `todo`.
+fn node_cell(n: &NodeView, c: Option<&Condition>) -> &'static str {
+    match cell(c) {
+        "wait" if !in_progress(n) => "todo",
+        other => other,
+    }
 }
 
 /// The node's condition columns (the types table's `shown`, `-o wide`'s too when `wide`):
@@ -281,10 +345,28 @@ pub fn explain(n: &NodeView) -> String {
         .values()
         .filter_map(|b| b.cause.as_deref())
         .chain(n.runs.iter().filter_map(|r| r.failed_task.as_deref()));
+    out.push_str(&explain_next(n));
     let out = head + &refer_once(&out, long);
     // Text from the cluster (names, messages, a task's output) never reaches the terminal raw:
     // its control characters are escaped; the line breaks are this text's own.
     printable_lines(&out).into_owned()
+}
+
+/// `explain`'s last line: what a person does next, when there is something to do.
+fn explain_next(n: &NodeView) -> String {
+    if let Some(c) = n.conditions.get(types::RECONCILING).filter(|c| c.status == Status::True) {
+        // What to wait for: what the node holds when that is behind, else its readiness.
+        let held = TYPES
+            .iter()
+            .filter_map(|t| t.wait_for.and(t.node))
+            .find(|ty| n.conditions.get(ty).is_some_and(|c| c.status == Status::False));
+        let what = held.map_or_else(|| "--phase ready".to_string(), |ty| format!("--for {ty}"));
+        return format!("next: wait for it ({}): `status wait --node {} {what}`\n", c.message, n.node);
+    }
+    match next_step(&[n]) {
+        Some(_) => "next: `status plan` prints the Deployment that closes what is missing here\n".to_string(),
+        None => String::new(),
+    }
 }
 
 /// The condition messages `explain` has printed, so that one said again points back.
@@ -486,7 +568,7 @@ fn most_important<'c>(phases: impl Iterator<Item = &'c Condition>) -> Option<&'c
 fn node_line(n: &NodeView, nw: usize, look: Look, now: Time) -> String {
     let ready = n.conditions.get(READY);
     let mut line = format!("  {:<nw$} ", fit(&printable(&n.node), Some(nw)));
-    let shown: Vec<&str> = columns(look.wide).map(|(_, ty)| cell(n.conditions.get(ty))).collect();
+    let shown: Vec<&str> = columns(look.wide).map(|(_, ty)| node_cell(n, n.conditions.get(ty))).collect();
     cells(&mut line, &shown, look.colour);
     if look.wide {
         line.push_str(&format!("{:<SINCE_WIDTH$}", since(ready, &n.untimed, now)));
@@ -520,7 +602,17 @@ fn visible_width(line: &str) -> usize {
 pub fn first_cause(n: &NodeView, wide: bool) -> String {
     let ready = n.conditions.get(READY);
     if ready.is_some_and(Condition::is_true) {
-        return String::new();
+        // Ready, and still behind or holding a stale input: that is what the row says.
+        let held = TYPES.iter().filter_map(|t| t.wait_for.and(t.node)).filter_map(|ty| n.conditions.get(ty));
+        return held
+            .filter(|c| c.status == Status::False)
+            .map(|c| {
+                // Our own words (names and hashes, never content): printable, on one line.
+                let text = c.message.clone();
+                printable(&text.split_whitespace().collect::<Vec<_>>().join(" ")).into_owned()
+            })
+            .next()
+            .unwrap_or_default();
     }
     let phase = most_important(
         types::phases()
@@ -553,10 +645,15 @@ const NAMED_CONDITIONS: usize = 3;
 /// phase and what blocks it (`edpm-compute-4 (ServicesReady: nova Retrying)`); for `Ready`,
 /// each phase and node agent condition that keeps it from being True, at most three.
 pub fn waiting_for(n: &NodeView, ty: &str) -> String {
+    format!("{} ({})", printable(&n.node), waits(n, ty))
+}
+
+/// What a node `status wait` still waits for, without its name (`waiting_for`'s parentheses).
+pub fn waits(n: &NodeView, ty: &str) -> String {
     // What a node holds or runs: its own message says which objects or versions.
     if types::wait_named(ty).is_some() {
         let said = n.conditions.get(ty).map_or_else(|| "not evaluated".to_string(), |c| c.message.clone());
-        return format!("{} ({ty}: {})", printable(&n.node), printable(&said));
+        return format!("{ty}: {}", printable(&said));
     }
     let parts: Vec<&str> =
         if ty == READY { types::phases().filter_map(|p| p.node).collect() } else { vec![ty] };
@@ -583,7 +680,7 @@ pub fn waiting_for(n: &NodeView, ty: &str) -> String {
     let more = not_true.len().saturating_sub(NAMED_CONDITIONS);
     not_true.truncate(NAMED_CONDITIONS);
     let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-    format!("{} ({}{more})", printable(&n.node), not_true.join(", "))
+    format!("{}{more}", not_true.join(", "))
 }
 
 #[cfg(test)]
