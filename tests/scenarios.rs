@@ -576,3 +576,25 @@ fn wait_on_a_terminal_rewrites_its_progress_in_place() {
     // Erased, then the summary.
     assert!(rewrites.last().unwrap().starts_with("5 of 10 node(s) not VersionCurrent:"), "{text:?}");
 }
+
+/// `status explain` takes a node or a NodeSet: a near miss suggests either, `-o json` is taken
+/// as `show` takes it, and `status --help` lists `plan`.
+#[test]
+fn explain_suggests_a_nodeset_and_takes_json() {
+    let d = scenario("rotation");
+    let out = run(&["--source", &d, "status", "explain", "edpm-compte"], &[NOW]);
+    assert_eq!(out.code, 8, "{}", out.stderr);
+    assert!(out.stderr.contains("did you mean") && out.stderr.contains("edpm-compute"), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let out = run(&["--source", &d, "status", "explain", "edpm-compute-8", "-o", "json"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["nodes"].as_array().unwrap().len(), 1, "{}", out.stdout);
+    let out = run(&["--source", &d, "status", "explain", "edpm-compute", "-o", "json"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["nodeSets"][0]["name"], "edpm-compute", "{}", out.stdout);
+    let out = run(&["status", "--help"], &[]);
+    assert!(out.stdout.contains("  plan "), "{}", out.stdout);
+    assert!(out.stdout.contains("show, explain, plan, wait, report"), "{}", out.stdout);
+}

@@ -67,17 +67,33 @@ pub(super) fn run(
             write_out(out, &text)?;
             Ok(Exit::Success)
         }
-        StatusAction::Explain { node, .. } => {
+        StatusAction::Explain { node, format, .. } => {
             let r = compute(&cx, nova, true, now)?;
+            let is_set = r.nodesets.iter().any(|s| s.name == node) && !r.nodes.iter().any(|n| n.node == node);
+            if !is_set && !r.nodes.iter().any(|x| [&x.node, &x.host, &x.host_name].contains(&&node)) {
+                // Explain takes a node or a NodeSet: the nearest of either.
+                let names =
+                    r.nodes.iter().map(|x| x.node.as_str()).chain(r.nodesets.iter().map(|s| s.name.as_str()));
+                let hint = edpm_core::model::did_you_mean(&node, names);
+                return Err(AppError::not_found(format!(
+                    "node, NodeSet or Role \"{}\" is not in the data plane{hint}",
+                    edpm_core::excerpt::printable(&node)
+                )));
+            }
+            if format == crate::cli::TextOrJson::Json {
+                let f = if is_set {
+                    Filter { nodes: vec![], nodesets: vec![node.clone()] }
+                } else {
+                    Filter { nodes: vec![node.clone()], nodesets: vec![] }
+                };
+                write_out(out, &json_text(&readiness::show::to_json(&r, &f), true)?)?;
+                return Ok(Exit::Success);
+            }
             // A NodeSet or Role name explains its rollup.
-            if let Some(set) = r.nodesets.iter().find(|s| s.name == node)
-                && !r.nodes.iter().any(|n| n.node == node)
-            {
+            if let Some(set) = r.nodesets.iter().find(|s| s.name == node).filter(|_| is_set) {
                 write_out(out, &readiness::show::explain_nodeset(set))?;
                 return Ok(Exit::Success);
             }
-            let f = Filter { nodes: vec![node.clone()], nodesets: vec![] };
-            check_selection(&r, &f)?;
             let text: String = r
                 .nodes
                 .iter()
