@@ -453,3 +453,20 @@ fn explaining_one_variable_prints_its_value_whole() {
     let line = out.stdout.lines().find(|l| l.starts_with("edpm_services = ")).unwrap();
     assert!(!line.contains('…') && line.ends_with(']'), "{line}");
 }
+
+/// A flag typo is one line, as every other error: clap's message, its tip and the usage.
+#[test]
+fn a_flag_typo_is_one_line() {
+    let out = run(&["--source", "examples", "status", "show", "--nodset", "x"], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("edpm-agent: error: unexpected argument '--nodset' found; tip: a similar argument exists: '--nodeset'; usage: edpm-agent status show"),
+        "{}",
+        out.stderr
+    );
+    // Help is still clap's, on stdout.
+    let out = run(&["status", "show", "--help"], &[]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("Usage: edpm-agent status show"), "{}", out.stdout);
+}
