@@ -402,7 +402,7 @@ fn explain_says_each_message_once() {
     // Ready and ServicesReady say the same: the second points to the first.
     assert!(
         out.stdout.contains(
-            "ServicesReady: False/Error HostFailed since 2026-11-01T11:05:00Z\n    (as Ready above)\n"
+            "ServicesReady: False/Error HostFailed since 2026-11-01T11:05:00Z, 22d ago\n    (as Ready above)\n"
         ),
         "{}",
         out.stdout

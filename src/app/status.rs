@@ -91,14 +91,14 @@ pub(super) fn run(
             }
             // A NodeSet or Role name explains its rollup.
             if let Some(set) = r.nodesets.iter().find(|s| s.name == node).filter(|_| is_set) {
-                write_out(out, &readiness::show::explain_nodeset(set))?;
+                write_out(out, &readiness::show::explain_nodeset_at(set, now))?;
                 return Ok(Exit::Success);
             }
             let text: String = r
                 .nodes
                 .iter()
                 .filter(|n| [&n.node, &n.host, &n.host_name].contains(&&node))
-                .map(readiness::show::explain)
+                .map(|n| readiness::show::explain_at(n, now))
                 .collect();
             write_out(out, &text)?;
             Ok(Exit::Success)

@@ -314,6 +314,15 @@ const SINCE_WIDTH: usize = 7;
 /// long text found more than once (a failed task's message, in the conditions, the evidence
 /// and every run) is printed at the top as `[1]` and named so where it recurs.
 pub fn explain(n: &NodeView) -> String {
+    explain_with(n, None)
+}
+
+/// [`explain`], each time followed by its age at `now` (`since 2026-11-25T10:00:00Z, 2d2h ago`).
+pub fn explain_at(n: &NodeView, now: Time) -> String {
+    explain_with(n, Some(now))
+}
+
+fn explain_with(n: &NodeView, now: Option<Time>) -> String {
     let head = format!(
         "node {} (host {}, {} {}, status object {})\n",
         printable(&n.node),
@@ -325,7 +334,7 @@ pub fn explain(n: &NodeView) -> String {
         printable(&n.nodeset),
         printable(&n.object)
     );
-    let mut said = Said::default();
+    let mut said = Said { now, ..Said::default() };
     let mut out = String::new();
     // Ready and its phases first, then the rest but the services' deployment conditions.
     let is_phase = |ty: &str| ty == READY || types::phases().any(|p| p.is(ty));
@@ -373,6 +382,8 @@ fn explain_next(n: &NodeView) -> String {
 #[derive(Default)]
 struct Said {
     messages: Vec<(String, String)>,
+    /// The command's time, for ages beside the times.
+    now: Option<Time>,
 }
 
 impl Said {
@@ -383,7 +394,13 @@ impl Said {
             Severity::None => String::new(),
             s => format!("/{}", severity_word(s)),
         };
-        let when = if untimed { "unknown".to_string() } else { c.last_transition_time.to_string() };
+        let when = match (untimed, self.now) {
+            (true, _) => "unknown".to_string(),
+            (false, Some(now)) => {
+                format!("{}, {} ago", c.last_transition_time, age(now, c.last_transition_time))
+            }
+            (false, None) => c.last_transition_time.to_string(),
+        };
         let long = c.message.chars().count() >= LONG_TEXT;
         let message = match self.messages.iter().find(|(m, _)| long && *m == c.message) {
             Some((_, ty)) => format!("(as {ty} above)"),
@@ -484,6 +501,15 @@ fn evidence_line(e: &str) -> String {
 
 /// The evidence chain for one NodeSet or Role: its rollups and `DeploymentReady`.
 pub fn explain_nodeset(s: &NodeSetView) -> String {
+    explain_nodeset_with(s, None)
+}
+
+/// [`explain_nodeset`], each time followed by its age at `now`.
+pub fn explain_nodeset_at(s: &NodeSetView, now: Time) -> String {
+    explain_nodeset_with(s, Some(now))
+}
+
+fn explain_nodeset_with(s: &NodeSetView, now: Option<Time>) -> String {
     let mut out = format!(
         "{} {} (status object {}): {} nodes ready\n",
         match s.kind {
@@ -494,7 +520,7 @@ pub fn explain_nodeset(s: &NodeSetView) -> String {
         printable(&s.object),
         printable(&s.counts.summary)
     );
-    let mut said = Said::default();
+    let mut said = Said { now, ..Said::default() };
     for c in s.conditions.iter() {
         out.push_str(&said.condition(c, s.untimed.contains(&c.type_)));
         for e in s.evidence.get(&c.type_).into_iter().flatten() {
