@@ -598,3 +598,35 @@ fn explain_suggests_a_nodeset_and_takes_json() {
     assert!(out.stdout.contains("  plan "), "{}", out.stdout);
     assert!(out.stdout.contains("show, explain, plan, wait, report"), "{}", out.stdout);
 }
+
+/// The offline walkthroughs in docs/kubernetes.md ("The operator's loop"), run exactly as
+/// written: each `edpm-agent --source tests/fixtures/scenarios/…` line, its comment's `exit N`
+/// the exit code, and the rest of its comment found in what it printed.
+#[test]
+fn the_guides_walkthroughs_do_what_they_say() {
+    let guide = std::fs::read_to_string(repo().join("docs/kubernetes.md")).unwrap();
+    let lines: Vec<&str> =
+        guide.lines().filter(|l| l.starts_with("edpm-agent --source tests/fixtures/scenarios/")).collect();
+    assert!(lines.len() >= 3, "the walkthroughs are in the guide");
+    for line in lines {
+        let (command, comment) = line.split_once('#').unwrap();
+        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let out = run(&args, &[NOW]);
+        let comment = comment.trim();
+        let said = match comment.strip_prefix("exit ") {
+            Some(rest) => {
+                let (code, said) = rest.split_once(": ").unwrap();
+                assert_eq!(out.code.to_string(), code, "{line}\n{}{}", out.stdout, out.stderr);
+                said
+            }
+            None => {
+                assert_eq!(out.code, 0, "{line}\n{}", out.stderr);
+                comment
+            }
+        };
+        // The comment's words, each in the output (the guide abbreviates lists with spaces).
+        for word in said.split([' ', ',', ':', '[', ']']).filter(|w| w.len() > 3) {
+            assert!(out.stdout.contains(word), "{line}: {word:?} not in\n{}", out.stdout);
+        }
+    }
+}

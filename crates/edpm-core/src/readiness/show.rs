@@ -791,6 +791,39 @@ mod tests {
         Readiness { nodes: vec![n], nodesets: vec![set] }
     }
 
+    #[test]
+    fn colour_codes_take_no_width_and_a_cut_ends_the_colour() {
+        let painted = format!("  inputs {}: 7/10 nodes", paint("SecretsStale", "warn", true));
+        assert_eq!(visible_width(&painted), "  inputs SecretsStale: 7/10 nodes".chars().count());
+        // Fits as it is: kept whole, codes and all.
+        assert_eq!(fit_visible(&painted, Some(40)), painted);
+        let cut = fit_visible(&painted, Some(14));
+        assert_eq!(visible_width(&cut), 14, "{cut:?}");
+        assert!(cut.ends_with("\x1b[0m…"), "{cut:?}");
+        assert_eq!(fit_visible("plain text", Some(6)), "plain…");
+    }
+
+    #[test]
+    fn a_row_says_wait_only_while_a_deployment_is_on_the_node() {
+        let c = Condition::because(SERVICES, &crate::condition::reasons::NOT_DEPLOYED, "0/5");
+        let mut n = blocked(c.clone(), None);
+        assert_eq!(node_cell(&n, Some(&c)), "todo");
+        n.conditions.set(
+            Condition::because(
+                types::RECONCILING,
+                &crate::condition::reasons::DEPLOYING,
+                "Deployment d is running nova",
+            ),
+            Time(0),
+        );
+        assert_eq!(node_cell(&n, Some(&c)), "wait");
+        assert!(
+            explain(&n).ends_with("`status wait --node edpm-compute-5 --phase ready`\n"),
+            "{}",
+            explain(&n)
+        );
+    }
+
     fn host_failed() -> NodeView {
         let c = Condition::because(
             SERVICES,
@@ -859,7 +892,8 @@ mod tests {
         n.untimed.insert(READY.to_string());
         let r = one(n.clone());
         let out = table(&r, &Filter::default(), wide, Time(1_000_000));
-        assert!(out.contains("FAIL  -      nova"), "{out}");
+        // SINCE unknown: `-` before the reason (after the VERSION and INPUTS cells).
+        assert!(out.contains(" -      nova"), "{out}");
         assert!(explain(&n).contains("Ready: False/Error HostFailed since unknown\n"), "{}", explain(&n));
         let json = to_json(&r, &Filter::default());
         assert_eq!(json["nodes"][0]["conditions"][0]["lastTransitionTime"], Value::Null);

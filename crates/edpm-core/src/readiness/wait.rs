@@ -115,3 +115,72 @@ pub fn summary_line(total: usize, waiting: &[&NodeView], ty: &str) -> String {
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::condition::reasons::{DEPLOYING, UPDATE_PENDING};
+    use crate::condition::types::VERSION_CURRENT;
+    use crate::condition::{Condition, Conditions};
+
+    fn node(name: &str, running: Option<&str>) -> NodeView {
+        let mut n = NodeView {
+            object: name.into(),
+            node: name.into(),
+            host: name.into(),
+            host_name: name.into(),
+            nodeset: "ns".into(),
+            kind: crate::readiness::api::OwnerKind::OpenStackDataPlaneNodeSet,
+            owner: crate::readiness::Owner { kind: "k".into(), name: "ns".into(), uid: None },
+            namespace: None,
+            conditions: Conditions::default(),
+            evidence: Default::default(),
+            blocking: Default::default(),
+            runs: Vec::new(),
+            deployed: Default::default(),
+            delivered: Vec::new(),
+            behind: None,
+            untimed: Default::default(),
+        };
+        let mut conds =
+            vec![Condition::because(VERSION_CURRENT, &UPDATE_PENDING, "at 18.0.3; target 18.0.4")];
+        if let Some(d) = running {
+            conds.push(Condition::because(
+                RECONCILING,
+                &DEPLOYING,
+                format!("Deployment {d} is running update"),
+            ));
+        }
+        n.conditions = Conditions(conds);
+        n
+    }
+
+    #[test]
+    fn nodes_are_grouped_by_what_they_wait_for_and_the_deployment_on_them() {
+        let nodes = [node("c5", Some("batch-2")), node("c6", Some("batch-2")), node("c7", None)];
+        let waiting: Vec<&NodeView> = nodes.iter().collect();
+        let gs = groups(&waiting, VERSION_CURRENT);
+        assert_eq!(gs.len(), 2);
+        assert_eq!(gs[0].nodes, ["c5", "c6"]);
+        assert_eq!(gs[0].deployment.as_deref(), Some("batch-2"));
+        assert_eq!(gs[1].nodes, ["c7"]);
+        let line = progress_line(10, &waiting, VERSION_CURRENT);
+        assert_eq!(
+            line,
+            "3/10 nodes not yet VersionCurrent (VersionCurrent UpdatePending; Deployment batch-2 in progress; 1 other reason(s)): c5, c6, c7"
+        );
+        let summary = summary(10, &waiting, VERSION_CURRENT);
+        // Each reason once, per group.
+        assert_eq!(summary.matches("target 18.0.4").count(), 2, "{summary}");
+        assert!(
+            summary.starts_with("3 of 10 node(s) not VersionCurrent:\n  2 node(s): c5, c6\n"),
+            "{summary}"
+        );
+        let one = summary_line(10, &waiting, VERSION_CURRENT);
+        assert!(!one.contains('\n'), "{one}");
+        assert!(
+            one.contains("c5, c6 (VersionCurrent: at 18.0.3; target 18.0.4; Deployment batch-2 in progress)"),
+            "{one}"
+        );
+    }
+}
