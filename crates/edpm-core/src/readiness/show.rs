@@ -213,7 +213,9 @@ pub fn table(r: &Readiness, f: &Filter, look: Look, now: Time) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        nodeset_head(&mut out, set, look);
+        // `wait` while a Deployment is on one of its nodes, else `todo` (as the rows say).
+        let running = r.nodes.iter().any(|n| n.nodeset == set.name && in_progress(n));
+        nodeset_head(&mut out, set, look, running);
         if members.is_empty() {
             continue;
         }
@@ -542,7 +544,7 @@ fn cells(out: &mut String, cs: &[&str], colour: bool) {
 }
 
 /// A NodeSet's header line, and its Ready reason when it is not ready.
-fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look) {
+fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look, running: bool) {
     let colour = look.colour;
     let kind = match set.kind {
         super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
@@ -554,7 +556,10 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look) {
     let mut head =
         format!("{kind} {}: {} nodes ready  ", fit(&printable(&set.name), room), set.counts.summary);
     for (label, ty) in types::phases().filter_map(|p| Some((p.phase?.label, p.nodeset?))) {
-        let c = cell(set.conditions.get(ty));
+        let c = match cell(set.conditions.get(ty)) {
+            "wait" if !running => "todo",
+            c => c,
+        };
         head.push_str(&format!("{label} "));
         head.push_str(&paint(c, c, colour));
         head.push_str(&" ".repeat(5usize.saturating_sub(c.chars().count())));
