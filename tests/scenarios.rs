@@ -630,3 +630,48 @@ fn the_guides_walkthroughs_do_what_they_say() {
         }
     }
 }
+
+/// `status wait` piped while the batch completes: a `waiting:` line, then the success, and the
+/// loop closes (planned: nothing to do).
+#[test]
+fn wait_piped_sees_the_batch_complete() {
+    let dir = scenario_copy("minor-update");
+    let d = dir.path().to_str().unwrap().to_string();
+    let path = dir.path().join("deployments.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, batch2) = text.split_at(text.find("  name: minor-update-batch-2").unwrap());
+    let done = batch2
+        .replace(
+            "status: \"False\", reason: Requested, severity: Info, message: \"Deployment in progress\"",
+            "status: \"True\", reason: Ready, message: \"NodeSet Ready\"",
+        )
+        .replace(
+            "status: \"False\", reason: Requested, severity: Info, message: \"Deployment not yet ready for update service\"",
+            "status: \"True\", reason: Ready, message: \"Deployment ready for update service\"",
+        )
+        .replace("status:\n", "status:\n  deployed: true\n  deployedVersion: \"18.0.4\"\n");
+    let completed = format!("{head}{done}");
+    let child = std::process::Command::new(crate::util::bin())
+        .args(["--source", &d, "status", "wait", "--for", "VersionCurrent", "--nodeset", "edpm-compute"])
+        .args(["--timeout", "30", "--interval", "0.3"])
+        .current_dir(repo())
+        .env_clear()
+        .env("EDPM_AGENT_NOW", NOW.1)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Replaced whole, as an editor or `kubectl get -o yaml >` would.
+    let tmp = dir.path().join("deployments.yaml.tmp");
+    std::fs::write(&tmp, &completed).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("waiting: 5/10 nodes not yet VersionCurrent"), "{stdout}");
+    assert_eq!(lines.last().copied(), Some("10 node(s), 1 NodeSet(s): VersionCurrent True"), "{stdout}");
+    let out = run(&["--source", &d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 14, "{}{}", out.stdout, out.stderr);
+}

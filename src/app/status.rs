@@ -487,7 +487,8 @@ fn wait(
             .collect();
         if waiting_nodes.is_empty() && waiting_sets.is_empty() {
             progress.clear(out)?;
-            write_out(out, &format!("{} node(s), {} NodeSet(s): {node_ty} True\n", nodes.len(), sets.len()))?;
+            // The nodes counted: those selected, and those of the NodeSets selected.
+            write_out(out, &format!("{} node(s), {} NodeSet(s): {node_ty} True\n", scope.len(), sets.len()))?;
             return Ok(Exit::Success);
         }
         let waiting: Vec<&readiness::NodeView> = scope.iter().copied().filter(not_true).collect();
