@@ -303,7 +303,10 @@ pub(super) fn phase_condition(
         let since = newest_known(members.iter().map(|(_, _, s)| &s.cond));
         return (Condition { last_transition_time: since, ..Condition::true_(ty, msg) }, None);
     }
-    let worst = mirror(members.iter().map(|(_, _, s)| &s.cond), ty).expect("not all True, so not empty");
+    // Of equals, the first in the NodeSet's order (the mirror keeps the later of equals): the
+    // first service missing, the one that runs first.
+    let worst =
+        mirror(members.iter().rev().map(|(_, _, s)| &s.cond), ty).expect("not all True, so not empty");
     let source = worst_source(members, &worst);
     let member = members.iter().find(|(_, _, s)| s.cond.type_ == source);
     let service = member.map(|(n, _, _)| *n).unwrap_or("");
@@ -334,7 +337,6 @@ pub(super) fn newest_known<'c>(conds: impl Iterator<Item = &'c Condition>) -> Ti
 pub(super) fn worst_source(members: &[&(&str, Phase, ServiceState)], worst: &Condition) -> String {
     members
         .iter()
-        .rev()
         .map(|(_, _, s)| &s.cond)
         .find(|c| {
             c.status == worst.status
@@ -398,7 +400,9 @@ fn node_conditions(
     conds.0.sort_by(order);
     let mut sub: Vec<&Condition> =
         conds.iter().filter(|c| crate::condition::types::counts_toward_ready(&c.type_)).collect();
-    sub.sort_by(|a, b| a.type_.cmp(&b.type_));
+    // Reverse order of names, so that of equals the mirror (which keeps the later) keeps the
+    // earliest phase (BaremetalProvision < Infrastructure < Services): what runs first.
+    sub.sort_by(|a, b| b.type_.cmp(&a.type_));
     let ready =
         derived(READY, &sub, &untimed, "node ready: bare metal, infrastructure and OpenStack services");
     let ready = ready.unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));
