@@ -128,7 +128,7 @@ pub enum Command {
     /// Write a node's files under a root (`/` on the node): Ceph client files and service config.
     /// Prints a JSON report {changed, unchanged, removed}.
     Stage(StageArgs),
-    /// Phase -1/0/1 readiness of every node and NodeSet: show, explain, report, wait.
+    /// Phase -1/0/1 readiness of every node and NodeSet: show, explain, plan, wait, report.
     Status(StatusArgs),
     /// The node agent: check this EDPM node and report its readiness (systemd service); --once
     /// runs one check and prints it. Runs the node agent's own binary, edpm-agent-node, beside
@@ -280,8 +280,12 @@ pub enum StatusAction {
     },
     /// Why a node is, or is not, ready in each phase: the evidence behind each condition.
     Explain {
-        /// The node (name, inventory hostname or host name).
+        /// The node (name, inventory hostname or host name), or a NodeSet or Role.
         node: String,
+        /// text: each condition, why, and the evidence; json: every condition, as `status show
+        /// -o json` gives it for this node or NodeSet. `-o`/`--output` is the same flag.
+        #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = TextOrJson::Text)]
+        format: TextOrJson,
         /// Also read the status objects `status report` wrote here.
         #[arg(long, value_name = "DIR")]
         status_dir: Option<PathBuf>,
@@ -289,7 +293,12 @@ pub enum StatusAction {
         source: SourceArgs,
     },
     /// The OpenStackDataPlaneDeployments that would bring each NodeSet's failed, behind or stale
-    /// nodes current (YAML for `kubectl apply -f -`, each with why; never applied here).
+    /// nodes current (YAML for `kubectl apply -f`, each with why; never applied here).
+    ///
+    /// A gap a Deployment not finished covers (running, or applied and not yet reconciled) is
+    /// listed as in progress, never planned again. Exit 0: Deployments planned; 14: nothing to
+    /// do; 15: only work in progress. With 14 and 15 stdout holds comments only: `status plan >
+    /// plan.yaml && kubectl apply -f plan.yaml`.
     Plan {
         /// Only this NodeSet; repeat.
         #[arg(long = "nodeset")]
@@ -346,7 +355,8 @@ pub enum StatusAction {
         source: SourceArgs,
     },
     /// Wait until nodes (or NodeSets) reach a phase, or hold a condition (`--for`); exit 11 on
-    /// timeout, 12 on a terminal failure.
+    /// timeout, 12 on a terminal failure. Progress on stdout: rewritten in place on a terminal,
+    /// a line per change when piped; at the timeout, the nodes grouped by what they wait for.
     Wait {
         /// -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready (all of them).
         #[arg(
@@ -751,7 +761,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     let mut command = Cli::command();
     if is_kubectl_plugin(&args) {
         // Usage and help say what the user typed.
-        command = command.bin_name("kubectl edpm");
+        command =
+            command.bin_name("kubectl edpm").about(KUBECTL_PLUGIN_ABOUT).long_about(KUBECTL_PLUGIN_ABOUT);
     }
     let matches = command.try_get_matches_from_mut(normalize_args(args))?;
     let mut cli = Cli::from_arg_matches(&matches)?;
@@ -797,6 +808,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
 /// show` from the PATH (kubectl passes every argument after the plugin's name, its own
 /// `--context`, `-n` and `--kubeconfig` included, which the source options take as kubectl does).
 pub const KUBECTL_PLUGIN: &str = "kubectl-edpm";
+
+/// What `kubectl edpm --help` leads with: what the plugin reads by default and the loop it is for.
+const KUBECTL_PLUGIN_ABOUT: &str = "edpm-agent as a kubectl plugin: reads the cluster (--source kube) \
+    through the current kubeconfig context, in that context's namespace (-n/--namespace, \
+    --context, --kubeconfig as kubectl takes them). The data plane's readiness: `kubectl edpm \
+    status show`, `status explain NODE`, `status plan > plan.yaml && kubectl apply -f \
+    plan.yaml`, `status wait --for VersionCurrent --nodeset NAME`.";
 
 /// Whether the binary runs as the kubectl plugin (`args[0]` named [`KUBECTL_PLUGIN`]): then
 /// its source is the cluster unless `--source` or `EDPM_AGENT_SOURCE` says otherwise.

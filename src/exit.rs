@@ -34,6 +34,12 @@ pub enum Exit {
     /// The sources hold no data-plane host (and `--allow-empty` was not given): an inventory
     /// script that finds nothing must not let Ansible run against nothing and succeed.
     Empty = 13,
+    /// `status plan`: nothing to apply and nothing in progress: no node failed, is behind the
+    /// target version or holds a stale input.
+    NothingToDo = 14,
+    /// `status plan`: nothing to apply, but Deployments not finished cover every gap: wait for
+    /// them (`status wait`), then plan again.
+    InProgress = 15,
 }
 
 /// What a run ends with: one of the codes above, or, for `run`, the play's own return code.

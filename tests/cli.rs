@@ -320,7 +320,11 @@ fn the_whole_examples_tree_is_one_deployment() {
     // Settings files sit beside the manifests; they hold no Kubernetes object and are skipped.
     let out = run(&["--source", "examples", "validate"], &[]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.ends_with("0 error(s), 0 warning(s) in 9 data-plane object(s)\n"), "{}", out.stdout);
+    assert!(
+        out.stdout.ends_with("0 error(s), 0 warning(s) in 9 data-plane object(s), 7 host(s)\n"),
+        "{}",
+        out.stdout
+    );
     let out = run(&["--source", "examples", "inventory", "--list"], &[]);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["_meta"]["hostvars"].as_object().unwrap().len(), 7, "both models' hosts");
@@ -439,4 +443,30 @@ fn validate_warns_of_variable_names_ansible_reserves() {
     }
     assert_eq!(out.stdout.matches("a name Ansible reserves").count(), 2, "{}", out.stdout);
     assert!(!out.stdout.contains("edpm_kernel_args"), "{}", out.stdout);
+}
+
+/// `inventory explain HOST VAR`: the one value asked for is printed whole, even when long.
+#[test]
+fn explaining_one_variable_prints_its_value_whole() {
+    let out = run(&["--source", "examples", "inventory", "explain", "edpm-compute-0", "edpm_services"], &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = out.stdout.lines().find(|l| l.starts_with("edpm_services = ")).unwrap();
+    assert!(!line.contains('…') && line.ends_with(']'), "{line}");
+}
+
+/// A flag typo is one line, as every other error: clap's message, its tip and the usage.
+#[test]
+fn a_flag_typo_is_one_line() {
+    let out = run(&["--source", "examples", "status", "show", "--nodset", "x"], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("edpm-agent: error: unexpected argument '--nodset' found; tip: a similar argument exists: '--nodeset'; usage: edpm-agent status show"),
+        "{}",
+        out.stderr
+    );
+    // Help is still clap's, on stdout.
+    let out = run(&["status", "show", "--help"], &[]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("Usage: edpm-agent status show"), "{}", out.stdout);
 }

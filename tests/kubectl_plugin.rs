@@ -98,6 +98,10 @@ fn kubectl_edpm_says_its_name_in_usage_and_help() {
     let out = kubectl_edpm(dir.path(), &["--help"], &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("Usage: kubectl edpm"), "{}", out.stdout);
+    // It leads with what it reads by default: the cluster, in the context's namespace.
+    let first = out.stdout.lines().next().unwrap_or("");
+    assert!(first.starts_with("edpm-agent as a kubectl plugin: reads the cluster"), "{}", out.stdout);
+    assert!(out.stdout.contains("in that context's namespace"), "{}", out.stdout);
     let out = kubectl_edpm(dir.path(), &["no-such-command"], &[]);
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("kubectl edpm"), "{}", out.stderr);

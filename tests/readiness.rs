@@ -298,7 +298,7 @@ fn the_table_fits_its_columns_and_piped_keeps_whole_lines() {
         let piped = run(&["--source", "examples", "status", "show"], &env);
         assert!(!piped.stdout.contains('…'), "{}", piped.stdout);
         assert!(!piped.stdout.contains('\u{1b}'), "no colour when stdout is not a terminal");
-        assert!(piped.stdout.contains("edpm-compute-2 (run-os: NotDeployed)"), "{}", piped.stdout);
+        assert!(piped.stdout.contains("edpm-compute-2 (configure-network: NotDeployed)"), "{}", piped.stdout);
         assert!(
             piped.stdout.contains("nova: HostFailed — Deploy nova (edpm_nova/tasks/install.yml:31): non-zero return code (rc 125): Error: initializing source docker://quay.io/podified-antelope-centos9/openstack-nova-compute:current-podified: pinging container registry quay.io: Get \"https://quay.io/v2/\": dial tcp: lookup quay.io: no such host\n"),
             "{}",
@@ -402,7 +402,7 @@ fn explain_says_each_message_once() {
     // Ready and ServicesReady say the same: the second points to the first.
     assert!(
         out.stdout.contains(
-            "ServicesReady: False/Error HostFailed since 2026-11-01T11:05:00Z\n    (as Ready above)\n"
+            "ServicesReady: False/Error HostFailed since 2026-11-01T11:05:00Z, 22d ago\n    (as Ready above)\n"
         ),
         "{}",
         out.stdout
@@ -535,7 +535,7 @@ fn wait_exits_by_outcome() {
     assert_eq!(set.code, 11, "{}", set.stderr);
     assert!(
         set.stderr.contains(
-            "ServicesReady is not True for NodeSet edpm-compute-cell1: edpm-compute-4 (ServicesReady: nova Retrying)"
+            "ServicesReady is not True for 1 of 2 node(s): edpm-compute-4 (ServicesReady: nova Retrying; Deployment edpm-deployment-nova-retry in progress)"
         ),
         "{}",
         set.stderr
@@ -551,7 +551,7 @@ fn wait_exits_by_outcome() {
     assert_eq!(nodes.code, 11, "{}", nodes.stderr);
     assert!(
         nodes.stderr.contains(
-            "Ready is not True for edpm-compute-1 (InfrastructureReady: run-os NotDeployed, ServicesReady: nova NotDeployed), edpm-compute-4 (ServicesReady: nova Retrying)"
+            "Ready is not True for 2 of 2 node(s): edpm-compute-1 (InfrastructureReady: configure-network NotDeployed, ServicesReady: ceph-client NotDeployed); edpm-compute-4 (ServicesReady: nova Retrying; Deployment edpm-deployment-nova-retry in progress)"
         ),
         "{}",
         nodes.stderr

@@ -766,6 +766,10 @@ fn the_offline_example_runs_on_the_bundled_deployment() {
     );
     assert_eq!(s["hosts"]["edpm-compute-1"]["failedTask"]["message"], "asked to fail on edpm-compute-1");
     assert!(!out.stdout.contains("Callback dispatch"), "the callback plugin failed:\n{}", out.stdout);
+    // The groups are NodeSet and Role names, used as they are: no warning about them.
+    for text in [&out.stdout, &out.stderr] {
+        assert!(!text.contains("Invalid characters were found in group names"), "{text}");
+    }
     assert!(
         out.stdout.contains("edpm-compute-0: ctlplane 192.168.122.100, groups edpm-compute,nova-cell1"),
         "{}",

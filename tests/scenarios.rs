@@ -40,7 +40,13 @@ fn scenario_cluster(name: &str) -> crate::util::fake_api::FakeApi {
 }
 
 fn golden(name: &str, args: &[&str]) {
-    let out = run(args, &[NOW]);
+    golden_with(name, args, &[]);
+}
+
+fn golden_with(name: &str, args: &[&str], env: &[(&str, &str)]) {
+    let mut env = env.to_vec();
+    env.push(NOW);
+    let out = run(args, &env);
     let text = format!("exit: {}\n--- stdout\n{}--- stderr\n{}", out.code, out.stdout, out.stderr);
     insta::with_settings!({ snapshot_path => "snapshots/scenarios", prepend_module_to_snapshot => false, omit_expression => true }, {
         insta::assert_snapshot!(name, text);
@@ -63,6 +69,50 @@ fn goldens_for_a_rotated_secret() {
     golden("rotation_explain_stale", &["--source", &d, "status", "explain", "edpm-compute-8"]);
     // Upstream's NodeSet-wide record beside ours, and where they disagree.
     golden("rotation_explain_nodeset", &["--source", &d, "status", "explain", "edpm-compute"]);
+    // At 80 columns on a terminal, piped, and -o wide: the stale nodes' rows say so.
+    let terminal = [("EDPM_AGENT_TERMINAL", "1"), ("COLUMNS", "80"), ("NO_COLOR", "1")];
+    golden_with("rotation_show_80", &["--source", &d, "status", "show"], &terminal);
+    golden_with("rotation_show_wide", &["--source", &d, "status", "show", "-o", "wide"], &[]);
+    golden_with(
+        "minor_update_show_80",
+        &["--source", &scenario("minor-update"), "status", "show"],
+        &terminal,
+    );
+    golden_with(
+        "minor_update_show_wide",
+        &["--source", &scenario("minor-update"), "status", "show", "-o", "wide"],
+        &[],
+    );
+}
+
+/// Colour codes take no column: at 80 columns the coloured table says what the plain one says.
+#[test]
+fn colour_codes_take_no_width() {
+    let d = scenario("rotation");
+    let at80 = |colour: bool| {
+        let mut env = vec![NOW, ("EDPM_AGENT_TERMINAL", "1"), ("COLUMNS", "80")];
+        if !colour {
+            env.push(("NO_COLOR", "1"));
+        }
+        run(&["--source", &d, "status", "show"], &env).stdout
+    };
+    let coloured = at80(true);
+    assert!(coloured.contains('\x1b'), "{coloured}");
+    let mut stripped = String::new();
+    let mut in_code = false;
+    for c in coloured.chars() {
+        match c {
+            '\x1b' => in_code = true,
+            'm' if in_code => in_code = false,
+            _ if in_code => {}
+            _ => stripped.push(c),
+        }
+    }
+    assert_eq!(stripped, at80(false));
+    for line in stripped.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(stripped.contains("lines cut to the terminal's width: -o wide shows them whole"), "{stripped}");
 }
 
 #[test]
@@ -84,14 +134,16 @@ fn wait_for_gates_on_every_node_and_names_what_is_stale_or_behind() {
         &[NOW],
     );
     assert_eq!(out.code, 11, "{}", out.stderr);
-    for n in ["edpm-compute-7", "edpm-compute-8", "edpm-compute-9"] {
-        assert!(
-            out.stderr.contains(&format!("{n} (SecretsCurrent: stale: Secret nova-cell1-compute-config")),
-            "{}",
-            out.stderr
-        );
-    }
-    assert!(!out.stderr.contains("edpm-compute-6 ("), "{}", out.stderr);
+    // The summary groups the nodes by what they wait for, said once.
+    assert!(
+        out.stdout.contains("3 of 10 node(s) not SecretsCurrent:\n  3 node(s): edpm-compute-7, edpm-compute-8, edpm-compute-9\n    SecretsCurrent: stale: Secret nova-cell1-compute-config"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.matches("stale: Secret").count(), 1, "{}", out.stdout);
+    assert!(out.stderr.contains("edpm-compute-7, edpm-compute-8, edpm-compute-9 (SecretsCurrent: stale: Secret nova-cell1-compute-config"), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(!out.stderr.contains("edpm-compute-6"), "{}", out.stderr);
     // The nodes the rotation reached: done.
     let out = run(
         &[
@@ -128,7 +180,8 @@ fn wait_for_gates_on_every_node_and_names_what_is_stale_or_behind() {
         &[NOW],
     );
     assert_eq!(out.code, 11, "{}", out.stderr);
-    assert!(out.stderr.contains("edpm-compute-5 (VersionCurrent: at 18.0.3 (Deployment edpm-deployment); target 18.0.4; not run on this node: update)"), "{}", out.stderr);
+    assert!(out.stdout.contains("  5 node(s): edpm-compute-5, edpm-compute-6, edpm-compute-7, edpm-compute-8, edpm-compute-9\n    VersionCurrent: at 18.0.3 (Deployment edpm-deployment); target 18.0.4; not run on this node: update\n    in progress: Deployment minor-update-batch-2"), "{}", out.stdout);
+    assert!(out.stderr.contains("(VersionCurrent: at 18.0.3 (Deployment edpm-deployment); target 18.0.4; not run on this node: update; Deployment minor-update-batch-2 in progress)"), "{}", out.stderr);
     // --for and --phase are one or the other; an unknown condition names the two.
     let out = run(&["--source", &update, "status", "wait", "--for", "Ready", "--timeout", "1"], &[NOW]);
     assert_eq!(out.code, 2, "{}", out.stderr);
@@ -240,7 +293,7 @@ fn planned_deployments_are_what_the_crd_takes_and_named_anew() {
 }
 
 #[test]
-fn nothing_to_do_is_said_and_exits_zero() {
+fn nothing_to_do_is_said_and_exits_14() {
     // Its deployments.yaml is replaced below.
     let dir = scenario_copy("minor-update");
     // Installed at the target version: nothing behind, nothing failed, nothing recorded stale.
@@ -253,8 +306,53 @@ fn nothing_to_do_is_said_and_exits_zero() {
     )
     .unwrap();
     let out = run(&["--source", dir.path().to_str().unwrap(), "status", "plan"], &[NOW]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, 14, "{}", out.stderr);
     assert!(out.stdout.starts_with("# nothing to do"), "{}", out.stdout);
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    assert!(docs.iter().all(serde_json::Value::is_null), "no object: {}", out.stdout);
+}
+
+/// The operator's loop: the plan applied, the Deployment not yet reconciled (no status at
+/// all), is in progress: planned once, exit 15, stdout without objects, and `explain` names it.
+#[test]
+fn a_just_applied_deployment_is_planned_once() {
+    let dir = scenario_copy("rotation");
+    let d = dir.path().to_str().unwrap();
+    let out = run(&["--source", d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 0, "planned: {}", out.stderr);
+    // Applied as printed: the object, no status.
+    let planned: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    let planned = planned.iter().find(|d| d["kind"] == "OpenStackDataPlaneDeployment").unwrap();
+    let name = planned["metadata"]["name"].as_str().unwrap().to_string();
+    std::fs::write(dir.path().join("applied.yaml"), serde_saphyr::to_string(planned).unwrap()).unwrap();
+    let out = run(&["--source", d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 15, "only work in progress: {}{}", out.stdout, out.stderr);
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    assert!(docs.iter().all(serde_json::Value::is_null), "no object: {}", out.stdout);
+    assert!(out.stdout.contains(&format!("# in progress: Deployment {name} runs nova")), "{}", out.stdout);
+    assert!(!out.stdout.contains(&format!("{name}-2")), "{}", out.stdout);
+    let out = run(&["--source", d, "status", "explain", "edpm-compute-8"], &[NOW]);
+    assert!(
+        out.stdout.contains(&format!("Deployment {name} covers this node and has not started yet")),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("no Deployment is running on this node"), "{}", out.stdout);
+    // The same Deployment, reconciled and running (the operator's first condition): still once.
+    let mut running = planned.clone();
+    running["status"] = serde_json::json!({"nodeSetConditions": {"edpm-compute": [
+        {"type": "NodeSetDeploymentReady", "status": "Unknown", "reason": "Init", "message": "Deployment not started", "lastTransitionTime": "2026-11-27T11:59:00Z"}
+    ]}});
+    std::fs::write(dir.path().join("applied.yaml"), serde_saphyr::to_string(&running).unwrap()).unwrap();
+    let out = run(&["--source", d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 15, "{}{}", out.stdout, out.stderr);
+    // A node the Deployment leaves out is planned.
+    let mut narrow = planned.clone();
+    narrow["spec"]["ansibleLimit"] = serde_json::json!("edpm-compute-7");
+    std::fs::write(dir.path().join("applied.yaml"), serde_saphyr::to_string(&narrow).unwrap()).unwrap();
+    let out = run(&["--source", d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("ansibleLimit: edpm-compute-8,edpm-compute-9"), "{}", out.stdout);
 }
 
 /// The controller: the second batch completing turns exactly its five nodes current, each
@@ -409,4 +507,171 @@ fn overlapping_gaps_are_planned_once() {
         "{}",
         out.stdout
     );
+}
+
+/// `status wait` piped: a line of progress each time it changes (the scenario does not: one),
+/// then the summary.
+#[test]
+fn wait_piped_says_its_progress_once_per_change() {
+    let update = scenario("minor-update");
+    let args = [
+        "--source",
+        &update,
+        "status",
+        "wait",
+        "--for",
+        "VersionCurrent",
+        "--nodeset",
+        "edpm-compute",
+        "--timeout",
+        "1.5",
+        "--interval",
+        "0.2",
+    ];
+    let out = run(&args, &[NOW]);
+    assert_eq!(out.code, 11, "{}", out.stderr);
+    assert_eq!(
+        out.stdout.lines().next().unwrap(),
+        "waiting: 5/10 nodes not yet VersionCurrent (VersionCurrent UpdatePending; Deployment minor-update-batch-2 in progress): edpm-compute-5, edpm-compute-6, edpm-compute-7 and 2 more",
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.stdout.matches("waiting:").count(), 1, "{}", out.stdout);
+    assert!(!out.stdout.contains('\r') && !out.stdout.contains('\x1b'), "{}", out.stdout);
+}
+
+/// `status wait` on a terminal (a pty, through util-linux's `script`): one line rewritten in
+/// place (carriage return, erase line) with the time waited, cut to 80 columns, erased before
+/// the summary.
+#[test]
+fn wait_on_a_terminal_rewrites_its_progress_in_place() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` (util-linux) to give the command a terminal");
+        return;
+    }
+    let update = scenario("minor-update");
+    let bin = crate::util::bin();
+    let command = format!(
+        "stty cols 80; {} --source {update} status wait --for VersionCurrent --nodeset edpm-compute --timeout 1.5 --interval 0.2",
+        bin.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env("EDPM_AGENT_NOW", NOW.1)
+        .env_remove("COLUMNS")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(11), "{text}");
+    let rewrites: Vec<&str> = text.split("\r\x1b[K").collect();
+    assert!(rewrites.len() >= 4, "rewritten in place each poll: {text:?}");
+    let line = rewrites[1];
+    assert!(
+        line.starts_with("[0s] 5/10 nodes not yet VersionCurrent (VersionCurrent UpdatePending"),
+        "{text:?}"
+    );
+    assert!(line.chars().count() <= 80, "{line:?}");
+    assert!(!line.contains('\n'), "{line:?}");
+    // Erased, then the summary.
+    assert!(rewrites.last().unwrap().starts_with("5 of 10 node(s) not VersionCurrent:"), "{text:?}");
+}
+
+/// `status explain` takes a node or a NodeSet: a near miss suggests either, `-o json` is taken
+/// as `show` takes it, and `status --help` lists `plan`.
+#[test]
+fn explain_suggests_a_nodeset_and_takes_json() {
+    let d = scenario("rotation");
+    let out = run(&["--source", &d, "status", "explain", "edpm-compte"], &[NOW]);
+    assert_eq!(out.code, 8, "{}", out.stderr);
+    assert!(out.stderr.contains("did you mean") && out.stderr.contains("edpm-compute"), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let out = run(&["--source", &d, "status", "explain", "edpm-compute-8", "-o", "json"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["nodes"].as_array().unwrap().len(), 1, "{}", out.stdout);
+    let out = run(&["--source", &d, "status", "explain", "edpm-compute", "-o", "json"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["nodeSets"][0]["name"], "edpm-compute", "{}", out.stdout);
+    let out = run(&["status", "--help"], &[]);
+    assert!(out.stdout.contains("  plan "), "{}", out.stdout);
+    assert!(out.stdout.contains("show, explain, plan, wait, report"), "{}", out.stdout);
+}
+
+/// The offline walkthroughs in docs/kubernetes.md ("The operator's loop"), run exactly as
+/// written: each `edpm-agent --source tests/fixtures/scenarios/…` line, its comment's `exit N`
+/// the exit code, and the rest of its comment found in what it printed.
+#[test]
+fn the_guides_walkthroughs_do_what_they_say() {
+    let guide = std::fs::read_to_string(repo().join("docs/kubernetes.md")).unwrap();
+    let lines: Vec<&str> =
+        guide.lines().filter(|l| l.starts_with("edpm-agent --source tests/fixtures/scenarios/")).collect();
+    assert!(lines.len() >= 3, "the walkthroughs are in the guide");
+    for line in lines {
+        let (command, comment) = line.split_once('#').unwrap();
+        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let out = run(&args, &[NOW]);
+        let comment = comment.trim();
+        let said = match comment.strip_prefix("exit ") {
+            Some(rest) => {
+                let (code, said) = rest.split_once(": ").unwrap();
+                assert_eq!(out.code.to_string(), code, "{line}\n{}{}", out.stdout, out.stderr);
+                said
+            }
+            None => {
+                assert_eq!(out.code, 0, "{line}\n{}", out.stderr);
+                comment
+            }
+        };
+        // The comment's words, each in the output (the guide abbreviates lists with spaces).
+        for word in said.split([' ', ',', ':', '[', ']']).filter(|w| w.len() > 3) {
+            assert!(out.stdout.contains(word), "{line}: {word:?} not in\n{}", out.stdout);
+        }
+    }
+}
+
+/// `status wait` piped while the batch completes: a `waiting:` line, then the success, and the
+/// loop closes (planned: nothing to do).
+#[test]
+fn wait_piped_sees_the_batch_complete() {
+    let dir = scenario_copy("minor-update");
+    let d = dir.path().to_str().unwrap().to_string();
+    let path = dir.path().join("deployments.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (head, batch2) = text.split_at(text.find("  name: minor-update-batch-2").unwrap());
+    let done = batch2
+        .replace(
+            "status: \"False\", reason: Requested, severity: Info, message: \"Deployment in progress\"",
+            "status: \"True\", reason: Ready, message: \"NodeSet Ready\"",
+        )
+        .replace(
+            "status: \"False\", reason: Requested, severity: Info, message: \"Deployment not yet ready for update service\"",
+            "status: \"True\", reason: Ready, message: \"Deployment ready for update service\"",
+        )
+        .replace("status:\n", "status:\n  deployed: true\n  deployedVersion: \"18.0.4\"\n");
+    let completed = format!("{head}{done}");
+    let child = std::process::Command::new(crate::util::bin())
+        .args(["--source", &d, "status", "wait", "--for", "VersionCurrent", "--nodeset", "edpm-compute"])
+        .args(["--timeout", "30", "--interval", "0.3"])
+        .current_dir(repo())
+        .env_clear()
+        .env("EDPM_AGENT_NOW", NOW.1)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Replaced whole, as an editor or `kubectl get -o yaml >` would.
+    let tmp = dir.path().join("deployments.yaml.tmp");
+    std::fs::write(&tmp, &completed).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("waiting: 5/10 nodes not yet VersionCurrent"), "{stdout}");
+    assert_eq!(lines.last().copied(), Some("10 node(s), 1 NodeSet(s): VersionCurrent True"), "{stdout}");
+    let out = run(&["--source", &d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 14, "{}{}", out.stdout, out.stderr);
 }

@@ -10,7 +10,7 @@ use super::output::{json_text, write_file, write_out};
 use super::{AppError, Context};
 use crate::cli::{ShowFormat, StatusAction, StatusArgs};
 use crate::exit::Exit;
-use edpm_core::condition::{Severity, Status, Time};
+use edpm_core::condition::{Status, Time};
 use edpm_core::environment::Env;
 use edpm_core::readiness::show::Filter;
 use edpm_core::readiness::{self, Options, PhaseMap, Readiness};
@@ -67,22 +67,38 @@ pub(super) fn run(
             write_out(out, &text)?;
             Ok(Exit::Success)
         }
-        StatusAction::Explain { node, .. } => {
+        StatusAction::Explain { node, format, .. } => {
             let r = compute(&cx, nova, true, now)?;
-            // A NodeSet or Role name explains its rollup.
-            if let Some(set) = r.nodesets.iter().find(|s| s.name == node)
-                && !r.nodes.iter().any(|n| n.node == node)
-            {
-                write_out(out, &readiness::show::explain_nodeset(set))?;
+            let is_set = r.nodesets.iter().any(|s| s.name == node) && !r.nodes.iter().any(|n| n.node == node);
+            if !is_set && !r.nodes.iter().any(|x| [&x.node, &x.host, &x.host_name].contains(&&node)) {
+                // Explain takes a node or a NodeSet: the nearest of either.
+                let names =
+                    r.nodes.iter().map(|x| x.node.as_str()).chain(r.nodesets.iter().map(|s| s.name.as_str()));
+                let hint = edpm_core::model::did_you_mean(&node, names);
+                return Err(AppError::not_found(format!(
+                    "node, NodeSet or Role \"{}\" is not in the data plane{hint}",
+                    edpm_core::excerpt::printable(&node)
+                )));
+            }
+            if format == crate::cli::TextOrJson::Json {
+                let f = if is_set {
+                    Filter { nodes: vec![], nodesets: vec![node.clone()] }
+                } else {
+                    Filter { nodes: vec![node.clone()], nodesets: vec![] }
+                };
+                write_out(out, &json_text(&readiness::show::to_json(&r, &f), true)?)?;
                 return Ok(Exit::Success);
             }
-            let f = Filter { nodes: vec![node.clone()], nodesets: vec![] };
-            check_selection(&r, &f)?;
+            // A NodeSet or Role name explains its rollup.
+            if let Some(set) = r.nodesets.iter().find(|s| s.name == node).filter(|_| is_set) {
+                write_out(out, &readiness::show::explain_nodeset_at(set, now))?;
+                return Ok(Exit::Success);
+            }
             let text: String = r
                 .nodes
                 .iter()
                 .filter(|n| [&n.node, &n.host, &n.host_name].contains(&&node))
-                .map(readiness::show::explain)
+                .map(|n| readiness::show::explain_at(n, now))
                 .collect();
             write_out(out, &text)?;
             Ok(Exit::Success)
@@ -181,7 +197,20 @@ fn plan(
         crate::cli::YamlOrJson::Yaml => plan_yaml(&steps)?,
     };
     write_out(out, &text)?;
-    Ok(Exit::Success)
+    Ok(plan_exit(&steps))
+}
+
+/// `status plan`'s exit code, for scripts: 0 when there is something to apply (stdout holds
+/// Deployments), 15 when only Deployments not finished cover the gaps (stdout holds no object),
+/// 14 when there is nothing to do at all.
+fn plan_exit(steps: &[readiness::plan::Step]) -> Exit {
+    if steps.iter().any(|s| s.deployment.is_some()) {
+        Exit::Success
+    } else if steps.is_empty() {
+        Exit::NothingToDo
+    } else {
+        Exit::InProgress
+    }
 }
 
 /// The plan as YAML documents, each Deployment under a comment saying why; gaps a running
@@ -189,7 +218,7 @@ fn plan(
 fn plan_yaml(steps: &[readiness::plan::Step]) -> Result<String, AppError> {
     if steps.is_empty() {
         return Ok(
-            "# nothing to do: no node failed, is behind the target version or holds a stale input\n".into()
+            "# nothing to do: no node failed, is behind the target version or holds a stale input (exit 14)\n".into()
         );
     }
     let mut text = String::new();
@@ -209,6 +238,11 @@ fn plan_yaml(steps: &[readiness::plan::Step]) -> Result<String, AppError> {
             }
             (None, None) => {}
         }
+    }
+    if steps.iter().all(|s| s.deployment.is_none()) {
+        text.push_str(
+            "# nothing to apply until the Deployments above finish: `edpm-agent status wait`, then plan again (exit 15)\n",
+        );
     }
     Ok(text)
 }
@@ -414,6 +448,9 @@ fn condition_types(condition: &str) -> Result<(&'static str, &'static str), AppE
 
 /// Polls until every selected node (or NodeSet) has the phase True: exit 0; a selected node
 /// `Stalled` (a terminal failure no running Deployment will retry): exit 12; time out: 11.
+/// Progress on stdout: on a terminal one line rewritten in place (how many nodes remain, which,
+/// what they wait for); piped, a line each time it changes; at a timeout, a summary grouping
+/// the nodes by what they wait for and naming the Deployment in progress on them.
 #[allow(clippy::too_many_arguments, reason = "one per flag of `status wait`")]
 #[allow(
     clippy::too_many_lines,
@@ -434,11 +471,15 @@ fn wait(
     let started = std::time::Instant::now();
     // Reading the cluster is bounded by the same time: a hung API server is a timeout too.
     cx.set_deadline(timeout);
+    let (terminal, columns) = super::output::stdout_terminal();
+    let look = readiness::show::Look::of(env, terminal, columns, false);
+    let mut progress = Progress { width: look.width, last: String::new(), shown: false };
     let mut checked = false;
     loop {
         let r = match compute(cx, nova, false, now(env)?) {
             Ok(r) => r,
             Err(e) if started.elapsed() >= timeout => {
+                progress.clear(out)?;
                 return Err(AppError::timeout(format!(
                     "timed out after {timeout:?} before the cluster answered: {e}"
                 )));
@@ -450,69 +491,62 @@ fn wait(
             checked = true;
         }
         let all = f.nodes.is_empty() && f.nodesets.is_empty();
-        let nodes: Vec<_> = r
-            .nodes
-            .iter()
-            .filter(|n| all || [&n.node, &n.host, &n.host_name].iter().any(|x| f.nodes.contains(x)))
-            .collect();
+        let picked =
+            |n: &readiness::NodeView| [&n.node, &n.host, &n.host_name].iter().any(|x| f.nodes.contains(x));
+        let nodes: Vec<_> = r.nodes.iter().filter(|n| all || picked(n)).collect();
         let sets: Vec<_> = r.nodesets.iter().filter(|s| f.nodesets.contains(&s.name)).collect();
-        let waiting_nodes: Vec<&readiness::NodeView> = nodes
-            .iter()
-            .copied()
-            .filter(|n| !n.conditions.get(node_ty).is_some_and(|c| c.is_true()))
-            .collect();
+        // The nodes the wait is about: those selected, and those of the NodeSets selected.
+        let scope: Vec<&readiness::NodeView> =
+            r.nodes.iter().filter(|n| all || picked(n) || f.nodesets.contains(&n.nodeset)).collect();
+        let not_true = |n: &&readiness::NodeView| !n.conditions.get(node_ty).is_some_and(|c| c.is_true());
+        let waiting_nodes: Vec<&readiness::NodeView> = nodes.iter().copied().filter(not_true).collect();
         let waiting_sets: Vec<String> = sets
             .iter()
             .filter(|s| !s.conditions.get(set_ty).is_some_and(|c| c.is_true()))
             .map(|s| s.name.clone())
             .collect();
         if waiting_nodes.is_empty() && waiting_sets.is_empty() {
-            write_out(out, &format!("{} node(s), {} NodeSet(s): {node_ty} True\n", nodes.len(), sets.len()))?;
+            progress.clear(out)?;
+            // The nodes counted: those selected, and those of the NodeSets selected.
+            write_out(out, &format!("{} node(s), {} NodeSet(s): {node_ty} True\n", scope.len(), sets.len()))?;
             return Ok(Exit::Success);
         }
+        let waiting: Vec<&readiness::NodeView> = scope.iter().copied().filter(not_true).collect();
         // Terminal: a waited-for node (or a node of a waited-for NodeSet) is Stalled.
-        let stalled = r.nodes.iter().filter(|n| {
-            (nodes.iter().any(|x| x.object == n.object) || f.nodesets.contains(&n.nodeset))
-                && n.conditions
-                    .get(edpm_core::condition::types::STALLED)
-                    .is_some_and(|c| c.status == Status::True)
-        });
-        let failures: Vec<String> = stalled
-            .map(|n| {
-                format!(
-                    "{} ({})",
-                    n.node,
-                    n.conditions
-                        .get(edpm_core::condition::types::STALLED)
-                        .map(|c| c.message.as_str())
-                        .unwrap_or("")
-                )
+        let failures: Vec<String> = scope
+            .iter()
+            .filter_map(|n| {
+                let c = n.conditions.get(edpm_core::condition::types::STALLED)?;
+                (c.status == Status::True).then(|| format!("{} ({})", n.node, c.message))
             })
             .collect();
         if !failures.is_empty() {
+            progress.clear(out)?;
             return Err(AppError::terminal(format!(
                 "terminal failure, not waiting any longer: {}",
                 failures.join("; ")
             )));
         }
         if started.elapsed() >= timeout {
-            let mut what: Vec<String> = Vec::new();
-            if !waiting_nodes.is_empty() {
-                what.push(named(&waiting_nodes, node_ty));
+            progress.clear(out)?;
+            if waiting.is_empty() {
+                let what: Vec<String> = waiting_sets.iter().map(|s| format!("NodeSet {s}")).collect();
+                return Err(AppError::timeout(format!(
+                    "timed out after {timeout:?}: {set_ty} is not True for {}",
+                    what.join(", ")
+                )));
             }
-            what.extend(waiting_sets.iter().map(|s| nodeset_waiting_for(&r, s, node_ty)));
-            let worst = nodes
-                .iter()
-                .filter_map(|n| n.conditions.get(node_ty))
-                .filter(|c| c.status != Status::True)
-                .find(|c| c.severity == Severity::Error)
-                .map(|c| format!("; e.g. {}", c.message))
-                .unwrap_or_default();
+            write_out(out, &readiness::wait::summary(scope.len(), &waiting, node_ty))?;
             return Err(AppError::timeout(format!(
-                "timed out after {timeout:?}: {node_ty} is not True for {}{worst}",
-                what.join("; ")
+                "timed out after {timeout:?}: {}",
+                readiness::wait::summary_line(scope.len(), &waiting, node_ty)
             )));
         }
+        progress.show(
+            out,
+            &readiness::wait::progress_line(scope.len(), &waiting, node_ty),
+            started.elapsed(),
+        )?;
         tracing::info!(nodes = waiting_nodes.len(), nodesets = waiting_sets.len(), "waiting");
         std::thread::sleep(
             interval.min(timeout.saturating_sub(started.elapsed())).max(Duration::from_millis(10)),
@@ -520,32 +554,41 @@ fn wait(
     }
 }
 
-/// How many nodes a timeout names before it counts the rest.
-const NAMED_NODES: usize = 10;
-
-/// Nodes a timeout names, each with the conditions it still waits for
-/// (`readiness::show::waiting_for`): the first [`NAMED_NODES`], then how many more.
-fn named(nodes: &[&readiness::NodeView], node_ty: &str) -> String {
-    let mut text: Vec<String> =
-        nodes.iter().take(NAMED_NODES).map(|n| readiness::show::waiting_for(n, node_ty)).collect();
-    if nodes.len() > NAMED_NODES {
-        text.push(format!("and {} more", nodes.len() - NAMED_NODES));
-    }
-    text.join(", ")
+/// `status wait`'s progress on stdout: on a terminal (`width`), one line rewritten in place
+/// with the time waited; piped, a line each time what it says changes.
+struct Progress {
+    width: Option<usize>,
+    last: String,
+    shown: bool,
 }
 
-/// A waited-for NodeSet as a timeout names it: with its nodes whose `node_ty` is not True
-/// (those the wait is for) and their conditions, so the operator knows where to look.
-fn nodeset_waiting_for(r: &Readiness, set: &str, node_ty: &str) -> String {
-    let nodes: Vec<&readiness::NodeView> = r
-        .nodes
-        .iter()
-        .filter(|n| n.nodeset == set && !n.conditions.get(node_ty).is_some_and(|c| c.is_true()))
-        .collect();
-    if nodes.is_empty() {
-        return format!("NodeSet {set}");
+impl Progress {
+    fn show(&mut self, out: &mut dyn Write, line: &str, waited: Duration) -> Result<(), AppError> {
+        match self.width {
+            Some(width) => {
+                let line = format!(
+                    "[{}] {line}",
+                    readiness::show::age(Time(waited.as_secs().try_into().unwrap_or(i64::MAX)), Time(0))
+                );
+                let cut = readiness::show::fit_visible(&line, Some(width.saturating_sub(1)));
+                self.shown = true;
+                write_out(out, &format!("\r\x1b[K{cut}"))
+            }
+            None if line != self.last => {
+                self.last = line.to_string();
+                write_out(out, &format!("waiting: {line}\n"))
+            }
+            None => Ok(()),
+        }
     }
-    format!("NodeSet {set}: {}", named(&nodes, node_ty))
+
+    /// The terminal's progress line erased, before what comes last.
+    fn clear(&mut self, out: &mut dyn Write) -> Result<(), AppError> {
+        if std::mem::take(&mut self.shown) {
+            write_out(out, "\r\x1b[K")?;
+        }
+        Ok(())
+    }
 }
 
 pub(super) fn crds(out: &mut dyn Write) -> Result<Exit, AppError> {

@@ -19,8 +19,12 @@ pub(super) fn run(cx: &Context, args: ValidateArgs, out: &mut dyn Write) -> Resu
         TextOrJson::Json => json_text(&edpm_core::validate::to_json(&diags), true)?,
         TextOrJson::Text => {
             let mut t: String = diags.iter().map(|d| format!("{d}\n")).collect();
+            // The hosts Ansible would see, when the objects resolve into a model.
+            let hosts = edpm_core::model::resolve(&snap)
+                .map(|m| format!(", {} host(s)", m.members().count()))
+                .unwrap_or_default();
             t.push_str(&format!(
-                "{errors} error(s), {warnings} warning(s) in {} data-plane object(s)\n",
+                "{errors} error(s), {warnings} warning(s) in {} data-plane object(s){hosts}\n",
                 snap.host_sources()
             ));
             t

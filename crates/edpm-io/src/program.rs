@@ -3,8 +3,8 @@
 //!
 //! 1. A kubeconfig's credential plugin is answered first: kube runs it through the running
 //!    binary (`… __exec-credential …`, [`crate::k8s::exec`]), before any parsing.
-//! 2. The command line is parsed; clap's own output (help, version, a usage error) is printed
-//!    as clap prints it, exit 0 or 2.
+//! 2. The command line is parsed; help and version are printed as clap prints them (exit 0),
+//!    a usage error on one line as every other error (exit 2): clap's message, its tip, the usage.
 //! 3. The process environment is read, once, into an [`Env`] (empty is unset), with the
 //!    program's defaults after it (the first definition wins).
 //! 4. Logging is set up ([`crate::logging`]).
@@ -57,6 +57,36 @@ pub fn no_defaults(_: &[OsString]) -> Vec<(String, String)> {
     Vec::new()
 }
 
+/// clap's usage error (`error: …`, a tip, `Usage: …`, a pointer to `--help`) as one line:
+/// `unexpected argument '--nodset' found; tip: a similar argument exists: '--nodeset'; usage:
+/// edpm-agent status show --nodeset <NODESETS> (--help says more)`.
+fn usage_line(rendered: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with("For more information") {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        let line = match line.strip_prefix("Usage: ") {
+            Some(u) => format!("usage: {u} (--help says more)"),
+            None => line.to_string(),
+        };
+        match parts.last_mut() {
+            // A list after its heading: `not provided: --timeout <DURATION>, --phase <PHASE>`.
+            Some(last) if last.ends_with(':') => {
+                last.push(' ');
+                last.push_str(&line);
+            }
+            Some(last) if last.contains(": --") && line.starts_with('-') => {
+                last.push_str(", ");
+                last.push_str(&line);
+            }
+            _ => parts.push(line),
+        }
+    }
+    parts.join("; ")
+}
+
 /// Runs `program`: the steps of the module's documentation.
 pub fn main<C, E: Failure>(program: Program<C, E>) -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -71,9 +101,21 @@ pub fn main<C, E: Failure>(program: Program<C, E>) -> ExitCode {
     let defaults = (program.defaults)(&args);
     let cli = match (program.parse)(args) {
         Ok(c) => c,
-        Err(e) => {
+        // Help and version as clap prints them.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::SUCCESS;
+        }
+        // A usage error on one line, as every other error: clap's message, its tip, the usage.
+        Err(e) => {
+            #[allow(clippy::disallowed_macros, reason = "the one line an error prints")]
+            {
+                eprintln!(
+                    "{name}: error: {}",
+                    edpm_core::excerpt::printable(&usage_line(&e.render().to_string()))
+                );
+            }
+            return ExitCode::from(2);
         }
     };
     // The one read of the process environment; everything after looks variables up in `env`.

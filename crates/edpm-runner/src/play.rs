@@ -76,6 +76,12 @@ pub(crate) fn play(
     if !chosen && !std::io::stdout().is_terminal() {
         vars.push(("ANSIBLE_NOCOLOR".into(), "1".into()));
     }
+    // EDPM's groups are NodeSet and Role names (`edpm-compute`), which Ansible calls invalid
+    // (a `-`) and uses as they are, as upstream's inventories do: no warning on every run,
+    // unless the Job chose (ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS).
+    if env.get("ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS").is_none() {
+        vars.push(("ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS".into(), "ignore".into()));
+    }
     let (mut argv, cwd, tee) = if ansible_runner {
         // Absolute: ansible-runner runs ansible-playbook in the project directory, where a
         // relative --runner-dir would point elsewhere.

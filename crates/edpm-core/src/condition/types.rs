@@ -225,25 +225,34 @@ pub const TYPES: &[Type] = &[
         nodeset_column: Some(Column { name: "Ready", description: None }),
         ..plain(Some(READY), Some(READY), false, Writer::Reporter)
     },
-    held(
-        VERSION_CURRENT,
-        NODESET_VERSION_CURRENT,
-        "version",
-        Gauge {
-            name: "node_version_current",
-            help: "1 when the node runs the OpenStackVersion's target version, 0 when it is behind (no series while unknown)",
-        },
-        Column { name: "Version", description: Some("every node at the OpenStackVersion's target") },
+    wide(
+        held(
+            VERSION_CURRENT,
+            NODESET_VERSION_CURRENT,
+            "version",
+            Gauge {
+                name: "node_version_current",
+                help: "1 when the node runs the OpenStackVersion's target version, 0 when it is behind (no series while unknown)",
+            },
+            Column { name: "Version", description: Some("every node at the OpenStackVersion's target") },
+        ),
+        "VERSION",
     ),
-    held(
-        SECRETS_CURRENT,
-        NODESET_SECRETS_CURRENT,
-        "inputs",
-        Gauge {
-            name: "node_inputs_current",
-            help: "1 when the node holds every current Secret and ConfigMap delivered to it, 0 when one is stale (no series while unknown)",
-        },
-        Column { name: "Inputs", description: Some("every node holds every current Secret and ConfigMap") },
+    wide(
+        held(
+            SECRETS_CURRENT,
+            NODESET_SECRETS_CURRENT,
+            "inputs",
+            Gauge {
+                name: "node_inputs_current",
+                help: "1 when the node holds every current Secret and ConfigMap delivered to it, 0 when one is stale (no series while unknown)",
+            },
+            Column {
+                name: "Inputs",
+                description: Some("every node holds every current Secret and ConfigMap"),
+            },
+        ),
+        "INPUTS",
     ),
     plain(Some(RECONCILING), None, false, Writer::Reporter),
     plain(Some(STALLED), None, false, Writer::Reporter),

@@ -138,9 +138,13 @@ pub fn to_text(e: &Explanation, redactor: Option<&Redactor>) -> String {
     for (g, why) in &e.groups {
         let _ = writeln!(out, "  group {g}: {why}");
     }
+    // One variable asked for: its value whole, however long (it is the answer).
+    let whole = e.vars.len() == 1;
     for s in &e.vars {
         let (v, p) = s.winner();
-        let _ = writeln!(out, "{} = {}", s.name, compact(&shown(v, p, redactor)));
+        let value = shown(v, p, redactor);
+        let value = if whole { value.to_string() } else { compact(&value) };
+        let _ = writeln!(out, "{} = {value}", s.name);
         let _ = writeln!(out, "    set by   {p}");
         for (v, p) in s.steps[..s.steps.len() - 1].iter().rev() {
             let _ = writeln!(out, "    overrode {} = {}", p, compact(&shown(v, p, redactor)));

@@ -62,7 +62,21 @@ pub enum Outcome<'a> {
     NotReached,
 }
 
+impl RunState {
+    /// Not finished: no status yet (the operator has not reconciled it, or it waits to
+    /// start), running, or failed but retrying. Work on its nodes is in progress: nothing is
+    /// planned again for them, and they are not stalled.
+    pub fn unfinished(self) -> bool {
+        matches!(self, RunState::NotStarted | RunState::Running | RunState::Failed { terminal: false })
+    }
+}
+
 impl<'a> Run<'a> {
+    /// When the Deployment was created (`metadata.creationTimestamp`), when known.
+    pub fn created(&self) -> Option<Time> {
+        self.order.0
+    }
+
     pub fn state(&self) -> RunState {
         let Some(conds) = self.conds else { return RunState::NotStarted };
         match conds.get(crate::condition::types::NODESET_DEPLOYMENT_READY) {

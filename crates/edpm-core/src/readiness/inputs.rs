@@ -188,6 +188,8 @@ impl<'a> GroupContext<'a> {
     pub(super) fn secrets_current(&self, delivered: &[Delivery]) -> (Condition, Vec<String>) {
         let mut ev = Vec::new();
         let mut stale = Vec::new();
+        // Since when the first of them differs, as the evidence says (none: unknown).
+        let mut since: Option<Time> = None;
         for d in delivered {
             let state = match self.hash_now(&d.kind, &d.name) {
                 None => InputState::Gone,
@@ -202,7 +204,12 @@ impl<'a> GroupContext<'a> {
             }
             ev.push(line);
             if state != InputState::Current {
-                stale.push(stale_words(d, &state, self.differs_since(d)));
+                let differs = self.differs_since(d);
+                let when = d.stale_since.as_deref().or(differs.as_ref().map(|(t, _)| t.as_str()));
+                if let Some(t) = when.and_then(Time::parse) {
+                    since = Some(since.map_or(t, |s: Time| s.min(t)));
+                }
+                stale.push(stale_words(d, &state, differs));
             }
         }
         if delivered.is_empty() {
@@ -224,14 +231,12 @@ impl<'a> GroupContext<'a> {
             );
         }
         let shown: Vec<&str> = stale.iter().map(String::as_str).collect();
-        (
-            Condition::because(
-                SECRETS_CURRENT,
-                &SECRETS_STALE,
-                format!("stale: {}", super::version::names_cut(&shown)),
-            ),
-            ev,
-        )
+        let c = Condition::because(
+            SECRETS_CURRENT,
+            &SECRETS_STALE,
+            format!("stale: {}", super::version::names_cut(&shown)),
+        );
+        (Condition { last_transition_time: since.unwrap_or_default(), ..c }, ev)
     }
 
     /// `NodeSetSecretsCurrent`: how many nodes hold every current input, and which objects

@@ -29,6 +29,7 @@ mod rollup;
 mod service;
 pub mod show;
 pub mod version;
+pub mod wait;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -14,8 +14,8 @@ struct Gathered<'a> {
     fresh: Vec<Condition>,
     evidence: BTreeMap<String, Vec<String>>,
     blocking: BTreeMap<&'static str, Block>,
-    /// What a running Deployment is doing on the node.
-    running: Option<String>,
+    /// What a Deployment not finished is doing on the node, and since when (its creation).
+    running: Option<(String, Time)>,
     /// The first terminal failure: service and its condition.
     stalled: Option<(&'a str, Condition)>,
 }
@@ -33,7 +33,8 @@ impl<'a> GroupContext<'a> {
         let mut g = Gathered { fresh: Vec::with_capacity(self.svcs.len() + 8), ..Default::default() };
         self.phase_baremetal(m, &mut g);
         self.phases(m, &mut g);
-        g.fresh.extend(kstatus(g.running.as_deref(), g.stalled.take()));
+        let running = g.running.take();
+        g.fresh.extend(kstatus(running.as_ref().map(|(w, t)| (w.as_str(), *t)), g.stalled.take()));
         let report = reports.get(object.as_str()).copied();
         let previous = report.map(|r| &r.conditions);
         let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
@@ -121,10 +122,38 @@ impl<'a> GroupContext<'a> {
             }
             g.fresh.push(c);
         }
-        g.running = states.iter().find_map(|(_, _, st)| st.running.clone());
+        g.running = self.in_progress(&names, states.iter().find_map(|(_, _, st)| st.running.clone()));
         g.stalled = states.iter().find(|(_, _, st)| st.terminal).map(|(s, _, st)| (*s, st.cond.clone()));
         g.fresh.extend(states.into_iter().map(|(_, _, st)| st.cond));
         g.fresh.extend(waiting);
+    }
+
+    /// What a Deployment not finished does on the node, and since when (its condition's time,
+    /// else its creation): the one running a
+    /// service here (`running`, as the service's state says it), else the newest that covers the
+    /// node and has no status yet (applied, not yet reconciled: it will run here).
+    fn in_progress(&self, names: &[&str], running: Option<String>) -> Option<(String, Time)> {
+        // Since its own condition's time when it has one (the operator's word), else its creation.
+        let created = |name: &str| {
+            let run = self.runs.iter().find(|r| r.name == name);
+            let said = run.and_then(Run::nodeset_condition).map(|c| c.last_transition_time);
+            said.filter(|t| *t != Time(0)).or_else(|| run.and_then(Run::created)).unwrap_or_default()
+        };
+        if let Some(what) = running {
+            let name = what.strip_prefix("Deployment ").and_then(|w| w.split(' ').next()).unwrap_or("");
+            let since = created(name);
+            return Some((what, since));
+        }
+        let (_, run) = self
+            .runs
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(i, r)| self.states[*i] == RunState::NotStarted && r.covers(names))?;
+        Some((
+            format!("Deployment {} covers this node and has not started yet (no status so far)", run.name),
+            created(run.name),
+        ))
     }
 
     /// A phase's evidence: each service's state and what it was read from, then drift.
@@ -274,7 +303,10 @@ pub(super) fn phase_condition(
         let since = newest_known(members.iter().map(|(_, _, s)| &s.cond));
         return (Condition { last_transition_time: since, ..Condition::true_(ty, msg) }, None);
     }
-    let worst = mirror(members.iter().map(|(_, _, s)| &s.cond), ty).expect("not all True, so not empty");
+    // Of equals, the first in the NodeSet's order (the mirror keeps the later of equals): the
+    // first service missing, the one that runs first.
+    let worst =
+        mirror(members.iter().rev().map(|(_, _, s)| &s.cond), ty).expect("not all True, so not empty");
     let source = worst_source(members, &worst);
     let member = members.iter().find(|(_, _, s)| s.cond.type_ == source);
     let service = member.map(|(n, _, _)| *n).unwrap_or("");
@@ -305,7 +337,6 @@ pub(super) fn newest_known<'c>(conds: impl Iterator<Item = &'c Condition>) -> Ti
 pub(super) fn worst_source(members: &[&(&str, Phase, ServiceState)], worst: &Condition) -> String {
     members
         .iter()
-        .rev()
         .map(|(_, _, s)| &s.cond)
         .find(|c| {
             c.status == worst.status
@@ -328,9 +359,13 @@ pub(super) fn order(a: &Condition, b: &Condition) -> std::cmp::Ordering {
 
 /// kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal failure
 /// no running Deployment will retry.
-fn kstatus(running: Option<&str>, stalled: Option<(&str, Condition)>) -> [Condition; 2] {
+fn kstatus(running: Option<(&str, Time)>, stalled: Option<(&str, Condition)>) -> [Condition; 2] {
     let reconciling = match running {
-        Some(what) => Condition::because(RECONCILING, &reasons::DEPLOYING, what),
+        // Since the Deployment's creation, when known.
+        Some((what, since)) => Condition {
+            last_transition_time: since,
+            ..Condition::because(RECONCILING, &reasons::DEPLOYING, what)
+        },
         None => Condition::because(RECONCILING, &reasons::IDLE, "no Deployment is running on this node"),
     };
     let stalled = match (stalled, running) {
@@ -365,7 +400,9 @@ fn node_conditions(
     conds.0.sort_by(order);
     let mut sub: Vec<&Condition> =
         conds.iter().filter(|c| crate::condition::types::counts_toward_ready(&c.type_)).collect();
-    sub.sort_by(|a, b| a.type_.cmp(&b.type_));
+    // Reverse order of names, so that of equals the mirror (which keeps the later) keeps the
+    // earliest phase (BaremetalProvision < Infrastructure < Services): what runs first.
+    sub.sort_by(|a, b| b.type_.cmp(&a.type_));
     let ready =
         derived(READY, &sub, &untimed, "node ready: bare metal, infrastructure and OpenStack services");
     let ready = ready.unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));

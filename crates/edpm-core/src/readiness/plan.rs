@@ -9,8 +9,9 @@
 //!   service a TLS certificate Secret belongs to (its `osdp-service` label), and every service
 //!   for an object of the NodeSet's `ansibleVarsFrom`.
 //!
-//! A gap a running Deployment already covers (its `ansibleLimit` covers the nodes, it runs
-//! those services) is listed as in progress instead of planned again. Each planned Deployment
+//! A gap a Deployment not finished already covers (its `ansibleLimit` covers the nodes, it
+//! runs those services; whatever its status says so far, none at all included: just applied,
+//! not yet reconciled) is listed as in progress instead of planned again. Each planned Deployment
 //! has `ansibleLimit` of exactly its nodes (none when they are all the NodeSet's) and a name no
 //! existing Deployment has.
 
@@ -18,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::deploy::{self, RunState};
+use super::deploy;
 use super::*;
 use crate::condition::types::SECRETS_CURRENT;
 
@@ -56,29 +57,60 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
         let status = snap.evidence.nodesets.get(&group.name);
         let runs = deploy::runs(&snap.evidence, &group.name, status, &group.services.value);
         for (why, members, services) in gaps {
-            let running = runs.iter().find(|run| {
-                run.state() == RunState::Running
-                    && services.iter().all(|s| run.runs(s))
-                    && members.iter().all(|m| run.covers(&member_limit_names(group, m)))
-            });
-            let mut step = Step {
+            let (in_progress, rest) = in_progress(&runs, group, &members, &services);
+            for (running, members) in in_progress {
+                out.push(Step {
+                    node_set: group.name.clone(),
+                    why: why.clone(),
+                    nodes: members,
+                    services: services.clone(),
+                    in_progress: Some(running.to_string()),
+                    deployment: None,
+                });
+            }
+            if rest.is_empty() {
+                continue;
+            }
+            let first = if services == group.services.value { "redeploy" } else { services[0].as_str() };
+            let name = free_name(&mut taken, &group.name, first);
+            let all = rest.len() == group.members.len();
+            out.push(Step {
                 node_set: group.name.clone(),
                 why,
-                nodes: members.clone(),
-                services: services.clone(),
-                in_progress: running.map(|run| run.name.to_string()),
-                deployment: None,
-            };
-            if step.in_progress.is_none() {
-                let first = if services == group.services.value { "redeploy" } else { services[0].as_str() };
-                let name = free_name(&mut taken, &group.name, first);
-                let all = members.len() == group.members.len();
-                step.deployment = Some(deployment_object(&name, group, &members, &services, all, &nodes));
-            }
-            out.push(step);
+                deployment: Some(deployment_object(&name, group, &rest, &services, all, &nodes)),
+                nodes: rest,
+                services,
+                in_progress: None,
+            });
         }
     }
     out
+}
+
+/// A gap's nodes that a Deployment not finished covers, by that Deployment (the newest that
+/// covers each node and runs every service of the gap), and the rest, to plan.
+fn in_progress<'r>(
+    runs: &'r [deploy::Run<'r>],
+    group: &HostGroup,
+    members: &[String],
+    services: &[String],
+) -> (Vec<(&'r str, Vec<String>)>, Vec<String>) {
+    let mut covered: Vec<(&'r str, Vec<String>)> = Vec::new();
+    let mut rest = Vec::new();
+    for m in members {
+        let names = member_limit_names(group, m);
+        let running = runs.iter().rev().find(|run| {
+            run.state().unfinished() && services.iter().all(|s| run.runs(s)) && run.covers(&names)
+        });
+        match running {
+            Some(run) => match covered.iter_mut().find(|(n, _)| *n == run.name) {
+                Some((_, nodes)) => nodes.push(m.clone()),
+                None => covered.push((run.name, vec![m.clone()])),
+            },
+            None => rest.push(m.clone()),
+        }
+    }
+    (covered, rest)
 }
 
 /// Each node in one gap per set of services: a node already in an earlier gap whose services

@@ -98,23 +98,44 @@ fn paint(text: &str, cell: &str, colour: bool) -> String {
     let code = match cell {
         "ok" => "32",
         "FAIL" => "31",
-        "warn" | "wait" => "33",
+        "warn" | "wait" | "todo" => "33",
         "?" => "35",
         _ => return text.to_string(),
     };
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
-/// Cuts `s` to `width` characters, marking the cut; `None` keeps it whole.
+/// Cuts `s` to `width` visible characters, marking the cut; `None` keeps it whole.
 fn fit(s: &str, width: Option<usize>) -> String {
-    match width {
-        Some(width) if s.chars().count() > width => {
-            let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
-            out.push('…');
-            out
-        }
-        _ => s.to_string(),
+    fit_visible(s, width)
+}
+
+/// Cuts `s` to `width` columns as a terminal shows them: colour codes (`paint`'s) take none and
+/// are kept; a cut ends the colour and is marked `…`. `None` keeps it whole.
+pub fn fit_visible(s: &str, width: Option<usize>) -> String {
+    let Some(width) = width else { return s.to_string() };
+    if visible_width(s) <= width {
+        return s.to_string();
     }
+    let (mut out, mut n, mut in_code, mut painted) = (String::new(), 0, false, false);
+    for c in s.chars() {
+        if in_code || c == '\x1b' {
+            in_code = !(in_code && c == 'm');
+            painted = true;
+            out.push(c);
+            continue;
+        }
+        if n + 1 >= width {
+            break;
+        }
+        out.push(c);
+        n += 1;
+    }
+    if painted {
+        out.push_str("\x1b[0m");
+    }
+    out.push('…');
+    out
 }
 
 /// How the table is laid out.
@@ -192,7 +213,9 @@ pub fn table(r: &Readiness, f: &Filter, look: Look, now: Time) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        nodeset_head(&mut out, set, look);
+        // `wait` while a Deployment is on one of its nodes, else `todo` (as the rows say).
+        let running = r.nodes.iter().any(|n| n.nodeset == set.name && in_progress(n));
+        nodeset_head(&mut out, set, look, running);
         if members.is_empty() {
             continue;
         }
@@ -205,11 +228,16 @@ pub fn table(r: &Readiness, f: &Filter, look: Look, now: Time) -> String {
         out.push_str("no nodes or NodeSets match\n");
     } else {
         out.push('\n');
-        for line in [
-            "phases: -1 bare metal, 0 infrastructure, 1 OpenStack services",
-            "ok ready · wait in progress or not deployed · warn · FAIL · ? unknown",
-        ] {
+        let cut = look.width.is_some() && out.lines().any(|l| l.ends_with('…'));
+        for line in LEGEND {
             out.push_str(&fit(line, look.width));
+            out.push('\n');
+        }
+        if cut {
+            out.push_str("lines cut to the terminal's width: -o wide shows them whole\n");
+        }
+        if let Some(next) = next_step(&nodes) {
+            out.push_str(&fit(&next, look.width));
             out.push('\n');
         }
         if look.wide {
@@ -219,6 +247,44 @@ pub fn table(r: &Readiness, f: &Filter, look: Look, now: Time) -> String {
         }
     }
     out
+}
+
+/// The legend under the table, each line within 80 columns.
+const LEGEND: [&str; 3] = [
+    "phases: -1 bare metal, 0 infrastructure, 1 OpenStack services",
+    "ok ready · wait a Deployment runs · todo not deployed, nothing runs · ? unknown",
+    "warn degraded, retrying, behind or stale · FAIL failed for good (see explain)",
+];
+
+/// What closes the gaps the table shows, when there are any: nodes behind the target version,
+/// holding a stale input, or failed for good (what `status plan` plans for).
+pub fn next_step(nodes: &[&NodeView]) -> Option<String> {
+    let gap = |n: &&NodeView| {
+        let held = TYPES
+            .iter()
+            .filter_map(|t| t.wait_for.and(t.node))
+            .any(|ty| n.conditions.get(ty).is_some_and(|c| c.status == Status::False));
+        let stalled = n.conditions.get(types::STALLED).is_some_and(|c| c.status == Status::True);
+        held || stalled
+    };
+    let count = nodes.iter().copied().filter(gap).count();
+    (count > 0).then(|| {
+        format!("next: {count} node(s) behind, stale or failed: `status plan` prints what closes it")
+    })
+}
+
+/// Whether a Deployment not finished works on the node (its `Reconciling` is True).
+fn in_progress(n: &NodeView) -> bool {
+    n.conditions.get(types::RECONCILING).is_some_and(|c| c.status == Status::True)
+}
+
+/// A cell as a node's row says it: `wait` only while a Deployment works on the node; else,
+/// not deployed and nothing running, `todo`.
+fn node_cell(n: &NodeView, c: Option<&Condition>) -> &'static str {
+    match cell(c) {
+        "wait" if !in_progress(n) => "todo",
+        other => other,
+    }
 }
 
 /// The node's condition columns (the types table's `shown`, `-o wide`'s too when `wide`):
@@ -250,6 +316,15 @@ const SINCE_WIDTH: usize = 7;
 /// long text found more than once (a failed task's message, in the conditions, the evidence
 /// and every run) is printed at the top as `[1]` and named so where it recurs.
 pub fn explain(n: &NodeView) -> String {
+    explain_with(n, None)
+}
+
+/// [`explain`], each time followed by its age at `now` (`since 2026-11-25T10:00:00Z, 2d2h ago`).
+pub fn explain_at(n: &NodeView, now: Time) -> String {
+    explain_with(n, Some(now))
+}
+
+fn explain_with(n: &NodeView, now: Option<Time>) -> String {
     let head = format!(
         "node {} (host {}, {} {}, status object {})\n",
         printable(&n.node),
@@ -261,7 +336,7 @@ pub fn explain(n: &NodeView) -> String {
         printable(&n.nodeset),
         printable(&n.object)
     );
-    let mut said = Said::default();
+    let mut said = Said { now, ..Said::default() };
     let mut out = String::new();
     // Ready and its phases first, then the rest but the services' deployment conditions.
     let is_phase = |ty: &str| ty == READY || types::phases().any(|p| p.is(ty));
@@ -281,16 +356,36 @@ pub fn explain(n: &NodeView) -> String {
         .values()
         .filter_map(|b| b.cause.as_deref())
         .chain(n.runs.iter().filter_map(|r| r.failed_task.as_deref()));
+    out.push_str(&explain_next(n));
     let out = head + &refer_once(&out, long);
     // Text from the cluster (names, messages, a task's output) never reaches the terminal raw:
     // its control characters are escaped; the line breaks are this text's own.
     printable_lines(&out).into_owned()
 }
 
+/// `explain`'s last line: what a person does next, when there is something to do.
+fn explain_next(n: &NodeView) -> String {
+    if let Some(c) = n.conditions.get(types::RECONCILING).filter(|c| c.status == Status::True) {
+        // What to wait for: what the node holds when that is behind, else its readiness.
+        let held = TYPES
+            .iter()
+            .filter_map(|t| t.wait_for.and(t.node))
+            .find(|ty| n.conditions.get(ty).is_some_and(|c| c.status == Status::False));
+        let what = held.map_or_else(|| "--phase ready".to_string(), |ty| format!("--for {ty}"));
+        return format!("next: wait for it ({}): `status wait --node {} {what}`\n", c.message, n.node);
+    }
+    match next_step(&[n]) {
+        Some(_) => "next: `status plan` prints the Deployment that closes what is missing here\n".to_string(),
+        None => String::new(),
+    }
+}
+
 /// The condition messages `explain` has printed, so that one said again points back.
 #[derive(Default)]
 struct Said {
     messages: Vec<(String, String)>,
+    /// The command's time, for ages beside the times.
+    now: Option<Time>,
 }
 
 impl Said {
@@ -301,7 +396,13 @@ impl Said {
             Severity::None => String::new(),
             s => format!("/{}", severity_word(s)),
         };
-        let when = if untimed { "unknown".to_string() } else { c.last_transition_time.to_string() };
+        let when = match (untimed, self.now) {
+            (true, _) => "unknown".to_string(),
+            (false, Some(now)) => {
+                format!("{}, {} ago", c.last_transition_time, age(now, c.last_transition_time))
+            }
+            (false, None) => c.last_transition_time.to_string(),
+        };
         let long = c.message.chars().count() >= LONG_TEXT;
         let message = match self.messages.iter().find(|(m, _)| long && *m == c.message) {
             Some((_, ty)) => format!("(as {ty} above)"),
@@ -404,6 +505,15 @@ fn evidence_line(e: &str) -> String {
 
 /// The evidence chain for one NodeSet or Role: its rollups and `DeploymentReady`.
 pub fn explain_nodeset(s: &NodeSetView) -> String {
+    explain_nodeset_with(s, None)
+}
+
+/// [`explain_nodeset`], each time followed by its age at `now`.
+pub fn explain_nodeset_at(s: &NodeSetView, now: Time) -> String {
+    explain_nodeset_with(s, Some(now))
+}
+
+fn explain_nodeset_with(s: &NodeSetView, now: Option<Time>) -> String {
     let mut out = format!(
         "{} {} (status object {}): {} nodes ready\n",
         match s.kind {
@@ -414,7 +524,7 @@ pub fn explain_nodeset(s: &NodeSetView) -> String {
         printable(&s.object),
         printable(&s.counts.summary)
     );
-    let mut said = Said::default();
+    let mut said = Said { now, ..Said::default() };
     for c in s.conditions.iter() {
         out.push_str(&said.condition(c, s.untimed.contains(&c.type_)));
         for e in s.evidence.get(&c.type_).into_iter().flatten() {
@@ -436,7 +546,7 @@ fn cells(out: &mut String, cs: &[&str], colour: bool) {
 }
 
 /// A NodeSet's header line, and its Ready reason when it is not ready.
-fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look) {
+fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look, running: bool) {
     let colour = look.colour;
     let kind = match set.kind {
         super::api::OwnerKind::OpenStackDataPlaneNodeSet => "NodeSet",
@@ -448,7 +558,10 @@ fn nodeset_head(out: &mut String, set: &NodeSetView, look: Look) {
     let mut head =
         format!("{kind} {}: {} nodes ready  ", fit(&printable(&set.name), room), set.counts.summary);
     for (label, ty) in types::phases().filter_map(|p| Some((p.phase?.label, p.nodeset?))) {
-        let c = cell(set.conditions.get(ty));
+        let c = match cell(set.conditions.get(ty)) {
+            "wait" if !running => "todo",
+            c => c,
+        };
         head.push_str(&format!("{label} "));
         head.push_str(&paint(c, c, colour));
         head.push_str(&" ".repeat(5usize.saturating_sub(c.chars().count())));
@@ -488,7 +601,7 @@ fn most_important<'c>(phases: impl Iterator<Item = &'c Condition>) -> Option<&'c
 fn node_line(n: &NodeView, nw: usize, look: Look, now: Time) -> String {
     let ready = n.conditions.get(READY);
     let mut line = format!("  {:<nw$} ", fit(&printable(&n.node), Some(nw)));
-    let shown: Vec<&str> = columns(look.wide).map(|(_, ty)| cell(n.conditions.get(ty))).collect();
+    let shown: Vec<&str> = columns(look.wide).map(|(_, ty)| node_cell(n, n.conditions.get(ty))).collect();
     cells(&mut line, &shown, look.colour);
     if look.wide {
         line.push_str(&format!("{:<SINCE_WIDTH$}", since(ready, &n.untimed, now)));
@@ -538,7 +651,17 @@ pub fn first_cause(n: &NodeView, wide: bool) -> String {
 fn phase_cause(n: &NodeView, wide: bool) -> String {
     let ready = n.conditions.get(READY);
     if ready.is_some_and(Condition::is_true) {
-        return String::new();
+        // Ready, and still behind or holding a stale input: that is what the row says.
+        let held = TYPES.iter().filter_map(|t| t.wait_for.and(t.node)).filter_map(|ty| n.conditions.get(ty));
+        return held
+            .filter(|c| c.status == Status::False)
+            .map(|c| {
+                // Our own words (names and hashes, never content): printable, on one line.
+                let text = c.message.clone();
+                printable(&text.split_whitespace().collect::<Vec<_>>().join(" ")).into_owned()
+            })
+            .next()
+            .unwrap_or_default();
     }
     let phase = most_important(
         types::phases()
@@ -571,10 +694,15 @@ const NAMED_CONDITIONS: usize = 3;
 /// phase and what blocks it (`edpm-compute-4 (ServicesReady: nova Retrying)`); for `Ready`,
 /// each phase and node agent condition that keeps it from being True, at most three.
 pub fn waiting_for(n: &NodeView, ty: &str) -> String {
+    format!("{} ({})", printable(&n.node), waits(n, ty))
+}
+
+/// What a node `status wait` still waits for, without its name (`waiting_for`'s parentheses).
+pub fn waits(n: &NodeView, ty: &str) -> String {
     // What a node holds or runs: its own message says which objects or versions.
     if types::wait_named(ty).is_some() {
         let said = n.conditions.get(ty).map_or_else(|| "not evaluated".to_string(), |c| c.message.clone());
-        return format!("{} ({ty}: {})", printable(&n.node), printable(&said));
+        return format!("{ty}: {}", printable(&said));
     }
     let parts: Vec<&str> =
         if ty == READY { types::phases().filter_map(|p| p.node).collect() } else { vec![ty] };
@@ -601,7 +729,7 @@ pub fn waiting_for(n: &NodeView, ty: &str) -> String {
     let more = not_true.len().saturating_sub(NAMED_CONDITIONS);
     not_true.truncate(NAMED_CONDITIONS);
     let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-    format!("{} ({}{more})", printable(&n.node), not_true.join(", "))
+    format!("{}{more}", not_true.join(", "))
 }
 
 #[cfg(test)]
@@ -686,6 +814,39 @@ mod tests {
         Readiness { nodes: vec![n], nodesets: vec![set] }
     }
 
+    #[test]
+    fn colour_codes_take_no_width_and_a_cut_ends_the_colour() {
+        let painted = format!("  inputs {}: 7/10 nodes", paint("SecretsStale", "warn", true));
+        assert_eq!(visible_width(&painted), "  inputs SecretsStale: 7/10 nodes".chars().count());
+        // Fits as it is: kept whole, codes and all.
+        assert_eq!(fit_visible(&painted, Some(40)), painted);
+        let cut = fit_visible(&painted, Some(14));
+        assert_eq!(visible_width(&cut), 14, "{cut:?}");
+        assert!(cut.ends_with("\x1b[0m…"), "{cut:?}");
+        assert_eq!(fit_visible("plain text", Some(6)), "plain…");
+    }
+
+    #[test]
+    fn a_row_says_wait_only_while_a_deployment_is_on_the_node() {
+        let c = Condition::because(SERVICES, &crate::condition::reasons::NOT_DEPLOYED, "0/5");
+        let mut n = blocked(c.clone(), None);
+        assert_eq!(node_cell(&n, Some(&c)), "todo");
+        n.conditions.set(
+            Condition::because(
+                types::RECONCILING,
+                &crate::condition::reasons::DEPLOYING,
+                "Deployment d is running nova",
+            ),
+            Time(0),
+        );
+        assert_eq!(node_cell(&n, Some(&c)), "wait");
+        assert!(
+            explain(&n).ends_with("`status wait --node edpm-compute-5 --phase ready`\n"),
+            "{}",
+            explain(&n)
+        );
+    }
+
     fn host_failed() -> NodeView {
         let c = Condition::because(
             SERVICES,
@@ -754,7 +915,8 @@ mod tests {
         n.untimed.insert(READY.to_string());
         let r = one(n.clone());
         let out = table(&r, &Filter::default(), wide, Time(1_000_000));
-        assert!(out.contains("FAIL  -      nova"), "{out}");
+        // SINCE unknown: `-` before the reason (after the VERSION and INPUTS cells).
+        assert!(out.contains(" -      nova"), "{out}");
         assert!(explain(&n).contains("Ready: False/Error HostFailed since unknown\n"), "{}", explain(&n));
         let json = to_json(&r, &Filter::default());
         assert_eq!(json["nodes"][0]["conditions"][0]["lastTransitionTime"], Value::Null);
