@@ -140,6 +140,8 @@ reasons! {
     NO_INPUTS_DELIVERED = "NoInputsDelivered", Readiness, Unknown,
         "no completed Deployment that covered the node recorded the Secrets and ConfigMaps it delivered";
 
+    LIMIT_UNKNOWN = "LimitUnknown", Readiness, Unknown,
+        "a completed (or failed) Deployment that may have covered the node has an `ansibleLimit` edpm-agent cannot evaluate exactly as Ansible does (`@file`, a regular expression outside what Python and edpm-agent read alike, a subscript Ansible refuses, a limit ansible-runner splits into several words): whether it ran on the node cannot be told, so a service it ran, `VersionCurrent` and `SecretsCurrent` read Unknown, naming the Deployment, its limit and why";
     NOT_DEPLOYED = "NotDeployed", Readiness, False(Info),
         "no OpenStackDataPlaneDeployment has deployed the service on this node yet";
     INVALID_EVIDENCE = "InvalidEvidence", Readiness, Unknown,

@@ -99,10 +99,9 @@ impl<'a> GroupContext<'a> {
     /// what its status object kept; each marked with when it was first seen to differ (`now`
     /// for a difference not recorded before).
     pub(super) fn delivered(&self, m: &Member, kept: &[Delivery], now: Time) -> Vec<Delivery> {
-        let names = self.limit_names(m);
         let mut out: BTreeMap<(String, String), Delivery> =
             kept.iter().map(|d| ((d.kind.clone(), d.name.clone()), d.clone())).collect();
-        for (i, d) in self.completed_on(&names) {
+        for (i, d) in self.completed_on(m.inventory_hostname()) {
             // A full Deployment delivers every input of the NodeSet (upstream replaces its
             // NodeSet-wide map then): what it did not record, and an older Deployment did, is
             // no longer an input of this node.

@@ -41,10 +41,16 @@ impl<'a> GroupContext<'a> {
         let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
         let delivered = self.delivered(m, kept, now);
         let held = Held { deployed: &deployed, delivered: &delivered };
+        // A Deployment that may have deployed here, and whose limit cannot be evaluated, makes
+        // every holding Unknown: what it delivered is the node's or not.
+        let undecided = self.undecided_on(m.inventory_hostname());
         for h in HOLDINGS {
             let (c, ev) = (h.node)(self, m, &held);
             self.keep(&mut g.evidence, h.ty, ev);
-            g.fresh.push(c);
+            g.fresh.push(match &undecided {
+                Some(why) => Condition::because(h.ty, &reasons::LIMIT_UNKNOWN, why.clone()),
+                None => c,
+            });
         }
         let version = g.fresh.iter().find(|c| c.type_ == crate::condition::types::VERSION_CURRENT);
         let behind = version.and_then(|v| self.behind(m, v));
@@ -71,11 +77,6 @@ impl<'a> GroupContext<'a> {
         }
     }
 
-    /// The names a Deployment's `ansibleLimit` may use for this node.
-    pub(super) fn limit_names<'m>(&'m self, m: &'m Member) -> Vec<&'m str> {
-        limit_names(self.group, m)
-    }
-
     /// Phase -1.
     fn phase_baremetal(&self, m: &Member, g: &mut Gathered) {
         let (bm, bm_ev) = self.baremetal(m);
@@ -89,11 +90,11 @@ impl<'a> GroupContext<'a> {
 
     /// Phases 0 and 1, from each service's state; the services' own conditions after them.
     fn phases(&self, m: &Member, g: &mut Gathered<'a>) {
-        let names = self.limit_names(m);
+        let host = m.inventory_hostname();
         let mut states: Vec<(&'a str, Phase, ServiceState)> = self
-            .services(&names)
+            .services(host)
             .into_iter()
-            .map(|k| (self.svcs[k].name, self.svcs[k].phase, self.service_state(m, &names, k)))
+            .map(|k| (self.svcs[k].name, self.svcs[k].phase, self.service_state(m, host, k)))
             .collect();
         // Nova's verdict joins the phase once the nova service succeeded; before, it only
         // says it waits, and the service's own condition is what blocks the phase.
@@ -218,17 +219,6 @@ impl<'a> GroupContext<'a> {
             evidence.entry(ty.to_string()).or_default().extend(lines);
         }
     }
-}
-
-/// The names a Deployment's `ansibleLimit` may use for member `m` of `group`: its inventory
-/// name, key and host name, the group, `all`, and its cell.
-pub(super) fn limit_names<'m>(group: &'m HostGroup, m: &'m Member) -> Vec<&'m str> {
-    let mut names: Vec<&str> =
-        vec![m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str(), group.name.as_str(), "all"];
-    if let Some(c) = m.cell(group) {
-        names.push(c.name.as_str());
-    }
-    names
 }
 
 /// The reasons readiness gives the node agent's conditions when its Lease cannot vouch for

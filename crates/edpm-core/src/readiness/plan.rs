@@ -42,6 +42,7 @@ pub struct Step {
 /// The plan for every NodeSet `want` selects (all when empty), in NodeSet order.
 pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> Vec<Step> {
     let mut taken: BTreeSet<String> = snap.evidence.deployments.iter().map(|d| d.id.name.clone()).collect();
+    let limits = limit::Limits::new(&snap.evidence, &limit::Shape::of(model));
     let mut out = Vec::new();
     for group in &model.groups {
         if group.kind != GroupKind::NodeSet || (!want.is_empty() && !want.contains(&group.name)) {
@@ -49,17 +50,18 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
         }
         let nodes: Vec<&NodeView> = r.nodes.iter().filter(|n| n.nodeset == group.name).collect();
         let mut gaps: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+        let status = snap.evidence.nodesets.get(&group.name);
+        let runs = deploy::runs(&snap.evidence, &group.name, status, &group.services.value, &limits);
         failed_gaps(group, &nodes, &mut gaps);
         version_gaps(snap, group, &nodes, &mut gaps);
         input_gaps(snap, group, &nodes, &mut gaps);
+        undecided_gaps(group, &nodes, &runs, &mut gaps);
         let gaps = without_overlaps(gaps);
-        let status = snap.evidence.nodesets.get(&group.name);
-        let runs = deploy::runs(&snap.evidence, &group.name, status, &group.services.value);
         for (why, members, services) in gaps {
             let running = runs.iter().find(|run| {
                 run.state() == RunState::Running
                     && services.iter().all(|s| run.runs(s))
-                    && members.iter().all(|m| run.covers(&member_limit_names(group, m)))
+                    && members.iter().all(|m| run.covers(&member_host(group, m)) == limit::Covers::Yes)
             });
             let mut step = Step {
                 node_set: group.name.clone(),
@@ -102,9 +104,13 @@ fn without_overlaps(
     kept
 }
 
-/// The names an `ansibleLimit` may use for a node, as readiness matches them.
-fn member_limit_names<'g>(group: &'g HostGroup, key: &str) -> Vec<&'g str> {
-    group.members.iter().find(|m| m.key == key).map_or_else(Vec::new, |m| super::node::limit_names(group, m))
+/// The inventory hostname of the node of key `key`, which an `ansibleLimit` selects.
+fn member_host(group: &HostGroup, key: &str) -> String {
+    group
+        .members
+        .iter()
+        .find(|m| m.key == key)
+        .map_or_else(String::new, |m| m.inventory_hostname().to_string())
 }
 
 /// Nodes whose phase failed for good: grouped by the failed service, each with it and every
@@ -133,6 +139,43 @@ fn failed_gaps(group: &HostGroup, nodes: &[&NodeView], gaps: &mut Vec<(String, V
             None => vec![service.clone()],
         };
         gaps.push((format!("failed at {service}: run it and every service after it"), members, services));
+    }
+}
+
+/// Nodes of which a condition cannot be told because a Deployment's `ansibleLimit` cannot be
+/// evaluated (`LimitUnknown`): that Deployment's services run on them again, with a limit that
+/// can be, makes them known.
+fn undecided_gaps(
+    group: &HostGroup,
+    nodes: &[&NodeView],
+    runs: &[deploy::Run],
+    gaps: &mut Vec<(String, Vec<String>, Vec<String>)>,
+) {
+    let mut by_run: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for n in nodes {
+        if !n.conditions.iter().any(|c| c.has_reason(&crate::condition::reasons::LIMIT_UNKNOWN)) {
+            continue;
+        }
+        let host = member_host(group, &n.node);
+        for (i, run) in runs.iter().enumerate() {
+            let ended = matches!(run.state(), RunState::Done | RunState::Failed { .. });
+            if ended && matches!(run.covers(&host), limit::Covers::Unknown(_)) {
+                by_run.entry(i).or_default().push(n.node.clone());
+            }
+        }
+    }
+    for (i, members) in by_run {
+        let run = &runs[i];
+        let why = match run.limit {
+            Some(limit::Coverage::Unknown(why)) => why.as_str(),
+            _ => "",
+        };
+        let why = format!(
+            "cannot tell whether Deployment {} ran on them: {} cannot be evaluated ({why}); run its services on them again",
+            run.name,
+            run.limit_words()
+        );
+        gaps.push((why, members, run.services.iter().map(|s| s.to_string()).collect()));
     }
 }
 

@@ -128,15 +128,43 @@ pub(super) const HOLDING: Holding = Holding {
 };
 
 impl<'a> GroupContext<'a> {
-    /// The completed runs that cover this node, oldest first, with their Deployments.
-    pub(super) fn completed_on(
-        &self,
-        names: &[&str],
-    ) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
+    /// The completed runs that cover the host of inventory hostname `host`, oldest first,
+    /// with their Deployments.
+    pub(super) fn completed_on(&self, host: &str) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
         (0..self.runs.len())
-            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(names))
+            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(host) == Covers::Yes)
             .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)))
             .collect()
+    }
+
+    /// A completed run whose `ansibleLimit` cannot be evaluated, that may have covered `host`
+    /// and still matters to what it runs and holds, as the message of `LimitUnknown`: one no
+    /// newer completed run that covered the host supersedes (one that ran every service it ran
+    /// and recorded every input it recorded, a full one if it was full).
+    pub(super) fn undecided_on(&self, host: &str) -> Option<String> {
+        let done = self.completed_on(host);
+        (0..self.runs.len()).filter(|&i| self.states[i] == RunState::Done).find_map(|i| {
+            let Covers::Unknown(why) = self.runs[i].covers(host) else { return None };
+            let u = self.runs[i].deployment?;
+            let superseded = done.iter().any(|&(j, d)| {
+                let (run, older) = (&self.runs[j], &self.runs[i]);
+                replaces(
+                    (run.name, d.meta.creation_timestamp.as_deref()),
+                    (older.name, u.meta.creation_timestamp.as_deref()),
+                ) && run.name != older.name
+                    && older.services.iter().all(|s| run.services.contains(s))
+                    && u.status.secret_hashes.keys().all(|k| d.status.secret_hashes.contains_key(k))
+                    && u.status.config_map_hashes.keys().all(|k| d.status.config_map_hashes.contains_key(k))
+                    && (!u.spec.services_override.is_empty() || d.spec.services_override.is_empty())
+            });
+            (!superseded).then(|| {
+                super::service::limit_unknown(
+                    &self.runs[i],
+                    why,
+                    "whether it deployed to this node, and so what the node runs and holds,",
+                )
+            })
+        })
     }
 
     fn stamp(&self, i: usize, d: &crate::snapshot::evidence::Deployment, value: &str) -> Stamp {
@@ -150,8 +178,7 @@ impl<'a> GroupContext<'a> {
     /// What was last deployed to the node: from the completed Deployments that covered it,
     /// over what its status object kept.
     pub(super) fn deployed(&self, m: &Member, kept: Option<&Deployed>) -> Deployed {
-        let names = self.limit_names(m);
-        let done = self.completed_on(&names);
+        let done = self.completed_on(m.inventory_hostname());
         let mut out = kept.cloned().unwrap_or_default();
         let runs_type = |i: usize, types: &[&str]| {
             self.runs[i].services.iter().any(|s| types.contains(&self.snap.service_type(s).as_str()))
@@ -183,8 +210,7 @@ impl<'a> GroupContext<'a> {
 
     /// Whether a completed Deployment that covered the node ran the `ovn` step for `target`.
     fn ovn_step_done(&self, m: &Member, target: &str) -> bool {
-        let names = self.limit_names(m);
-        self.completed_on(&names).iter().any(|(i, d)| {
+        self.completed_on(m.inventory_hostname()).iter().any(|(i, d)| {
             d.status.deployed_version.as_deref() == Some(target)
                 && self.runs[*i].services.iter().any(|s| self.snap.service_type(s) == OVN_TYPE)
         })
