@@ -8,10 +8,18 @@ use std::process::Command;
 
 /// The binary under test; `EDPM_AGENT_TEST_BIN` names another build (to show that a test
 /// fails on an older one).
+///
+/// `edpm-agent node` runs `edpm-agent-node` beside it, which Cargo does not build for this
+/// package's tests (a clean `cargo test --workspace` has no `target/debug/edpm-agent-node`
+/// until something builds it), so the first call builds it (`node_bin`), whichever test
+/// happens to run first.
 pub fn bin() -> PathBuf {
     match std::env::var_os("EDPM_AGENT_TEST_BIN") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from(env!("CARGO_BIN_EXE_edpm-agent")),
+        _ => {
+            node_bin();
+            PathBuf::from(env!("CARGO_BIN_EXE_edpm-agent"))
+        }
     }
 }
 
