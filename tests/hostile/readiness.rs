@@ -408,3 +408,70 @@ fn an_impossible_job_count_is_named_as_such() {
     );
     assert!(!out.stderr.contains("floating point"), "{}", out.stderr);
 }
+
+/// The rotation scenario (a rotated Secret delivered to 7 of 10 nodes), its batch's
+/// `ansibleLimit` replaced by `limit`: each node's `SecretsCurrent` status and reason.
+fn rotation_with_limit(limit: &str) -> Vec<(String, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        let text = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/rotation").join(f)).unwrap();
+        let text = text.replace(
+            "ansibleLimit: \"edpm-compute-0,edpm-compute-1,edpm-compute-2,edpm-compute-3,edpm-compute-4,edpm-compute-5,edpm-compute-6\"",
+            &format!("ansibleLimit: {}", serde_json::to_string(limit).unwrap()),
+        );
+        std::fs::write(dir.path().join(f), text).unwrap();
+    }
+    let out = run(
+        &["--source", dir.path().to_str().unwrap(), "status", "show", "--format", "json"],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let mut got: Vec<(String, String, String)> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let c = condition(n, "SecretsCurrent");
+            (
+                n["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+/// A rotation batch limited by a regular expression (`~edpm-compute-[0-6]$`, Python's
+/// `re.match`) covers the seven nodes it names, not all ten: the three left out stay stale
+/// (they read current when every `~regex` was taken as covering every node). A regular
+/// expression edpm-agent cannot evaluate makes the nodes Unknown (`LimitUnknown`), never
+/// current.
+#[test]
+fn an_ansible_limit_holding_a_regex_covers_what_ansible_selects() {
+    for limit in [
+        "~edpm-compute-[0-6]$",
+        "edpm-compute-[0-6]*",
+        "~edpm-compute-[0-9],!~.*[7-9]",
+        "all,!edpm-compute-[7-9]*",
+    ] {
+        let got = rotation_with_limit(limit);
+        assert_eq!(got.len(), 10, "{got:?}");
+        for (node, status, reason) in &got {
+            let left_out = ["edpm-compute-7", "edpm-compute-8", "edpm-compute-9"].contains(&node.as_str());
+            if left_out {
+                assert_eq!(status, "False", "{limit}: {node} {reason}");
+            } else {
+                assert_eq!(status, "True", "{limit}: {node} {reason}");
+            }
+        }
+    }
+    // Lookahead: outside what edpm-agent evaluates; the batch may have covered any node.
+    for limit in ["~edpm-compute-(?![7-9])", "@batch.txt"] {
+        for (node, status, reason) in rotation_with_limit(limit) {
+            assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "LimitUnknown"), "{limit}: {node}");
+        }
+    }
+}
