@@ -284,3 +284,33 @@ fn one_unreadable_status_object_is_reported_and_the_rest_written() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains(broken) && err.contains("cannot be read"), "{err}");
 }
+
+/// The controller with a Deployment whose `secretHashes` keys are no object names: it writes
+/// every NodeSet's status objects (it wrote none, retrying forever), never asks for such a
+/// name, and the Deployment's nodes read `SecretsCurrent` Unknown.
+#[test]
+fn a_hash_key_that_is_no_object_name_stops_no_write() {
+    let api = cluster();
+    super::kube::bad_hash_keys(&api);
+    let c = crate::controller::Controller::start(&api, &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && condition(&api, "edpm-compute-cell2-edpm-compute-5", "SecretsCurrent").is_none()
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if condition(&api, "edpm-compute-cell2-edpm-compute-5", "SecretsCurrent").is_none() {
+        let (_, _, err) = c.stop();
+        panic!("nothing written: {err}");
+    }
+    wait_for("both NodeSets written", Duration::from_secs(30), || {
+        condition(&api, "edpm-compute-cell1-edpm-compute-3", "Ready").is_some()
+            && condition(&api, "edpm-compute-cell2-edpm-compute-5", "SecretsCurrent")
+                .is_some_and(|c| c["reason"] == "InvalidEvidence")
+    });
+    assert!(api.object("EDPMNodeSetStatus", "edpm-compute-cell1").is_some());
+    assert!(api.object("EDPMNodeSetStatus", "edpm-compute-cell2").is_some());
+    super::kube::no_bad_name_asked(&api);
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+}

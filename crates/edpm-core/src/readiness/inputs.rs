@@ -10,7 +10,7 @@
 //! outlives the Deployments. Only names and hashes are kept or printed, never contents.
 
 use super::*;
-use crate::condition::reasons::{NO_INPUTS_DELIVERED, SECRETS_STALE};
+use crate::condition::reasons::{INVALID_EVIDENCE, NO_INPUTS_DELIVERED, SECRETS_STALE};
 use crate::condition::types::{NODESET_SECRETS_CURRENT, SECRETS_CURRENT};
 use crate::snapshot::evidence::Delivery;
 
@@ -187,7 +187,22 @@ impl<'a> GroupContext<'a> {
     pub(super) fn secrets_current(&self, delivered: &[Delivery]) -> (Condition, Vec<String>) {
         let mut ev = Vec::new();
         let mut stale = Vec::new();
+        let mut bad = Vec::new();
         for d in delivered {
+            // A recorded key that is no object name was never asked for (it would go into a
+            // request path): bad input of the Deployment that recorded it, on its nodes only.
+            if !crate::validate::is_dns1123_subdomain(&d.name) {
+                let line = format!(
+                    "Deployment {}'s status.{} key {} is no {} name (a lowercase RFC 1123 subdomain): not read",
+                    d.deployment,
+                    if d.kind == "Secret" { "secretHashes" } else { "configMapHashes" },
+                    crate::excerpt::echo(&crate::excerpt::printable(&d.name)).debug(),
+                    d.kind
+                );
+                ev.push(line.clone());
+                bad.push(line);
+                continue;
+            }
             let state = match self.hash_now(&d.kind, &d.name) {
                 None => InputState::Gone,
                 Some(h) if h == d.hash => InputState::Current,
@@ -209,6 +224,17 @@ impl<'a> GroupContext<'a> {
                 SECRETS_CURRENT,
                 &NO_INPUTS_DELIVERED,
                 "no completed Deployment that covered this node recorded the Secrets and ConfigMaps it delivered",
+            );
+            return (c, ev);
+        }
+        if stale.is_empty() && !bad.is_empty() {
+            let c = Condition::because(
+                SECRETS_CURRENT,
+                &INVALID_EVIDENCE,
+                format!(
+                    "cannot tell whether this node holds every current input: {}; fix that Deployment's record (or delete the Deployment) and deploy again",
+                    bad.join("; ")
+                ),
             );
             return (c, ev);
         }

@@ -83,8 +83,12 @@ pub fn references(s: &Snapshot) -> (BTreeSet<String>, BTreeSet<String>) {
         secrets.extend(d.status.secret_hashes.keys().cloned());
         cms.extend(d.status.config_map_hashes.keys().cloned());
     }
-    cms.retain(|n| !n.is_empty());
-    secrets.retain(|n| !n.is_empty());
+    // Only names the API server could hold are asked for: a name that is none (a Deployment's
+    // `secretHashes` key `a?watch=true`, `../x`) would go into a request path. Readiness names
+    // such a key as bad input on the nodes of the Deployment that recorded it; a reference
+    // elsewhere reads as a missing object, which the model names with its chain.
+    cms.retain(|n| crate::validate::is_dns1123_subdomain(n));
+    secrets.retain(|n| crate::validate::is_dns1123_subdomain(n));
     (cms, secrets)
 }
 
