@@ -475,3 +475,50 @@ fn an_ansible_limit_holding_a_regex_covers_what_ansible_selects() {
         }
     }
 }
+
+/// The rotation scenario with edpm-compute-8's status object claiming the rotated Secret was
+/// delivered to it by `deployment`, created at `created`: its `SecretsCurrent` status and
+/// reason.
+fn rotation_with_claim(deployment: &str, created: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.path().join(f)).unwrap();
+    }
+    let rotated = "nd7h677h554h5dch566h5dh7ch5bdh65bh57bh5f6h597hddhf8h64dh557h598hd7hd9h658h596h5cfhd7h56h7h55fh5b8h9h564h5f7h57bh94q";
+    let claim = json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus",
+        "metadata": {"name": "edpm-compute-edpm-compute-8", "namespace": "openstack"},
+        "spec": {"nodeSet": "edpm-compute", "nodeSetKind": "OpenStackDataPlaneNodeSet", "node": "edpm-compute-8"},
+        "status": {"deliveredInputs": [{"kind": "Secret", "name": "nova-cell1-compute-config", "hash": rotated,
+            "deployment": deployment, "created": created}]}});
+    std::fs::write(dir.path().join("claim.json"), claim.to_string()).unwrap();
+    let out = run(
+        &["--source", dir.path().to_str().unwrap(), "status", "show", "--format", "json"],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    let c = condition(&node_json(&out, "edpm-compute-8"), "SecretsCurrent");
+    (c["status"].as_str().unwrap_or("").to_string(), c["reason"].as_str().unwrap_or("").to_string())
+}
+
+/// A kept delivery is evidence only when it can be: one by a Deployment that never existed,
+/// dated 2099, made the stale edpm-compute-8 current for ever (no real Deployment could
+/// replace it); one naming a real Deployment under another date is no evidence either. A
+/// claim by a Deployment since deleted, dated before now, still counts (kept deliveries are
+/// for that), until a newer real Deployment replaces it.
+#[test]
+fn a_kept_delivery_dated_in_the_future_is_no_evidence() {
+    let stale = ("False".to_string(), "SecretsStale".to_string());
+    assert_eq!(rotation_with_claim("never-existed", "2099-01-01T00:00:00Z"), stale);
+    assert_eq!(rotation_with_claim("never-existed", "soon"), stale);
+    assert_eq!(
+        rotation_with_claim("rotate-batch-1", "2026-11-26T00:00:00Z"),
+        stale,
+        "a real name, another date"
+    );
+    // Before every real Deployment: the install (2026-10-01) replaces it.
+    assert_eq!(rotation_with_claim("deleted-batch", "2026-09-01T00:00:00Z"), stale);
+    // A since-deleted batch after the rotation, dated before now: kept evidence.
+    assert_eq!(
+        rotation_with_claim("deleted-batch", "2026-11-26T00:00:00Z"),
+        ("True".to_string(), "Ready".to_string())
+    );
+}

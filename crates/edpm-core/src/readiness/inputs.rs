@@ -99,8 +99,14 @@ impl<'a> GroupContext<'a> {
     /// what its status object kept; each marked with when it was first seen to differ (`now`
     /// for a difference not recorded before).
     pub(super) fn delivered(&self, m: &Member, kept: &[Delivery], now: Time) -> Vec<Delivery> {
-        let mut out: BTreeMap<(String, String), Delivery> =
-            kept.iter().map(|d| ((d.kind.clone(), d.name.clone()), d.clone())).collect();
+        // What was kept is evidence only where it can be (`version::admissible`): not a
+        // delivery dated in the future, nor one naming a real Deployment with another date.
+        let deployments = &self.snap.evidence.deployments;
+        let mut out: BTreeMap<(String, String), Delivery> = kept
+            .iter()
+            .filter(|d| super::version::admissible(deployments, &d.deployment, d.created.as_deref(), now))
+            .map(|d| ((d.kind.clone(), d.name.clone()), d.clone()))
+            .collect();
         for (i, d) in self.completed_on(m.inventory_hostname()) {
             // A full Deployment delivers every input of the NodeSet (upstream replaces its
             // NodeSet-wide map then): what it did not record, and an older Deployment did, is

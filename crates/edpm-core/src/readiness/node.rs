@@ -37,7 +37,7 @@ impl<'a> GroupContext<'a> {
         let report = reports.get(object.as_str()).copied();
         let previous = report.map(|r| &r.conditions);
         let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
-        let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref());
+        let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref(), now);
         let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
         let delivered = self.delivered(m, kept, now);
         let held = Held { deployed: &deployed, delivered: &delivered };

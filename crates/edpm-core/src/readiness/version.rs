@@ -113,6 +113,30 @@ pub(super) fn replaces(candidate: (&str, Option<&str>), kept: (&str, Option<&str
     }
 }
 
+/// Whether a value kept in a node's status object (delivered by Deployment `deployment`,
+/// created at `created`) can be evidence at `now`: a Deployment the snapshot holds under
+/// that name must have that creation time (a kept value cannot claim a real Deployment's
+/// name and another date), and a creation time must be a time, not in the future (as a
+/// Lease renewed in 2099 vouches for nothing, a delivery dated 2099 would outrank every real
+/// Deployment for ever). A kept value without a creation time stays, and any real Deployment
+/// replaces it ([`replaces`]).
+pub(super) fn admissible(
+    deployments: &[crate::snapshot::evidence::Deployment],
+    deployment: &str,
+    created: Option<&str>,
+    now: Time,
+) -> bool {
+    if let Some(real) = deployments.iter().find(|d| d.id.name == deployment)
+        && real.meta.creation_timestamp.as_deref().and_then(Time::parse) != created.and_then(Time::parse)
+    {
+        return false;
+    }
+    match created {
+        None => true,
+        Some(t) => Time::parse(t).is_some_and(|t| t <= now),
+    }
+}
+
 fn stamp_replaces(candidate: &Stamp, kept: &Stamp) -> bool {
     replaces(
         (&candidate.deployment, candidate.created.as_deref()),
@@ -177,9 +201,14 @@ impl<'a> GroupContext<'a> {
 
     /// What was last deployed to the node: from the completed Deployments that covered it,
     /// over what its status object kept.
-    pub(super) fn deployed(&self, m: &Member, kept: Option<&Deployed>) -> Deployed {
+    pub(super) fn deployed(&self, m: &Member, kept: Option<&Deployed>, now: Time) -> Deployed {
         let done = self.completed_on(m.inventory_hostname());
         let mut out = kept.cloned().unwrap_or_default();
+        // What was kept is evidence only where it can be (`admissible`).
+        let deployments = &self.snap.evidence.deployments;
+        let ok = |s: &Stamp| admissible(deployments, &s.deployment, s.created.as_deref(), now);
+        out.version = out.version.filter(ok);
+        out.images.retain(|_, s| ok(s));
         let runs_type = |i: usize, types: &[&str]| {
             self.runs[i].services.iter().any(|s| types.contains(&self.snap.service_type(s).as_str()))
         };
