@@ -522,3 +522,95 @@ fn a_kept_delivery_dated_in_the_future_is_no_evidence() {
         ("True".to_string(), "Ready".to_string())
     );
 }
+
+/// The rotation scenario with its NodeSet renamed `nodeset` and node `node`'s hostName
+/// `host_name`: `status plan`'s output.
+fn rotation_plan(nodeset: &str, node: &str, host_name: &str, format: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        let text = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/rotation").join(f)).unwrap();
+        let text = text
+            .replace("  name: edpm-compute\n", &format!("  name: {nodeset}\n"))
+            .replace("[edpm-compute]", &format!("[{nodeset}]"))
+            .replace("{edpm-compute: h1}", &format!("{{{nodeset}: h1}}"))
+            .replace("    edpm-compute:\n", &format!("    {nodeset}:\n"))
+            .replace(
+                &format!("hostName: {node}\n"),
+                &format!("hostName: {}\n", serde_json::to_string(host_name).unwrap()),
+            );
+        std::fs::write(dir.path().join(f), text).unwrap();
+    }
+    run(
+        &["--source", dir.path().to_str().unwrap(), "status", "plan", "--format", format],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    )
+}
+
+/// Every Deployment `status plan` writes is one the API server takes and selects exactly the
+/// nodes meant: a valid 228-character NodeSet name gave a 240-character name ending in `-`; a
+/// host name holding a glob (`edpm-compute-*`) made its `ansibleLimit` select every host (it
+/// is refused now, naming the host); a bidi override in a host name landed raw in the YAML.
+#[test]
+fn status_plan_writes_only_valid_exact_and_printable_deployments() {
+    // A NodeSet name of 228 characters (a valid object name: labels of at most 63).
+    let long = format!("{}.{}.{}.{}", "a".repeat(56), "b".repeat(56), "c".repeat(56), "d".repeat(57));
+    assert_eq!(long.len(), 228);
+    let out = rotation_plan(&long, "edpm-compute-7", "edpm-compute-7", "json");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{v}");
+    for s in steps {
+        let name = s["deployment"]["metadata"]["name"].as_str().unwrap();
+        assert!(
+            name.len() <= 63
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !name.ends_with('-')
+                && !name.starts_with('-'),
+            "{name} ({} characters)",
+            name.len()
+        );
+    }
+    // A host named as a glob, among the stale nodes: Ansible takes a pattern that is a host's
+    // name as that host, so the limit selects exactly the three (as edpm-agent reads it now,
+    // which `limit_diff` holds to ansible-inventory); never the whole NodeSet.
+    let out = rotation_plan("edpm-compute", "edpm-compute-7", "edpm-compute-*", "json");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let limit = v["steps"][0]["deployment"]["spec"]["ansibleLimit"].as_str().unwrap().to_string();
+    let mut hosts: Vec<String> = (0..10).map(|i| format!("edpm-compute-{i}")).collect();
+    hosts[7] = "edpm-compute-*".into();
+    let shape = edpm_core::readiness::limit::Shape::new(vec![(
+        "edpm-compute".to_string(),
+        hosts.iter().map(String::as_str).collect(),
+    )]);
+    let selected = match edpm_core::readiness::limit::coverage(&limit, &shape) {
+        edpm_core::readiness::limit::Coverage::Hosts(h) => {
+            h.into_iter().collect::<std::collections::BTreeSet<_>>()
+        }
+        other => panic!("{limit}: {other:?}"),
+    };
+    assert_eq!(
+        selected,
+        ["edpm-compute-*", "edpm-compute-8", "edpm-compute-9"].iter().map(|s| s.to_string()).collect(),
+        "{limit}"
+    );
+    // A host name no limit can select alone (it holds the `,` that separates patterns):
+    // refused, naming it, and no Deployment planned for the gap.
+    let out = rotation_plan("edpm-compute", "edpm-compute-7", "edpm-compute-7,edpm-compute-0", "yaml");
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("host \"edpm-compute-7,edpm-compute-0\""), "{}", out.stderr);
+    assert!(out.stdout.contains("# not planned:"), "{}", out.stdout);
+    assert!(!out.stdout.contains("ansibleLimit:") && !out.stdout.contains("kind:"), "{}", out.stdout);
+    // A bidi override in a host name: escaped wherever it lands.
+    let out = rotation_plan("edpm-compute", "edpm-compute-8", "edpm-compute-8\u{202e}x", "yaml");
+    assert!(!edpm_core::excerpt::has_control(&out.stdout.replace('\n', "")), "{:?}", out.stdout);
+    assert!(!edpm_core::excerpt::has_control(&out.stderr.replace('\n', "")), "{:?}", out.stderr);
+    // What is printed is still the Deployment: it reads back with the character in place.
+    if out.code == 0 {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+        let limit =
+            docs.iter().filter_map(|d| d["spec"]["ansibleLimit"].as_str()).collect::<Vec<_>>().join(",");
+        assert!(limit.contains("edpm-compute-8\u{202e}x") || limit.is_empty(), "{limit:?}");
+    }
+}

@@ -34,15 +34,20 @@ pub struct Step {
     /// The running Deployment that already covers it (then nothing is planned).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<String>,
-    /// The Deployment to apply (absent when in progress).
+    /// The Deployment to apply (absent when in progress or refused).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment: Option<serde_json::Value>,
+    /// Why no Deployment is planned for the gap although it needs one: no `ansibleLimit`
+    /// selects exactly its nodes (a host name Ansible reads as a pattern), naming the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The plan for every NodeSet `want` selects (all when empty), in NodeSet order.
 pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> Vec<Step> {
     let mut taken: BTreeSet<String> = snap.evidence.deployments.iter().map(|d| d.id.name.clone()).collect();
-    let limits = limit::Limits::new(&snap.evidence, &limit::Shape::of(model));
+    let shape = limit::Shape::of(model);
+    let limits = limit::Limits::new(&snap.evidence, &shape);
     let mut out = Vec::new();
     for group in &model.groups {
         if group.kind != GroupKind::NodeSet || (!want.is_empty() && !want.contains(&group.name)) {
@@ -70,12 +75,22 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
                 services: services.clone(),
                 in_progress: running.map(|run| run.name.to_string()),
                 deployment: None,
+                refused: None,
             };
             if step.in_progress.is_none() {
                 let first = if services == group.services.value { "redeploy" } else { services[0].as_str() };
-                let name = free_name(&mut taken, &group.name, first);
                 let all = members.len() == group.members.len();
-                step.deployment = Some(deployment_object(&name, group, &members, &services, all, &nodes));
+                // The limit must select exactly these nodes, as Ansible reads it (a host named
+                // `edpm-compute-*` or holding a `,` would select others, or none).
+                let hosts: Vec<String> = members.iter().map(|m| member_host(group, m)).collect();
+                match (all, exact_limit(&hosts, &shape)) {
+                    (false, Err(why)) => step.refused = Some(why),
+                    (_, limit) => {
+                        let name = free_name(&mut taken, &group.name, first);
+                        let limit = if all { None } else { limit.ok() };
+                        step.deployment = Some(deployment_object(&name, group, limit, &services, &nodes));
+                    }
+                }
             }
             out.push(step);
         }
@@ -296,16 +311,57 @@ fn delivering_services(snap: &Snapshot, group: &HostGroup, kind: &str, name: &st
     out
 }
 
+/// The `ansibleLimit` of exactly `hosts` (their inventory hostnames, comma-separated), or why
+/// there is none, naming the host: each is checked as Ansible reads the whole limit (after
+/// ansible-runner's `shlex.split`), so a host name Ansible takes as a pattern, or that splits
+/// the limit, is refused rather than selecting other hosts.
+fn exact_limit(hosts: &[String], shape: &limit::Shape) -> Result<String, String> {
+    let plain = hosts.join(",");
+    let want: BTreeSet<&str> = hosts.iter().map(String::as_str).collect();
+    // As it is, else quoted for ansible-runner's `shlex.split` (a space or a quote in a name).
+    let quoted = format!("'{}'", plain.replace('\'', "'\\''"));
+    let mut why = String::new();
+    for text in [&plain, &quoted] {
+        match limit::coverage(text, shape) {
+            limit::Coverage::Hosts(h) if h.iter().map(String::as_str).collect::<BTreeSet<_>>() == want => {
+                return Ok(text.clone());
+            }
+            limit::Coverage::Hosts(h) => {
+                let extra = h.iter().filter(|x| !want.contains(x.as_str())).count();
+                why = format!(
+                    "the limit would select {extra} other host(s) and {} of {} meant",
+                    h.len() - extra,
+                    want.len()
+                );
+            }
+            limit::Coverage::All => why = "the limit would select every host".into(),
+            limit::Coverage::Unknown(w) => why = w,
+        }
+    }
+    // Which host's name is read as more (or other) than itself.
+    let alone = |h: &String| matches!(limit::coverage(h, shape), limit::Coverage::Hosts(ref s) if s.len() == 1 && s.contains(h.as_str()));
+    let host = hosts.iter().find(|h| !alone(h)).map_or(plain.as_str(), String::as_str);
+    Err(refusal(host, &why))
+}
+
+fn refusal(host: &str, why: &str) -> String {
+    format!(
+        "no ansibleLimit selects exactly these nodes: host {} is read by Ansible as a pattern or splits the limit ({why}); deploy them by hand (rename the host, or a limit of your own)",
+        crate::excerpt::echo(&crate::excerpt::printable(host)).debug()
+    )
+}
+
 /// `edpm-agent-<nodeset>-<first service, or redeploy>`, with `-2`, `-3`, … until no
-/// Deployment has it.
+/// Deployment has it; past 63 characters shortened as upstream shortens its Job names (a
+/// DNS-1123 label: cut, trailing `-`/`.` removed, a hash of the whole), so every planned name
+/// is a valid object name whatever the NodeSet's length.
 fn free_name(taken: &mut BTreeSet<String>, nodeset: &str, first: &str) -> String {
     let base = format!("edpm-agent-{nodeset}-{first}");
-    let base: String = base.chars().take(240).collect();
-    let mut name = base.clone();
+    let mut name = super::names::shorten(&base);
     let mut n = 1;
     while taken.contains(&name) {
         n += 1;
-        name = format!("{base}-{n}");
+        name = super::names::shorten(&format!("{base}-{n}"));
     }
     taken.insert(name.clone());
     name
@@ -314,26 +370,15 @@ fn free_name(taken: &mut BTreeSet<String>, nodeset: &str, first: &str) -> String
 fn deployment_object(
     name: &str,
     group: &HostGroup,
-    members: &[String],
+    limit: Option<String>,
     services: &[String],
-    all: bool,
     nodes: &[&NodeView],
 ) -> serde_json::Value {
     let namespace = nodes.first().and_then(|n| n.namespace.clone());
     let mut spec = serde_json::json!({"nodeSets": [group.name]});
-    if !all {
+    if let Some(limit) = limit {
         // The nodes by the name their inventory uses (an ansibleLimit matches it).
-        let hosts: Vec<String> = members
-            .iter()
-            .map(|k| {
-                group
-                    .members
-                    .iter()
-                    .find(|m| m.key == *k)
-                    .map_or(k.clone(), |m| m.inventory_hostname().to_string())
-            })
-            .collect();
-        spec["ansibleLimit"] = serde_json::Value::String(hosts.join(","));
+        spec["ansibleLimit"] = serde_json::Value::String(limit);
     }
     if services != group.services.value.as_slice() {
         spec["servicesOverride"] = serde_json::json!(services);
@@ -430,5 +475,13 @@ metadata:
         assert_eq!(free_name(&mut taken, "ns1", "nova"), "edpm-agent-ns1-nova-2");
         assert_eq!(free_name(&mut taken, "ns1", "nova"), "edpm-agent-ns1-nova-3");
         assert_eq!(free_name(&mut taken, "ns1", "ovn"), "edpm-agent-ns1-ovn");
+        // A NodeSet name of 228 characters: a label of 63, never ending in `-`, distinct.
+        let long = "n".repeat(228);
+        let a = free_name(&mut taken, &long, "nova");
+        let b = free_name(&mut taken, &long, "nova");
+        for n in [&a, &b] {
+            assert!(n.len() <= 63 && crate::validate::is_dns1123_label(n), "{n}");
+        }
+        assert_ne!(a, b);
     }
 }
