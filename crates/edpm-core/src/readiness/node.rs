@@ -173,7 +173,10 @@ impl<'a> GroupContext<'a> {
             }
             Some((l, Heartbeat::Expired { renewed, expires })) => (
                 &AGENT_HEARTBEAT_EXPIRED,
-                format!("the node agent's Lease {} expired at {expires} (last renewed {renewed})", l.id.name),
+                format!(
+                    "the node agent's Lease {} expired at {expires} (last renewed {renewed}): the agent stopped renewing it, or the node's clock is behind this one by more than the Lease lasts (check NTP on the node)",
+                    l.id.name
+                ),
                 format!("Lease {}: renewed {renewed}, expired {expires}", l.id.name),
             ),
             Some((l, Heartbeat::Skewed { renewed, ahead })) => (

@@ -495,9 +495,10 @@ pub enum Heartbeat {
 }
 
 impl Lease {
-    /// The heartbeat as of `now` (see [`Heartbeat`]). With `observed` (the controller), the
-    /// end is a duration after `renewTime` was last seen to change; else a duration after
-    /// `renewTime` itself.
+    /// The heartbeat as of `now` (see [`Heartbeat`]): the end is a duration after `renewTime`;
+    /// with `observed` (the controller), a duration after the earlier of `renewTime` and when
+    /// it was last seen to change. The skew tolerated either way is the Lease's duration less
+    /// the agent's renewal interval; past it, ahead is `Skewed`, behind is `Expired`.
     pub fn heartbeat(&self, now: Time) -> Heartbeat {
         let Some(spec) = &self.spec else {
             // What `status report` creates for the agent, which has not renewed it (yet): an
@@ -532,7 +533,13 @@ impl Lease {
         if ahead > duration {
             return Heartbeat::Skewed { renewed, ahead };
         }
-        let from = self.observed.unwrap_or(renewed);
+        // One rule for every reader (issue 34): the Lease vouches until a duration after its
+        // renewTime by the reader's clock; the controller, which watched it, also until a
+        // duration after it last saw renewTime change, whichever ends first. What the
+        // controller saw only shortens: a node whose clock is behind by more than a Lease
+        // lasts reads expired to the controller as to `status show` (both say so), and one
+        // ahead is judged by what the controller saw (client-go's rule), not the node's word.
+        let from = self.observed.map_or(renewed, |o| o.min(renewed));
         let expires = Time(from.0.saturating_add(duration));
         if expires < now {
             Heartbeat::Expired { renewed, expires }
@@ -691,6 +698,17 @@ mod tests {
             lease(Some("2026-11-23T11:59:00Z"), Some(40)).heartbeat(now()),
             Heartbeat::Expired { .. }
         ));
+        // A node whose clock is two minutes behind renews it as the controller watches: the
+        // controller's sight of it moving does not outlast its renewTime (one rule for every
+        // reader).
+        let mut behind = lease(Some("2026-11-23T11:58:00Z"), Some(40));
+        behind.observed = Some(now());
+        assert!(
+            matches!(behind.heartbeat(now()), Heartbeat::Expired { .. }),
+            "{:?}",
+            behind.heartbeat(now())
+        );
+        assert_eq!(behind.heartbeat(now()), lease(Some("2026-11-23T11:58:00Z"), Some(40)).heartbeat(now()));
         // Ahead of now, but by less than it lasts: a small skew, still alive.
         assert!(matches!(
             lease(Some("2026-11-23T12:00:30Z"), Some(40)).heartbeat(now()),
