@@ -614,3 +614,150 @@ fn status_plan_writes_only_valid_exact_and_printable_deployments() {
         assert!(limit.contains("edpm-compute-8\u{202e}x") || limit.is_empty(), "{limit:?}");
     }
 }
+
+/// lib-common's hash of an Opaque Secret holding `data`.
+fn secret_hash(data: &[(String, String)]) -> String {
+    let map: std::collections::BTreeMap<String, Vec<u8>> =
+        data.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect();
+    edpm_core::objecthash::secret_parts(&map, &Default::default(), "Opaque")
+}
+
+/// Standard base64 with padding, for a Secret's `data`.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn secret_doc(name: &str, labels: Value, data: &[(String, String)]) -> Value {
+    let enc: serde_json::Map<String, Value> =
+        data.iter().map(|(k, v)| (k.clone(), json!(base64(v.as_bytes())))).collect();
+    json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "namespace": "openstack", "labels": labels}, "data": enc})
+}
+
+/// The rotation scenario plus upstream's TLS certificates of service ovn: a Secret per node
+/// (labelled `osdpns`, `osdp-service`, `osdp-service-cert-key`, `hostname`) and the packed
+/// `edpm-compute-ovn-default-certs-0` (keys `<ctlplane host>-tls.crt`, …), all recorded by a
+/// completed ovn Deployment; node `renewed`'s certificate then renewed by cert-manager
+/// (`renewed` None: as delivered). Writes them into `dir`.
+fn certs_scenario(dir: &std::path::Path, renewed: Option<usize>) {
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.join(f)).unwrap();
+    }
+    let crt = |n: usize| if Some(n) == renewed { format!("crt-{n}-renewed") } else { format!("crt-{n}") };
+    let mut docs = Vec::new();
+    let mut hashes = serde_json::Map::new();
+    let mut packed = Vec::new();
+    for n in 0..10 {
+        let host = format!("edpm-compute-{n}");
+        let name = format!("cert-ovn-default-{host}");
+        let data = vec![("tls.crt".to_string(), crt(n)), ("tls.key".to_string(), format!("key-{n}"))];
+        let labels = json!({"osdpns": "edpm-compute", "osdp-service": "ovn", "osdp-service-cert-key": "default", "hostname": host});
+        docs.push(secret_doc(&name, labels, &data));
+        let delivered =
+            vec![("tls.crt".to_string(), format!("crt-{n}")), ("tls.key".to_string(), format!("key-{n}"))];
+        hashes.insert(name, json!(secret_hash(&delivered)));
+        packed.push((format!("{host}.ctlplane.example.com-tls.crt"), crt(n)));
+        packed.push((format!("{host}.ctlplane.example.com-tls.key"), format!("key-{n}")));
+        packed.push((format!("{host}.ctlplane.example.com-ca.crt"), "ca".to_string()));
+    }
+    let delivered: Vec<(String, String)> =
+        packed.iter().map(|(k, v)| (k.clone(), v.replace("-renewed", ""))).collect();
+    hashes.insert("edpm-compute-ovn-default-certs-0".into(), json!(secret_hash(&delivered)));
+    docs.push(secret_doc(
+        "edpm-compute-ovn-default-certs-0",
+        json!({"numberOfSecrets": "1", "secretNumber": "0"}),
+        &packed,
+    ));
+    docs.push(json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+        "metadata": {"name": "certs-ovn", "namespace": "openstack", "creationTimestamp": "2026-11-26T00:00:00Z"},
+        "spec": {"nodeSets": ["edpm-compute"], "servicesOverride": ["ovn"]},
+        "status": {"secretHashes": hashes, "deployed": true, "nodeSetConditions": {"edpm-compute": [
+            {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready", "message": "NodeSet Ready",
+                "lastTransitionTime": "2026-11-26T00:30:00Z"},
+            {"type": "ServiceOvnDeploymentReady", "status": "True", "reason": "Ready", "message": "ready",
+                "lastTransitionTime": "2026-11-26T00:30:00Z"}]}}}));
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": docs});
+    std::fs::write(dir.join("certs.json"), list.to_string()).unwrap();
+}
+
+/// Each node's `SecretsCurrent` (status, message) on a directory source.
+fn secrets_by_node(dir: &std::path::Path) -> std::collections::BTreeMap<String, (String, String)> {
+    let out = run(
+        &["--source", dir.to_str().unwrap(), "status", "show", "--format", "json"],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let c = condition(n, "SecretsCurrent");
+            (
+                n["name"].as_str().unwrap().to_string(),
+                (
+                    c["status"].as_str().unwrap_or("").to_string(),
+                    c["message"].as_str().unwrap_or("").to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// cert-manager renews one node's certificate: that node is stale, not its NodeSet (every
+/// renewal turned every covered node stale, and `status plan` redeployed them all). Per-node
+/// certificate Secrets are told by their labels and delivered to their host alone; of the
+/// packed Secret, a node's share is its own keys (known once a status object noted them).
+#[test]
+fn a_certificate_renewed_for_one_node_makes_that_node_stale_not_its_nodeset() {
+    let dir = tempfile::tempdir().unwrap();
+    // As delivered: the nodes the rotation reached are current, certificates and all, and
+    // one status report notes each node's share of the packed Secret.
+    certs_scenario(dir.path(), None);
+    let before = secrets_by_node(dir.path());
+    assert_eq!(before["edpm-compute-4"].0, "True", "{:?}", before["edpm-compute-4"]);
+    assert!(!before["edpm-compute-4"].1.contains("edpm-compute-5"), "{:?}", before["edpm-compute-4"]);
+    let objects = dir.path().join("objects");
+    let out = run(
+        &[
+            "--source",
+            dir.path().to_str().unwrap(),
+            "status",
+            "report",
+            "--status-dir",
+            objects.to_str().unwrap(),
+        ],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // edpm-compute-4's certificate renewed, in its own Secret and in the packed one.
+    certs_scenario(dir.path(), Some(4));
+    let after = secrets_by_node(dir.path());
+    let (status, message) = &after["edpm-compute-4"];
+    assert_eq!(status, "False", "{message}");
+    assert!(message.contains("cert-ovn-default-edpm-compute-4"), "{message}");
+    assert!(message.contains("edpm-compute-ovn-default-certs-0"), "{message}");
+    for n in [0, 1, 2, 3, 5, 6] {
+        let (status, message) = &after[&format!("edpm-compute-{n}")];
+        assert_eq!(status, "True", "edpm-compute-{n}: {message}");
+    }
+    // The nodes the rotation left out are stale for that alone.
+    let (status, message) = &after["edpm-compute-8"];
+    assert_eq!(status, "False");
+    assert!(!message.contains("cert-ovn"), "{message}");
+    assert!(!message.contains("certs-0"), "{message}");
+}

@@ -124,8 +124,10 @@ pub struct Condition {
     pub last_transition_time: Time,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    /// At most [`MAX_MESSAGE_BYTES`] once built, set or written ([`bound_message`]).
+    /// At most 32768 bytes, as metav1.Condition's message: a longer one is cut, with a marker.
+    // Bounded when built, set, carried or written (`bound_message`, MAX_MESSAGE_BYTES).
     #[serde(default, skip_serializing_if = "String::is_empty", serialize_with = "serialize_bounded")]
+    #[schemars(length(max = 32768))]
     pub message: String,
 }
 

@@ -368,6 +368,12 @@ pub struct Delivery {
     /// while it is current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_since: Option<String>,
+    /// For a Secret packing the TLS certificates of several nodes (upstream's
+    /// `<nodeset>-<service>-<cert>-certs-<n>`): the hash of this node's own keys as delivered,
+    /// noted while the Secret was what the Deployment recorded; another node's renewal then
+    /// leaves this node current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<String>,
 }
 
 impl NodeReportStatus {
