@@ -348,7 +348,7 @@ fn recorded_runs(f: &Fixture, dir: &std::path::Path) -> Vec<Value> {
     let text =
         std::fs::read_to_string(dir.join("edpmnodestatus-edpm-compute-cell2-edpm-compute-5.yaml")).unwrap();
     let v: Value = serde_saphyr::from_str(&text).unwrap();
-    v["status"]["runs"].as_array().cloned().unwrap_or_default()
+    v["spec"]["record"]["runs"].as_array().cloned().unwrap_or_default()
 }
 
 /// The run history outlives the pods: when a Job's oldest pod is gone, the attempts recorded
@@ -480,16 +480,29 @@ fn an_ansible_limit_holding_a_regex_covers_what_ansible_selects() {
 /// delivered to it by `deployment`, created at `created`: its `SecretsCurrent` status and
 /// reason.
 fn rotation_with_claim(deployment: &str, created: &str) -> (String, String) {
+    rotation_with_claim_in("spec", deployment, created)
+}
+
+/// [`rotation_with_claim`], the claim kept in the object's `place`: `spec` (`spec.record`,
+/// where edpm-agent keeps it) or `status` (which the node agent may patch).
+fn rotation_with_claim_in(place: &str, deployment: &str, created: &str) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
         std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.path().join(f)).unwrap();
     }
     let rotated = "nd7h677h554h5dch566h5dh7ch5bdh65bh57bh5f6h597hddhf8h64dh557h598hd7hd9h658h596h5cfhd7h56h7h55fh5b8h9h564h5f7h57bh94q";
-    let claim = json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus",
+    let delivered = json!([{"kind": "Secret", "name": "nova-cell1-compute-config", "hash": rotated,
+        "deployment": deployment, "created": created}]);
+    let mut claim = json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus",
         "metadata": {"name": "edpm-compute-edpm-compute-8", "namespace": "openstack"},
         "spec": {"nodeSet": "edpm-compute", "nodeSetKind": "OpenStackDataPlaneNodeSet", "node": "edpm-compute-8"},
-        "status": {"deliveredInputs": [{"kind": "Secret", "name": "nova-cell1-compute-config", "hash": rotated,
-            "deployment": deployment, "created": created}]}});
+        "status": {}});
+    if place == "spec" {
+        claim["spec"]["record"] = json!({"deliveredInputs": delivered});
+    } else {
+        // Where it was kept before issue 34, and where the node agent's RBAC lets it write.
+        claim["status"]["deliveredInputs"] = delivered;
+    }
     std::fs::write(dir.path().join("claim.json"), claim.to_string()).unwrap();
     let out = run(
         &["--source", dir.path().to_str().unwrap(), "status", "show", "--format", "json"],
@@ -521,6 +534,33 @@ fn a_kept_delivery_dated_in_the_future_is_no_evidence() {
         rotation_with_claim("deleted-batch", "2026-11-26T00:00:00Z"),
         ("True".to_string(), "Ready".to_string())
     );
+    // The same claim where the node agent can write (the status subresource): no evidence.
+    assert_eq!(rotation_with_claim_in("status", "deleted-batch", "2026-11-26T00:00:00Z"), stale);
+}
+
+/// The node agent's RBAC grants it the status subresource of its own object and nothing that
+/// changes the spec, where edpm-agent keeps what it trusts as delivery evidence.
+#[test]
+fn the_node_agent_cannot_write_what_is_trusted_as_delivery_evidence() {
+    let text = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-node-agent.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let mut status_grant = false;
+    for d in docs.iter().filter(|d| d["kind"] == "Role") {
+        for rule in d["rules"].as_array().unwrap() {
+            let list = |k: &str| -> Vec<String> {
+                rule[k].as_array().unwrap().iter().filter_map(Value::as_str).map(String::from).collect()
+            };
+            let (resources, verbs) = (list("resources"), list("verbs"));
+            if resources.iter().any(|r| r == "edpmnodestatuses" || r == "*") {
+                assert!(
+                    verbs.iter().all(|v| ["get", "list", "watch"].contains(&v.as_str())),
+                    "the node agent may {verbs:?} {resources:?}: it could write spec.record"
+                );
+            }
+            status_grant |= resources.iter().any(|r| r == "edpmnodestatuses/status");
+        }
+    }
+    assert!(status_grant, "the node agent writes its conditions through the status subresource");
 }
 
 /// The rotation scenario with its NodeSet renamed `nodeset` and node `node`'s hostName

@@ -145,7 +145,7 @@ reasons! {
     NOT_DEPLOYED = "NotDeployed", Readiness, False(Info),
         "no OpenStackDataPlaneDeployment has deployed the service on this node yet";
     INVALID_EVIDENCE = "InvalidEvidence", Readiness, Unknown,
-        "a Deployment that runs the service on this node has a `creationTimestamp` that is not a time, so which Deployment ran last cannot be told; the message names it";
+        "a Deployment that runs the service on this node has a `creationTimestamp` that is not a time, so which Deployment ran last cannot be told; or (`SecretsCurrent`) a Deployment that covered the node recorded a `secretHashes`/`configMapHashes` key that is no object name, which is never asked for; the message names it";
     CONFIG_DRIFT = "ConfigDrift", Readiness, False(Warning),
         "a phase, and its NodeSet rollup: the NodeSet changed (`configHash`, or `bmhRefHash` when provisioned) since the Deployment that last completed on it; run a new Deployment";
 
@@ -167,7 +167,7 @@ reasons! {
 
     // Readiness: the node agent's conditions, when its Lease cannot vouch for them.
     AGENT_HEARTBEAT_EXPIRED = "AgentHeartbeatExpired", Readiness, Unknown,
-        "the node agent's conditions: its Lease expired, so its last report is no evidence any more";
+        "the node agent's conditions: its Lease expired (a duration after the earlier of its `renewTime` and when the controller saw it move), so its last report is no evidence any more: the agent stopped, or the node's clock is behind by more than the Lease lasts";
     AGENT_CLOCK_SKEW = "AgentClockSkew", Readiness, Unknown,
         "the node agent's conditions: its Lease's `renewTime` is further ahead of this clock than the Lease lasts: a clock is wrong (check NTP on the node)";
     AGENT_LEASE_UNREADABLE = "AgentLeaseUnreadable", Readiness, Unknown,

@@ -220,8 +220,8 @@ pub fn evaluate_spread(
     spread: Spread,
 ) -> Readiness {
     let ev = &snap.evidence;
-    let reports: HashMap<&str, &crate::snapshot::evidence::NodeReportStatus> =
-        ev.reports.iter().map(|r| (r.id.name.as_str(), &r.status)).collect();
+    let reports: HashMap<&str, &crate::snapshot::evidence::NodeReport> =
+        ev.reports.iter().map(|r| (r.id.name.as_str(), r)).collect();
     let rollups: HashMap<&str, &Conditions> =
         ev.rollups.iter().map(|r| (r.id.name.as_str(), &r.status.conditions)).collect();
     let leases: HashMap<&str, &crate::snapshot::evidence::Lease> =

@@ -24,7 +24,7 @@ impl<'a> GroupContext<'a> {
     pub(super) fn node(
         &self,
         m: &Member,
-        reports: &HashMap<&str, &crate::snapshot::evidence::NodeReportStatus>,
+        reports: &HashMap<&str, &crate::snapshot::evidence::NodeReport>,
         leases: &HashMap<&str, &crate::snapshot::evidence::Lease>,
         now: Time,
     ) -> NodeView {
@@ -35,10 +35,12 @@ impl<'a> GroupContext<'a> {
         self.phases(m, &mut g);
         g.fresh.extend(kstatus(g.running.as_deref(), g.stalled.take()));
         let report = reports.get(object.as_str()).copied();
-        let previous = report.map(|r| &r.conditions);
-        let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
-        let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref(), now);
-        let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
+        let previous = report.map(|r| &r.status.conditions);
+        // What edpm-agent kept, from the spec only (the node agent can write the status).
+        let record = report.map(|r| &r.spec.record);
+        let runs = self.history(m, record.map_or(&[], |r| r.runs.as_slice()));
+        let deployed = self.deployed(m, record.map(|r| r.deployed()).as_ref(), now);
+        let kept = record.map_or(&[][..], |r| r.delivered_inputs.as_slice());
         let delivered = self.delivered(m, kept, now);
         let held = Held { deployed: &deployed, delivered: &delivered };
         // A Deployment that may have deployed here, and whose limit cannot be evaluated, makes

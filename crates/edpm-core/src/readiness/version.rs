@@ -594,7 +594,7 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
     fn a_kept_version_outlives_its_deployment_and_is_not_moved_back() {
         // c2's status object says update-9 (since deleted, created after every Deployment
         // here) deployed 18.0.4: an older Deployment still present does not move it back.
-        let kept = "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {name: ns1-c2, namespace: openstack}\nspec: {nodeSet: ns1, node: c2}\nstatus:\n  deployedVersion: {value: 18.0.4, deployment: update-9, created: \"2026-11-20T00:00:00Z\"}\n  containerImages: {OvnControllerImage: {value: \"ovn:newest\", deployment: ovn-9, created: \"2026-11-20T00:00:00Z\"}}\n";
+        let kept = "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {name: ns1-c2, namespace: openstack}\nspec:\n  nodeSet: ns1\n  node: c2\n  record:\n    deployedVersion: {value: 18.0.4, deployment: update-9, created: \"2026-11-20T00:00:00Z\"}\n    containerImages: {OvnControllerImage: {value: \"ovn:newest\", deployment: ovn-9, created: \"2026-11-20T00:00:00Z\"}}\n";
         let r = evaluate(&format!("{}{kept}", batches("failed")));
         assert_eq!(version(&r, "c2").message, "at 18.0.4 (Deployment update-9)");
         let c2 = r.nodes.iter().find(|n| n.node == "c2").unwrap();
@@ -688,7 +688,7 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         // c2's status object remembers a delivery by a Deployment since deleted, seen
         // differing since the 15th.
         let kept = format!(
-            "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {{name: ns1-c2, namespace: openstack}}\nspec: {{nodeSet: ns1, node: c2}}\nstatus:\n  deliveredInputs:\n  - {{kind: Secret, name: cell1-secret, hash: {}, deployment: gone-1, created: \"2026-11-05T00:00:00Z\", staleSince: \"2026-11-15T00:00:00Z\"}}\n",
+            "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {{name: ns1-c2, namespace: openstack}}\nspec:\n  nodeSet: ns1\n  node: c2\n  record:\n    deliveredInputs:\n    - {{kind: Secret, name: cell1-secret, hash: {}, deployment: gone-1, created: \"2026-11-05T00:00:00Z\", staleSince: \"2026-11-15T00:00:00Z\"}}\n",
             recorded("old")
         );
         let r = evaluate(&format!("{}{kept}", rotation(&secret("cell1-secret", "new"))));

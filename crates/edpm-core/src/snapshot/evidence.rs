@@ -327,6 +327,54 @@ pub struct NodeReportSpec {
     pub node_set: String,
     #[serde(default)]
     pub node: String,
+    /// What edpm-agent kept of the node's runs and deliveries (`spec.record`).
+    #[serde(default, deserialize_with = "nullable")]
+    pub record: NodeRecord,
+}
+
+/// What edpm-agent keeps of a node so it outlives the Deployments: its runs, and what was
+/// last deployed and delivered to it. Kept in the status object's **spec**, which only
+/// edpm-agent (`status report`, the controller) writes: the node agent may patch the object's
+/// status (its own conditions) and nothing else (`packaging/kubernetes/rbac-node-agent.yaml`),
+/// and the API server takes nothing but status through the status subresource, so the node
+/// agent cannot certify its own deliveries. A copy in `status` (written before issue 34) is
+/// not read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRecord {
+    /// The node's last runs (at most 20), oldest first: Deployment, service, Job,
+    /// attempt, result, finish time and failed task. edpm-agent keeps it from what it sees of
+    /// the Jobs' pods and from this list itself, so it outlives the Deployments.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub runs: Vec<NodeRun>,
+    /// The OpenStack version last deployed to the node (the OpenStackVersion's target when
+    /// the newest completed Deployment that covered the node and ran an `update` or
+    /// `update-services` service finished; else its newest completed full Deployment's), and
+    /// that Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_version: Option<Stamp>,
+    /// Image field (`OvnControllerImage`) → the image last deployed to the node for it, and the
+    /// Deployment that deployed it.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    pub container_images: BTreeMap<String, Stamp>,
+    /// The Secrets and ConfigMaps last delivered to the node: name, the hash the delivering
+    /// Deployment recorded (lib-common's, never contents), the Deployment, and since when the
+    /// object differs.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub delivered_inputs: Vec<Delivery>,
+}
+
+impl NodeRecord {
+    pub fn is_empty(&self) -> bool {
+        *self == NodeRecord::default()
+    }
+
+    /// What the record says was last deployed to the node.
+    pub fn deployed(&self) -> Deployed {
+        Deployed { version: self.deployed_version.clone(), images: self.container_images.clone() }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -336,18 +384,6 @@ pub struct NodeReportStatus {
     pub observed_generation: Option<i64>,
     #[serde(default, deserialize_with = "nullable")]
     pub conditions: Conditions,
-    /// The node's last runs, as written last time: the history outlives the Deployments.
-    #[serde(default, deserialize_with = "nullable")]
-    pub runs: Vec<NodeRun>,
-    /// The OpenStack version last deployed to the node, as written last time.
-    #[serde(default)]
-    pub deployed_version: Option<Stamp>,
-    /// The images last deployed to the node, by image field, as written last time.
-    #[serde(default, deserialize_with = "nullable")]
-    pub container_images: BTreeMap<String, Stamp>,
-    /// The Secrets and ConfigMaps last delivered to the node, as written last time.
-    #[serde(default, deserialize_with = "nullable")]
-    pub delivered_inputs: Vec<Delivery>,
 }
 
 /// One Secret or ConfigMap a completed Deployment delivered to a node: its name and the hash
@@ -376,13 +412,6 @@ pub struct Delivery {
     pub share: Option<String>,
 }
 
-impl NodeReportStatus {
-    /// What the status object says was last deployed to the node.
-    pub fn deployed(&self) -> Deployed {
-        Deployed { version: self.deployed_version.clone(), images: self.container_images.clone() }
-    }
-}
-
 /// A value a Deployment deployed to a node: the version or an image, the Deployment, and when
 /// that Deployment was created (what orders it against a later one).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
@@ -404,7 +433,7 @@ pub struct Deployed {
 }
 
 /// One run of one service on one node: an attempt of an AnsibleEE Job, from its pod's
-/// termination message. Kept in `EDPMNodeStatus.status.runs`, oldest first.
+/// termination message. Kept in `EDPMNodeStatus.spec.record.runs`, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeRun {
