@@ -228,7 +228,14 @@ impl<'a> GroupContext<'a> {
         let mut list: Vec<Delivery> = out.into_values().collect();
         // Kept ones too: a certificate of another host is not this node's.
         list.retain(|d| share(self.snap, &d.kind, &d.name, &m.host_name.value) != Share::None);
-        for d in &mut list {
+        self.mark(m, &mut list, now);
+        list
+    }
+
+    /// Notes on each of node `m`'s deliveries its share (a packed Secret) and since when it
+    /// differs (`now` for a difference not recorded before).
+    fn mark(&self, m: &Member, list: &mut [Delivery], now: Time) {
+        for d in list {
             let whole_current = self.hash_now(&d.kind, &d.name).is_some_and(|h| h == d.hash);
             // A packed Secret: the node's own keys as delivered, noted while the whole is what
             // was delivered; kept after.
@@ -248,7 +255,6 @@ impl<'a> GroupContext<'a> {
                 }
             };
         }
-        list
     }
 
     /// When the evidence says the object changed after it was delivered: the creation of the
@@ -304,13 +310,7 @@ impl<'a> GroupContext<'a> {
             // A recorded key that is no object name was never asked for (it would go into a
             // request path): bad input of the Deployment that recorded it, on its nodes only.
             if !crate::validate::is_dns1123_subdomain(&d.name) {
-                let line = format!(
-                    "Deployment {}'s status.{} key {} is no {} name (a lowercase RFC 1123 subdomain): not read",
-                    d.deployment,
-                    if d.kind == "Secret" { "secretHashes" } else { "configMapHashes" },
-                    crate::excerpt::echo(&crate::excerpt::printable(&d.name)).debug(),
-                    d.kind
-                );
+                let line = bad_key(d);
                 ev.push(line.clone());
                 bad.push(line);
                 continue;
@@ -336,15 +336,11 @@ impl<'a> GroupContext<'a> {
             return (c, ev);
         }
         if stale.is_empty() && !bad.is_empty() {
-            let c = Condition::because(
-                SECRETS_CURRENT,
-                &INVALID_EVIDENCE,
-                format!(
-                    "cannot tell whether this node holds every current input: {}; fix that Deployment's record (or delete the Deployment) and deploy again",
-                    bad.join("; ")
-                ),
+            let why = format!(
+                "cannot tell whether this node holds every current input: {}; fix that Deployment's record (or delete the Deployment) and deploy again",
+                bad.join("; ")
             );
-            return (c, ev);
+            return (Condition::because(SECRETS_CURRENT, &INVALID_EVIDENCE, why), ev);
         }
         if stale.is_empty() {
             let (s, c) = counts(delivered);
@@ -414,6 +410,17 @@ impl<'a> GroupContext<'a> {
             format!("{current}/{total} nodes have every current input{unknown}; stale: {}", stale.join("; ")),
         )
     }
+}
+
+/// A delivery whose name is no object name, as the message says it.
+fn bad_key(d: &Delivery) -> String {
+    format!(
+        "Deployment {}'s status.{} key {} is no {} name (a lowercase RFC 1123 subdomain): not read",
+        d.deployment,
+        if d.kind == "Secret" { "secretHashes" } else { "configMapHashes" },
+        crate::excerpt::echo(&crate::excerpt::printable(&d.name)).debug(),
+        d.kind
+    )
 }
 
 impl InputState {

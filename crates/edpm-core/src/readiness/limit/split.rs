@@ -43,8 +43,7 @@ fn runs(s: &str) -> Vec<&str> {
     let mut i = 0;
     while i < b.len() {
         let start = i;
-        loop {
-            let Some(&(_, c)) = b.get(i) else { break };
+        while let Some(&(_, c)) = b.get(i) {
             if c == '[' {
                 // A whole bracketed expression, or the `[` stops the run.
                 match b[i + 1..].iter().position(|&(_, x)| x == ']') {
