@@ -221,7 +221,7 @@ pub async fn resource_versions(
 
 async fn resource_version(client: Client, kind: String, name: String) -> Result<Option<String>, Error> {
     let ns = client.namespace().to_string();
-    let action = format!("reading the metadata of {kind} {name:?} in namespace {ns}");
+    let action = format!("reading the metadata of {kind} {name} in namespace {ns}");
     invalid_name(&action, &name)?;
     let got = if kind == "Secret" {
         let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
@@ -243,7 +243,7 @@ async fn get<K>(client: &Client, api: &Api<K>, what: &str, name: &str) -> Result
 where
     K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
-    let action = format!("reading {what} {name:?} in namespace {}", client.namespace());
+    let action = format!("reading {what} {name} in namespace {}", client.namespace());
     // A name from an object never goes into a request path unchecked: kube puts it there
     // unescaped, so `a?watch=true` would become a query and `../x` another path.
     invalid_name(&action, name)?;
@@ -256,7 +256,7 @@ where
 
 /// An error naming `name` when it is no object name (RFC 1123 subdomain, as the API server
 /// requires of a Secret's or ConfigMap's): no request is made with it.
-fn invalid_name(action: &str, name: &str) -> Result<(), Error> {
+pub(crate) fn invalid_name(action: &str, name: &str) -> Result<(), Error> {
     if edpm_core::validate::is_dns1123_subdomain(name) {
         return Ok(());
     }
