@@ -21,9 +21,12 @@
 # without --host-toolchain, a crate cache beside it: a second build compiles only what changed.
 # docker builds without them (docker build takes no volumes), from scratch each time.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# This script's own path, read before the cd below (run as ./image.sh from scripts/, "$0" is
+# relative to there).
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$self")/.."
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,21p' "$self" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "image.sh: $*" >&2; exit 1; }
 
 engine=${CONTAINER_ENGINE:-}
@@ -63,6 +66,17 @@ else
   tag=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 fi
 [ -n "$registry" ] && [ -n "$tag" ] || fail "$target: give REGISTRY[:TAG], e.g. quay.io/example or registry.local:5000/edpm:1.0"
+# An image reference as the container engines take it (distribution's reference grammar): a
+# host (with a port) or a first path component, lower-case path components, and a tag of
+# letters, digits, `_`, `.`, `-`. Anything else (`;`, spaces, `$(...)`, upper case in a path)
+# would tag garbage or fail half-way, so it is refused before anything is built.
+host='[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[0-9]+)?'
+component='[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*'
+if ! [[ $registry =~ ^($host|$component)(/$component)*$ ]] || (( ${#registry} > 200 )); then
+  fail "$target: the repository part ($registry) is no image repository (give host[:port][/path] of lower-case letters, digits, '.', '_', '-'; e.g. quay.io/example)"
+fi
+[[ $tag =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] ||
+  fail "$target: the tag $tag is no image tag (letters, digits, '_', '.', '-'; at most 128, not starting with '.' or '-')"
 stages=(controller runner)
 [ -z "$only" ] || stages=("$only")
 

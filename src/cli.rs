@@ -162,6 +162,7 @@ impl Command {
                 StatusAction::Show { source, .. }
                 | StatusAction::Explain { source, .. }
                 | StatusAction::Report { source, .. }
+                | StatusAction::Identities { source, .. }
                 | StatusAction::Controller { source, .. }
                 | StatusAction::Wait { source, .. }
                 | StatusAction::Plan { source, .. } => source,
@@ -314,6 +315,36 @@ pub enum StatusAction {
         #[command(flatten)]
         source: SourceArgs,
     },
+    /// Make each node agent's identity for a NodeSet (with --source kube; run once per NodeSet,
+    /// again after nodes are added or removed): per node a ServiceAccount, a Role and
+    /// RoleBinding allowing only its own status object and Lease (and a token for itself), the
+    /// status object and Lease, and one Secret of the NodeSet holding each node's kubeconfig
+    /// with a bound, expiring token. Only what differs is written; a removed node loses its
+    /// identity. Needs packaging/kubernetes/rbac-node-identities.yaml.
+    Identities {
+        /// The NodeSet (or the seeds' Role); repeat.
+        #[arg(long = "nodeset", required = true)]
+        nodesets: Vec<String>,
+        /// The API server's URL as the nodes reach it (default: this command's kubeconfig's).
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+        /// The CA bundle (PEM) the nodes verify the API server with (default: this command's
+        /// kubeconfig's).
+        #[arg(long, value_name = "FILE")]
+        certificate_authority: Option<PathBuf>,
+        /// How long each initial token lives: seconds, or with a unit (at least 10m, at most a
+        /// week). A token past half its lifetime is replaced when this runs again.
+        #[arg(long, value_name = "DURATION", default_value = "24h")]
+        credential_lifetime: String,
+        /// The most the whole command may take, in seconds (or 90s, 5m).
+        #[arg(long, value_name = "DURATION", default_value = "120")]
+        timeout: String,
+        /// text: a line per NodeSet; json: every object applied or deleted (never a token).
+        #[arg(long, short = 'o', visible_alias = "output", value_enum, default_value_t = TextOrJson::Text)]
+        format: TextOrJson,
+        #[command(flatten)]
+        source: SourceArgs,
+    },
     /// Wait until nodes (or NodeSets) reach a phase, or hold a condition (`--for`); exit 11 on
     /// timeout, 12 on a terminal failure.
     Wait {
@@ -411,6 +442,8 @@ pub enum StatusAction {
         /// never.
         #[arg(long, value_name = "DURATION", default_value = "10")]
         inputs_interval: String,
+        #[command(flatten)]
+        node_identities: Box<NodeIdentityArgs>,
         #[command(flatten)]
         source: SourceArgs,
     },
@@ -678,6 +711,31 @@ pub enum ExportFormat {
     Yaml,
     Ini,
     Json,
+}
+
+/// `status controller --node-identities` and its flags.
+#[derive(Debug, Clone, Args)]
+pub struct NodeIdentityArgs {
+    /// Keep each NodeSet's node agent identities as `status identities` makes them (the
+    /// leader, after evaluating the NodeSet: when its nodes change, and every
+    /// --node-identities-interval). Needs packaging/kubernetes/rbac-node-identities.yaml.
+    #[arg(long)]
+    pub node_identities: bool,
+    /// With --node-identities: the API server's URL as the nodes reach it (default: the
+    /// controller's own).
+    #[arg(long, value_name = "URL", requires = "node_identities")]
+    pub node_identities_server: Option<String>,
+    /// With --node-identities: the CA bundle (PEM) the nodes verify it with (default: the
+    /// controller's own).
+    #[arg(long, value_name = "FILE", requires = "node_identities")]
+    pub node_identities_certificate_authority: Option<PathBuf>,
+    /// With --node-identities: each initial token's lifetime.
+    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    pub node_identities_credential_lifetime: String,
+    /// With --node-identities: the longest time between two passes over a NodeSet whose
+    /// nodes did not change.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub node_identities_interval: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

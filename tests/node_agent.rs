@@ -27,7 +27,13 @@ pub(crate) fn node_root(dir: &Path) -> PathBuf {
     );
     w("etc/os-release", "NAME=\"CentOS Stream\"\nPRETTY_NAME=\"CentOS Stream 9\"\n");
     w("var/lib/edpm-config/os-net-config.returncode", "0\n");
+    // podman in its place, executable (the agent's `podman` is the fake on PATH).
     w("usr/bin/podman", "");
+    std::fs::set_permissions(
+        root.join("usr/bin/podman"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     w(
         "var/lib/edpm-config/deployed_services.yaml",
         "services:\n  nova:\n    containers: [nova_compute]\n    updated_at: '2026-11-01T10:00:00Z'\n  ovn:\n    containers: [ovn_controller]\n    updated_at: '2026-11-01T10:00:00Z'\n",

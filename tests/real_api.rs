@@ -122,7 +122,7 @@ fn the_shipped_manifests_are_accepted_whole() {
     }
     // The other manifests, applied on their own as docs/kubernetes.md says (the node agent's
     // template with its placeholders filled in).
-    for file in ["rbac-reporter.yaml", "rbac-runner.yaml"] {
+    for file in ["rbac-reporter.yaml", "rbac-runner.yaml", "rbac-node-identities.yaml"] {
         let out = api.kubectl(&["apply", "--server-side", "-f", dir.join(file).to_str().unwrap()], None);
         assert!(out.is_ok(), "{file}: {out:?}");
     }
@@ -902,4 +902,476 @@ fn names_at_their_limits_are_written_without_a_422() {
     assert_eq!(sets["items"][0]["metadata"]["name"], nodeset);
     let leases = api.get_json(&["leases", "-n", &ns]).unwrap();
     assert_eq!(leases["items"].as_array().unwrap().len(), 1, "{leases}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. The node agents' identities (issue 38).
+
+/// The identities command as the controller's ServiceAccount under the shipped
+/// rbac-node-identities.yaml, in `ns` (leases in `leases`): its output (JSON).
+fn identities(kubeconfig: &Path, leases: &str, extra: &[&str]) -> Value {
+    let mut args =
+        vec!["status", "identities", "--nodeset", "edpm-compute-cell1", "--lease-namespace", leases];
+    args.extend_from_slice(extra);
+    args.extend(["-o", "json"]);
+    let out = agent(kubeconfig, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str::<Value>(&out.stdout).unwrap()[0].clone()
+}
+
+/// The kubeconfigs of the NodeSet's credentials Secret, by node (its CA bundle apart).
+fn credentials(api: &RealApi, ns: &str) -> std::collections::BTreeMap<String, String> {
+    let mut entries = secret_entries(api, ns);
+    entries.remove(edpm_core::identity::CA_KEY);
+    entries
+}
+
+/// Every entry of the NodeSet's credentials Secret: the nodes' kubeconfigs and `ca.crt`.
+fn secret_entries(api: &RealApi, ns: &str) -> std::collections::BTreeMap<String, String> {
+    let s = api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", ns]).unwrap();
+    edpm_core::identity::decode_entries(&s["data"])
+}
+
+/// The Secret's CA bundle written into `dir`, where the kubeconfigs written there name it.
+fn ca_beside(api: &RealApi, ns: &str, dir: &Path) {
+    std::fs::write(dir.join("ca.crt"), &secret_entries(api, ns)["ca.crt"]).unwrap();
+}
+
+/// The controller's ServiceAccount with rbac-node-identities.yaml, in its own namespaces, with
+/// the example NodeSets loaded.
+fn deploy_identities(api: &RealApi, hint: &str) -> Deployed {
+    let d = deploy_controller(api, hint);
+    let docs =
+        edpm_testkit::real_api::shipped(&repo(), "rbac-node-identities.yaml", &d.ns, &d.leases).unwrap();
+    apply(api, "edpm-testkit", &docs).unwrap();
+    load(api, &d.ns, &["examples/nodeset/nodesets.yaml"]);
+    d
+}
+
+/// `status identities` makes each node's identity: a node's credential from the Secret reads
+/// and patches its own status object and Lease and is refused (403) on another node's; run
+/// again it writes nothing (no write request in the audit log, the Secret's resourceVersion
+/// kept); a node removed from the NodeSet loses its identity and its old token is refused
+/// (401), a node added gains one; never a 403 for the command under the shipped RBAC, never a
+/// token in its output.
+#[test]
+fn node_identities_are_made_once_kept_to_their_own_objects_and_follow_the_nodeset() {
+    let Some(api) = cluster("node_identities_are_made_once_kept_to_their_own_objects_and_follow_the_nodeset")
+    else {
+        return;
+    };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "ident");
+    let first = identities(&kubeconfig, &leases, &[]);
+    assert_eq!(first["minted"], json!(["edpm-compute-3", "edpm-compute-4"]), "{first}");
+    assert_eq!(first["secret_written"], true);
+    let creds = credentials(api, &ns);
+    assert_eq!(creds.keys().collect::<Vec<_>>(), ["edpm-compute-3", "edpm-compute-4"]);
+    for kc in creds.values() {
+        let token = edpm_core::identity::token_of(kc).unwrap();
+        assert!(!first.to_string().contains(&token), "a token in the output");
+        let claims = edpm_core::identity::claims(&token).unwrap();
+        assert_eq!(claims.lifetime(), 24 * 3600, "a bound, expiring token of hours");
+    }
+    let (own, other) = ("edpm-compute-cell1-edpm-compute-3", "edpm-compute-cell1-edpm-compute-4");
+    let kc3 = dir.path().join("node3.kubeconfig");
+    let kc4 = dir.path().join("node4.kubeconfig");
+    ca_beside(api, &ns, dir.path());
+    std::fs::write(&kc3, &creds["edpm-compute-3"]).unwrap();
+    std::fs::write(&kc4, &creds["edpm-compute-4"]).unwrap();
+    let as3 = |args: &[&str]| api.kubectl_as(&kc3, args, None);
+    let patch = r#"{"status":{"conditions":[{"type":"NodeAgentReady","status":"True","reason":"AsExpected","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#;
+    let lease_patch = r#"{"spec":{"holderIdentity":"edpm-compute-3","leaseDurationSeconds":40}}"#;
+    // Its own: read and patched.
+    as3(&["get", "edpmnodestatus", own, "-n", &ns]).unwrap();
+    as3(&["patch", "edpmnodestatus", own, "-n", &ns, "--subresource=status", "--type=merge", "-p", patch])
+        .unwrap();
+    as3(&["get", "lease", own, "-n", &leases]).unwrap();
+    as3(&["patch", "lease", own, "-n", &leases, "--type=merge", "-p", lease_patch]).unwrap();
+    // Another node's: refused.
+    for args in [
+        vec!["get", "edpmnodestatus", other, "-n", &ns],
+        vec![
+            "patch",
+            "edpmnodestatus",
+            other,
+            "-n",
+            &ns,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            patch,
+        ],
+        vec!["get", "lease", other, "-n", &leases],
+        vec!["patch", "lease", other, "-n", &leases, "--type=merge", "-p", lease_patch],
+    ] {
+        let e = as3(&args).unwrap_err();
+        assert!(e.contains("Forbidden"), "{args:?}: {e}");
+    }
+    let node3 = user(&ns, &format!("edpm-agent-node-{own}"));
+    assert_eq!(api.audited(&node3, 403).len(), 4, "{:?}", api.audited(&node3, 403));
+    let controller = user(&ns, "edpm-agent-controller");
+    assert_eq!(api.audited(&controller, 403), Vec::<String>::new());
+
+    // Twice: nothing written the second time.
+    let writes = || {
+        api.audited_requests(&controller)
+            .into_iter()
+            .filter(|(verb, _, _)| matches!(verb.as_str(), "create" | "patch" | "update" | "delete"))
+            .count()
+    };
+    let secret_version = || {
+        api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &ns]).unwrap()["metadata"]
+            ["resourceVersion"]
+            .clone()
+    };
+    let (before, version) = (writes(), secret_version());
+    let second = identities(&kubeconfig, &leases, &[]);
+    assert_eq!((second["applied"].clone(), second["deleted"].clone()), (json!([]), json!([])), "{second}");
+    assert_eq!((second["minted"].clone(), second["secret_written"].clone()), (json!([]), json!(false)));
+    assert_eq!(writes(), before, "the second run wrote");
+    assert_eq!(secret_version(), version);
+
+    // edpm-compute-4 leaves, edpm-compute-9 joins.
+    api.kubectl(
+        &["patch", "openstackdataplanenodeset", "edpm-compute-cell1", "-n", &ns, "--type=json", "-p",
+          r#"[{"op":"remove","path":"/spec/nodes/edpm-compute-4"},{"op":"add","path":"/spec/nodes/edpm-compute-9","value":{"hostName":"edpm-compute-9"}}]"#],
+        None,
+    )
+    .unwrap();
+    let third = identities(&kubeconfig, &leases, &[]);
+    assert_eq!(third["minted"], json!(["edpm-compute-9"]), "{third}");
+    assert_eq!(third["dropped"], json!(["edpm-compute-4"]));
+    let sa4 = format!("edpm-agent-node-{other}");
+    for (kind, namespace) in [
+        ("serviceaccount", &ns),
+        ("role", &ns),
+        ("rolebinding", &ns),
+        ("role", &leases),
+        ("rolebinding", &leases),
+    ] {
+        let e = api.kubectl(&["get", kind, &sa4, "-n", namespace], None).unwrap_err();
+        assert!(e.contains("NotFound"), "{kind} {namespace}/{sa4}: {e}");
+    }
+    assert_eq!(credentials(api, &ns).keys().collect::<Vec<_>>(), ["edpm-compute-3", "edpm-compute-9"]);
+    wait_for("edpm-compute-4's old token refused", Duration::from_secs(10), || {
+        api.kubectl_as(&kc4, &["get", "lease", other, "-n", &leases], None)
+            .is_err_and(|e| e.contains("Unauthorized") || e.contains("must be logged in"))
+    });
+    as3(&["get", "edpmnodestatus", own, "-n", &ns]).unwrap();
+    assert_eq!(api.audited(&controller, 403), Vec::<String>::new());
+}
+
+/// The `jti` of a ServiceAccount token (decoded, not verified).
+fn jti(token: &str) -> String {
+    let payload = token.split('.').nth(1).unwrap().to_string();
+    let text = &edpm_core::identity::decode_entries(&json!({ "p": payload }))["p"];
+    serde_json::from_str::<Value>(text).unwrap()["jti"].as_str().unwrap().to_string()
+}
+
+/// The credential ids (`JTI=…`) the audit log saw `user` authenticate with, in order.
+fn credential_ids(api: &RealApi, user: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(api.dir().join("audit.log")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["user"]["username"] == user && e["stage"] == "ResponseComplete")
+        .filter_map(|e| {
+            e["user"]["extra"]["authentication.kubernetes.io/credential-id"][0].as_str().map(String::from)
+        })
+        .collect()
+}
+
+/// The node agent with its credential from `status identities` (10 minutes, TokenRequest's
+/// shortest), renewing at 2% of its lifetime (12 s): it renews its token before it expires,
+/// writes it into its kubeconfig (0600), and goes on reporting with the new one without a
+/// restart (the audit log sees the new token's id); a renewal refused turns
+/// `AgentCredentialExpiring` True with the reason and the API server's answer, and the
+/// command run again (the Role restored) lets it renew and turn False; never a token in its log.
+#[test]
+fn the_node_agent_renews_its_own_token_and_says_when_it_cannot() {
+    let Some(api) = cluster("the_node_agent_renews_its_own_token_and_says_when_it_cannot") else { return };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "renew");
+    identities(&kubeconfig, &leases, &["--credential-lifetime", "10m"]);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    let kc = dir.path().join("node.kubeconfig");
+    ca_beside(api, &ns, dir.path());
+    std::fs::write(&kc, &credentials(api, &ns)["edpm-compute-3"]).unwrap();
+    std::fs::set_permissions(&kc, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let token = || edpm_core::identity::token_of(&std::fs::read_to_string(&kc).unwrap()).unwrap();
+    let first = token();
+    let root = crate::node_agent::node_root(dir.path());
+    let tools = crate::node_agent::fake_tools(dir.path());
+    let cfg = dir.path().join("node.yaml");
+    let text = crate::node_agent::config_text(&root, Some(&kc), &ns, object, &leases);
+    std::fs::write(&cfg, format!("{text}credential_renew_percent: 2\n")).unwrap();
+    let log = dir.path().join("agent.log");
+    let mut agent = Command::new(crate::util::node_bin())
+        .args(["--config", cfg.to_str().unwrap(), "-v"])
+        .env_clear()
+        .env("PATH", crate::node_agent::path_with(&tools))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let cond = |ty: &str| condition_of(api, &ns, object, ty);
+    wait_for("the agent's own condition", Duration::from_secs(20), || {
+        cond("NodeAgentReady").is_some_and(|c| c["status"] == "True")
+    });
+    wait_for("the token renewed", Duration::from_secs(60), || token() != first);
+    let second = token();
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&kc).unwrap().permissions()) & 0o777;
+    assert_eq!(mode, 0o600, "the renewed kubeconfig's mode");
+    let node = user(&ns, &format!("edpm-agent-node-{object}"));
+    wait_for("requests with the new token", Duration::from_secs(20), || {
+        credential_ids(api, &node).contains(&format!("JTI={}", jti(&second)))
+    });
+    let renewed = || {
+        api.get_json(&["lease", object, "-n", &leases]).unwrap()["spec"]["renewTime"]
+            .as_str()
+            .map(String::from)
+    };
+    let before = renewed();
+    wait_for("the Lease renewed after", Duration::from_secs(10), || renewed() != before);
+    wait_for("AgentCredentialExpiring False", Duration::from_secs(20), || {
+        cond("AgentCredentialExpiring")
+            .is_some_and(|c| c["status"] == "False" && c["reason"] == "CredentialCurrent")
+    });
+    assert_eq!(api.audited(&node, 401), Vec::<String>::new(), "a request with a dead token");
+
+    // TokenRequest refused: the condition says so, and the Lease goes on meanwhile.
+    let sa = format!("edpm-agent-node-{object}");
+    api.kubectl(
+        &["patch", "role", &sa, "-n", &ns, "--type=json", "-p", r#"[{"op":"remove","path":"/rules/2"}]"#],
+        None,
+    )
+    .unwrap();
+    wait_for("AgentCredentialExpiring True", Duration::from_secs(60), || {
+        cond("AgentCredentialExpiring").is_some_and(|c| {
+            c["status"] == "True"
+                && c["reason"] == "CredentialExpiring"
+                && c["message"].as_str().unwrap().contains("403")
+        })
+    });
+    // `status show` names it on the node's row (the real clock: the Lease is live).
+    let kc_arg = kubeconfig.to_str().unwrap();
+    let show = run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc_arg,
+            "status",
+            "show",
+            "--lease-namespace",
+            &leases,
+            "--no-nova",
+        ],
+        &[],
+    );
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    let row = show.stdout.lines().find(|l| l.trim_start().starts_with("edpm-compute-3 ")).unwrap_or_default();
+    assert!(row.contains("AgentCredentialExpiring: the token of ServiceAccount"), "{}", show.stdout);
+    // The command again: the Role restored (only it), and the agent renews.
+    let again = identities(&kubeconfig, &leases, &[]);
+    assert_eq!(again["applied"], json!([format!("Role {ns}/{sa}")]), "{again}");
+    wait_for("AgentCredentialExpiring False again", Duration::from_secs(60), || {
+        cond("AgentCredentialExpiring").is_some_and(|c| c["status"] == "False")
+    });
+    agent.kill().unwrap();
+    let _ = agent.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    for t in [&first, &second, &token()] {
+        assert!(!text.contains(t.as_str()), "a token in the agent's log");
+    }
+    assert!(text.contains("credential renewed"), "{text}");
+}
+
+/// The NodeSet's credentials Secret made by `status identities`, mounted as the Deployment
+/// mounts it (a file per key), and the edpm_agent_node role run by the real ansible-runner on
+/// two hosts: each host gets its own entry (0600, never printed), which reads its own status
+/// object and is refused another's; a second run changes nothing.
+#[test]
+fn the_role_installs_each_host_with_its_own_credential_from_one_mounted_secret() {
+    let Some(api) = cluster("the_role_installs_each_host_with_its_own_credential_from_one_mounted_secret")
+    else {
+        return;
+    };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "role");
+    identities(&kubeconfig, &leases, &[]);
+    let d = dir.path();
+    let mount = d.join("mount");
+    std::fs::create_dir_all(&mount).unwrap();
+    let creds = credentials(api, &ns);
+    for (key, text) in secret_entries(api, &ns) {
+        std::fs::write(mount.join(key), text).unwrap();
+    }
+    let pdd = d.join("runner");
+    for sub in ["project", "inventory", "env"] {
+        std::fs::create_dir_all(pdd.join(sub)).unwrap();
+    }
+    std::fs::write(
+        pdd.join("project/site.yml"),
+        "- hosts: edpm-compute-cell1\n  gather_facts: false\n  roles:\n    - edpm_agent_install\n    - edpm_agent_node\n",
+    )
+    .unwrap();
+    let host =
+        |n: &str| format!("    {n}:\n      edpm_agent_root: \"{}\"\n", d.join("nodes").join(n).display());
+    std::fs::write(
+        pdd.join("inventory/hosts.yml"),
+        format!(
+            "edpm-compute-cell1:\n  hosts:\n{}{}  vars:\n    ansible_connection: local\n    ansible_python_interpreter: \"{{{{ ansible_playbook_python }}}}\"\n    edpm_agent_install_src: \"{}\"\n    edpm_agent_install_node_src: \"{}\"\n    edpm_agent_node_nodeset: edpm-compute-cell1\n    edpm_agent_node_namespace: {ns}\n    edpm_agent_node_lease_namespace: {leases}\n    edpm_agent_node_credentials_dir: \"{}\"\n",
+            host("edpm-compute-3"),
+            host("edpm-compute-4"),
+            bin().display(),
+            crate::util::node_bin().display(),
+            mount.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        pdd.join("env/envvars"),
+        format!(
+            "ANSIBLE_ROLES_PATH: \"{}\"\nANSIBLE_NOCOLOR: \"1\"\nANSIBLE_LOCAL_TEMP: /tmp/edpm-agent-ansible-tmp\n",
+            repo().join("roles").display()
+        ),
+    )
+    .unwrap();
+    let runner = crate::util::python_tool("ansible-runner");
+    // ansible-runner runs the ansible-playbook beside it.
+    let path =
+        format!("{}:{}", runner.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let play = || {
+        crate::util::run_program(
+            &runner,
+            &["run", pdd.to_str().unwrap(), "-p", "site.yml"],
+            &[("PATH", &path)],
+        )
+    };
+    let first = play();
+    assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
+    for text in creds.values() {
+        let token = edpm_core::identity::token_of(text).unwrap();
+        assert!(!first.stdout.contains(&token) && !first.stderr.contains(&token), "a token printed");
+    }
+    for (node, other) in [("edpm-compute-3", "edpm-compute-4"), ("edpm-compute-4", "edpm-compute-3")] {
+        let installed = d.join("nodes").join(node).join("etc/edpm-agent/kubeconfig");
+        assert_eq!(std::fs::read_to_string(&installed).unwrap(), creds[node], "{node}'s own entry");
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&installed).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600);
+        let own = format!("edpm-compute-cell1-{node}");
+        api.kubectl_as(&installed, &["get", "edpmnodestatus", &own, "-n", &ns], None).unwrap();
+        let e = api
+            .kubectl_as(
+                &installed,
+                &["get", "edpmnodestatus", &format!("edpm-compute-cell1-{other}"), "-n", &ns],
+                None,
+            )
+            .unwrap_err();
+        assert!(e.contains("Forbidden"), "{e}");
+        let config =
+            std::fs::read_to_string(d.join("nodes").join(node).join("etc/edpm-agent/node.yaml")).unwrap();
+        assert!(config.contains(&format!("node: {node}")), "{config}");
+    }
+    let second = play();
+    assert_eq!(second.code, 0, "{}\n{}", second.stdout, second.stderr);
+    let recaps: Vec<&str> =
+        second.stdout.lines().filter(|l| l.contains("ok=") && l.contains("changed=")).collect();
+    assert_eq!(recaps.len(), 2, "{}", second.stdout);
+    assert!(
+        recaps.iter().all(|l| l.contains("changed=0")),
+        "the second run changed something:\n{}",
+        second.stdout
+    );
+}
+
+/// `status controller --node-identities` as its ServiceAccount under the shipped RBAC (with
+/// rbac-node-identities.yaml): each node of the NodeSet gets its identity and its entry in
+/// the Secret; a node removed from the NodeSet loses both, one added gains them; never a 403,
+/// never a token in its log.
+#[test]
+fn the_controller_keeps_the_node_identities_with_its_flag() {
+    let Some(api) = cluster("the_controller_keeps_the_node_identities_with_its_flag") else { return };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_identities(api, "ctl-ident");
+    let _ = &dir;
+    let c = RealController::start(&kubeconfig, &leases, &["--node-identities"]);
+    let entries = || {
+        api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &ns])
+            .map(|s| {
+                let keys = edpm_core::identity::decode_entries(&s["data"]).into_keys();
+                keys.filter(|k| k != edpm_core::identity::CA_KEY).collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    c.wait_for("each node's credential", Duration::from_secs(30), || {
+        entries() == ["edpm-compute-3", "edpm-compute-4"]
+    });
+    let sa = |n: &str| format!("edpm-agent-node-edpm-compute-cell1-{n}");
+    api.kubectl(&["get", "serviceaccount", &sa("edpm-compute-4"), "-n", &ns], None).unwrap();
+    api.kubectl(
+        &["patch", "openstackdataplanenodeset", "edpm-compute-cell1", "-n", &ns, "--type=json", "-p",
+          r#"[{"op":"remove","path":"/spec/nodes/edpm-compute-4"},{"op":"add","path":"/spec/nodes/edpm-compute-9","value":{"hostName":"edpm-compute-9"}}]"#],
+        None,
+    )
+    .unwrap();
+    c.wait_for("the Secret following the NodeSet", Duration::from_secs(30), || {
+        entries() == ["edpm-compute-3", "edpm-compute-9"]
+    });
+    c.wait_for("edpm-compute-4's ServiceAccount gone", Duration::from_secs(10), || {
+        api.kubectl(&["get", "serviceaccount", &sa("edpm-compute-4"), "-n", &ns], None).is_err()
+    });
+    api.kubectl(&["get", "rolebinding", &sa("edpm-compute-9"), "-n", &leases], None).unwrap();
+    let (code, log) = c.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("node agent identities kept"), "{log}");
+    let creds = credentials(api, &ns);
+    for kc in creds.values() {
+        assert!(!log.contains(&edpm_core::identity::token_of(kc).unwrap()), "a token in the log");
+    }
+    assert_eq!(api.audited(&user(&ns, "edpm-agent-controller"), 403), Vec::<String>::new());
+}
+
+/// A NodeSet of 250 nodes, the issue's scale: `status identities` makes every identity in one
+/// run within its default --timeout, the Secret holds every node's kubeconfig under its 1 MiB,
+/// and a second run writes nothing.
+#[test]
+fn identities_for_250_nodes_fit_one_secret_and_run_twice_write_nothing() {
+    let Some(api) = cluster("identities_for_250_nodes_fit_one_secret_and_run_twice_write_nothing") else {
+        return;
+    };
+    let d = deploy_controller(api, "big");
+    let docs =
+        edpm_testkit::real_api::shipped(&repo(), "rbac-node-identities.yaml", &d.ns, &d.leases).unwrap();
+    apply(api, "edpm-testkit", &docs).unwrap();
+    let text = std::fs::read_to_string(repo().join("examples/nodeset/nodesets.yaml")).unwrap();
+    let mut docs = yaml_docs(&text);
+    let set = docs.iter_mut().find(|d| d["metadata"]["name"] == "edpm-compute-cell1").unwrap();
+    set["spec"]["nodes"] =
+        (0..250).map(|i| (format!("edpm-big-{i}"), json!({"hostName": format!("edpm-big-{i}")}))).collect();
+    load_docs(api, &d.ns, docs);
+    let started = Instant::now();
+    let first = identities(&d.kubeconfig, &d.leases, &[]);
+    let took = started.elapsed();
+    assert_eq!(first["minted"].as_array().unwrap().len(), 250);
+    assert_eq!(
+        first["applied"].as_array().unwrap().len(),
+        250 * 7,
+        "each node's 5 RBAC objects, its status object and Lease"
+    );
+    let secret = api.get_json(&["secret", "edpm-agent-node-edpm-compute-cell1", "-n", &d.ns]).unwrap();
+    let bytes = secret.to_string().len();
+    assert!(bytes < 1_000_000, "{bytes} bytes");
+    let controller = user(&d.ns, "edpm-agent-controller");
+    let writes = || {
+        api.audited_requests(&controller)
+            .into_iter()
+            .filter(|(verb, _, _)| matches!(verb.as_str(), "create" | "patch" | "update" | "delete"))
+            .count()
+    };
+    let before = writes();
+    let second = identities(&d.kubeconfig, &d.leases, &[]);
+    assert_eq!(second["unchanged"], 250 * 7, "{second}");
+    assert_eq!(writes(), before, "the second run wrote");
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "identities for 250 nodes: {took:?}, Secret {bytes} bytes");
 }

@@ -55,6 +55,7 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
     else {
         return Err(AppError::failure("not status controller's flags"));
     };
+    let identities = identities(args)?;
     let metrics = parse_bind("--metrics-bind-address", metrics_bind_address).map_err(AppError::usage)?;
     let probes =
         parse_bind("--health-probe-bind-address", health_probe_bind_address).map_err(AppError::usage)?;
@@ -81,12 +82,46 @@ fn options(args: &StatusArgs, nova_timeout: Duration) -> Result<Options, AppErro
             d => d,
         },
         inputs_interval: Some(duration("--inputs-interval", inputs_interval)?).filter(|d| !d.is_zero()),
+        identities,
         nova: (!args.no_nova).then_some(NovaPolling {
             interval: duration("--nova-interval", nova_interval)?.max(Duration::from_secs(1)),
             timeout: nova_timeout,
             credentials: args.nova_credentials.clone(),
         }),
     })
+}
+
+/// `--node-identities` and its flags, checked.
+fn identities(args: &StatusArgs) -> Result<Option<edpm_controller::identities::IdentityOptions>, AppError> {
+    let StatusAction::Controller { node_identities: flags, .. } = &args.action else {
+        return Ok(None);
+    };
+    let crate::cli::NodeIdentityArgs {
+        node_identities,
+        node_identities_server,
+        node_identities_certificate_authority,
+        node_identities_credential_lifetime,
+        node_identities_interval,
+    } = flags.as_ref();
+    if !node_identities {
+        return Ok(None);
+    }
+    let lifetime = duration("--node-identities-credential-lifetime", node_identities_credential_lifetime)?;
+    let lifetime = edpm_core::identity::lifetime(lifetime.as_secs() as i64).map_err(AppError::usage)?;
+    let ca_pem = match node_identities_certificate_authority {
+        Some(p) => Some(super::output::read_text(
+            p,
+            "--node-identities-certificate-authority",
+            crate::exit::Exit::InvalidInput,
+        )?),
+        None => None,
+    };
+    Ok(Some(edpm_controller::identities::IdentityOptions {
+        server: node_identities_server.clone(),
+        ca_pem,
+        lifetime,
+        every: duration("--node-identities-interval", node_identities_interval)?.max(Duration::from_secs(10)),
+    }))
 }
 
 /// `--metrics-secure` and the certificate's files.

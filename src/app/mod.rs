@@ -8,6 +8,7 @@
 mod controller;
 mod derive;
 mod errors;
+mod identities;
 mod inventory;
 mod mounts;
 mod node;

@@ -30,7 +30,7 @@ pub(super) fn run(
         | StatusAction::Report { status_dir, .. }
         | StatusAction::Wait { status_dir, .. }
         | StatusAction::Plan { status_dir, .. } => status_dir.clone(),
-        StatusAction::Crds {} | StatusAction::Controller { .. } => None,
+        StatusAction::Crds {} | StatusAction::Controller { .. } | StatusAction::Identities { .. } => None,
     };
     // What report wrote last time is read back: transition times carry over from it.
     if let Some(dir) = &status_dir
@@ -100,6 +100,26 @@ pub(super) fn run(
         }
         StatusAction::Plan { nodesets, format, .. } => plan(&cx, nova, nodesets, format, now, out),
         StatusAction::Crds {} => crds(out),
+        StatusAction::Identities {
+            nodesets,
+            server,
+            certificate_authority,
+            credential_lifetime,
+            timeout,
+            format,
+            ..
+        } => {
+            cx.with_evidence = false;
+            let flags = super::identities::Flags {
+                nodesets,
+                server,
+                certificate_authority,
+                lifetime: duration("--credential-lifetime", &credential_lifetime)?,
+                timeout: duration("--timeout", &timeout)?,
+                json: format == crate::cli::TextOrJson::Json,
+            };
+            super::identities::run(&cx, flags, out)
+        }
         // Its own command (`app::run` sends it to `controller`), which shares this one's
         // checks (`lease_namespace`, `duration`).
         StatusAction::Controller { .. } => {

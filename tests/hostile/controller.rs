@@ -382,3 +382,188 @@ fn a_node_whose_clock_is_behind_reads_the_same_to_the_controller_and_status_show
     assert_eq!((&show["status"], &show["reason"]), (&controller["status"], &controller["reason"]), "{show}");
     drop(c);
 }
+
+/// SIGTERM while the controller starts and the API server does not answer yet (every request
+/// hangs for 20 s): it stops as documented, exit 0 within the grace period and a second,
+/// saying why; it used to be ended by the signal's default action (no exit code), as the
+/// handler was installed only once the watches had started.
+#[test]
+fn sigterm_while_starting_with_the_api_not_answering_ends_with_exit_0() {
+    let api = cluster();
+    api.fault("/", Fault::Delay(Duration::from_secs(20)), 100_000);
+    let c = Controller::start(&api, &["--leader-elect", "--grace-period", "2"]);
+    wait_for("the first request", Duration::from_secs(20), || !api.requests().is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, took, err) = c.stop();
+    assert_eq!(code, Some(0), "ended by SIGTERM's default action, or not within 15 s ({took:?}): {err}");
+    assert!(took < Duration::from_secs(5), "SIGTERM while starting took {took:?}: {err}");
+    assert!(err.contains("SIGTERM"), "says why it stopped: {err}");
+}
+
+/// The controller with `/metrics` over HTTPS on a port of its own (the test CA's certificate),
+/// the probes on `c.port`; with `nofile`, its limit of open files (soft, hard) set before it
+/// starts. Returns it and the metrics port.
+fn secure_controller(api: &FakeApi, nofile: Option<(u64, u64)>) -> (Controller, u16) {
+    use std::os::unix::process::CommandExt;
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (port, metrics_port) = (free(), free());
+    let kc = api.kubeconfig();
+    let certs = crate::util::repo().join("tests/fixtures/tls");
+    let mut cmd = std::process::Command::new(crate::util::bin());
+    cmd.args(["--source", "kube", "--kubeconfig", kc.to_str().unwrap(), "status", "controller", "--no-nova"])
+        .args(["--health-probe-bind-address", &format!("127.0.0.1:{port}")])
+        .args(["--metrics-bind-address", &format!("127.0.0.1:{metrics_port}"), "--metrics-secure"])
+        .args(["--metrics-cert-path", certs.to_str().unwrap()])
+        .args(["--metrics-cert-name", "server.pem", "--metrics-cert-key", "server.key"])
+        .env("EDPM_AGENT_LOG", "edpm_agent=info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    if let Some((soft, hard)) = nofile {
+        // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raw const lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let c = Controller { child: cmd.spawn().unwrap(), port };
+    wait_for("the metrics port", Duration::from_secs(30), || {
+        std::net::TcpStream::connect(("127.0.0.1", metrics_port)).is_ok()
+    });
+    (c, metrics_port)
+}
+
+/// A scrape of `/metrics` with `token`: (status, body), or the client's error.
+fn scrape(http: &reqwest::blocking::Client, port: u16, token: &str) -> Result<(u16, String), String> {
+    let resp = http
+        .get(format!("https://127.0.0.1:{port}/metrics"))
+        .bearer_auth(token)
+        .send()
+        .map_err(|e| format!("{e:?}"))?;
+    Ok((resp.status().as_u16(), resp.text().unwrap_or_default()))
+}
+
+fn https_client(timeout: Duration) -> reqwest::blocking::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = std::fs::read(crate::util::repo().join("tests/fixtures/tls/ca.pem")).unwrap();
+    reqwest::blocking::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(&ca).unwrap())
+        .timeout(timeout)
+        .build()
+        .unwrap()
+}
+
+const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
+
+/// A TokenReview that hangs: `/metrics` answers 500 within Prometheus's default scrape
+/// timeout (10 s), saying the token cannot be checked now; it used to answer only after 30 s
+/// (the review retried at the 15 s request timeout).
+#[test]
+fn a_hanging_token_review_is_a_500_within_the_scrape_timeout() {
+    let api = cluster();
+    api.add_token("prom-token", "prometheus", &[]);
+    api.grant_non_resource("prometheus", "/metrics", "get");
+    api.fault(TOKEN_REVIEWS, Fault::Delay(Duration::from_secs(40)), 1000);
+    let (c, port) = secure_controller(&api, None);
+    let http = https_client(Duration::from_secs(60));
+    let started = Instant::now();
+    let answer = scrape(&http, port, "prom-token");
+    let took = started.elapsed();
+    let (code, body) = answer.unwrap();
+    assert_eq!(code, 500, "{body}");
+    assert!(body.contains("cannot be checked now"), "{body}");
+    assert!(took < Duration::from_millis(9500), "answered after {took:?}, past a 10 s scrape timeout");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("prom-token"), "{err}");
+    assert_eq!(err.matches("did not answer the token's review").count(), 1, "told once: {err}");
+}
+
+/// One made-up token from 200 connections at once costs one TokenReview (it cost 200); then
+/// 300 different made-up tokens cost a bounded burst and a few a second, the rest answered 429;
+/// the answers are 401 or 429, never a 500 or a dropped connection.
+#[test]
+fn a_flood_of_made_up_tokens_costs_the_api_server_a_few_reviews() {
+    let api = cluster();
+    // Each review takes a second, so that the requests overlap it.
+    api.fault(TOKEN_REVIEWS, Fault::Delay(Duration::from_secs(1)), 100_000);
+    let (c, port) = secure_controller(&api, None);
+    let http = https_client(Duration::from_secs(60));
+    let reviews = || api.count("POST", TOKEN_REVIEWS);
+    let flood = |tokens: Vec<String>| -> Vec<Result<(u16, String), String>> {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(tokens.len()));
+        let threads: Vec<_> = tokens
+            .into_iter()
+            .map(|t| {
+                let (http, barrier) = (http.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    scrape(&http, port, &t)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    };
+    let answers = flood(vec!["made-up".to_string(); 200]);
+    assert!(answers.iter().all(|a| matches!(a, Ok((401, _)))), "{:?}", &answers[..3]);
+    assert_eq!(reviews(), 1, "one TokenReview for one token from 200 connections at once");
+    let started = Instant::now();
+    let answers = flood((0..300).map(|i| format!("made-up-{i}")).collect());
+    let secs = started.elapsed().as_secs_f64();
+    let asked = reviews() - 1;
+    let codes: std::collections::BTreeMap<u16, usize> =
+        answers.iter().fold(Default::default(), |mut m, a| {
+            *m.entry(a.as_ref().map_or(0, |(code, _)| *code)).or_default() += 1;
+            m
+        });
+    assert!(codes.keys().all(|c| [401, 429].contains(c)), "{codes:?}");
+    // A burst of 10, then 2 a second.
+    let most = 10.0 + 2.0 * secs + 1.0;
+    assert!((asked as f64) <= most, "{asked} TokenReviews for 300 made-up tokens in {secs:.1} s: {codes:?}");
+    assert!(codes.get(&429).copied().unwrap_or(0) > 0, "{codes:?}");
+    drop(c);
+}
+
+/// With a limit of 256 open files it cannot raise, 400 idle connections to `/metrics` neither
+/// make the accept loop spin (it backs off, and holds a bounded number of connections) nor stop
+/// `/healthz` from answering; a soft limit below the hard one is raised to it at start.
+#[test]
+fn idle_connections_neither_spin_the_controller_nor_silence_healthz() {
+    let api = cluster();
+    let (c, port) = secure_controller(&api, Some((256, 256)));
+    wait_for("/healthz", Duration::from_secs(30), || c.get("/healthz").0 == 200);
+    let idle: Vec<std::net::TcpStream> =
+        (0..400).filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).ok()).collect();
+    assert!(idle.len() > 300, "{} connections made", idle.len());
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu = |pid: u32| -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+        // utime and stime, in clock ticks (fields 14 and 15 of the whole line).
+        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+        // SAFETY: sysconf has no preconditions.
+        ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    };
+    let pid = c.child.id();
+    let before = cpu(pid);
+    let mut answers = Vec::new();
+    for _ in 0..6 {
+        answers.push(c.get("/healthz"));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let used = cpu(pid) - before;
+    assert!(answers.iter().all(|(code, _)| *code == 200), "{answers:?}");
+    // A loop spinning on EMFILE uses a whole core (about 3 s of these 3 s).
+    assert!(used < 1.5, "{used:.2} s of CPU in 3 s with idle connections open");
+    drop(idle);
+    drop(c);
+    let (c, _) = secure_controller(&api, Some((256, 4096)));
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", c.child.id())).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap().to_string();
+    assert_eq!(line.split_whitespace().nth(3), Some("4096"), "the soft limit raised to the hard one: {line}");
+    drop(c);
+}

@@ -7,13 +7,14 @@
 //! outputs), `runner` (`edpm-agent run`: its job's inputs, summaries and secrets), `node_agent`
 //! (the node's facts and commands), `readiness` (the status commands' verdicts on a directory
 //! source), `kube` (the API client: credentials, timeouts, partial answers), `controller`
-//! (`status controller`), `text` (control characters and secrets in every human output).
+//! (`status controller`), `scripts` (`scripts/image.sh`), `text` (control characters and secrets in every human output).
 
 mod controller;
 mod kube;
 mod node_agent;
 mod readiness;
 mod runner;
+mod scripts;
 mod sources;
 mod text;
 

@@ -62,6 +62,11 @@ impl Node {
             .unwrap();
     }
 
+    fn chmod_tool(&self, name: &str, mode: u32) {
+        std::fs::set_permissions(self.tools.join(name), std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .unwrap();
+    }
+
     /// A fake command on PATH: a shell script with this body.
     fn tool(&self, name: &str, body: &str) {
         let p = self.tools.join(name);
@@ -271,6 +276,9 @@ fn deployed_services_of_the_wrong_shape_are_facts_unavailable_naming_the_file_an
     }
 }
 
+/// No podman under the root: `NodeAgentReady` is False (`ContainerRuntimeMissing`), deployed
+/// services or not (it was True, "no container runtime yet", before any was deployed); nor is
+/// a directory or a file no one may execute in podman's place a runtime.
 #[test]
 fn without_podman_under_the_root_the_runtime_is_not_called_present() {
     let n = Node::new();
@@ -278,13 +286,30 @@ fn without_podman_under_the_root_the_runtime_is_not_called_present() {
     std::fs::remove_file(n.root.join("usr/bin/podman")).unwrap();
     std::fs::remove_file(n.root.join("var/lib/edpm-config/deployed_services.yaml")).unwrap();
     let (_, v) = n.once(&cfg);
-    let m = message(cond(&v, "NodeAgentReady")).to_string();
+    let c = cond(&v, "NodeAgentReady");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("ContainerRuntimeMissing")),
+        "{c}"
+    );
+    let m = message(c).to_string();
     assert!(!m.contains("container runtime present"), "{m}");
-    assert!(m.contains("no container runtime"), "{m}");
+    assert!(m.contains("podman is not installed (no program at usr/bin/podman)"), "{m}");
+    assert_eq!(v["ready"], false);
+
+    // A file in podman's place that no one may execute.
+    n.write("usr/bin/podman", "#!/bin/sh\n");
+    n.chmod("usr/bin/podman", 0o644);
+    let (_, v) = n.once(&cfg);
+    let c = cond(&v, "NodeAgentReady");
+    assert_eq!(c["status"], "False", "{c}");
+    assert!(message(c).contains("usr/bin/podman cannot be executed (mode 0644)"), "{c}");
+    std::fs::remove_file(n.root.join("usr/bin/podman")).unwrap();
 
     // Something that is not a program in podman's place is no runtime either.
     std::fs::create_dir_all(n.root.join("usr/bin/podman")).unwrap();
     let (_, v) = n.once(&cfg);
+    assert_eq!(cond(&v, "NodeAgentReady")["status"], "False", "{v}");
     assert!(!message(cond(&v, "NodeAgentReady")).contains("container runtime present"), "{v}");
     n.write(
         "var/lib/edpm-config/deployed_services.yaml",
@@ -292,6 +317,61 @@ fn without_podman_under_the_root_the_runtime_is_not_called_present() {
     );
     let (_, v) = n.once(&cfg);
     assert_eq!(cond(&v, "NodeAgentReady")["reason"], "ContainerRuntimeMissing", "{v}");
+}
+
+/// podman is in its place, but the podman the agent runs cannot be started (permission
+/// denied): `NodeAgentReady` is False, saying so, never "container runtime present" beside the
+/// services' "permission denied".
+#[test]
+fn a_podman_that_cannot_be_executed_is_no_runtime() {
+    let n = Node::new();
+    let cfg = n.config("");
+    // The only podman on PATH may not be executed (PATH is the fake tools' alone, so that a
+    // podman of the machine running the test is not found after it).
+    n.chmod_tool("podman", 0o644);
+    let out = crate::util::run_program(
+        &bin(),
+        &["node", "--once", "--format", "json", "--config", cfg.to_str().unwrap()],
+        &[("PATH", n.tools.to_str().unwrap())],
+    );
+    let v: Value =
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", out.stdout, out.stderr));
+    let c = cond(&v, "NodeAgentReady");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("ContainerRuntimeMissing")),
+        "{c}"
+    );
+    let m = message(c);
+    assert!(m.contains("podman cannot be run") && m.contains("permission denied"), "{m}");
+    assert!(!m.contains("container runtime present"), "{m}");
+    assert_eq!(v["ready"], false);
+}
+
+/// `expect.addresses` holding a host name (not an IP address) is refused at start, naming the
+/// file, its line and the field; it used to be read as an address the node never holds.
+#[test]
+fn a_host_name_in_expect_addresses_is_refused_at_start() {
+    let n = Node::new();
+    let p = n.file("node.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "namespace: openstack\nobject: edpm-compute-cell1-edpm-compute-3\nnode: edpm-compute-3\nroot: {}\nexpect:\n  hostname: edpm-compute-3\n  addresses: [192.168.122.103, edpm-compute-3.ctlplane.example.com]\n",
+            n.root.display()
+        ),
+    )
+    .unwrap();
+    let out = n.run(&["node", "--once", "--format", "json", "--config", p.to_str().unwrap()], None);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("node.yaml:7"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("expect.addresses")
+            && out.stderr.contains("\"edpm-compute-3.ctlplane.example.com\" is not an IP address"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -801,3 +801,31 @@ fn a_certificate_renewed_for_one_node_makes_that_node_stale_not_its_nodeset() {
     assert!(!message.contains("cert-ovn"), "{message}");
     assert!(!message.contains("certs-0"), "{message}");
 }
+
+/// A pod whose `creationTimestamp` cannot be read does not take attempt number 1: the newest
+/// attempt of cell2's nova Job (7 of 7) keeps its number, placed by when its container ended,
+/// and its run says why. It used to sort as the oldest and take the lowest number, so the runs
+/// read 7, 6.
+#[test]
+fn a_pod_whose_creation_time_cannot_be_read_keeps_its_attempt_number() {
+    let f = Fixture::new();
+    f.edit("status/pods.yaml", |docs| {
+        let pod = docs
+            .iter_mut()
+            .find(|d| d["metadata"]["name"] == "nova-edpm-deployment-edpm-compute-cell2-x7k2p")
+            .unwrap();
+        pod["metadata"]["creationTimestamp"] = json!("garbage");
+    });
+    let out = f.status(&["explain", "edpm-compute-5"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let runs: Vec<&str> =
+        out.stdout.lines().skip_while(|l| !l.starts_with("Runs (")).skip(1).take(2).collect();
+    assert_eq!(runs.len(), 2, "{}", out.stdout);
+    assert!(runs[0].contains("2026-11-01T10:45:10Z") && runs[0].contains("attempt 6)"), "{runs:?}");
+    assert!(runs[1].contains("2026-11-01T11:04:50Z") && runs[1].contains("attempt 7)"), "{runs:?}");
+    assert!(
+        runs[1].contains(r#"pod nova-edpm-deployment-edpm-compute-cell2-x7k2p: metadata.creationTimestamp "garbage" is not a time; placed by when its container ended"#),
+        "{runs:?}"
+    );
+    assert!(!runs[0].contains("creationTimestamp"), "{runs:?}");
+}

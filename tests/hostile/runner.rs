@@ -428,3 +428,87 @@ fn control_characters_in_host_names_and_messages_are_escaped_in_the_job_log() {
     // The summary keeps the host's exact name.
     assert!(job.summary("ctl")["hosts"].as_object().unwrap().contains_key("evil\u{1b}cHost\r\u{7}"));
 }
+
+/// A secret-named variable given in a file (`-e @secrets.yml`, relative to the project
+/// directory, where ansible-playbook runs) is masked in the summary, the termination message
+/// and edpm-agent's own lines, as one given inline is; the file was not read before. An HTTP
+/// status after a secret-sounding key ("the credential: 401 Unauthorized") keeps its 401.
+#[test]
+fn a_secret_named_variable_in_an_extra_vars_file_is_masked_and_a_401_is_kept() {
+    const SECRET: &str = "FileSecret-Kx9q";
+    let job = Job::new(&["local-0", "local-1"], &[]);
+    job.write("project/secrets.yml", &format!("---\nvault_password: {SECRET}\nregion: one\n"));
+    job.write(
+        "project/site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: \"log in with {{ vault_password }}\"\n      ansible.builtin.fail:\n        msg: \"{{ msgs[inventory_hostname] }}\"\n      vars:\n        msgs:\n          local-0: \"keystone refused {{ vault_password }}\"\n          local-1: \"the credential: 401 Unauthorized\"\n",
+    );
+    let out = run_job(&job, &[], "site.yml", "file-vars", &[("RUNNER_CMDLINE", "-e @secrets.yml")]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("file-vars");
+    assert_eq!(s["hosts"]["local-0"]["failedTask"]["task"], "log in with ********", "{s}");
+    assert_eq!(s["hosts"]["local-0"]["failedTask"]["message"], "keystone refused ********", "{s}");
+    assert_eq!(s["hosts"]["local-1"]["failedTask"]["message"], "the credential: 401 Unauthorized", "{s}");
+    let summary = read(&job.dir().join("artifacts/file-vars/edpm-summary.json"));
+    let (termination, _) = job.termination();
+    for (what, text) in [
+        ("the summary", summary),
+        ("the termination message", termination.to_string()),
+        ("our lines", our_lines(&out)),
+    ] {
+        assert!(!text.contains(SECRET) && !text.contains("Kx9q"), "{what} shows the file's secret:\n{text}");
+    }
+    assert!(our_lines(&out).contains("401 Unauthorized"), "{}", our_lines(&out));
+}
+
+/// `--inventory hosts` (relative) is found where ansible-runner finds it: the working
+/// directory's `hosts` first, else `DIR/inventory/hosts`; it was refused ("inventory
+/// DIR/hosts: ...") though ansible-runner would run with it.
+#[test]
+fn a_relative_inventory_is_found_as_ansible_runner_finds_it() {
+    let job = Job::new(&["local-0"], &[]);
+    job.write(
+        "project/site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n",
+    );
+    let dir = job.dir().display().to_string();
+    let out = bounded(
+        &job,
+        &[
+            "run",
+            "--",
+            "ansible-runner",
+            "run",
+            &dir,
+            "-p",
+            "site.yml",
+            "-i",
+            "rel-inv",
+            "--inventory",
+            "hosts",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(host_statuses(&job.summary("rel-inv")), pairs(&[("local-0", "ok")]));
+    // Where neither holds it, the error names DIR/inventory/<path>, where it belongs.
+    let out = bounded(
+        &job,
+        &[
+            "run",
+            "--",
+            "ansible-runner",
+            "run",
+            &dir,
+            "-p",
+            "site.yml",
+            "-i",
+            "rel-inv2",
+            "--inventory",
+            "nowhere",
+        ],
+        &[],
+    );
+    assert_ne!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let missing = job.dir().join("inventory/nowhere").display().to_string();
+    assert!(out.stdout.contains(&missing) || out.stderr.contains(&missing), "{}\n{}", out.stdout, out.stderr);
+}

@@ -28,6 +28,12 @@ pub(crate) fn node_root(dir: &Path, services: usize, files: usize) -> Result<(Pa
     w("etc/os-release", b"NAME=\"CentOS Stream\"\nPRETTY_NAME=\"CentOS Stream 9\"\n")?;
     w("var/lib/edpm-config/os-net-config.returncode", b"0\n")?;
     w("usr/bin/podman", b"")?;
+    // Executable, as the agent wants its runtime (the podman it asks is the fake on PATH).
+    std::fs::set_permissions(
+        root.join("usr/bin/podman"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .map_err(|e| e.to_string())?;
     let mut deployed = String::from("services:\n");
     let mut units = String::new();
     let mut ps = Vec::new();

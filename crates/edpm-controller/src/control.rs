@@ -61,19 +61,25 @@ pub(super) async fn control(
     opts: &Options,
     phases: &PhaseMap,
     metrics: &Metrics,
+    mut signals: LocalBoxStream<'static, Trigger>,
 ) -> Result<&'static str, Error> {
     let (tx, events) = tokio::sync::mpsc::unbounded_channel();
-    let stores = watch::start(client, selector, opts.crd_recheck, tx).await?;
+    let stores =
+        match unless_stopped(&mut signals, watch::start(client, selector, opts.crd_recheck, tx)).await? {
+            Ok(stores) => stores,
+            Err(reason) => return Ok(reason),
+        };
     tracing::info!(namespace = client.namespace(), kinds = %stores.kinds().join(" "), "watching");
     let identity = identity();
     let recorder = k8s::events::Events::new(client, &identity);
     let leadership = lead(client, opts, &identity).await?;
     let mut schedule = Schedule::new(opts.debounce, leadership.leads());
     metrics.set_leader(schedule.leads());
-    let signals = signals()?;
     let (nova, nova_changed) = nova::Poller::start_polling(opts.nova.as_ref());
     let clock = Clock(Instant::now());
+    let identities = opts.identities.clone().map(crate::identities::Identities::new);
     let cx = Cx {
+        identities: identities.as_ref(),
         client,
         events: &recorder,
         stores: &stores,
@@ -100,13 +106,7 @@ pub(super) async fn control(
             // The loop is waiting, not stuck.
             metrics.tick();
         }
-        let led = schedule.leads();
-        let next = schedule.on(trigger, clock.now());
-        if schedule.leads() != led {
-            metrics.set_leader(schedule.leads());
-            tracing::info!(leading = schedule.leads(), identity, "leadership changed");
-        }
-        match next {
+        match step(&mut schedule, trigger, clock.now(), metrics, &identity) {
             Next::Wait => {}
             Next::Evaluate(touched) => in_flight = Some(Box::pin(reconcile(&cx, touched))),
             Next::Stop(why) => break why,
@@ -119,6 +119,17 @@ pub(super) async fn control(
     drop(triggers);
     release(leadership, opts, deadline).await;
     Ok(reason)
+}
+
+/// One trigger into the schedule, saying a change of leadership (the gauge and the log).
+fn step(schedule: &mut Schedule, trigger: Trigger, now: Duration, metrics: &Metrics, identity: &str) -> Next {
+    let led = schedule.leads();
+    let next = schedule.on(trigger, now);
+    if schedule.leads() != led {
+        metrics.set_leader(schedule.leads());
+        tracing::info!(leading = schedule.leads(), identity, "leadership changed");
+    }
+    next
 }
 
 /// The evaluation in flight, if any, given the grace period to finish: its writes are current.
@@ -186,9 +197,29 @@ fn receiver<T: 'static>(rx: tokio::sync::mpsc::UnboundedReceiver<T>) -> impl fut
     stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) })
 }
 
-/// SIGTERM and SIGINT, either of which stops the loop, as triggers; installed now, so that a
-/// signal that comes while the loop starts is not lost.
-fn signals() -> Result<LocalBoxStream<'static, Trigger>, Error> {
+/// `start`'s result, unless SIGTERM or SIGINT comes first (`Err`: which one, told): what the
+/// controller does before its loop (connecting, listing what it watches) waits on an API
+/// server that may not answer yet, and a signal then stops it as one in the loop does.
+pub(super) async fn unless_stopped<T, E>(
+    signals: &mut LocalBoxStream<'static, Trigger>,
+    start: impl Future<Output = Result<T, E>>,
+) -> Result<Result<T, &'static str>, E> {
+    tokio::select! {
+        started = start => started.map(Ok),
+        signal = signals.next() => {
+            let reason = match signal {
+                Some(Trigger::Stop(why)) => why,
+                _ => "every source of triggers ended",
+            };
+            tracing::info!(reason, "stopping while starting");
+            Ok(Err(reason))
+        }
+    }
+}
+
+/// SIGTERM and SIGINT, either of which stops the loop, as triggers; installed before anything
+/// else, so that a signal that comes while the controller starts is not lost.
+pub(super) fn signals() -> Result<LocalBoxStream<'static, Trigger>, Error> {
     let listen = |kind: SignalKind, name: &'static str| {
         let signal = tokio::signal::unix::signal(kind)
             .map_err(|e| Error::failure(format!("cannot watch for {name}: {e}")))?;

@@ -30,6 +30,8 @@ pub(super) struct Cx<'a> {
     /// Checked before every write: a replica that may have lost the Lease stops at once.
     pub(super) leadership: &'a k8s::leader::Leadership,
     pub(super) nova: Option<&'a Poller>,
+    /// `--node-identities`: the node agents' identities, kept by the leader.
+    pub(super) identities: Option<&'a crate::identities::Identities>,
 }
 
 /// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
@@ -121,6 +123,11 @@ async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<(BTreeMap<String,
     let leads = leadership.leads();
     if leads {
         write(cx, &r, &snap.evidence, &ns).await?;
+        if let Some(ids) = cx.identities
+            && leadership.leads()
+        {
+            ids.keep(client, &snap, &model).await;
+        }
     }
     let after = |t: Time| {
         // One second after: the evaluation must see the Lease as expired.

@@ -39,6 +39,7 @@
 mod control;
 mod error;
 mod evaluate;
+pub mod identities;
 mod inputs;
 pub mod k8s;
 mod nova;
@@ -74,6 +75,8 @@ pub struct Options {
     /// How often the delivered Secrets and ConfigMaps are rechecked (`--inputs-interval`;
     /// `None`: never).
     pub inputs_interval: Option<Duration>,
+    /// Keep the node agents' identities of every NodeSet (`--node-identities`).
+    pub identities: Option<identities::IdentityOptions>,
 }
 
 pub enum MetricsSecurity {
@@ -101,13 +104,26 @@ pub fn run(s: &Settings, settings: edpm_io::k8s::Settings, opts: Options) -> Res
         .build()
         .map_err(|e| Error::failure(format!("cannot start the async runtime: {e}")))?;
     let phases = PhaseMap { overrides: s.service_phases.clone() };
+    let caps = probes::connection_caps(raise_open_files());
     let metrics = Arc::new(Metrics::new());
     metrics.stale_after(settings.timeout);
     let stopped = rt.block_on(async {
-        serve_probes(&opts, metrics.clone()).await?;
-        let client = Client::connect_watching(&settings).await?;
-        serve_secure_metrics(&opts, &settings, metrics.clone()).await?;
-        control::control(&client, s.selector.as_ref().map(|s| s.as_str()), &opts, &phases, &metrics).await
+        // SIGTERM and SIGINT are taken from here on: one that comes while the controller starts
+        // (an API server not answering yet) stops it as one in the loop does, exit 0.
+        let mut signals = control::signals()?;
+        let started = control::unless_stopped(&mut signals, async {
+            serve_probes(&opts, metrics.clone(), caps).await?;
+            let client = Client::connect_watching(&settings).await?;
+            serve_secure_metrics(&opts, &settings, metrics.clone(), caps.0).await?;
+            Ok::<_, Error>(client)
+        })
+        .await?;
+        let client = match started {
+            Ok(client) => client,
+            Err(reason) => return Ok(reason),
+        };
+        let selector = s.selector.as_ref().map(|s| s.as_str());
+        control::control(&client, selector, &opts, &phases, &metrics, signals).await
     });
     // Tasks still waiting on the API (watches, an abandoned request) must not hold the exit.
     rt.shutdown_timeout(Duration::from_millis(200));
@@ -116,7 +132,7 @@ pub fn run(s: &Settings, settings: edpm_io::k8s::Settings, opts: Options) -> Res
 
 /// Binds the probe listener and, unless it is served over TLS, the metrics one (one server when
 /// they share an address).
-async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), Error> {
+async fn serve_probes(opts: &Options, metrics: Arc<Metrics>, caps: (usize, usize)) -> Result<(), Error> {
     const ALL: &[&str] = &["/metrics", "/healthz", "/readyz"];
     const METRICS: &[&str] = &["/metrics"];
     const PROBES: &[&str] = &["/healthz", "/readyz"];
@@ -130,7 +146,10 @@ async fn serve_probes(opts: &Options, metrics: Arc<Metrics>) -> Result<(), Error
     };
     for (addr, paths) in plan {
         let listener = bind(addr, paths).await?;
-        tokio::spawn(probes::serve(listener, metrics.clone(), paths, None));
+        // A server with `/metrics` on it holds as many as the metrics server; the probes' own,
+        // fewer (the kubelet opens one at a time).
+        let cap = if paths.contains(&"/metrics") { caps.0 } else { caps.1 };
+        tokio::spawn(probes::serve(listener, metrics.clone(), paths, None, cap));
     }
     Ok(())
 }
@@ -141,6 +160,7 @@ async fn serve_secure_metrics(
     opts: &Options,
     settings: &edpm_io::k8s::Settings,
     metrics: Arc<Metrics>,
+    cap: usize,
 ) -> Result<(), Error> {
     let (Some(addr), MetricsSecurity::Secure(files)) = (opts.metrics, &opts.metrics_security) else {
         return Ok(());
@@ -150,7 +170,7 @@ async fn serve_secure_metrics(
     let gate = secure::Gate::new(Client::connect(settings).await?);
     let listener = bind(addr, &["/metrics"]).await?;
     let secure = Arc::new(probes::Secure { acceptor, gate });
-    tokio::spawn(probes::serve(listener, metrics, &["/metrics"], Some(secure)));
+    tokio::spawn(probes::serve(listener, metrics, &["/metrics"], Some(secure), cap));
     Ok(())
 }
 
@@ -160,4 +180,37 @@ async fn bind(addr: std::net::SocketAddr, paths: &[&str]) -> Result<tokio::net::
         .map_err(|e| Error::failure(format!("cannot listen on {addr} for {}: {e}", paths.join(", "))))?;
     tracing::info!(%addr, paths = %paths.join(" "), "serving");
     Ok(listener)
+}
+
+/// Raises the soft limit of open files to the hard one (as Go programs do at start: the usual
+/// soft limit of 1,024 is a relic of `select(2)`, which nothing here uses); returns the limit
+/// now in force. The connections the HTTP servers hold are bounded by it
+/// (`probes::connection_caps`).
+fn raise_open_files() -> u64 {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut lim) } != 0 {
+        return 1024;
+    }
+    let before = lim.rlim_cur;
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        // SAFETY: setrlimit reads the struct it is given; raising the soft limit up to the
+        // hard one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raw const raised) } == 0 {
+            lim.rlim_cur = lim.rlim_max;
+            tracing::debug!(
+                from = before,
+                to = lim.rlim_cur,
+                "raised the limit of open files to the hard limit"
+            );
+        } else {
+            tracing::warn!(
+                limit = before,
+                error = %std::io::Error::last_os_error(),
+                "cannot raise the limit of open files; the HTTP servers hold fewer connections"
+            );
+        }
+    }
+    lim.rlim_cur
 }

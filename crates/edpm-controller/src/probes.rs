@@ -369,19 +369,66 @@ pub(crate) struct Secure {
 /// that trickles is closed, not kept.
 const SLOW_CLIENT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Serves `paths` (of `/metrics`, `/healthz`, `/readyz`) on `listener` until the task ends;
-/// with `secure`, over TLS and `/metrics` only to whom the gate lets in.
+/// How long the accept loop rests when the process is out of file descriptors (or the kernel
+/// of memory for sockets): the connection waits in the backlog rather than the loop spinning
+/// on the same error.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The connections each server may hold at once, given the process's limit of open files: a
+/// quarter of it for `/metrics` (at most 512), a sixteenth for the probes (at most 64), so
+/// that idle or slow clients can take neither the files the watches and the API client need
+/// nor the probes' own. A connection past it is closed at once.
+pub(crate) fn connection_caps(open_files: u64) -> (usize, usize) {
+    let cap =
+        |share: u64, min: u64, max: u64| usize::try_from((open_files / share).clamp(min, max)).unwrap_or(8);
+    (cap(4, 8, 512), cap(16, 4, 64))
+}
+
+/// Whether an accept error is the process or the system running out of something (files,
+/// socket buffers), which retrying at once cannot cure.
+fn exhausted(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+}
+
+/// Serves `paths` (of `/metrics`, `/healthz`, `/readyz`) on `listener` until the task ends,
+/// holding at most `cap` connections; with `secure`, over TLS and `/metrics` only to whom the
+/// gate lets in.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     metrics: Arc<Metrics>,
     paths: &'static [&'static str],
     secure: Option<Arc<Secure>>,
+    cap: usize,
 ) {
+    let held = Arc::new(tokio::sync::Semaphore::new(cap));
+    let mut told_full = false;
+    let mut told_exhausted = false;
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if exhausted(&e) => {
+                if !std::mem::replace(&mut told_exhausted, true) {
+                    tracing::warn!(error = %e, paths = %paths.join(" "), "cannot accept a connection (out of files or memory); backing off");
+                }
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+            // The client gave up before it was accepted (ECONNABORTED), and the like.
+            Err(_) => continue,
+        };
+        told_exhausted = false;
+        let Ok(permit) = held.clone().try_acquire_owned() else {
+            if !std::mem::replace(&mut told_full, true) {
+                tracing::warn!(cap, paths = %paths.join(" "), "holding as many connections as allowed; closing new ones until some end");
+            }
+            drop(stream);
+            continue;
+        };
+        told_full = false;
         let metrics = metrics.clone();
         let secure = secure.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             match secure {
                 None => http(hyper_util::rt::TokioIo::new(stream), metrics, paths, None).await,
                 Some(s) => {
@@ -421,7 +468,8 @@ where
                         ));
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot check a /metrics request with the API server");
+                        // The review told it (once for every request that shared it).
+                        tracing::debug!(error = %e, "a /metrics request answered 500");
                         return Ok(reply(
                             StatusCode::INTERNAL_SERVER_ERROR,
                             "text/plain",
@@ -480,6 +528,19 @@ fn answer(metrics: &Metrics, paths: &[&str], path: &str) -> Response<Full<Bytes>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_are_a_share_of_the_open_files_and_exhaustion_is_told_apart() {
+        assert_eq!(connection_caps(1024), (256, 64));
+        assert_eq!(connection_caps(256), (64, 16));
+        assert_eq!(connection_caps(1 << 20), (512, 64), "at most 512 and 64");
+        assert_eq!(connection_caps(16), (8, 4), "at least 8 and 4");
+        assert_eq!(connection_caps(u64::MAX), (512, 64));
+        for errno in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
+            assert!(exhausted(&std::io::Error::from_raw_os_error(errno)));
+        }
+        assert!(!exhausted(&std::io::Error::from_raw_os_error(libc::ECONNABORTED)));
+    }
 
     #[test]
     fn health_fails_only_after_the_limit_without_progress() {

@@ -14,6 +14,7 @@ pub mod controller;
 pub mod derive;
 pub mod environment;
 pub mod excerpt;
+pub mod identity;
 pub mod inventory;
 pub mod kinds;
 pub mod model;

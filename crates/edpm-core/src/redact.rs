@@ -650,6 +650,69 @@ fn looks_like_credential(word: &str) -> bool {
     !capitalised && (classes >= 2 || (n >= 16 && w.chars().all(|c| c.is_ascii_hexdigit())) || n >= 32)
 }
 
+/// Whether `value`, after a key's `:` or `=`, is an HTTP status with its reason phrase after it
+/// (`the credential: 401 Unauthorized`): prose about a request, not a credential. Only a
+/// status code (100–599) followed on the same line by the first word of a standard reason
+/// phrase qualifies, so that `password: 401` alone, or `password=401 x`, is still masked.
+fn is_http_status(value: &str, rest: &str) -> bool {
+    const REASONS: &[&str] = &[
+        "Continue",
+        "Switching",
+        "OK",
+        "Created",
+        "Accepted",
+        "Non-Authoritative",
+        "No",
+        "Reset",
+        "Partial",
+        "Multiple",
+        "Moved",
+        "Found",
+        "See",
+        "Not",
+        "Use",
+        "Temporary",
+        "Permanent",
+        "Bad",
+        "Unauthorized",
+        "Payment",
+        "Forbidden",
+        "Method",
+        "Proxy",
+        "Request",
+        "Conflict",
+        "Gone",
+        "Length",
+        "Precondition",
+        "Content",
+        "Payload",
+        "URI",
+        "Unsupported",
+        "Range",
+        "Expectation",
+        "Misdirected",
+        "Unprocessable",
+        "Locked",
+        "Failed",
+        "Too",
+        "Upgrade",
+        "Unavailable",
+        "Internal",
+        "Service",
+        "Gateway",
+        "HTTP",
+        "Insufficient",
+        "Loop",
+        "Network",
+    ];
+    let status = value.len() == 3
+        && value.bytes().all(|b| b.is_ascii_digit())
+        && value.parse::<u16>().is_ok_and(|c| (100..600).contains(&c));
+    let Some(after) = rest.strip_prefix([' ', '\t']) else { return false };
+    let word: &str = after.split(|c: char| !c.is_ascii_alphanumeric() && c != '-').next().unwrap_or("");
+    status && REASONS.contains(&word)
+}
+
 /// The indentation (spaces and tabs) of the line `at` is on.
 fn line_indent(s: &str, at: usize) -> usize {
     let start = s[..at].rfind('\n').map_or(0, |i| i + 1);
@@ -841,7 +904,11 @@ fn keyed_spans(s: &str, start: usize, end: usize, key: Key) -> (Vec<Range<usize>
                 return (one(w), resume);
             }
         }
-        if value.is_empty() || is_flag(value) || names_an_object(&s[start..end], value) {
+        if value.is_empty()
+            || is_flag(value)
+            || names_an_object(&s[start..end], value)
+            || is_http_status(value, &s[value_end..])
+        {
             return (Vec::new(), value_end);
         }
         return (one(p..value_end), value_end);
@@ -1051,8 +1118,22 @@ mod tests {
             "token_url is https://x",
             "see http://u@host:5000/token?x=1",
             "POST https://keystone:5000/v3/auth/tokens: 401 Unauthorized",
+            // An HTTP status after a secret-sounding key is the answer, not the credential.
+            "the credential: 401 Unauthorized",
+            "keystone rejected the token: 401 Unauthorized (request id req-1)",
+            "api_key=503 Service Unavailable",
+            "credential: 404 Not Found",
         ] {
             assert_eq!(r.redact(text), text, "{text:?}");
+        }
+        // A number alone, or one followed by anything else, is still a value.
+        for (text, want) in [
+            ("password: 401", "password: ********"),
+            ("password: 401 x", "password: ******** x"),
+            ("password=999 Unauthorized", "password=******** Unauthorized"),
+            ("token: 4011 Unauthorized", "token: ******** Unauthorized"),
+        ] {
+            assert_eq!(r.redact(text), want, "{text:?}");
         }
     }
 

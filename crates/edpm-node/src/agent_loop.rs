@@ -200,7 +200,11 @@ pub async fn run<A: AgentApi>(
             match facts {
                 Ok(mut facts) => {
                     facts.deployed_images = deployed_images.clone();
-                    let fresh = node::evaluate(&facts, expect);
+                    let mut fresh = node::evaluate(&facts, expect);
+                    // The agent's own credential, renewed when due (`AgentCredentialExpiring`).
+                    if let Some(c) = or_stop!(api.credential(clock.now())) {
+                        fresh.push(c);
+                    }
                     let previous = current.take().unwrap_or_default();
                     current = Some(Conditions::carry_times(fresh, &previous, clock.now()));
                     stats.checks += 1;
@@ -289,7 +293,7 @@ mod tests {
             addresses: Ok(vec![]),
             os: Ok("CentOS Stream 9".into()),
             network: None,
-            runtime: None,
+            runtime: Ok("/usr/bin/podman".into()),
             staged: Ok((0, vec![])),
             deployed: None,
             units: Ok(Default::default()),

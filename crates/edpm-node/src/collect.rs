@@ -291,11 +291,23 @@ impl Host {
         out
     }
 
-    /// podman, when a file is in its place (links followed): a directory there is no runtime.
-    /// (Its mode is not looked at: test and benchmark roots stand an empty file in for it.)
-    fn runtime(&self) -> Option<String> {
+    /// podman, when an executable file is in its place (links followed); else why not: a
+    /// directory there, or a file no one may execute, is no runtime.
+    fn runtime(&self) -> Result<String, String> {
+        use std::os::unix::fs::PermissionsExt;
         let p = self.root.join("usr/bin/podman");
-        std::fs::metadata(&p).ok().filter(std::fs::Metadata::is_file).map(|_| p.display().to_string())
+        match std::fs::metadata(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err("podman is not installed (no program at usr/bin/podman)".into())
+            }
+            Err(e) => Err(format!("usr/bin/podman cannot be read: {e}")),
+            Ok(m) if !m.is_file() => Err("usr/bin/podman is no program (not a regular file)".into()),
+            Ok(m) if m.permissions().mode() & 0o111 == 0 => Err(format!(
+                "usr/bin/podman cannot be executed (mode {:04o})",
+                m.permissions().mode() & 0o7777
+            )),
+            Ok(_) => Ok(p.display().to_string()),
+        }
     }
 
     /// Runs one query, bounded; its stdout. Every error names the program and what happened;
@@ -337,12 +349,21 @@ impl Collect for Host {
         );
         let containers_state =
             containers_state.unwrap_or_else(|| Err("podman ps: the query thread panicked".into()));
+        // podman in its place, but the one asked could not be started (permission denied, a
+        // broken interpreter): the node has no runtime it can use, whatever its file says.
+        let runtime = match (self.runtime(), &containers_state) {
+            // `process::Error::Start`'s words: the program could not be started at all.
+            (Ok(_), Err(e)) if e.starts_with("cannot run podman: ") => {
+                Err(format!("podman cannot be run: {e}"))
+            }
+            (runtime, _) => runtime,
+        };
         Facts {
             hostname: self.hostname(),
             addresses: self.addresses(),
             os: self.os(),
             network: self.network(),
-            runtime: self.runtime(),
+            runtime,
             staged: self.staged(),
             units,
             quadlet_hashes: self.quadlet_hashes(&containers),

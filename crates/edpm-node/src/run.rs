@@ -183,8 +183,13 @@ pub fn run(args: NodeArgs, env: &Env, out: &mut dyn Write) -> Result<(), NodeErr
                 return Err(e);
             }
         };
+        let credential = crate::api::Credential::load(&settings, config.credential_renew_percent);
+        if credential.is_none() {
+            tracing::info!("the kubeconfig holds no bound ServiceAccount token: the agent renews no credential");
+        }
         let api = crate::api::NodeObjects {
-            client,
+            client: std::sync::RwLock::new(client),
+            credential,
             object: config.object.clone(),
             holder: config.node.clone(),
             lease_namespace: config.lease_namespace.clone(),

@@ -79,6 +79,8 @@ pub(crate) fn command_and_layout(
             );
         }
     }
+    // Against the runner directory settled just above.
+    cmd.resolve_inventory(&cwd, &|p| p.is_file() || p.is_dir());
     // Where ansible-runner writes its artifacts is where the summary is read: the command's
     // --artifact-dir, else EDPM_AEE_ARTIFACTS_ROOT (passed on so ansible-runner writes there).
     if cmd.get("--artifact-dir").is_none()

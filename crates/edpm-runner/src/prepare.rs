@@ -102,8 +102,10 @@ pub(crate) fn prepare<E: From<RunError> + From<JobError>>(
 
 /// The values of secret-named extra vars the play gets: `RUNNER_EXTRA_VARS`, else the runner
 /// directory's `env/extravars`, and the command line's `-e` (the command's `--cmdline`, else
-/// `RUNNER_CMDLINE`, else `env/cmdline`). Files that cannot be read give nothing here (the
-/// run names them where it reads them for the play).
+/// `RUNNER_CMDLINE`, else `env/cmdline`), with the files `-e @FILE` names (relative to the
+/// project directory, where ansible-runner runs ansible-playbook). Files that cannot be read
+/// give nothing here (the run names them where it reads them for the play; ansible-playbook
+/// names an `@FILE` it cannot read).
 pub(crate) fn named_secrets(dir: &Path, cmd: &RunnerCommand, job: &JobEnv) -> Vec<String> {
     let read = |rel: &str| read_optional(&dir.join(rel)).ok().flatten();
     let extravars = match &job.extra_vars {
@@ -115,5 +117,10 @@ pub(crate) fn named_secrets(dir: &Path, cmd: &RunnerCommand, job: &JobEnv) -> Ve
         Some(c) => Some(c.to_string()),
         None => job.cmdline.clone().or_else(|| read("env/cmdline")),
     };
-    extra_var_secrets(extravars.as_deref(), cmdline.as_deref())
+    // Where ansible-playbook runs: the project directory, else the runner directory (as
+    // ansible-runner and `ansible_playbook::command` choose it).
+    let project = cmd.project_dir();
+    let base = if project.is_dir() { project } else { dir.to_path_buf() };
+    let read_file = |p: &str| read_optional(&base.join(p)).ok().flatten();
+    extra_var_secrets(extravars.as_deref(), cmdline.as_deref(), &read_file)
 }

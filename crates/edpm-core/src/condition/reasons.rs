@@ -197,11 +197,17 @@ reasons! {
     NETWORK_CONFIG_FAILED = "NetworkConfigFailed", NodeAgent, False(Error),
         "`NodeAgentReady`: `os-net-config.returncode` or `nmstate.returncode` records a failure";
     CONTAINER_RUNTIME_MISSING = "ContainerRuntimeMissing", NodeAgent, False(Error),
-        "`NodeAgentReady`: services are deployed but podman is not installed";
+        "`NodeAgentReady`: podman is not installed, is not executable, or cannot be started (deployed services or not)";
     STAGED_FILE_MISMATCH = "StagedFileMismatch", NodeAgent, False(Warning),
         "`NodeAgentReady`: files `stage` wrote no longer have their sha256 or mode (paths named, contents never); run `stage` again";
     FACTS_UNAVAILABLE = "FactsUnavailable", NodeAgent, Unknown,
         "`NodeAgentReady`, `Service<Camel>RuntimeReady`: a fact could not be read (a file, systemd, podman), or `deployed_services.yaml` is of the wrong shape";
+
+    // The node agent: `AgentCredentialExpiring`.
+    CREDENTIAL_CURRENT = "CredentialCurrent", NodeAgent, False(Info),
+        "`AgentCredentialExpiring`: the agent's token is renewed before it expires (the message says when it expires and when it is renewed)";
+    CREDENTIAL_EXPIRING = "CredentialExpiring", NodeAgent, True,
+        "`AgentCredentialExpiring`: the agent's token is past the point it is renewed at and renewing it failed (the message says when it expires and why); see the runbook in docs/node-agent.md";
 
     // The node agent: `Service<Camel>RuntimeReady`.
     UNIT_INACTIVE = "UnitInactive", NodeAgent, False(Error),
@@ -213,7 +219,7 @@ reasons! {
     HEALTHCHECK_STARTING = "HealthcheckStarting", NodeAgent, False(Info),
         "`Service<Camel>RuntimeReady`: a container's health check is still starting";
     IMAGE_MISMATCH = "ImageMismatch", NodeAgent, False(Warning),
-        "`Service<Camel>RuntimeReady`: a container runs another image than the one of its repository last deployed to the node (the node's `EDPMNodeStatus` `status.containerImages`): a container restarted on a stale image after a failed update, say";
+        "`Service<Camel>RuntimeReady`: a container runs another image than the one of its repository last deployed to the node (the node's `EDPMNodeStatus` `spec.record.containerImages`): a container restarted on a stale image after a failed update, say";
 }
 
 /// The reason named `name`, if edpm-agent writes it.

@@ -27,6 +27,9 @@ pub const STALLED: &str = "Stalled";
 pub const NOVA_COMPUTE: &str = "NovaComputeReady";
 /// The node agent's own phase -1 and 0 checks, on the node.
 pub const NODE_AGENT: &str = "NodeAgentReady";
+/// The node agent's own credential: True when its token is past the point it is renewed at
+/// and could not be renewed (it then expires, and with it the agent's Lease).
+pub const AGENT_CREDENTIAL: &str = "AgentCredentialExpiring";
 /// The node's deployed OpenStack version is the OpenStackVersion's `spec.targetVersion` (not a
 /// member of `Ready`: a node on the previous version still serves).
 pub const VERSION_CURRENT: &str = "VersionCurrent";
@@ -249,6 +252,9 @@ pub const TYPES: &[Type] = &[
     // cannot tell which services were deployed).
     plain(Some("Service<Camel>DeploymentReady"), None, false, Writer::Reporter),
     plain(Some("Service<Camel>RuntimeReady"), None, true, Writer::NodeAgent),
+    // The node agent's credential (outside Ready: a token about to expire still works; the
+    // Lease it can no longer renew is what turns the agent's word Unknown).
+    plain(Some(AGENT_CREDENTIAL), None, false, Writer::NodeAgent),
     // The NodeSet's own: upstream's DeploymentReady, as upstream's rules say it.
     plain(None, Some(DEPLOYMENT_READY), true, Writer::Reporter),
 ];

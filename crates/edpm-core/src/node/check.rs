@@ -82,13 +82,12 @@ fn node_condition(f: &Facts, expect: &Expect) -> Condition {
         Some(Ok(d)) => format!("{} deployed service(s)", d.services.len()),
         _ => "no services deployed yet".into(),
     };
-    // Only services need the runtime (they are refused above without it): before them, its
-    // absence is said, not counted against the node.
-    let runtime = if f.runtime.is_some() { "container runtime present" } else { "no container runtime yet" };
+    // Without a runtime that can be run, the node is refused above: "present" means podman is
+    // there and was not found unusable.
     Condition::true_(
         NODE_AGENT,
         format!(
-            "host name, addresses and network as given; {runtime}; {staged_count} staged file(s) as staged; {services}"
+            "host name, addresses and network as given; container runtime present; {staged_count} staged file(s) as staged; {services}"
         ),
     )
 }
@@ -131,7 +130,9 @@ fn booted_as_given(f: &Facts, expect: &Expect, found: &mut Findings) {
     }
 }
 
-/// Phase 0: the network configuration succeeded, and services have their container runtime.
+/// Phase 0: the network configuration succeeded, and the node has a container runtime it can
+/// run (every service runs in containers: a node without one is not ready for them, whether
+/// or not any is deployed yet).
 fn network_and_runtime(f: &Facts, found: &mut Findings) {
     match &f.network {
         Some((file, Ok(code))) if *code != 0 => found.problem(
@@ -142,11 +143,13 @@ fn network_and_runtime(f: &Facts, found: &mut Findings) {
         _ => {}
     }
     let deployed = matches!(&f.deployed, Some(Ok(d)) if !d.services.is_empty());
-    if f.runtime.is_none() && deployed {
-        found.problem(
-            &CONTAINER_RUNTIME_MISSING,
-            "services are deployed but podman is not installed (no program at usr/bin/podman)",
-        );
+    if let Err(why) = &f.runtime {
+        let message = if deployed {
+            format!("services are deployed but {why}")
+        } else {
+            format!("{why}: no service can run here until it can (edpm_podman installs it)")
+        };
+        found.problem(&CONTAINER_RUNTIME_MISSING, message);
     }
     // A file of the wrong shape says nothing about what runs: not "0 deployed service(s)".
     if let Some(Err(e)) = &f.deployed {
@@ -316,7 +319,7 @@ mod tests {
             addresses: Ok(vec!["192.168.122.103".parse().unwrap(), "127.0.0.1".parse().unwrap()]),
             os: Ok("CentOS Stream 9".into()),
             network: Some(("var/lib/edpm-config/os-net-config.returncode".into(), Ok(0))),
-            runtime: Some("/usr/bin/podman".into()),
+            runtime: Ok("/usr/bin/podman".into()),
             staged: Ok((12, vec![])),
             deployed: Some(Ok(DeployedServices {
                 services: BTreeMap::from([
@@ -420,7 +423,7 @@ mod tests {
         f.network = Some(("var/lib/edpm-config/nmstate.returncode".into(), Ok(1)));
         assert_eq!(reason(f), NETWORK_CONFIG_FAILED.name);
         let mut f = healthy();
-        f.runtime = None;
+        f.runtime = Err(MISSING.into());
         assert_eq!(reason(f), CONTAINER_RUNTIME_MISSING.name);
         let mut f = healthy();
         f.staged = Ok((12, vec![StagedDrift::Changed("var/lib/openstack/configs/nova/01-nova.conf".into())]));
@@ -466,19 +469,35 @@ mod tests {
         assert_eq!(nova(f).status, Status::Unknown);
     }
 
+    const MISSING: &str = "podman is not installed (no program at usr/bin/podman)";
+
+    /// Nothing deployed is no problem; no runtime, or one that cannot be run, is one, deployed
+    /// services or not (it was True, "no container runtime yet", before any was deployed).
     #[test]
-    fn nothing_deployed_is_not_a_problem_and_no_runtime_is_not_called_present() {
+    fn nothing_deployed_is_not_a_problem_but_no_runtime_is() {
         let mut f = healthy();
         f.deployed = None;
-        f.runtime = None;
         let cs = evaluate(&f, &expect());
         assert_eq!(cs.len(), 1);
         assert!(cs[0].is_true() && cs[0].message.ends_with("no services deployed yet"), "{:?}", cs[0]);
-        assert!(cs[0].message.contains("; no container runtime yet;"), "{}", cs[0].message);
+        assert!(cs[0].message.contains("; container runtime present;"), "{}", cs[0].message);
+        for why in [MISSING, "podman cannot be run: cannot run podman: permission denied"] {
+            f.runtime = Err(why.into());
+            let c = get(&evaluate(&f, &expect()), NODE_AGENT).clone();
+            assert_eq!(
+                (c.status, c.reason.as_str()),
+                (Status::False, CONTAINER_RUNTIME_MISSING.name),
+                "{c:?}"
+            );
+            assert!(c.message.contains(why) && !c.message.contains("present"), "{}", c.message);
+        }
+        let mut f = healthy();
+        f.runtime = Err("usr/bin/podman cannot be executed (mode 0644)".into());
+        let c = get(&evaluate(&f, &expect()), NODE_AGENT).clone();
         assert!(
-            get(&evaluate(&healthy(), &expect()), NODE_AGENT)
-                .message
-                .contains("; container runtime present;")
+            c.message.starts_with("services are deployed but usr/bin/podman cannot be executed"),
+            "{}",
+            c.message
         );
     }
 

@@ -44,7 +44,14 @@ pub struct AgentConfig {
     pub request_timeout: Duration,
     /// The limit on each `systemctl` and `podman` query.
     pub command_timeout: Duration,
+    /// When the agent renews its own ServiceAccount token: once this share of the token's
+    /// lifetime has passed (`credential_renew_percent`, 1-90, default 80, as kubelet renews
+    /// its projected tokens).
+    pub credential_renew_percent: u8,
 }
+
+/// kubelet renews a projected token at 80% of its lifetime.
+pub const CREDENTIAL_RENEW_PERCENT: u8 = 80;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
@@ -77,6 +84,8 @@ struct File {
     request_timeout_seconds: Option<u64>,
     #[serde(default)]
     command_timeout_seconds: Option<u64>,
+    #[serde(default)]
+    credential_renew_percent: Option<u64>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -168,6 +177,18 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
         }
     };
     let expect = check_expect(f.expect, node, &at)?;
+    let credential_renew_percent = match f.credential_renew_percent {
+        None => CREDENTIAL_RENEW_PERCENT,
+        Some(p @ 1..=90) => p as u8,
+        Some(p) => {
+            return Err(at(
+                node.get("credential_renew_percent").map_or(0, |n| n.line),
+                format!(
+                    "credential_renew_percent is {p}; give a whole number from 1 to 90 (default {CREDENTIAL_RENEW_PERCENT}): the share of its token's lifetime after which the agent renews it"
+                ),
+            ));
+        }
+    };
     let c = AgentConfig {
         kubeconfig: f
             .kubeconfig
@@ -184,6 +205,7 @@ pub fn parse(path: &Path, text: &str) -> Result<AgentConfig, ConfigError> {
         heartbeat: secs("heartbeat_seconds", f.heartbeat_seconds)?,
         request_timeout: secs("request_timeout_seconds", f.request_timeout_seconds)?,
         command_timeout: secs("command_timeout_seconds", f.command_timeout_seconds)?,
+        credential_renew_percent,
     };
     if c.lease_interval >= c.lease_duration {
         return Err(err(format!(
@@ -226,6 +248,17 @@ fn check_expect(
         return Err(at(
             line("os"),
             "expect.os is empty, which every OS name contains; give a part of the node's PRETTY_NAME (\"CentOS Stream 9\"), or leave expect.os out".into(),
+        ));
+    }
+    // A host name among the addresses is never held by any interface: the node would read
+    // AddressMissing for ever. Checked once, here, naming it.
+    if let Some(bad) = e.addresses.iter().find(|a| a.parse::<std::net::IpAddr>().is_err()) {
+        return Err(at(
+            line("addresses"),
+            format!(
+                "expect.addresses: {:?} is not an IP address; list the addresses the node holds (its ctlplane IP, as the inventory's ansible_host), and give its name as expect.hostname",
+                crate::excerpt::printable(bad)
+            ),
         ));
     }
     if e.hostname.as_deref().is_some_and(|h| h.trim().is_empty()) {
@@ -332,6 +365,17 @@ mod tests {
         assert!(e.starts_with("node agent config n.yaml:5: expect.os is empty"), "{e}");
         let e = parse(Path::new("n.yaml"), &format!("{base}  addresses: []\n  hostname: ' '\n")).unwrap_err();
         assert!(e.to_string().starts_with("node agent config n.yaml:6: expect.hostname is empty"), "{e}");
+        let e =
+            parse(Path::new("n.yaml"), &format!("{base}  addresses: [10.0.0.1, compute-0.example.com]\n"))
+                .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "node agent config n.yaml:5: expect.addresses: \"compute-0.example.com\" is not an IP address"
+            ),
+            "{e}"
+        );
+        let c = parse(Path::new("n.yaml"), &format!("{base}  addresses: [10.0.0.1, 'fd00::1']\n")).unwrap();
+        assert_eq!(c.expect.addresses, ["10.0.0.1", "fd00::1"]);
         let c = parse(Path::new("n.yaml"), &format!("{base}  os: CentOS\n")).unwrap();
         assert_eq!(c.expect.os.as_deref(), Some("CentOS"));
     }

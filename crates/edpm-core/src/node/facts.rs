@@ -194,8 +194,9 @@ pub struct Facts {
     pub os: Result<String, String>,
     /// The return codes edpm_network_config left: (file, code); `None` when neither exists.
     pub network: Option<(String, Result<i32, String>)>,
-    /// Where the container runtime is, when it is there.
-    pub runtime: Option<String>,
+    /// Where the container runtime is, when it is there and can be run; else why not (no
+    /// program in its place, one that is not executable, or one that could not be started).
+    pub runtime: Result<String, String>,
     /// How many files `stage`'s manifest records, and those that drifted.
     pub staged: Result<(usize, Vec<StagedDrift>), String>,
     /// `None`: no deployed_services.yaml (nothing deployed yet).

@@ -31,10 +31,19 @@ impl<'a> GroupContext<'a> {
             let total = usize::try_from(job.status.failed.saturating_add(job.status.succeeded)).unwrap_or(0);
             let ended = self.jobs.ended(&job.id.name);
             // The newest pods the Job has not counted yet wait for the next evaluation.
-            let lag = ended.len().saturating_sub(total);
+            let lag = (ended.len() + self.jobs.unplaced(&job.id.name)).saturating_sub(total);
             for a in attempts.iter() {
-                let Some(i) = ended.iter().position(|p| std::ptr::eq(*p, a.pod)) else { continue };
-                let Some(i) = i.checked_sub(lag) else { continue };
+                // A pod whose creationTimestamp cannot be read is placed by when it ended, or,
+                // when that is unknown too, recorded as attempt 0: never taken for the first.
+                let note = super::jobs::unordered(a.pod);
+                let attempt = match ended.iter().position(|p| std::ptr::eq(*p, a.pod)) {
+                    Some(i) => {
+                        let Some(i) = i.checked_sub(lag) else { continue };
+                        u32::try_from(total - i).unwrap_or(u32::MAX)
+                    }
+                    None if note.is_some() => 0,
+                    None => continue,
+                };
                 let s = &a.summary;
                 let result = if named(&s.failed_host_list) {
                     "failed"
@@ -51,11 +60,12 @@ impl<'a> GroupContext<'a> {
                     deployment: deployment.to_string(),
                     service: service.to_string(),
                     job: job.id.name.clone(),
-                    attempt: u32::try_from(total - i).unwrap_or(u32::MAX),
+                    attempt,
                     result: result.to_string(),
                     finished: a.terminated.finished_at.clone(),
                     failed_task: names.iter().find_map(|n| s.host_failures.get(*n)).cloned(),
                     pod: Some(a.pod.id.name.clone()),
+                    note,
                 });
             }
         }

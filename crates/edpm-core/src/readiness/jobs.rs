@@ -23,9 +23,50 @@ pub struct Jobs<'a> {
     by_labels: HashMap<(&'a str, &'a str, &'a str), &'a Job>,
     /// Job name → its attempts that reported a summary, newest first.
     attempts: HashMap<&'a str, Vec<Attempt<'a>>>,
-    /// Job name → every pod of it that ended (with a summary or not: an OOM kill writes none),
-    /// newest first: the attempts' places in the Job's count.
+    /// Job name → every pod of it that ended (with a summary or not: an OOM kill writes none)
+    /// and that can be placed ([`ran_at`]), newest first: the attempts' places in the Job's
+    /// count.
     ended: HashMap<&'a str, Vec<&'a Pod>>,
+    /// Job name → how many of its ended pods cannot be placed (no time can be read of them).
+    unplaced: HashMap<&'a str, usize>,
+}
+
+/// When a pod ran, as far as can be told: its `creationTimestamp`, else (one absent or not a
+/// time) when its container ended; `None` when neither can be read.
+pub fn ran_at(p: &Pod) -> Option<Time> {
+    p.meta.creation_timestamp.as_deref().and_then(Time::parse).or_else(|| finished_at(p))
+}
+
+/// When the pod's containers last ended.
+fn finished_at(p: &Pod) -> Option<Time> {
+    p.status
+        .container_statuses
+        .iter()
+        .filter_map(|c| c.state.terminated.as_ref().or(c.last_state.terminated.as_ref()))
+        .filter_map(|t| t.finished_at.as_deref().and_then(Time::parse))
+        .max()
+}
+
+/// Why a pod is not placed among its Job's attempts by its `creationTimestamp`: `None` when it
+/// is; else what the timestamp held and how the pod was placed instead, if at all.
+pub fn unordered(p: &Pod) -> Option<String> {
+    let created = p.meta.creation_timestamp.as_deref();
+    if created.and_then(Time::parse).is_some() {
+        return None;
+    }
+    let what = match created {
+        Some(c) => format!(
+            "pod {}: metadata.creationTimestamp {:?} is not a time",
+            p.id.name,
+            crate::excerpt::printable(&crate::excerpt::echo(c).to_string())
+        ),
+        None => format!("pod {}: no metadata.creationTimestamp", p.id.name),
+    };
+    Some(if finished_at(p).is_some() {
+        format!("{what}; placed by when its container ended")
+    } else {
+        format!("{what}, and when its container ended is unknown: which attempt it was cannot be told")
+    })
 }
 
 impl<'a> Jobs<'a> {
@@ -47,29 +88,40 @@ impl<'a> Jobs<'a> {
             .collect();
         let mut attempts: HashMap<&'a str, Vec<Attempt<'a>>> = HashMap::new();
         let mut ended: HashMap<&'a str, Vec<&'a Pod>> = HashMap::new();
+        let mut unplaced: HashMap<&'a str, usize> = HashMap::new();
         for pod in &ev.pods {
             let Some(job) = pod.job() else { continue };
             let summary = pod.summary();
             if summary.is_some() || matches!(pod.status.phase.as_deref(), Some("Succeeded" | "Failed")) {
-                ended.entry(job).or_default().push(pod);
+                if ran_at(pod).is_some() {
+                    ended.entry(job).or_default().push(pod);
+                } else {
+                    *unplaced.entry(job).or_default() += 1;
+                }
             }
             if let Some((summary, terminated)) = summary {
                 attempts.entry(job).or_default().push(Attempt { pod, summary, terminated });
             }
         }
-        // Newest first: creation time, then the name, so the order never depends on the
-        // order the pods were read in.
-        let key = |p: &Pod| (p.meta.creation_timestamp.as_deref().and_then(Time::parse), p.id.name.clone());
+        // Newest first: when they ran (creation time, else when they ended: one whose
+        // creationTimestamp cannot be read is not taken for the oldest), then the name, so the
+        // order never depends on the order the pods were read in.
+        let key = |p: &Pod| (ran_at(p), p.id.name.clone());
         for list in attempts.values_mut() {
             list.sort_by_key(|a| std::cmp::Reverse(key(a.pod)));
         }
         for list in ended.values_mut() {
             list.sort_by_key(|p| std::cmp::Reverse(key(p)));
         }
-        Jobs { by_labels, attempts, ended }
+        Jobs { by_labels, attempts, ended, unplaced }
     }
 
-    /// The ended pods of the Job named `job`, newest first.
+    /// How many ended pods of the Job named `job` cannot be placed among its attempts.
+    pub fn unplaced(&self, job: &str) -> usize {
+        self.unplaced.get(job).copied().unwrap_or(0)
+    }
+
+    /// The ended pods of the Job named `job` that can be placed, newest first.
     pub fn ended(&self, job: &str) -> &[&'a Pod] {
         self.ended.get(job).map_or(&[], Vec::as_slice)
     }

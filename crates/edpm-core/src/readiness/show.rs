@@ -374,16 +374,18 @@ fn runs_lines(runs: &[crate::snapshot::evidence::NodeRun]) -> String {
     let mut out = format!("Runs ({}, oldest first):\n", runs.len());
     for r in runs {
         let why = r.failed_task.as_deref().map(|t| format!(": {t}")).unwrap_or_default();
+        let attempt =
+            if r.attempt == 0 { "attempt unknown".to_string() } else { format!("attempt {}", r.attempt) };
+        let note = r.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
         // One line per run, whatever the task's message held.
         out.push_str(&format!(
             "    - {}\n",
             printable(&crate::redact::scrub(&format!(
-                "{} Deployment {} {} (job {}, attempt {}): {}{why}",
+                "{} Deployment {} {} (job {}, {attempt}): {}{why}{note}",
                 r.finished.as_deref().unwrap_or("(running)"),
                 r.deployment,
                 r.service,
                 r.job,
-                r.attempt,
                 r.result
             )))
         ));
@@ -518,6 +520,22 @@ fn visible_width(line: &str) -> usize {
 /// condition's whole message. The phase is the one the NodeSet's header names
 /// (`most_important`), so header and row agree. Nothing for a ready node.
 pub fn first_cause(n: &NodeView, wide: bool) -> String {
+    let cause = phase_cause(n, wide);
+    // The agent's credential about to expire is named on any node, ready or not: the Lease
+    // it can no longer renew turns the agent's word Unknown next.
+    match n.conditions.get(types::AGENT_CREDENTIAL).filter(|c| c.is_true()) {
+        Some(c) => {
+            // The name apart from the scrubbed message: "…Credential…: value" reads to the
+            // redactor as a credential's value.
+            let said = format!("{}: {}", types::AGENT_CREDENTIAL, one_line(&c.message));
+            if cause.is_empty() { said } else { format!("{cause}; {said}") }
+        }
+        None => cause,
+    }
+}
+
+/// A not-ready node's first cause in its phases (`first_cause` without the credential).
+fn phase_cause(n: &NodeView, wide: bool) -> String {
     let ready = n.conditions.get(READY);
     if ready.is_some_and(Condition::is_true) {
         return String::new();
@@ -846,6 +864,7 @@ mod tests {
                 finished: Some(t.into()),
                 failed_task: Some(t.into()),
                 pod: Some(t.into()),
+                note: Some(t.into()),
             }],
             deployed: Default::default(),
             delivered: Vec::new(),

@@ -734,6 +734,42 @@ status: {{failed: {failed}}}
     assert_eq!(attempts(&format!("{NODESET}{d1}{}{first}{oom}{third}", job(2))), vec![1]);
 }
 
+/// A pod whose `creationTimestamp` cannot be read is not taken for the first attempt: it is
+/// placed by when its container ended, and named; one of which no time at all can be read is
+/// attempt 0 ("cannot be told"), the others keeping their numbers. (It took attempt 1, and
+/// the runs read 1, 3, 2.)
+#[test]
+fn a_pod_whose_creation_time_cannot_be_read_keeps_its_place() {
+    let job = |failed: u32| {
+        format!(
+            "---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: nova-d1-ns1, namespace: openstack, labels: {{app: openstackansibleee, openstackdataplaneservice: nova, openstackdataplanedeployment: d1, openstackdataplanenodeset: ns1}}}}\nspec: {{backoffLimit: 5}}\nstatus: {{failed: {failed}}}\n"
+        )
+    };
+    let d1 = deployment(
+        "d1",
+        "2026-11-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "Requested")],
+        "",
+        "{}",
+    );
+    let runs = |text: &str| -> Vec<(u32, Option<String>)> {
+        node(&evaluate_text(text, NOW), "c0").runs.iter().map(|r| (r.attempt, r.note.clone())).collect()
+    };
+    let first = pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", FAILED_ON_C0, false);
+    let second = pod("nova-d1-ns1-bbbbb", "nova-d1-ns1", "2026-11-01T10:07:00Z", FAILED_ON_C0, false)
+        .replace("creationTimestamp: \"2026-11-01T10:07:00Z\"", "creationTimestamp: \"last tuesday\"");
+    let third = pod("nova-d1-ns1-ccccc", "nova-d1-ns1", "2026-11-01T10:09:00Z", FAILED_ON_C0, false);
+    let got = runs(&format!("{NODESET}{d1}{}{first}{second}{third}", job(3)));
+    let placed = "pod nova-d1-ns1-bbbbb: metadata.creationTimestamp \"last tuesday\" is not a time; placed by when its container ended";
+    assert_eq!(got, vec![(1, None), (2, Some(placed.to_string())), (3, None)]);
+    // No time at all: not numbered (0), named; the others are numbered down from the Job's
+    // count, as when an older pod is gone (the unplaced one is taken for older than them).
+    let timeless = second.replace("finishedAt: \"2026-11-01T10:07:00Z\", ", "");
+    let got = runs(&format!("{NODESET}{d1}{}{first}{timeless}{third}", job(3)));
+    assert_eq!(got.iter().map(|(a, _)| *a).collect::<Vec<_>>(), vec![2, 3, 0], "{got:?}");
+    assert!(got[2].1.as_deref().unwrap().ends_with("which attempt it was cannot be told"), "{got:?}");
+}
+
 #[test]
 #[allow(clippy::too_many_lines, reason = "a scenario told step by step")]
 fn a_nodes_run_history_comes_from_the_pods_and_outlives_them() {
@@ -809,6 +845,7 @@ status: {failed: 1, succeeded: 1}
             finished: Some(format!("2026-11-01T10:{i:02}:00Z")),
             failed_task: None,
             pod: Some(format!("j-{i}")),
+            note: None,
         })
         .collect();
     let kept = history::merge(&many[..25], many[25..].to_vec());

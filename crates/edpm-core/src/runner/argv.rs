@@ -241,6 +241,23 @@ impl RunnerCommand {
         }
     }
 
+    /// `--inventory` as ansible-runner's `valid_inventory` resolves it: an absolute path as
+    /// it is; a relative one against the working directory `cwd` when a file or directory is
+    /// there (`is_inventory`), else against `DIR/inventory/` (`--inventory hosts` is
+    /// `DIR/inventory/hosts`). What neither holds is named as `DIR/inventory/<path>`, where
+    /// the mounted inventory belongs, so that the error says where it was looked for last.
+    /// Call after [`RunnerCommand::resolve_paths`] (the directory is absolute then).
+    pub fn resolve_inventory(&mut self, cwd: &Path, is_inventory: &dyn Fn(&Path) -> bool) {
+        let Some(given) = self.get("--inventory").filter(|p| Path::new(p).is_relative()) else { return };
+        let here = PathBuf::from(absolute(cwd, given));
+        let resolved = if is_inventory(&here) {
+            here
+        } else {
+            Path::new(&self.private_data_dir).join("inventory").join(given)
+        };
+        self.push_option("--inventory", &resolved.display().to_string());
+    }
+
     /// Adds `option value` to the arguments passed on (it wins over an earlier one, as
     /// argparse keeps the last value).
     pub fn push_option(&mut self, long: &'static str, value: &str) {
@@ -440,5 +457,26 @@ mod tests {
         c.resolve_paths(Path::new("/w"));
         assert_eq!(c.args, argv("run /r -p x.yml"), "absolute paths stay as given");
         assert_eq!(absolute(Path::new("/w/d"), "../../../x/./y/"), "/x/y");
+    }
+
+    /// `--inventory` as ansible-runner's `valid_inventory`: the working directory's first,
+    /// then `DIR/inventory/`; an absolute one as given.
+    #[test]
+    fn a_relative_inventory_is_found_where_ansible_runner_finds_it() {
+        let resolve = |given: &str, present: &[&str]| {
+            let mut c =
+                RunnerCommand::parse(&argv(&format!("ansible-runner run /r -p x.yml --inventory {given}")))
+                    .unwrap();
+            c.resolve_inventory(Path::new("/w"), &|p| present.iter().any(|x| Path::new(x) == p));
+            c.get("--inventory").unwrap().to_string()
+        };
+        assert_eq!(resolve("hosts", &[]), "/r/inventory/hosts");
+        assert_eq!(resolve("hosts", &["/r/inventory/hosts"]), "/r/inventory/hosts");
+        assert_eq!(resolve("hosts", &["/w/hosts", "/r/inventory/hosts"]), "/w/hosts");
+        assert_eq!(resolve("./inv/../hosts", &["/w/hosts"]), "/w/hosts");
+        assert_eq!(resolve("/abs/hosts", &[]), "/abs/hosts");
+        let mut c = RunnerCommand::parse(&argv("ansible-runner run /r -p x.yml")).unwrap();
+        c.resolve_inventory(Path::new("/w"), &|_| true);
+        assert_eq!(c.get("--inventory"), None, "none given, none added");
     }
 }

@@ -7,10 +7,15 @@ use super::shlex::shlex_split;
 
 /// The values of secret-named extra vars a play gets besides `RUNNER_EXTRA_VARS` (whose
 /// values [`prepare`](super::entrypoint::prepare) returns): `extravars`, the text of an `env/extravars` file, and the
-/// command line's `-e`/`--extra-vars` (`key=value` words, or YAML/JSON; a file named with
-/// `@` is not read). Text that does not read as Ansible reads it gives nothing: Ansible
+/// command line's `-e`/`--extra-vars` (`key=value` words, YAML/JSON, or `@FILE`, whose text
+/// `read_file` gives: the caller resolves the path as ansible-playbook does, and `None` when
+/// it cannot be read). Text that does not read as Ansible reads it gives nothing: Ansible
 /// would refuse it too.
-pub fn extra_var_secrets(extravars: Option<&str>, cmdline: Option<&str>) -> Vec<String> {
+pub fn extra_var_secrets(
+    extravars: Option<&str>,
+    cmdline: Option<&str>,
+    read_file: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
     let mut found = Vec::new();
     let add = |text: &str, found: &mut Vec<String>| {
         if let Ok(v) = crate::yaml::ansible::<Value>(text) {
@@ -37,7 +42,11 @@ pub fn extra_var_secrets(extravars: Option<&str>, cmdline: Option<&str>) -> Vec<
     }
     for v in values {
         let t = v.trim_start();
-        if t.starts_with('@') {
+        if let Some(path) = t.strip_prefix('@') {
+            // Ansible reads the file as YAML (JSON included): a variables file, often of secrets.
+            if let Some(text) = read_file(path) {
+                add(&text, &mut found);
+            }
             continue;
         }
         if t.starts_with(['{', '[']) {
@@ -63,8 +72,13 @@ mod tests {
     #[test]
     fn secret_named_extra_vars_are_found_wherever_they_are_given() {
         let cmdline = "--tags a -e 'db_password=\"two words\" user=nova' -eapi_token=t0k3n --extra-vars='{\"x\": {\"secret\": 9}}' --extra-vars @/f -e '[1]'";
-        let found = extra_var_secrets(Some("---\nrabbit_pass: Zq7\nuser: nova\n"), Some(cmdline));
-        assert_eq!(found, ["Zq7", "two words", "t0k3n", "9"]);
-        assert!(extra_var_secrets(Some("[broken"), Some("'open")).is_empty());
+        let files =
+            |p: &str| (p == "/f").then(|| "---\nvault_password: FromFile1\nregion: one\n".to_string());
+        let found = extra_var_secrets(Some("---\nrabbit_pass: Zq7\nuser: nova\n"), Some(cmdline), &files);
+        assert_eq!(found, ["Zq7", "two words", "t0k3n", "9", "FromFile1"]);
+        assert!(extra_var_secrets(Some("[broken"), Some("'open"), &files).is_empty());
+        // `-e@FILE` and `--extra-vars=@FILE` too; a file that cannot be read gives nothing.
+        let found = extra_var_secrets(None, Some("-e@/f --extra-vars=@/f -e @/missing"), &files);
+        assert_eq!(found, ["FromFile1", "FromFile1"]);
     }
 }

@@ -440,7 +440,8 @@ pub struct NodeRun {
     pub deployment: String,
     pub service: String,
     pub job: String,
-    /// 1 for the Job's first pod, then one more per retry.
+    /// 1 for the Job's first pod, then one more per retry, in the order the pods ran; 0 when
+    /// its pod's place cannot be told (`note` says why).
     pub attempt: u32,
     /// `ok`, `failed`, `unreachable` or `interrupted` (the run was canceled or timed out).
     pub result: String,
@@ -454,6 +455,10 @@ pub struct NodeRun {
     /// older one) is gone. Absent from records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<String>,
+    /// Why `attempt` was not placed by the pod's `creationTimestamp` (one that cannot be read):
+    /// placed by when its container ended, or not at all (attempt 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@
 
 pub mod apply;
 pub mod exec;
+pub mod identity;
 pub mod read;
 mod retry;
 pub mod status;
@@ -76,6 +77,10 @@ pub struct Client {
     kube: kube::Client,
     namespace: String,
     settings: Settings,
+    /// The server's URL and the CA the client trusts (DER), as its configuration gave them:
+    /// what the node agents' kubeconfigs default to.
+    server: String,
+    ca: Option<Vec<Vec<u8>>>,
 }
 
 impl Client {
@@ -143,12 +148,19 @@ impl Client {
         }
         let namespace = settings.namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
         let url = config.cluster_url.to_string();
+        let ca = config.root_cert.clone().filter(|c| !c.is_empty());
         // kube runs the credential plugin while it builds the client: its failure in our words.
         let kube = retry::client(config, settings).map_err(|e| match exec::message_of(&e) {
             Some(message) => Error::Client { url: url.clone(), message },
             None => client_error(&url, &e.to_string()),
         })?;
-        Ok(Client { kube, namespace, settings: settings.clone() })
+        Ok(Client {
+            kube,
+            namespace,
+            settings: settings.clone(),
+            server: url.trim_end_matches('/').to_string(),
+            ca,
+        })
     }
 
     pub fn kube(&self) -> kube::Client {
@@ -157,6 +169,16 @@ impl Client {
 
     pub fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    /// The API server's URL, as the configuration gave it.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The CA certificates (DER) the configuration trusts, when it names any.
+    pub fn ca(&self) -> Option<&[Vec<u8>]> {
+        self.ca.as_deref()
     }
 
     /// The namespace of the node agents' Leases.

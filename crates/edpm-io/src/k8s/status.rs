@@ -175,7 +175,7 @@ async fn write_one(
 
 /// 409 Conflict: another writer got there first; wait a jittered moment and apply again
 /// (bounded). Everything else the client's retry layer already handled.
-async fn retry_conflicts<T, F, Fut>(
+pub(super) async fn retry_conflicts<T, F, Fut>(
     client: &Client,
     action: &str,
     mut f: F,
