@@ -361,7 +361,7 @@ fn the_node_agents_own_binary_is_edpm_agent_node() {
 }
 
 /// A container restarted on a stale image after a failed update: the agent reads the images
-/// last deployed to its node (its object's `status.containerImages`, a GET of its own object,
+/// last deployed to its node (its object's `spec.record.containerImages`, a GET of its own object,
 /// which its RBAC grants) and says `ImageMismatch` for the container of that repository.
 #[test]
 fn a_container_on_another_image_than_deployed_is_an_image_mismatch() {
@@ -379,11 +379,11 @@ fn a_container_on_another_image_than_deployed_is_an_image_mismatch() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let object = "edpm-compute-cell1-edpm-compute-3";
     let (code, body) = api.patch(
-        &format!("/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses/{object}/status?fieldManager=edpm-agent&force=true"),
+        &format!("/apis/agent.edpm.openstack.org/v1alpha1/namespaces/openstack/edpmnodestatuses/{object}?fieldManager=edpm-agent&force=true"),
         &serde_json::json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus", "metadata": {"name": object},
-            "status": {"containerImages": {
+            "spec": {"record": {"containerImages": {
                 "NovaComputeImage": {"value": "quay.io/podified/openstack-nova-compute:18.0.4", "deployment": "update-1"},
-                "OvnControllerImage": {"value": "quay.io/podified/openstack-ovn-controller:18.0.4", "deployment": "ovn-1"}}}}),
+                "OvnControllerImage": {"value": "quay.io/podified/openstack-ovn-controller:18.0.4", "deployment": "ovn-1"}}}}}),
     );
     assert_eq!(code, 200, "{body}");
     let cfg = config(d.path(), &root, Some(&kc));

@@ -392,9 +392,12 @@ fn the_controller_moves_exactly_the_nodes_a_batch_covered() {
     std::thread::sleep(Duration::from_secs(1));
     let written: Vec<String> = status_patches(&api).split_off(before);
     let nodes: Vec<&String> = written.iter().filter(|p| p.contains("/edpmnodestatuses/")).collect();
-    assert_eq!(nodes.len(), 5, "exactly the batch's nodes, once each: {written:?}");
+    // Each once: its record (the spec, which the node agent cannot write) and its status.
+    assert_eq!(nodes.len(), 10, "exactly the batch's nodes, once each: {written:?}");
     for i in 5..10 {
-        assert!(nodes.iter().any(|p| p.contains(&format!("edpm-compute-edpm-compute-{i}/"))), "{nodes:?}");
+        let object = format!("edpm-compute-edpm-compute-{i}");
+        assert!(nodes.iter().any(|p| p.contains(&format!("{object}?"))), "{nodes:?}");
+        assert!(nodes.iter().any(|p| p.contains(&format!("{object}/status"))), "{nodes:?}");
     }
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
@@ -434,7 +437,13 @@ fn the_controller_sees_a_rotation_within_its_recheck() {
     std::thread::sleep(Duration::from_secs(1));
     let written: Vec<String> = status_patches(&api).split_off(before);
     let nodes: Vec<&String> = written.iter().filter(|p| p.contains("/edpmnodestatuses/")).collect();
-    assert_eq!(nodes.len(), 7, "exactly the nodes that held the current one, once each: {written:?}");
+    // Each once: its record (the spec: since when the Secret differs) and its status.
+    assert_eq!(nodes.len(), 14, "exactly the nodes that held the current one, once each: {written:?}");
+    for i in 0..7 {
+        let object = format!("edpm-compute-edpm-compute-{i}");
+        assert_eq!(nodes.iter().filter(|p| p.contains(&format!("{object}?"))).count(), 1, "{nodes:?}");
+        assert_eq!(nodes.iter().filter(|p| p.contains(&format!("{object}/status"))).count(), 1, "{nodes:?}");
+    }
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("THIRDPASS") && !err.contains("NEWPASS"), "{err}");

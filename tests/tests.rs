@@ -43,6 +43,9 @@ mod manifests;
 // encodings, unknown kinds, empty inventories, label selectors, JSON duplicate keys, error words.
 mod hostile;
 
+// ansibleLimit against ansible-core's own InventoryManager and ansible-inventory --limit.
+mod limit_diff;
+
 // The YAML reader against PyYAML's SafeLoader, with go-yaml v2's known differences listed.
 mod yaml_diff;
 

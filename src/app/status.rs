@@ -197,7 +197,38 @@ fn plan(
         crate::cli::YamlOrJson::Yaml => plan_yaml(&steps)?,
     };
     write_out(out, &text)?;
-    Ok(plan_exit(&steps))
+    let refused: Vec<&str> = steps.iter().filter_map(|s| s.refused.as_deref()).collect();
+    for why in &refused {
+        edpm_io::output::warn(why);
+    }
+    // A plan that leaves a gap unplanned is no plan to apply as it is.
+    Ok(if refused.is_empty() { plan_exit(&steps) } else { Exit::InvalidInput })
+}
+
+/// `d` as a YAML document no terminal or editor shows other than it is: YAML when it holds no
+/// control or bidi character, else its JSON (which is YAML) with each of those escaped as
+/// `\uXXXX` (they can only be inside strings there).
+fn planned_yaml(d: &serde_json::Value) -> Result<String, AppError> {
+    let yaml = serde_saphyr::to_string(d)
+        .map_err(|e| AppError::failure(format!("cannot write the planned Deployment as YAML: {e}")))?;
+    if !yaml.split('\n').any(edpm_core::excerpt::has_control) {
+        return Ok(yaml);
+    }
+    let json = serde_json::to_string_pretty(d)
+        .map_err(|e| AppError::failure(format!("cannot write the planned Deployment as JSON: {e}")))?;
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c != '\n' && edpm_core::excerpt::has_control(c.encode_utf8(&mut [0; 4])) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\n');
+    Ok(out)
 }
 
 /// `status plan`'s exit code, for scripts: 0 when there is something to apply (stdout holds
@@ -232,11 +263,13 @@ fn plan_yaml(steps: &[readiness::plan::Step]) -> Result<String, AppError> {
                 s.services.join(", ")
             )),
             (None, Some(d)) => {
-                let yaml = serde_saphyr::to_string(d)
-                    .map_err(|e| AppError::failure(format!("cannot write the planned Deployment as YAML: {e}")))?;
+                let yaml = planned_yaml(d)?;
                 text.push_str(&format!("---\n# NodeSet {}: {why}: {nodes}\n{yaml}", s.node_set));
             }
-            (None, None) => {}
+            (None, None) => {
+                let refused = edpm_core::excerpt::printable(s.refused.as_deref().unwrap_or("")).into_owned();
+                text.push_str(&format!("# NodeSet {}: {why}: {nodes}\n# not planned: {refused}\n", s.node_set));
+            }
         }
     }
     if steps.iter().all(|s| s.deployment.is_none()) {

@@ -285,6 +285,104 @@ fn one_unreadable_status_object_is_reported_and_the_rest_written() {
     assert!(err.contains(broken) && err.contains("cannot be read"), "{err}");
 }
 
+/// The controller with a Deployment whose `secretHashes` keys are no object names: it writes
+/// every NodeSet's status objects (it wrote none, retrying forever), never asks for such a
+/// name, and the Deployment's nodes read `SecretsCurrent` Unknown.
+#[test]
+fn a_hash_key_that_is_no_object_name_stops_no_write() {
+    let api = cluster();
+    super::kube::bad_hash_keys(&api);
+    let c = crate::controller::Controller::start(&api, &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && condition(&api, "edpm-compute-cell2-edpm-compute-5", "SecretsCurrent").is_none()
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if condition(&api, "edpm-compute-cell2-edpm-compute-5", "SecretsCurrent").is_none() {
+        let (_, _, err) = c.stop();
+        panic!("nothing written: {err}");
+    }
+    wait_for("both NodeSets written", Duration::from_secs(30), || {
+        condition(&api, "edpm-compute-cell1-edpm-compute-3", "Ready").is_some()
+            && condition(&api, "edpm-compute-cell2-edpm-compute-5", "SecretsCurrent")
+                .is_some_and(|c| c["reason"] == "InvalidEvidence")
+    });
+    assert!(api.object("EDPMNodeSetStatus", "edpm-compute-cell1").is_some());
+    assert!(api.object("EDPMNodeSetStatus", "edpm-compute-cell2").is_some());
+    super::kube::no_bad_name_asked(&api);
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// A node whose clock is two minutes behind, its agent renewing its Lease every second: the
+/// controller and `status show` judge the Lease by one rule (a duration after the earlier of
+/// its renewTime and when the controller saw it move) and agree: NodeAgentReady Unknown,
+/// AgentHeartbeatExpired, naming the clock. (The controller read it True, `status show`
+/// Unknown.)
+#[test]
+fn a_node_whose_clock_is_behind_reads_the_same_to_the_controller_and_status_show() {
+    let api = cluster();
+    let c = crate::controller::synced(&api);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    crate::controller::agent_reports(&api, object);
+    wait_for("the agent's Lease", Duration::from_secs(10), || api.object("Lease", object).is_some());
+    let renew = |api: &FakeApi| {
+        let behind = (jiff::Timestamp::now() - jiff::SignedDuration::from_secs(120))
+            .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string();
+        let mut lease = api.object("Lease", object).unwrap();
+        lease["spec"] =
+            json!({"holderIdentity": "edpm-compute-3", "leaseDurationSeconds": 40, "renewTime": behind});
+        api.put_replace(lease);
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = None;
+    while Instant::now() < deadline {
+        renew(&api);
+        let c = condition(&api, object, "NodeAgentReady");
+        if c.as_ref().is_some_and(|c| c["status"] != "True") {
+            seen = c;
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    // Renewed all along, and still not True to the controller.
+    for _ in 0..3 {
+        renew(&api);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let controller = condition(&api, object, "NodeAgentReady").unwrap();
+    assert!(seen.is_some(), "the controller reads it True: {controller}");
+    assert_eq!(
+        (controller["status"].as_str(), controller["reason"].as_str()),
+        (Some("Unknown"), Some("AgentHeartbeatExpired")),
+        "{controller}"
+    );
+    assert!(controller["message"].as_str().unwrap().contains("clock is behind"), "{controller}");
+    let kc = api.kubeconfig();
+    let out = crate::util::run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "status",
+            "show",
+            "--format",
+            "json",
+            "--no-nova",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let n = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == "edpm-compute-3").unwrap();
+    let show = n["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "NodeAgentReady").unwrap();
+    assert_eq!((&show["status"], &show["reason"]), (&controller["status"], &controller["reason"]), "{show}");
+    drop(c);
+}
+
 /// SIGTERM while the controller starts and the API server does not answer yet (every request
 /// hangs for 20 s): it stops as documented, exit 0 within the grace period and a second,
 /// saying why; it used to be ended by the signal's default action (no exit code), as the

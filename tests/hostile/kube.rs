@@ -475,3 +475,78 @@ fn leases_that_cannot_be_listed_make_the_agents_word_unknown_not_the_command_fai
     );
     assert!(agent["message"].as_str().unwrap().contains("edpm-node-lease"), "{agent}");
 }
+
+/// A completed Deployment of edpm-compute-cell2 alone whose `status.secretHashes` and
+/// `configMapHashes` hold keys that are no object names, beside one that is.
+pub fn bad_hash_keys(api: &crate::util::fake_api::FakeApi) {
+    api.put(json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+        "metadata": {"name": "edpm-deployment-bad-keys", "namespace": "openstack",
+            "creationTimestamp": "2026-11-03T10:00:00Z"},
+        "spec": {"nodeSets": ["edpm-compute-cell2"], "servicesOverride": ["ovn"]},
+        "status": {
+            "secretHashes": {"has space": "h1", "../x": "h2", "a?watch=true": "h3"},
+            "configMapHashes": {"a/../../b": "h5"},
+            "nodeSetConditions": {"edpm-compute-cell2": [
+                {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready",
+                    "message": "Deployment completed", "lastTransitionTime": "2026-11-03T10:30:00Z"},
+                {"type": "ServiceOvnDeploymentReady", "status": "True", "reason": "Ready",
+                    "message": "ready", "lastTransitionTime": "2026-11-03T10:30:00Z"}]},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "Setup complete",
+                "lastTransitionTime": "2026-11-03T10:30:00Z"}]}}));
+}
+
+/// No request path holds a name that is no object name, escaped or not.
+pub fn no_bad_name_asked(api: &crate::util::fake_api::FakeApi) {
+    for r in api.requests().iter().filter(|r| r.contains("/secrets") || r.contains("/configmaps")) {
+        for bad in ["has space", "has%20space", "..", "%2F", "watch", "%3F", "/b?", "/b "] {
+            assert!(!r.contains(bad) && !r.ends_with("/b"), "asked {r}");
+        }
+    }
+}
+
+/// A Deployment's `secretHashes`/`configMapHashes` key that is no object name (`has space`,
+/// `../x`, `a?watch=true`) is never put into a request path: `status show --source kube`
+/// answers for the whole data plane, the nodes of that Deployment read `SecretsCurrent`
+/// Unknown naming the key, and the other NodeSet is untouched. (It failed with exit 7,
+/// "invalid uri character", for everything.)
+#[test]
+fn a_hash_key_that_is_no_object_name_is_bad_input_of_its_deployments_nodes_only() {
+    let api = cluster();
+    bad_hash_keys(&api);
+    let kc = api.kubeconfig();
+    let out = run(
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "status",
+            "show",
+            "--format",
+            "json",
+            "--no-nova",
+        ],
+        &[NOW],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let secrets = |node: &str| {
+        let n = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == node).unwrap().clone();
+        n["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "SecretsCurrent").unwrap().clone()
+    };
+    let c = secrets("edpm-compute-5");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("Unknown"), Some("InvalidEvidence")),
+        "{c}"
+    );
+    let m = c["message"].as_str().unwrap();
+    for key in ["\"has space\"", "\"../x\"", "\"a?watch=true\"", "\"a/../../b\"", "edpm-deployment-bad-keys"]
+    {
+        assert!(m.contains(key), "{key}: {m}");
+    }
+    assert_ne!(secrets("edpm-compute-3")["reason"], "InvalidEvidence");
+    // The names that are names were read.
+    assert!(api.requests().iter().any(|r| r.contains("/secrets/")), "{:?}", api.requests());
+    no_bad_name_asked(&api);
+}

@@ -661,3 +661,25 @@ fn an_empty_expected_os_is_refused() {
         assert!(out.stderr.contains("node.yaml") && out.stderr.contains("expect.os"), "{}", out.stderr);
     }
 }
+
+/// A unit state of 900 KiB from systemctl (as a 1 MiB image name from podman) makes no such
+/// condition message: every message is bounded at 32 KiB, as `metav1.Condition` validates
+/// it, and says it was cut.
+#[test]
+fn a_huge_answer_makes_no_condition_message_past_32_kib() {
+    let n = Node::new();
+    let huge = UNITS
+        .replace("SubState=running", &format!("SubState={}", "x".repeat(900_000)))
+        .replace("ActiveState=active", "ActiveState=failed");
+    std::fs::write(n.dir.path().join("units.txt"), huge).unwrap();
+    let (_, v) = n.once(&n.config(""));
+    let mut cut = 0;
+    for c in v["conditions"].as_array().unwrap() {
+        let m = message(c);
+        assert!(m.len() <= 32 * 1024, "{}: a message of {} bytes", c["type"], m.len());
+        if m.contains(" bytes in all)") {
+            cut += 1;
+        }
+    }
+    assert!(cut > 0, "no message names the cut: {v}");
+}

@@ -348,7 +348,7 @@ fn recorded_runs(f: &Fixture, dir: &std::path::Path) -> Vec<Value> {
     let text =
         std::fs::read_to_string(dir.join("edpmnodestatus-edpm-compute-cell2-edpm-compute-5.yaml")).unwrap();
     let v: Value = serde_saphyr::from_str(&text).unwrap();
-    v["status"]["runs"].as_array().cloned().unwrap_or_default()
+    v["spec"]["record"]["runs"].as_array().cloned().unwrap_or_default()
 }
 
 /// The run history outlives the pods: when a Job's oldest pod is gone, the attempts recorded
@@ -407,6 +407,399 @@ fn an_impossible_job_count_is_named_as_such() {
         out.stderr
     );
     assert!(!out.stderr.contains("floating point"), "{}", out.stderr);
+}
+
+/// The rotation scenario (a rotated Secret delivered to 7 of 10 nodes), its batch's
+/// `ansibleLimit` replaced by `limit`: each node's `SecretsCurrent` status and reason.
+fn rotation_with_limit(limit: &str) -> Vec<(String, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        let text = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/rotation").join(f)).unwrap();
+        let text = text.replace(
+            "ansibleLimit: \"edpm-compute-0,edpm-compute-1,edpm-compute-2,edpm-compute-3,edpm-compute-4,edpm-compute-5,edpm-compute-6\"",
+            &format!("ansibleLimit: {}", serde_json::to_string(limit).unwrap()),
+        );
+        std::fs::write(dir.path().join(f), text).unwrap();
+    }
+    let out = run(
+        &["--source", dir.path().to_str().unwrap(), "status", "show", "--format", "json"],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let mut got: Vec<(String, String, String)> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let c = condition(n, "SecretsCurrent");
+            (
+                n["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap_or("").to_string(),
+                c["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+/// A rotation batch limited by a regular expression (`~edpm-compute-[0-6]$`, Python's
+/// `re.match`) covers the seven nodes it names, not all ten: the three left out stay stale
+/// (they read current when every `~regex` was taken as covering every node). A regular
+/// expression edpm-agent cannot evaluate makes the nodes Unknown (`LimitUnknown`), never
+/// current.
+#[test]
+fn an_ansible_limit_holding_a_regex_covers_what_ansible_selects() {
+    for limit in [
+        "~edpm-compute-[0-6]$",
+        "edpm-compute-[0-6]*",
+        "~edpm-compute-[0-9],!~.*[7-9]",
+        "all,!edpm-compute-[7-9]*",
+    ] {
+        let got = rotation_with_limit(limit);
+        assert_eq!(got.len(), 10, "{got:?}");
+        for (node, status, reason) in &got {
+            let left_out = ["edpm-compute-7", "edpm-compute-8", "edpm-compute-9"].contains(&node.as_str());
+            if left_out {
+                assert_eq!(status, "False", "{limit}: {node} {reason}");
+            } else {
+                assert_eq!(status, "True", "{limit}: {node} {reason}");
+            }
+        }
+    }
+    // Lookahead: outside what edpm-agent evaluates; the batch may have covered any node.
+    for limit in ["~edpm-compute-(?![7-9])", "@batch.txt"] {
+        for (node, status, reason) in rotation_with_limit(limit) {
+            assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "LimitUnknown"), "{limit}: {node}");
+        }
+    }
+}
+
+/// The rotation scenario with edpm-compute-8's status object claiming the rotated Secret was
+/// delivered to it by `deployment`, created at `created`: its `SecretsCurrent` status and
+/// reason.
+fn rotation_with_claim(deployment: &str, created: &str) -> (String, String) {
+    rotation_with_claim_in("spec", deployment, created)
+}
+
+/// [`rotation_with_claim`], the claim kept in the object's `place`: `spec` (`spec.record`,
+/// where edpm-agent keeps it) or `status` (which the node agent may patch).
+fn rotation_with_claim_in(place: &str, deployment: &str, created: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.path().join(f)).unwrap();
+    }
+    let rotated = "nd7h677h554h5dch566h5dh7ch5bdh65bh57bh5f6h597hddhf8h64dh557h598hd7hd9h658h596h5cfhd7h56h7h55fh5b8h9h564h5f7h57bh94q";
+    let delivered = json!([{"kind": "Secret", "name": "nova-cell1-compute-config", "hash": rotated,
+        "deployment": deployment, "created": created}]);
+    let mut claim = json!({"apiVersion": "agent.edpm.openstack.org/v1alpha1", "kind": "EDPMNodeStatus",
+        "metadata": {"name": "edpm-compute-edpm-compute-8", "namespace": "openstack"},
+        "spec": {"nodeSet": "edpm-compute", "nodeSetKind": "OpenStackDataPlaneNodeSet", "node": "edpm-compute-8"},
+        "status": {}});
+    if place == "spec" {
+        claim["spec"]["record"] = json!({"deliveredInputs": delivered});
+    } else {
+        // Where it was kept before issue 34, and where the node agent's RBAC lets it write.
+        claim["status"]["deliveredInputs"] = delivered;
+    }
+    std::fs::write(dir.path().join("claim.json"), claim.to_string()).unwrap();
+    let out = run(
+        &["--source", dir.path().to_str().unwrap(), "status", "show", "--format", "json"],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    let c = condition(&node_json(&out, "edpm-compute-8"), "SecretsCurrent");
+    (c["status"].as_str().unwrap_or("").to_string(), c["reason"].as_str().unwrap_or("").to_string())
+}
+
+/// A kept delivery is evidence only when it can be: one by a Deployment that never existed,
+/// dated 2099, made the stale edpm-compute-8 current for ever (no real Deployment could
+/// replace it); one naming a real Deployment under another date is no evidence either. A
+/// claim by a Deployment since deleted, dated before now, still counts (kept deliveries are
+/// for that), until a newer real Deployment replaces it.
+#[test]
+fn a_kept_delivery_dated_in_the_future_is_no_evidence() {
+    let stale = ("False".to_string(), "SecretsStale".to_string());
+    assert_eq!(rotation_with_claim("never-existed", "2099-01-01T00:00:00Z"), stale);
+    assert_eq!(rotation_with_claim("never-existed", "soon"), stale);
+    assert_eq!(
+        rotation_with_claim("rotate-batch-1", "2026-11-26T00:00:00Z"),
+        stale,
+        "a real name, another date"
+    );
+    // Before every real Deployment: the install (2026-10-01) replaces it.
+    assert_eq!(rotation_with_claim("deleted-batch", "2026-09-01T00:00:00Z"), stale);
+    // A since-deleted batch after the rotation, dated before now: kept evidence.
+    assert_eq!(
+        rotation_with_claim("deleted-batch", "2026-11-26T00:00:00Z"),
+        ("True".to_string(), "Ready".to_string())
+    );
+    // The same claim where the node agent can write (the status subresource): no evidence.
+    assert_eq!(rotation_with_claim_in("status", "deleted-batch", "2026-11-26T00:00:00Z"), stale);
+}
+
+/// The node agent's RBAC grants it the status subresource of its own object and nothing that
+/// changes the spec, where edpm-agent keeps what it trusts as delivery evidence.
+#[test]
+fn the_node_agent_cannot_write_what_is_trusted_as_delivery_evidence() {
+    let text = std::fs::read_to_string(repo().join("packaging/kubernetes/rbac-node-agent.yaml")).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let mut status_grant = false;
+    for d in docs.iter().filter(|d| d["kind"] == "Role") {
+        for rule in d["rules"].as_array().unwrap() {
+            let list = |k: &str| -> Vec<String> {
+                rule[k].as_array().unwrap().iter().filter_map(Value::as_str).map(String::from).collect()
+            };
+            let (resources, verbs) = (list("resources"), list("verbs"));
+            if resources.iter().any(|r| r == "edpmnodestatuses" || r == "*") {
+                assert!(
+                    verbs.iter().all(|v| ["get", "list", "watch"].contains(&v.as_str())),
+                    "the node agent may {verbs:?} {resources:?}: it could write spec.record"
+                );
+            }
+            status_grant |= resources.iter().any(|r| r == "edpmnodestatuses/status");
+        }
+    }
+    assert!(status_grant, "the node agent writes its conditions through the status subresource");
+}
+
+/// The rotation scenario with its NodeSet renamed `nodeset` and node `node`'s hostName
+/// `host_name`: `status plan`'s output.
+fn rotation_plan(nodeset: &str, node: &str, host_name: &str, format: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        let text = std::fs::read_to_string(repo().join("tests/fixtures/scenarios/rotation").join(f)).unwrap();
+        let text = text
+            .replace("  name: edpm-compute\n", &format!("  name: {nodeset}\n"))
+            .replace("[edpm-compute]", &format!("[{nodeset}]"))
+            .replace("{edpm-compute: h1}", &format!("{{{nodeset}: h1}}"))
+            .replace("    edpm-compute:\n", &format!("    {nodeset}:\n"))
+            .replace(
+                &format!("hostName: {node}\n"),
+                &format!("hostName: {}\n", serde_json::to_string(host_name).unwrap()),
+            );
+        std::fs::write(dir.path().join(f), text).unwrap();
+    }
+    run(
+        &["--source", dir.path().to_str().unwrap(), "status", "plan", "--format", format],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    )
+}
+
+/// Every Deployment `status plan` writes is one the API server takes and selects exactly the
+/// nodes meant: a valid 228-character NodeSet name gave a 240-character name ending in `-`; a
+/// host name holding a glob (`edpm-compute-*`) made its `ansibleLimit` select every host (it
+/// is refused now, naming the host); a bidi override in a host name landed raw in the YAML.
+#[test]
+fn status_plan_writes_only_valid_exact_and_printable_deployments() {
+    // A NodeSet name of 228 characters (a valid object name: labels of at most 63).
+    let long = format!("{}.{}.{}.{}", "a".repeat(56), "b".repeat(56), "c".repeat(56), "d".repeat(57));
+    assert_eq!(long.len(), 228);
+    let out = rotation_plan(&long, "edpm-compute-7", "edpm-compute-7", "json");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{v}");
+    for s in steps {
+        let name = s["deployment"]["metadata"]["name"].as_str().unwrap();
+        assert!(
+            name.len() <= 63
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !name.ends_with('-')
+                && !name.starts_with('-'),
+            "{name} ({} characters)",
+            name.len()
+        );
+    }
+    // A host named as a glob, among the stale nodes: Ansible takes a pattern that is a host's
+    // name as that host, so the limit selects exactly the three (as edpm-agent reads it now,
+    // which `limit_diff` holds to ansible-inventory); never the whole NodeSet.
+    let out = rotation_plan("edpm-compute", "edpm-compute-7", "edpm-compute-*", "json");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let limit = v["steps"][0]["deployment"]["spec"]["ansibleLimit"].as_str().unwrap().to_string();
+    let mut hosts: Vec<String> = (0..10).map(|i| format!("edpm-compute-{i}")).collect();
+    hosts[7] = "edpm-compute-*".into();
+    let shape = edpm_core::readiness::limit::Shape::new(vec![(
+        "edpm-compute".to_string(),
+        hosts.iter().map(String::as_str).collect(),
+    )]);
+    let selected = match edpm_core::readiness::limit::coverage(&limit, &shape) {
+        edpm_core::readiness::limit::Coverage::Hosts(h) => {
+            h.into_iter().collect::<std::collections::BTreeSet<_>>()
+        }
+        other => panic!("{limit}: {other:?}"),
+    };
+    assert_eq!(
+        selected,
+        ["edpm-compute-*", "edpm-compute-8", "edpm-compute-9"].iter().map(|s| s.to_string()).collect(),
+        "{limit}"
+    );
+    // A host name no limit can select alone (it holds the `,` that separates patterns):
+    // refused, naming it, and no Deployment planned for the gap.
+    let out = rotation_plan("edpm-compute", "edpm-compute-7", "edpm-compute-7,edpm-compute-0", "yaml");
+    assert_eq!(out.code, 3, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("host \"edpm-compute-7,edpm-compute-0\""), "{}", out.stderr);
+    assert!(out.stdout.contains("# not planned:"), "{}", out.stdout);
+    assert!(!out.stdout.contains("ansibleLimit:") && !out.stdout.contains("kind:"), "{}", out.stdout);
+    // A bidi override in a host name: escaped wherever it lands.
+    let out = rotation_plan("edpm-compute", "edpm-compute-8", "edpm-compute-8\u{202e}x", "yaml");
+    assert!(!edpm_core::excerpt::has_control(&out.stdout.replace('\n', "")), "{:?}", out.stdout);
+    assert!(!edpm_core::excerpt::has_control(&out.stderr.replace('\n', "")), "{:?}", out.stderr);
+    // What is printed is still the Deployment: it reads back with the character in place.
+    if out.code == 0 {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+        let limit =
+            docs.iter().filter_map(|d| d["spec"]["ansibleLimit"].as_str()).collect::<Vec<_>>().join(",");
+        assert!(limit.contains("edpm-compute-8\u{202e}x") || limit.is_empty(), "{limit:?}");
+    }
+}
+
+/// lib-common's hash of an Opaque Secret holding `data`.
+fn secret_hash(data: &[(String, String)]) -> String {
+    let map: std::collections::BTreeMap<String, Vec<u8>> =
+        data.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect();
+    edpm_core::objecthash::secret_parts(&map, &Default::default(), "Opaque")
+}
+
+/// Standard base64 with padding, for a Secret's `data`.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn secret_doc(name: &str, labels: Value, data: &[(String, String)]) -> Value {
+    let enc: serde_json::Map<String, Value> =
+        data.iter().map(|(k, v)| (k.clone(), json!(base64(v.as_bytes())))).collect();
+    json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "namespace": "openstack", "labels": labels}, "data": enc})
+}
+
+/// The rotation scenario plus upstream's TLS certificates of service ovn: a Secret per node
+/// (labelled `osdpns`, `osdp-service`, `osdp-service-cert-key`, `hostname`) and the packed
+/// `edpm-compute-ovn-default-certs-0` (keys `<ctlplane host>-tls.crt`, …), all recorded by a
+/// completed ovn Deployment; node `renewed`'s certificate then renewed by cert-manager
+/// (`renewed` None: as delivered). Writes them into `dir`.
+fn certs_scenario(dir: &std::path::Path, renewed: Option<usize>) {
+    for f in ["nodeset.yaml", "services.yaml", "deployments.yaml"] {
+        std::fs::copy(repo().join("tests/fixtures/scenarios/rotation").join(f), dir.join(f)).unwrap();
+    }
+    let crt = |n: usize| if Some(n) == renewed { format!("crt-{n}-renewed") } else { format!("crt-{n}") };
+    let mut docs = Vec::new();
+    let mut hashes = serde_json::Map::new();
+    let mut packed = Vec::new();
+    for n in 0..10 {
+        let host = format!("edpm-compute-{n}");
+        let name = format!("cert-ovn-default-{host}");
+        let data = vec![("tls.crt".to_string(), crt(n)), ("tls.key".to_string(), format!("key-{n}"))];
+        let labels = json!({"osdpns": "edpm-compute", "osdp-service": "ovn", "osdp-service-cert-key": "default", "hostname": host});
+        docs.push(secret_doc(&name, labels, &data));
+        let delivered =
+            vec![("tls.crt".to_string(), format!("crt-{n}")), ("tls.key".to_string(), format!("key-{n}"))];
+        hashes.insert(name, json!(secret_hash(&delivered)));
+        packed.push((format!("{host}.ctlplane.example.com-tls.crt"), crt(n)));
+        packed.push((format!("{host}.ctlplane.example.com-tls.key"), format!("key-{n}")));
+        packed.push((format!("{host}.ctlplane.example.com-ca.crt"), "ca".to_string()));
+    }
+    let delivered: Vec<(String, String)> =
+        packed.iter().map(|(k, v)| (k.clone(), v.replace("-renewed", ""))).collect();
+    hashes.insert("edpm-compute-ovn-default-certs-0".into(), json!(secret_hash(&delivered)));
+    docs.push(secret_doc(
+        "edpm-compute-ovn-default-certs-0",
+        json!({"numberOfSecrets": "1", "secretNumber": "0"}),
+        &packed,
+    ));
+    docs.push(json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+        "metadata": {"name": "certs-ovn", "namespace": "openstack", "creationTimestamp": "2026-11-26T00:00:00Z"},
+        "spec": {"nodeSets": ["edpm-compute"], "servicesOverride": ["ovn"]},
+        "status": {"secretHashes": hashes, "deployed": true, "nodeSetConditions": {"edpm-compute": [
+            {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready", "message": "NodeSet Ready",
+                "lastTransitionTime": "2026-11-26T00:30:00Z"},
+            {"type": "ServiceOvnDeploymentReady", "status": "True", "reason": "Ready", "message": "ready",
+                "lastTransitionTime": "2026-11-26T00:30:00Z"}]}}}));
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": docs});
+    std::fs::write(dir.join("certs.json"), list.to_string()).unwrap();
+}
+
+/// Each node's `SecretsCurrent` (status, message) on a directory source.
+fn secrets_by_node(dir: &std::path::Path) -> std::collections::BTreeMap<String, (String, String)> {
+    let out = run(
+        &["--source", dir.to_str().unwrap(), "status", "show", "--format", "json"],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let c = condition(n, "SecretsCurrent");
+            (
+                n["name"].as_str().unwrap().to_string(),
+                (
+                    c["status"].as_str().unwrap_or("").to_string(),
+                    c["message"].as_str().unwrap_or("").to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// cert-manager renews one node's certificate: that node is stale, not its NodeSet (every
+/// renewal turned every covered node stale, and `status plan` redeployed them all). Per-node
+/// certificate Secrets are told by their labels and delivered to their host alone; of the
+/// packed Secret, a node's share is its own keys (known once a status object noted them).
+#[test]
+fn a_certificate_renewed_for_one_node_makes_that_node_stale_not_its_nodeset() {
+    let dir = tempfile::tempdir().unwrap();
+    // As delivered: the nodes the rotation reached are current, certificates and all, and
+    // one status report notes each node's share of the packed Secret.
+    certs_scenario(dir.path(), None);
+    let before = secrets_by_node(dir.path());
+    assert_eq!(before["edpm-compute-4"].0, "True", "{:?}", before["edpm-compute-4"]);
+    assert!(!before["edpm-compute-4"].1.contains("edpm-compute-5"), "{:?}", before["edpm-compute-4"]);
+    let objects = dir.path().join("objects");
+    let out = run(
+        &[
+            "--source",
+            dir.path().to_str().unwrap(),
+            "status",
+            "report",
+            "--status-dir",
+            objects.to_str().unwrap(),
+        ],
+        &[("EDPM_AGENT_NOW", "2026-11-27T12:00:00Z")],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // edpm-compute-4's certificate renewed, in its own Secret and in the packed one.
+    certs_scenario(dir.path(), Some(4));
+    let after = secrets_by_node(dir.path());
+    let (status, message) = &after["edpm-compute-4"];
+    assert_eq!(status, "False", "{message}");
+    assert!(message.contains("cert-ovn-default-edpm-compute-4"), "{message}");
+    assert!(message.contains("edpm-compute-ovn-default-certs-0"), "{message}");
+    for n in [0, 1, 2, 3, 5, 6] {
+        let (status, message) = &after[&format!("edpm-compute-{n}")];
+        assert_eq!(status, "True", "edpm-compute-{n}: {message}");
+    }
+    // The nodes the rotation left out are stale for that alone.
+    let (status, message) = &after["edpm-compute-8"];
+    assert_eq!(status, "False");
+    assert!(!message.contains("cert-ovn"), "{message}");
+    assert!(!message.contains("certs-0"), "{message}");
 }
 
 /// A pod whose `creationTimestamp` cannot be read does not take attempt number 1: the newest

@@ -21,7 +21,7 @@ pub trait AgentApi {
     /// Applies the agent's conditions to its object's status.
     fn apply_status(&self, conditions: &[Condition]) -> impl std::future::Future<Output = Result<(), Error>>;
     /// The images the cluster says were last deployed to this node: the values of its
-    /// object's `status.containerImages` (`status report` and the controller keep them).
+    /// object's `spec.record.containerImages` (`status report` and the controller keep them).
     fn deployed_images(&self) -> impl std::future::Future<Output = Result<Vec<String>, Error>>;
     /// Renews its Lease at `now` for `duration`.
     fn renew_lease(
@@ -151,7 +151,7 @@ impl AgentApi for NodeObjects {
         let action =
             format!("reading the images deployed to this node from {} {}", api::NODE_KIND, self.object);
         let obj = self.client().within_time(a.get(&self.object)).await.map_err(|e| self.error(action, &e))?;
-        let images = obj.data["status"]["containerImages"].as_object().into_iter().flatten();
+        let images = obj.data["spec"]["record"]["containerImages"].as_object().into_iter().flatten();
         Ok(images.filter_map(|(_, v)| v["value"].as_str().map(String::from)).collect())
     }
 

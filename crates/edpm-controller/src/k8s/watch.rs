@@ -134,7 +134,9 @@ impl Stores {
                 .keys()
                 .map(|n| ("Secret", n))
                 .chain(d.status.config_map_hashes.keys().map(|n| ("ConfigMap", n)));
-            for (kind, name) in names {
+            // A key that is no object name is never asked for (readiness names it as bad input
+            // on that Deployment's nodes).
+            for (kind, name) in names.filter(|(_, n)| edpm_core::validate::is_dns1123_subdomain(n)) {
                 out.entry((kind, name.clone())).or_default().extend(d.spec.node_sets.iter().cloned());
             }
         }

@@ -124,8 +124,40 @@ pub struct Condition {
     pub last_transition_time: Time,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// At most 32768 bytes, as metav1.Condition's message: a longer one is cut, with a marker.
+    // Bounded when built, set, carried or written (`bound_message`, MAX_MESSAGE_BYTES).
+    #[serde(default, skip_serializing_if = "String::is_empty", serialize_with = "serialize_bounded")]
+    #[schemars(length(max = 32768))]
     pub message: String,
+}
+
+/// The longest condition message, in bytes: `metav1.Condition` validates `message` at 32768
+/// (`maxLength: 32768`; the API server refuses a longer one in a type that uses it), and a
+/// message of input (a 1 MiB image name from podman) must not make a 1 MiB status write.
+pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+
+/// `message` cut to [`MAX_MESSAGE_BYTES`] on a character boundary, the cut marked with how
+/// long the whole was: `… (cut: 1048600 bytes in all)`; unchanged when it fits.
+pub fn bound_message(message: &mut String) {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return;
+    }
+    let marker = format!("… (cut: {} bytes in all)", message.len());
+    let mut end = MAX_MESSAGE_BYTES - marker.len();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message.truncate(end);
+    message.push_str(&marker);
+}
+
+fn serialize_bounded<S: serde::Serializer>(message: &str, s: S) -> Result<S::Ok, S::Error> {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return s.serialize_str(message);
+    }
+    let mut m = message.to_string();
+    bound_message(&mut m);
+    s.serialize_str(&m)
 }
 
 impl Condition {
@@ -147,13 +179,15 @@ impl Condition {
         reason: &str,
         message: impl Into<String>,
     ) -> Condition {
+        let mut message = message.into();
+        bound_message(&mut message);
         Condition {
             type_: type_.to_string(),
             status,
             severity,
             last_transition_time: Time(0),
             reason: reason.to_string(),
-            message: message.into(),
+            message,
         }
     }
 
@@ -330,6 +364,7 @@ impl Conditions {
     /// lib-common `Set`: adds or replaces the condition of `c.type_`. Its
     /// `lastTransitionTime` is the old one when nothing but the time changed, else `now`.
     pub fn set(&mut self, mut c: Condition, now: Time) {
+        bound_message(&mut c.message);
         match self.0.iter_mut().find(|x| x.type_ == c.type_) {
             Some(old) => {
                 c.last_transition_time = if !c.differs_from(old) {
@@ -369,6 +404,9 @@ impl Conditions {
         let mut out = fresh;
         let mut stamped = Vec::new();
         for c in &mut out {
+            // A message joined from several (or read from another writer) is bounded here,
+            // before it is compared with what was stored (bounded when it was written).
+            bound_message(&mut c.message);
             let old = previous.get(&c.type_);
             c.last_transition_time = match old {
                 Some(o) if !c.differs_from(o) => o.last_transition_time,
@@ -437,6 +475,32 @@ mod tests {
 
     fn t(s: i64) -> Time {
         Time(s)
+    }
+
+    #[test]
+    fn a_message_is_bounded_at_32_kib_with_a_marker() {
+        // A 1 MiB image name, with a multi-byte character across the cut.
+        let huge = format!("container nova_compute runs {}é{}", "a".repeat(32_700), "b".repeat(1 << 20));
+        let c = Condition::because("X", &ERROR, huge.clone());
+        assert!(c.message.len() <= MAX_MESSAGE_BYTES, "{}", c.message.len());
+        assert!(
+            c.message.ends_with(&format!("… (cut: {} bytes in all)", huge.len())),
+            "{}",
+            &c.message[32_000..]
+        );
+        assert!(huge.starts_with(c.message.split('…').next().unwrap()));
+        // Whatever was built another way is bounded when set, carried or written.
+        let raw = Condition { message: huge.clone(), ..Condition::because("Y", &ERROR, "") };
+        let json = serde_json::to_string(&raw).unwrap();
+        assert!(json.len() < MAX_MESSAGE_BYTES + 200, "{}", json.len());
+        let carried = Conditions::carry_times(vec![raw.clone()], &Conditions::default(), t(5));
+        assert_eq!(carried.0[0].message, c.message);
+        let mut set = Conditions::default();
+        set.set(raw, t(5));
+        assert_eq!(set.0[0].message, c.message);
+        // A message at the bound is kept whole.
+        let fits = "m".repeat(MAX_MESSAGE_BYTES);
+        assert_eq!(Condition::because("X", &ERROR, fits.clone()).message, fits);
     }
 
     /// A False condition of any severity: the rules hold for whatever a list holds.

@@ -140,10 +140,12 @@ reasons! {
     NO_INPUTS_DELIVERED = "NoInputsDelivered", Readiness, Unknown,
         "no completed Deployment that covered the node recorded the Secrets and ConfigMaps it delivered";
 
+    LIMIT_UNKNOWN = "LimitUnknown", Readiness, Unknown,
+        "a completed (or failed) Deployment that may have covered the node has an `ansibleLimit` edpm-agent cannot evaluate exactly as Ansible does (`@file`, a regular expression outside what Python and edpm-agent read alike, a subscript Ansible refuses, a limit ansible-runner splits into several words): whether it ran on the node cannot be told, so a service it ran, `VersionCurrent` and `SecretsCurrent` read Unknown, naming the Deployment, its limit and why";
     NOT_DEPLOYED = "NotDeployed", Readiness, False(Info),
         "no OpenStackDataPlaneDeployment has deployed the service on this node yet";
     INVALID_EVIDENCE = "InvalidEvidence", Readiness, Unknown,
-        "a Deployment that runs the service on this node has a `creationTimestamp` that is not a time, so which Deployment ran last cannot be told; the message names it";
+        "a Deployment that runs the service on this node has a `creationTimestamp` that is not a time, so which Deployment ran last cannot be told; or (`SecretsCurrent`) a Deployment that covered the node recorded a `secretHashes`/`configMapHashes` key that is no object name, which is never asked for; the message names it";
     CONFIG_DRIFT = "ConfigDrift", Readiness, False(Warning),
         "a phase, and its NodeSet rollup: the NodeSet changed (`configHash`, or `bmhRefHash` when provisioned) since the Deployment that last completed on it; run a new Deployment";
 
@@ -165,7 +167,7 @@ reasons! {
 
     // Readiness: the node agent's conditions, when its Lease cannot vouch for them.
     AGENT_HEARTBEAT_EXPIRED = "AgentHeartbeatExpired", Readiness, Unknown,
-        "the node agent's conditions: its Lease expired, so its last report is no evidence any more";
+        "the node agent's conditions: its Lease expired (a duration after the earlier of its `renewTime` and when the controller saw it move), so its last report is no evidence any more: the agent stopped, or the node's clock is behind by more than the Lease lasts";
     AGENT_CLOCK_SKEW = "AgentClockSkew", Readiness, Unknown,
         "the node agent's conditions: its Lease's `renewTime` is further ahead of this clock than the Lease lasts: a clock is wrong (check NTP on the node)";
     AGENT_LEASE_UNREADABLE = "AgentLeaseUnreadable", Readiness, Unknown,
@@ -217,7 +219,7 @@ reasons! {
     HEALTHCHECK_STARTING = "HealthcheckStarting", NodeAgent, False(Info),
         "`Service<Camel>RuntimeReady`: a container's health check is still starting";
     IMAGE_MISMATCH = "ImageMismatch", NodeAgent, False(Warning),
-        "`Service<Camel>RuntimeReady`: a container runs another image than the one of its repository last deployed to the node (the node's `EDPMNodeStatus` `status.containerImages`): a container restarted on a stale image after a failed update, say";
+        "`Service<Camel>RuntimeReady`: a container runs another image than the one of its repository last deployed to the node (the node's `EDPMNodeStatus` `spec.record.containerImages`): a container restarted on a stale image after a failed update, say";
 }
 
 /// The reason named `name`, if edpm-agent writes it.

@@ -208,7 +208,7 @@ pub struct Facts {
     /// container → podman's view.
     pub containers: Result<BTreeMap<String, ContainerState>, String>,
     /// The images the cluster says were last deployed to this node (its `EDPMNodeStatus`
-    /// `status.containerImages`); `None` when not known (not asked, or not answered).
+    /// `spec.record.containerImages`); `None` when not known (not asked, or not answered).
     pub deployed_images: Option<Vec<String>>,
 }
 

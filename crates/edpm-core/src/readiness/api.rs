@@ -93,6 +93,12 @@ pub struct EdpmNodeStatusSpec {
     /// The node's `hostName`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub host_name: String,
+    /// What edpm-agent keeps of the node so it outlives the Deployments: its last runs and
+    /// what was last deployed and delivered to it. In the spec, which the node agent cannot
+    /// write (it may patch only the status subresource), so it is evidence the agent cannot
+    /// forge.
+    #[serde(default, skip_serializing_if = "crate::snapshot::evidence::NodeRecord::is_empty")]
+    pub record: crate::snapshot::evidence::NodeRecord,
 }
 
 /// The status both writers share: conditions keyed by type.
@@ -105,28 +111,6 @@ pub struct NodeStatus {
     #[serde(default)]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Conditions,
-    /// The node's last runs (at most 20), oldest first: Deployment, service, Job,
-    /// attempt, result, finish time and failed task. edpm-agent keeps it from what it sees of
-    /// the Jobs' pods and from this list itself, so it outlives the Deployments.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
-    pub runs: Vec<crate::snapshot::evidence::NodeRun>,
-    /// The OpenStack version last deployed to the node (the OpenStackVersion's target when
-    /// the newest completed Deployment that covered the node and ran an `update` or
-    /// `update-services` service finished; else its newest completed full Deployment's), and
-    /// that Deployment. Kept, so it outlives the Deployment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deployed_version: Option<crate::snapshot::evidence::Stamp>,
-    /// Image field (`OvnControllerImage`) → the image last deployed to the node for it, and the
-    /// Deployment that deployed it.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub container_images: std::collections::BTreeMap<String, crate::snapshot::evidence::Stamp>,
-    /// The Secrets and ConfigMaps last delivered to the node: name, the hash the delivering
-    /// Deployment recorded (lib-common's, never contents), the Deployment, and since when the
-    /// object differs. Kept, so it outlives the Deployments.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
-    pub delivered_inputs: Vec<crate::snapshot::evidence::Delivery>,
 }
 
 /// How many runs a node's history keeps (the CRD's description says 20 too).

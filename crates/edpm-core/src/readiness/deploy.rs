@@ -11,7 +11,7 @@ use crate::condition::reasons::BACKOFF_LIMIT_EXCEEDED;
 use crate::condition::{Condition, Conditions, Status, Time};
 use crate::snapshot::evidence::{Deployment, Evidence, ExecutionSummary, NodeSetStatus};
 
-use super::limit::Limit;
+use super::limit::{Coverage, Covers, Limits};
 
 /// One Deployment's run on one NodeSet.
 #[derive(Debug)]
@@ -21,7 +21,8 @@ pub struct Run<'a> {
     pub order: (Option<Time>, Time, &'a str),
     /// Services in the order they run: `servicesOverride`, else the NodeSet's.
     pub services: Vec<&'a str>,
-    pub limit: Option<Limit>,
+    /// What its `ansibleLimit` selects (`None`: no limit, every host).
+    pub limit: Option<&'a Coverage>,
     pub limit_text: Option<&'a str>,
     /// `nodeSetConditions[<nodeset>]`; `None` when the Deployment has no status yet.
     pub conds: Option<&'a Conditions>,
@@ -100,8 +101,15 @@ impl<'a> Run<'a> {
         self.conds.and_then(|c| c.get(crate::condition::types::NODESET_DEPLOYMENT_READY))
     }
 
-    pub fn covers(&self, names: &[&str]) -> bool {
-        self.limit.as_ref().is_none_or(|l| l.covers(names))
+    /// Whether the run covered the host of inventory hostname `host`.
+    pub fn covers(&self, host: &str) -> Covers<'a> {
+        self.limit.map_or(Covers::Yes, |l| l.covers(host))
+    }
+
+    /// The words naming this run's limit, for a message: `Deployment x's ansibleLimit "…"`.
+    pub fn limit_words(&self) -> String {
+        let limit = crate::excerpt::echo(&crate::excerpt::printable(self.limit_text.unwrap_or(""))).debug();
+        format!("Deployment {}'s ansibleLimit {limit}", self.name)
     }
 
     pub fn runs(&self, service: &str) -> bool {
@@ -136,12 +144,14 @@ pub fn runs<'a>(
     nodeset: &'a str,
     status: Option<&'a NodeSetStatus>,
     services: &'a [String],
+    limits: &'a Limits,
 ) -> Vec<Run<'a>> {
     let mut out: Vec<Run<'a>> = evidence
         .deployments
         .iter()
-        .filter(|d| d.spec.node_sets.iter().any(|n| n == nodeset))
-        .map(|d| deployment_run(d, nodeset, status, services))
+        .enumerate()
+        .filter(|(_, d)| d.spec.node_sets.iter().any(|n| n == nodeset))
+        .map(|(i, d)| deployment_run(d, nodeset, status, services, limits.of(i)))
         .collect();
     // Deployments known only from the NodeSet's copies (the Deployment objects were not read).
     if let Some(s) = status {
@@ -179,6 +189,7 @@ fn deployment_run<'a>(
     nodeset: &str,
     status: Option<&'a NodeSetStatus>,
     services: &'a [String],
+    limit: Option<&'a Coverage>,
 ) -> Run<'a> {
     let own = d.status.node_set_conditions.get(nodeset);
     let copy = status.and_then(|s| s.deployment_statuses.get(&d.id.name));
@@ -216,8 +227,8 @@ fn deployment_run<'a>(
         name: &d.id.name,
         order: (created, updated, &d.id.name),
         services: list,
-        limit: d.spec.ansible_limit.as_deref().and_then(Limit::parse),
-        limit_text: d.spec.ansible_limit.as_deref().filter(|l| Limit::parse(l).is_some()),
+        limit: limit.filter(|c| **c != Coverage::All),
+        limit_text: d.spec.ansible_limit.as_deref(),
         conds,
         all_conds: d.status.node_set_conditions.values().collect(),
         summaries,

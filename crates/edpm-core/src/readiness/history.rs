@@ -16,11 +16,12 @@ impl<'a> GroupContext<'a> {
     pub(super) fn history(&self, m: &Member, previous: &[NodeRun]) -> Vec<NodeRun> {
         let names = member_names(m);
         let named = |list: &[String]| list.iter().any(|h| names.contains(&h.as_str()));
-        let limit_names = self.limit_names(m);
+        let host = m.inventory_hostname();
         let mut seen: Vec<NodeRun> = Vec::new();
         for &(service, deployment, job) in &self.own_jobs {
             let attempts = self.jobs.attempts(&job.id.name);
-            let covered = self.runs.iter().find(|r| r.name == deployment).map(|r| r.covers(&limit_names));
+            let covered =
+                self.runs.iter().find(|r| r.name == deployment).map(|r| r.covers(host) == limit::Covers::Yes);
             // Attempts are numbered from the Job's own count of ended pods, not from the pods
             // still there: when the oldest pod is gone, the others keep their numbers. Each
             // attempt's place is among every ended pod (one without a summary, an OOM kill,

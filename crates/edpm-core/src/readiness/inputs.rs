@@ -10,7 +10,7 @@
 //! outlives the Deployments. Only names and hashes are kept or printed, never contents.
 
 use super::*;
-use crate::condition::reasons::{NO_INPUTS_DELIVERED, SECRETS_STALE};
+use crate::condition::reasons::{INVALID_EVIDENCE, NO_INPUTS_DELIVERED, SECRETS_STALE};
 use crate::condition::types::{NODESET_SECRETS_CURRENT, SECRETS_CURRENT};
 use crate::snapshot::evidence::Delivery;
 
@@ -69,6 +69,79 @@ fn hash_now(snap: &Snapshot, kind: &str, name: &str) -> Option<String> {
     }
 }
 
+/// A node's part of a Secret a Deployment recorded, as upstream's TLS code makes them
+/// (openstack-operator `internal/dataplane/cert.go` at 84322c77, `EnsureTLSCerts`):
+/// - each node's certificate of a service is a Secret of its own, labelled `osdpns` (the
+///   NodeSet), `osdp-service`, `osdp-service-cert-key` and `hostname` (the node's `hostName`),
+///   and `internal/dataplane/hashes.go` records every such Secret of the NodeSet, selected by
+///   those labels: one labelled for another host is not this node's at all, and its renewal
+///   leaves this node current;
+/// - the certificates are mounted packed into `<nodeset>-<service>-<cert>-certs-<n>` (labels
+///   `numberOfSecrets`, `secretNumber`; keys `<ctlplane host name>-tls.crt`, `-tls.key`,
+///   `-ca.crt`), which older upstream recorded instead: a node's share is its own keys, those
+///   whose host name's first label is its `hostName`'s (upstream's common name is that label).
+///
+/// What this relies on: those four labels as upstream writes them (not the name form, which
+/// is `cert-<hash>` when too long), and the packed keys' `<host>-tls.crt|tls.key|ca.crt` form.
+/// A Secret that is not in the snapshot (deleted, unreadable) is the node's whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Share {
+    /// Every key is the node's (any other Secret or ConfigMap).
+    Whole,
+    /// Not delivered to this node: a certificate labelled for another host, or a packed
+    /// Secret holding none of its keys.
+    None,
+    /// These keys of a packed Secret.
+    Keys(Vec<String>),
+}
+
+const CERT_LABELS: [&str; 4] = ["osdpns", "osdp-service", "osdp-service-cert-key", "hostname"];
+const CERT_KEY_SUFFIXES: [&str; 3] = ["-tls.crt", "-tls.key", "-ca.crt"];
+
+/// The first label of a host name, lower case: what upstream's common name is.
+fn short(host: &str) -> String {
+    host.split('.').next().unwrap_or(host).to_ascii_lowercase()
+}
+
+/// Node `host_name`'s share of `kind`/`name` (see [`Share`]).
+pub(super) fn share(snap: &Snapshot, kind: &str, name: &str, host_name: &str) -> Share {
+    if kind != "Secret" {
+        return Share::Whole;
+    }
+    let Some(secret) = snap.secrets.iter().find(|s| s.id.name == name) else { return Share::Whole };
+    let labels = &secret.meta.labels;
+    if CERT_LABELS.iter().all(|l| labels.contains_key(*l)) {
+        let theirs = labels.get("hostname").map(String::as_str).unwrap_or("");
+        return if theirs.eq_ignore_ascii_case(host_name) { Share::Whole } else { Share::None };
+    }
+    let packed = labels.contains_key("numberOfSecrets")
+        && !secret.body.data.is_empty()
+        && secret.body.data.keys().all(|k| CERT_KEY_SUFFIXES.iter().any(|x| k.ends_with(x)));
+    if !packed {
+        return Share::Whole;
+    }
+    let mine = short(host_name);
+    let keys: Vec<String> = secret
+        .body
+        .data
+        .keys()
+        .filter(|k| {
+            CERT_KEY_SUFFIXES.iter().any(|x| k.strip_suffix(x).is_some_and(|base| short(base) == mine))
+        })
+        .cloned()
+        .collect();
+    if keys.is_empty() { Share::None } else { Share::Keys(keys) }
+}
+
+/// The hash of `keys` of Secret `name` as it is now (lib-common's hash of a Secret holding
+/// only them); `None` when the snapshot does not have it.
+fn share_hash(snap: &Snapshot, name: &str, keys: &[String]) -> Option<String> {
+    let s = snap.secrets.iter().find(|s| s.id.name == name)?;
+    let data: BTreeMap<String, Vec<u8>> =
+        s.body.data.iter().filter(|(k, _)| keys.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    Some(crate::objecthash::secret_parts(&data, &BTreeMap::new(), &s.body.type_))
+}
+
 /// Whether `candidate` replaces the kept delivery of the same object (`version::replaces`).
 fn replaces(candidate: &Delivery, kept: &Delivery) -> bool {
     super::version::replaces(
@@ -81,7 +154,7 @@ fn replaces(candidate: &Delivery, kept: &Delivery) -> bool {
 /// evidence is what upstream recorded delivering.
 pub(super) const HOLDING: Holding = Holding {
     ty: SECRETS_CURRENT,
-    node: |cx, _, held| cx.secrets_current(held.delivered),
+    node: |cx, m, held| cx.secrets_current(m, held.delivered),
     nodeset: |cx, nodes| (cx.nodeset_secrets_current(nodes), cx.upstream_inputs(nodes)),
 };
 
@@ -99,10 +172,15 @@ impl<'a> GroupContext<'a> {
     /// what its status object kept; each marked with when it was first seen to differ (`now`
     /// for a difference not recorded before).
     pub(super) fn delivered(&self, m: &Member, kept: &[Delivery], now: Time) -> Vec<Delivery> {
-        let names = self.limit_names(m);
-        let mut out: BTreeMap<(String, String), Delivery> =
-            kept.iter().map(|d| ((d.kind.clone(), d.name.clone()), d.clone())).collect();
-        for (i, d) in self.completed_on(&names) {
+        // What was kept is evidence only where it can be (`version::admissible`): not a
+        // delivery dated in the future, nor one naming a real Deployment with another date.
+        let deployments = &self.snap.evidence.deployments;
+        let mut out: BTreeMap<(String, String), Delivery> = kept
+            .iter()
+            .filter(|d| super::version::admissible(deployments, &d.deployment, d.created.as_deref(), now))
+            .map(|d| ((d.kind.clone(), d.name.clone()), d.clone()))
+            .collect();
+        for (i, d) in self.completed_on(m.inventory_hostname()) {
             // A full Deployment delivers every input of the NodeSet (upstream replaces its
             // NodeSet-wide map then): what it did not record, and an older Deployment did, is
             // no longer an input of this node.
@@ -124,6 +202,9 @@ impl<'a> GroupContext<'a> {
                 .map(|(n, h)| ("Secret", n, h))
                 .chain(d.status.config_map_hashes.iter().map(|(n, h)| ("ConfigMap", n, h)));
             for (kind, name, hash) in recorded {
+                if share(self.snap, kind, name, &m.host_name.value) == Share::None {
+                    continue;
+                }
                 let candidate = Delivery {
                     kind: kind.to_string(),
                     name: name.clone(),
@@ -131,6 +212,7 @@ impl<'a> GroupContext<'a> {
                     deployment: self.runs[i].name.to_string(),
                     created: d.meta.creation_timestamp.clone(),
                     stale_since: None,
+                    share: None,
                 };
                 let key = (kind.to_string(), name.clone());
                 match out.get(&key) {
@@ -144,8 +226,27 @@ impl<'a> GroupContext<'a> {
             }
         }
         let mut list: Vec<Delivery> = out.into_values().collect();
-        for d in &mut list {
-            let differs = self.hash_now(&d.kind, &d.name).is_none_or(|h| h != d.hash);
+        // Kept ones too: a certificate of another host is not this node's.
+        list.retain(|d| share(self.snap, &d.kind, &d.name, &m.host_name.value) != Share::None);
+        self.mark(m, &mut list, now);
+        list
+    }
+
+    /// Notes on each of node `m`'s deliveries its share (a packed Secret) and since when it
+    /// differs (`now` for a difference not recorded before).
+    fn mark(&self, m: &Member, list: &mut [Delivery], now: Time) {
+        for d in list {
+            let whole_current = self.hash_now(&d.kind, &d.name).is_some_and(|h| h == d.hash);
+            // A packed Secret: the node's own keys as delivered, noted while the whole is what
+            // was delivered; kept after.
+            if let Share::Keys(keys) = share(self.snap, &d.kind, &d.name, &m.host_name.value) {
+                if whole_current {
+                    d.share = share_hash(self.snap, &d.name, &keys);
+                }
+            } else {
+                d.share = None;
+            }
+            let differs = self.state(m, d) != InputState::Current;
             // Kept for the status object: the evidence's time, else the time first noted.
             d.stale_since = match (differs, d.stale_since.take()) {
                 (false, _) => None,
@@ -154,7 +255,6 @@ impl<'a> GroupContext<'a> {
                 }
             };
         }
-        list
     }
 
     /// When the evidence says the object changed after it was delivered: the creation of the
@@ -183,19 +283,41 @@ impl<'a> GroupContext<'a> {
             .min_by_key(|(t, _)| Time::parse(t))
     }
 
+    /// A delivery's state on node `m`: the object now against the hash delivered; for a
+    /// packed certificate Secret, the node's own keys against their hash when delivered.
+    fn state(&self, m: &Member, d: &Delivery) -> InputState {
+        match self.hash_now(&d.kind, &d.name) {
+            None => InputState::Gone,
+            Some(h) if h == d.hash => InputState::Current,
+            Some(_) => match (share(self.snap, &d.kind, &d.name, &m.host_name.value), &d.share) {
+                (Share::Keys(keys), Some(kept))
+                    if share_hash(self.snap, &d.name, &keys).as_ref() == Some(kept) =>
+                {
+                    InputState::Current
+                }
+                _ => InputState::Stale,
+            },
+        }
+    }
+
     /// `SecretsCurrent`: every delivered input as it is now (not a member of `Ready`: a node
     /// holding a rotated credential may still work until the old one is revoked).
-    pub(super) fn secrets_current(&self, delivered: &[Delivery]) -> (Condition, Vec<String>) {
+    pub(super) fn secrets_current(&self, m: &Member, delivered: &[Delivery]) -> (Condition, Vec<String>) {
         let mut ev = Vec::new();
         let mut stale = Vec::new();
         // Since when the first of them differs, as the evidence says (none: unknown).
         let mut since: Option<Time> = None;
+        let mut bad = Vec::new();
         for d in delivered {
-            let state = match self.hash_now(&d.kind, &d.name) {
-                None => InputState::Gone,
-                Some(h) if h == d.hash => InputState::Current,
-                Some(_) => InputState::Stale,
-            };
+            // A recorded key that is no object name was never asked for (it would go into a
+            // request path): bad input of the Deployment that recorded it, on its nodes only.
+            if !crate::validate::is_dns1123_subdomain(&d.name) {
+                let line = bad_key(d);
+                ev.push(line.clone());
+                bad.push(line);
+                continue;
+            }
+            let state = self.state(m, d);
             // No `name: value` shape: the redactor would read a Secret named `…-secret` as a key.
             let mut line =
                 format!("{} {}, delivered by Deployment {}, {}", d.kind, d.name, d.deployment, state.words());
@@ -219,6 +341,13 @@ impl<'a> GroupContext<'a> {
                 "no completed Deployment that covered this node recorded the Secrets and ConfigMaps it delivered",
             );
             return (c, ev);
+        }
+        if stale.is_empty() && !bad.is_empty() {
+            let why = format!(
+                "cannot tell whether this node holds every current input: {}; fix that Deployment's record (or delete the Deployment) and deploy again",
+                bad.join("; ")
+            );
+            return (Condition::because(SECRETS_CURRENT, &INVALID_EVIDENCE, why), ev);
         }
         if stale.is_empty() {
             let (s, c) = counts(delivered);
@@ -286,6 +415,17 @@ impl<'a> GroupContext<'a> {
             format!("{current}/{total} nodes have every current input{unknown}; stale: {}", stale.join("; ")),
         )
     }
+}
+
+/// A delivery whose name is no object name, as the message says it.
+fn bad_key(d: &Delivery) -> String {
+    format!(
+        "Deployment {}'s status.{} key {} is no {} name (a lowercase RFC 1123 subdomain): not read",
+        d.deployment,
+        if d.kind == "Secret" { "secretHashes" } else { "configMapHashes" },
+        crate::excerpt::echo(&crate::excerpt::printable(&d.name)).debug(),
+        d.kind
+    )
 }
 
 impl InputState {

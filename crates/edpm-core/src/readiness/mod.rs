@@ -41,6 +41,7 @@ use crate::snapshot::evidence::{BaremetalSet, LegacyStatus, NodeSetStatus};
 
 use self::api::{NodeCounts, OwnerKind};
 use self::deploy::{Outcome, Run, RunState};
+use self::limit::{Covers, Limits};
 use self::service::ServiceState;
 
 pub use crate::condition::types::{
@@ -220,18 +221,19 @@ pub fn evaluate_spread(
     spread: Spread,
 ) -> Readiness {
     let ev = &snap.evidence;
-    let reports: HashMap<&str, &crate::snapshot::evidence::NodeReportStatus> =
-        ev.reports.iter().map(|r| (r.id.name.as_str(), &r.status)).collect();
+    let reports: HashMap<&str, &crate::snapshot::evidence::NodeReport> =
+        ev.reports.iter().map(|r| (r.id.name.as_str(), r)).collect();
     let rollups: HashMap<&str, &Conditions> =
         ev.rollups.iter().map(|r| (r.id.name.as_str(), &r.status.conditions)).collect();
     let leases: HashMap<&str, &crate::snapshot::evidence::Lease> =
         ev.leases.iter().map(|l| (l.id.name.as_str(), l)).collect();
     let jobs = jobs::Jobs::new(ev);
+    let limits = Limits::new(ev, &limit::Shape::of(model));
     let saved = nova_saved(snap);
     let nova = snap.evidence.nova.as_deref().or(saved.as_ref()).map(|e| nova::NovaContext::new(snap, e));
     let one = |i: usize| -> GroupReadiness {
         let group = &model.groups[i];
-        let cx = GroupContext::new(snap, group, phases, &jobs, opts, nova.as_ref());
+        let cx = GroupContext::new(snap, group, phases, &jobs, &limits, opts, nova.as_ref());
         let nodes: Vec<NodeView> = group.members.iter().map(|m| cx.node(m, &reports, &leases, now)).collect();
         let set = cx.rollup(&nodes, &rollups, now);
         (nodes, set)
@@ -325,6 +327,7 @@ impl<'a> GroupContext<'a> {
         group: &'a HostGroup,
         phases: &'a PhaseMap,
         jobs: &'a jobs::Jobs<'a>,
+        limits: &'a Limits,
         opts: Options,
         nova: Option<&'a nova::NovaContext<'a>>,
     ) -> GroupContext<'a> {
@@ -333,7 +336,7 @@ impl<'a> GroupContext<'a> {
             GroupKind::NodeSet => (ev.nodesets.get(&group.name), None),
             GroupKind::Role => (None, ev.roles.get(&group.name)),
         };
-        let runs = deploy::runs(ev, &group.name, status, &group.services.value);
+        let runs = deploy::runs(ev, &group.name, status, &group.services.value, limits);
         let any_run_status = runs.iter().any(|r| r.conds.is_some());
         let bms = ev.baremetal_sets.iter().find(|b| b.id.name == group.name);
         let states: Vec<RunState> = runs.iter().map(Run::state).collect();
@@ -438,12 +441,14 @@ impl<'a> GroupContext<'a> {
     /// The services a node's readiness covers: the NodeSet's, then those the node's newest
     /// Deployment ran through a `servicesOverride` that the NodeSet does not list (they count
     /// only while that Deployment is the newest, as upstream's NodeSet view does).
-    fn services(&self, names: &[&str]) -> Vec<usize> {
+    fn services(&self, host: &str) -> Vec<usize> {
         let listed = self.group.services.value.len();
         let mut out: Vec<usize> = (0..listed).collect();
         let newest = (0..self.runs.len())
             .rev()
-            .find(|&i| self.states[i] != RunState::NotStarted && self.runs[i].covers(names));
+            // A run whose limit cannot be evaluated may be the newest: its services are judged
+            // (and read Unknown) rather than left out.
+            .find(|&i| self.states[i] != RunState::NotStarted && self.runs[i].covers(host) != Covers::No);
         for &k in newest.into_iter().flat_map(|i| self.run_svcs[i].iter()) {
             if !out.contains(&k) {
                 out.push(k);

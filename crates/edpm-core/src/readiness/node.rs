@@ -24,7 +24,7 @@ impl<'a> GroupContext<'a> {
     pub(super) fn node(
         &self,
         m: &Member,
-        reports: &HashMap<&str, &crate::snapshot::evidence::NodeReportStatus>,
+        reports: &HashMap<&str, &crate::snapshot::evidence::NodeReport>,
         leases: &HashMap<&str, &crate::snapshot::evidence::Lease>,
         now: Time,
     ) -> NodeView {
@@ -36,16 +36,24 @@ impl<'a> GroupContext<'a> {
         let running = g.running.take();
         g.fresh.extend(kstatus(running.as_ref().map(|(w, t)| (w.as_str(), *t)), g.stalled.take()));
         let report = reports.get(object.as_str()).copied();
-        let previous = report.map(|r| &r.conditions);
-        let runs = self.history(m, report.map_or(&[], |r| r.runs.as_slice()));
-        let deployed = self.deployed(m, report.map(|r| r.deployed()).as_ref());
-        let kept = report.map_or(&[][..], |r| r.delivered_inputs.as_slice());
+        let previous = report.map(|r| &r.status.conditions);
+        // What edpm-agent kept, from the spec only (the node agent can write the status).
+        let record = report.map(|r| &r.spec.record);
+        let runs = self.history(m, record.map_or(&[], |r| r.runs.as_slice()));
+        let deployed = self.deployed(m, record.map(|r| r.deployed()).as_ref(), now);
+        let kept = record.map_or(&[][..], |r| r.delivered_inputs.as_slice());
         let delivered = self.delivered(m, kept, now);
         let held = Held { deployed: &deployed, delivered: &delivered };
+        // A Deployment that may have deployed here, and whose limit cannot be evaluated, makes
+        // every holding Unknown: what it delivered is the node's or not.
+        let undecided = self.undecided_on(m.inventory_hostname());
         for h in HOLDINGS {
             let (c, ev) = (h.node)(self, m, &held);
             self.keep(&mut g.evidence, h.ty, ev);
-            g.fresh.push(c);
+            g.fresh.push(match &undecided {
+                Some(why) => Condition::because(h.ty, &reasons::LIMIT_UNKNOWN, why.clone()),
+                None => c,
+            });
         }
         let version = g.fresh.iter().find(|c| c.type_ == crate::condition::types::VERSION_CURRENT);
         let behind = version.and_then(|v| self.behind(m, v));
@@ -72,11 +80,6 @@ impl<'a> GroupContext<'a> {
         }
     }
 
-    /// The names a Deployment's `ansibleLimit` may use for this node.
-    pub(super) fn limit_names<'m>(&'m self, m: &'m Member) -> Vec<&'m str> {
-        limit_names(self.group, m)
-    }
-
     /// Phase -1.
     fn phase_baremetal(&self, m: &Member, g: &mut Gathered) {
         let (bm, bm_ev) = self.baremetal(m);
@@ -90,11 +93,11 @@ impl<'a> GroupContext<'a> {
 
     /// Phases 0 and 1, from each service's state; the services' own conditions after them.
     fn phases(&self, m: &Member, g: &mut Gathered<'a>) {
-        let names = self.limit_names(m);
+        let host = m.inventory_hostname();
         let mut states: Vec<(&'a str, Phase, ServiceState)> = self
-            .services(&names)
+            .services(host)
             .into_iter()
-            .map(|k| (self.svcs[k].name, self.svcs[k].phase, self.service_state(m, &names, k)))
+            .map(|k| (self.svcs[k].name, self.svcs[k].phase, self.service_state(m, host, k)))
             .collect();
         // Nova's verdict joins the phase once the nova service succeeded; before, it only
         // says it waits, and the service's own condition is what blocks the phase.
@@ -122,7 +125,7 @@ impl<'a> GroupContext<'a> {
             }
             g.fresh.push(c);
         }
-        g.running = self.in_progress(&names, states.iter().find_map(|(_, _, st)| st.running.clone()));
+        g.running = self.in_progress(host, states.iter().find_map(|(_, _, st)| st.running.clone()));
         g.stalled = states.iter().find(|(_, _, st)| st.terminal).map(|(s, _, st)| (*s, st.cond.clone()));
         g.fresh.extend(states.into_iter().map(|(_, _, st)| st.cond));
         g.fresh.extend(waiting);
@@ -132,7 +135,7 @@ impl<'a> GroupContext<'a> {
     /// else its creation): the one running a
     /// service here (`running`, as the service's state says it), else the newest that covers the
     /// node and has no status yet (applied, not yet reconciled: it will run here).
-    fn in_progress(&self, names: &[&str], running: Option<String>) -> Option<(String, Time)> {
+    fn in_progress(&self, host: &str, running: Option<String>) -> Option<(String, Time)> {
         // Since its own condition's time when it has one (the operator's word), else its creation.
         let created = |name: &str| {
             let run = self.runs.iter().find(|r| r.name == name);
@@ -144,12 +147,9 @@ impl<'a> GroupContext<'a> {
             let since = created(name);
             return Some((what, since));
         }
-        let (_, run) = self
-            .runs
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(i, r)| self.states[*i] == RunState::NotStarted && r.covers(names))?;
+        let (_, run) = self.runs.iter().enumerate().rev().find(|(i, r)| {
+            self.states[*i] == RunState::NotStarted && r.covers(host) == super::limit::Covers::Yes
+        })?;
         Some((
             format!("Deployment {} covers this node and has not started yet (no status so far)", run.name),
             created(run.name),
@@ -201,7 +201,10 @@ impl<'a> GroupContext<'a> {
             }
             Some((l, Heartbeat::Expired { renewed, expires })) => (
                 &AGENT_HEARTBEAT_EXPIRED,
-                format!("the node agent's Lease {} expired at {expires} (last renewed {renewed})", l.id.name),
+                format!(
+                    "the node agent's Lease {} expired at {expires} (last renewed {renewed}): the agent stopped renewing it, or the node's clock is behind this one by more than the Lease lasts (check NTP on the node)",
+                    l.id.name
+                ),
                 format!("Lease {}: renewed {renewed}, expired {expires}", l.id.name),
             ),
             Some((l, Heartbeat::Skewed { renewed, ahead })) => (
@@ -247,17 +250,6 @@ impl<'a> GroupContext<'a> {
             evidence.entry(ty.to_string()).or_default().extend(lines);
         }
     }
-}
-
-/// The names a Deployment's `ansibleLimit` may use for member `m` of `group`: its inventory
-/// name, key and host name, the group, `all`, and its cell.
-pub(super) fn limit_names<'m>(group: &'m HostGroup, m: &'m Member) -> Vec<&'m str> {
-    let mut names: Vec<&str> =
-        vec![m.inventory_hostname(), m.key.as_str(), m.host_name.value.as_str(), group.name.as_str(), "all"];
-    if let Some(c) = m.cell(group) {
-        names.push(c.name.as_str());
-    }
-    names
 }
 
 /// The reasons readiness gives the node agent's conditions when its Lease cannot vouch for

@@ -35,14 +35,20 @@ pub struct Step {
     /// The running Deployment that already covers it (then nothing is planned).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<String>,
-    /// The Deployment to apply (absent when in progress).
+    /// The Deployment to apply (absent when in progress or refused).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment: Option<serde_json::Value>,
+    /// Why no Deployment is planned for the gap although it needs one: no `ansibleLimit`
+    /// selects exactly its nodes (a host name Ansible reads as a pattern), naming the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The plan for every NodeSet `want` selects (all when empty), in NodeSet order.
 pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> Vec<Step> {
     let mut taken: BTreeSet<String> = snap.evidence.deployments.iter().map(|d| d.id.name.clone()).collect();
+    let shape = limit::Shape::of(model);
+    let limits = limit::Limits::new(&snap.evidence, &shape);
     let mut out = Vec::new();
     for group in &model.groups {
         if group.kind != GroupKind::NodeSet || (!want.is_empty() && !want.contains(&group.name)) {
@@ -50,12 +56,13 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
         }
         let nodes: Vec<&NodeView> = r.nodes.iter().filter(|n| n.nodeset == group.name).collect();
         let mut gaps: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+        let status = snap.evidence.nodesets.get(&group.name);
+        let runs = deploy::runs(&snap.evidence, &group.name, status, &group.services.value, &limits);
         failed_gaps(group, &nodes, &mut gaps);
         version_gaps(snap, group, &nodes, &mut gaps);
         input_gaps(snap, group, &nodes, &mut gaps);
+        undecided_gaps(group, &nodes, &runs, &mut gaps);
         let gaps = without_overlaps(gaps);
-        let status = snap.evidence.nodesets.get(&group.name);
-        let runs = deploy::runs(&snap.evidence, &group.name, status, &group.services.value);
         for (why, members, services) in gaps {
             let (in_progress, rest) = in_progress(&runs, group, &members, &services);
             for (running, members) in in_progress {
@@ -66,22 +73,35 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
                     services: services.clone(),
                     in_progress: Some(running.to_string()),
                     deployment: None,
+                    refused: None,
                 });
             }
             if rest.is_empty() {
                 continue;
             }
             let first = if services == group.services.value { "redeploy" } else { services[0].as_str() };
-            let name = free_name(&mut taken, &group.name, first);
             let all = rest.len() == group.members.len();
-            out.push(Step {
+            // The limit must select exactly these nodes, as Ansible reads it (a host named
+            // `edpm-compute-*` or holding a `,` would select others, or none).
+            let hosts: Vec<String> = rest.iter().map(|m| member_host(group, m)).collect();
+            let mut step = Step {
                 node_set: group.name.clone(),
                 why,
-                deployment: Some(deployment_object(&name, group, &rest, &services, all, &nodes)),
                 nodes: rest,
-                services,
+                services: services.clone(),
                 in_progress: None,
-            });
+                deployment: None,
+                refused: None,
+            };
+            match (all, exact_limit(&hosts, &shape)) {
+                (false, Err(why)) => step.refused = Some(why),
+                (_, limit) => {
+                    let name = free_name(&mut taken, &group.name, first);
+                    let limit = if all { None } else { limit.ok() };
+                    step.deployment = Some(deployment_object(&name, group, limit, &services, &nodes));
+                }
+            }
+            out.push(step);
         }
     }
     out
@@ -98,9 +118,11 @@ fn in_progress<'r>(
     let mut covered: Vec<(&'r str, Vec<String>)> = Vec::new();
     let mut rest = Vec::new();
     for m in members {
-        let names = member_limit_names(group, m);
+        let host = member_host(group, m);
         let running = runs.iter().rev().find(|run| {
-            run.state().unfinished() && services.iter().all(|s| run.runs(s)) && run.covers(&names)
+            run.state().unfinished()
+                && services.iter().all(|s| run.runs(s))
+                && run.covers(&host) == limit::Covers::Yes
         });
         match running {
             Some(run) => match covered.iter_mut().find(|(n, _)| *n == run.name) {
@@ -134,9 +156,13 @@ fn without_overlaps(
     kept
 }
 
-/// The names an `ansibleLimit` may use for a node, as readiness matches them.
-fn member_limit_names<'g>(group: &'g HostGroup, key: &str) -> Vec<&'g str> {
-    group.members.iter().find(|m| m.key == key).map_or_else(Vec::new, |m| super::node::limit_names(group, m))
+/// The inventory hostname of the node of key `key`, which an `ansibleLimit` selects.
+fn member_host(group: &HostGroup, key: &str) -> String {
+    group
+        .members
+        .iter()
+        .find(|m| m.key == key)
+        .map_or_else(String::new, |m| m.inventory_hostname().to_string())
 }
 
 /// Nodes whose phase failed for good: grouped by the failed service, each with it and every
@@ -165,6 +191,43 @@ fn failed_gaps(group: &HostGroup, nodes: &[&NodeView], gaps: &mut Vec<(String, V
             None => vec![service.clone()],
         };
         gaps.push((format!("failed at {service}: run it and every service after it"), members, services));
+    }
+}
+
+/// Nodes of which a condition cannot be told because a Deployment's `ansibleLimit` cannot be
+/// evaluated (`LimitUnknown`): that Deployment's services run on them again, with a limit that
+/// can be, makes them known.
+fn undecided_gaps(
+    group: &HostGroup,
+    nodes: &[&NodeView],
+    runs: &[deploy::Run],
+    gaps: &mut Vec<(String, Vec<String>, Vec<String>)>,
+) {
+    let mut by_run: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for n in nodes {
+        if !n.conditions.iter().any(|c| c.has_reason(&crate::condition::reasons::LIMIT_UNKNOWN)) {
+            continue;
+        }
+        let host = member_host(group, &n.node);
+        for (i, run) in runs.iter().enumerate() {
+            let ended = matches!(run.state(), RunState::Done | RunState::Failed { .. });
+            if ended && matches!(run.covers(&host), limit::Covers::Unknown(_)) {
+                by_run.entry(i).or_default().push(n.node.clone());
+            }
+        }
+    }
+    for (i, members) in by_run {
+        let run = &runs[i];
+        let why = match run.limit {
+            Some(limit::Coverage::Unknown(why)) => why.as_str(),
+            _ => "",
+        };
+        let why = format!(
+            "cannot tell whether Deployment {} ran on them: {} cannot be evaluated ({why}); run its services on them again",
+            run.name,
+            run.limit_words()
+        );
+        gaps.push((why, members, run.services.iter().map(|s| s.to_string()).collect()));
     }
 }
 
@@ -285,16 +348,57 @@ fn delivering_services(snap: &Snapshot, group: &HostGroup, kind: &str, name: &st
     out
 }
 
+/// The `ansibleLimit` of exactly `hosts` (their inventory hostnames, comma-separated), or why
+/// there is none, naming the host: each is checked as Ansible reads the whole limit (after
+/// ansible-runner's `shlex.split`), so a host name Ansible takes as a pattern, or that splits
+/// the limit, is refused rather than selecting other hosts.
+fn exact_limit(hosts: &[String], shape: &limit::Shape) -> Result<String, String> {
+    let plain = hosts.join(",");
+    let want: BTreeSet<&str> = hosts.iter().map(String::as_str).collect();
+    // As it is, else quoted for ansible-runner's `shlex.split` (a space or a quote in a name).
+    let quoted = format!("'{}'", plain.replace('\'', "'\\''"));
+    let mut why = String::new();
+    for text in [&plain, &quoted] {
+        match limit::coverage(text, shape) {
+            limit::Coverage::Hosts(h) if h.iter().map(String::as_str).collect::<BTreeSet<_>>() == want => {
+                return Ok(text.clone());
+            }
+            limit::Coverage::Hosts(h) => {
+                let extra = h.iter().filter(|x| !want.contains(x.as_str())).count();
+                why = format!(
+                    "the limit would select {extra} other host(s) and {} of {} meant",
+                    h.len() - extra,
+                    want.len()
+                );
+            }
+            limit::Coverage::All => why = "the limit would select every host".into(),
+            limit::Coverage::Unknown(w) => why = w,
+        }
+    }
+    // Which host's name is read as more (or other) than itself.
+    let alone = |h: &String| matches!(limit::coverage(h, shape), limit::Coverage::Hosts(ref s) if s.len() == 1 && s.contains(h.as_str()));
+    let host = hosts.iter().find(|h| !alone(h)).map_or(plain.as_str(), String::as_str);
+    Err(refusal(host, &why))
+}
+
+fn refusal(host: &str, why: &str) -> String {
+    format!(
+        "no ansibleLimit selects exactly these nodes: host {} is read by Ansible as a pattern or splits the limit ({why}); deploy them by hand (rename the host, or a limit of your own)",
+        crate::excerpt::echo(&crate::excerpt::printable(host)).debug()
+    )
+}
+
 /// `edpm-agent-<nodeset>-<first service, or redeploy>`, with `-2`, `-3`, … until no
-/// Deployment has it.
+/// Deployment has it; past 63 characters shortened as upstream shortens its Job names (a
+/// DNS-1123 label: cut, trailing `-`/`.` removed, a hash of the whole), so every planned name
+/// is a valid object name whatever the NodeSet's length.
 fn free_name(taken: &mut BTreeSet<String>, nodeset: &str, first: &str) -> String {
     let base = format!("edpm-agent-{nodeset}-{first}");
-    let base: String = base.chars().take(240).collect();
-    let mut name = base.clone();
+    let mut name = super::names::shorten(&base);
     let mut n = 1;
     while taken.contains(&name) {
         n += 1;
-        name = format!("{base}-{n}");
+        name = super::names::shorten(&format!("{base}-{n}"));
     }
     taken.insert(name.clone());
     name
@@ -303,26 +407,15 @@ fn free_name(taken: &mut BTreeSet<String>, nodeset: &str, first: &str) -> String
 fn deployment_object(
     name: &str,
     group: &HostGroup,
-    members: &[String],
+    limit: Option<String>,
     services: &[String],
-    all: bool,
     nodes: &[&NodeView],
 ) -> serde_json::Value {
     let namespace = nodes.first().and_then(|n| n.namespace.clone());
     let mut spec = serde_json::json!({"nodeSets": [group.name]});
-    if !all {
+    if let Some(limit) = limit {
         // The nodes by the name their inventory uses (an ansibleLimit matches it).
-        let hosts: Vec<String> = members
-            .iter()
-            .map(|k| {
-                group
-                    .members
-                    .iter()
-                    .find(|m| m.key == *k)
-                    .map_or(k.clone(), |m| m.inventory_hostname().to_string())
-            })
-            .collect();
-        spec["ansibleLimit"] = serde_json::Value::String(hosts.join(","));
+        spec["ansibleLimit"] = serde_json::Value::String(limit);
     }
     if services != group.services.value.as_slice() {
         spec["servicesOverride"] = serde_json::json!(services);
@@ -419,5 +512,13 @@ metadata:
         assert_eq!(free_name(&mut taken, "ns1", "nova"), "edpm-agent-ns1-nova-2");
         assert_eq!(free_name(&mut taken, "ns1", "nova"), "edpm-agent-ns1-nova-3");
         assert_eq!(free_name(&mut taken, "ns1", "ovn"), "edpm-agent-ns1-ovn");
+        // A NodeSet name of 228 characters: a label of 63, never ending in `-`, distinct.
+        let long = "n".repeat(228);
+        let a = free_name(&mut taken, &long, "nova");
+        let b = free_name(&mut taken, &long, "nova");
+        for n in [&a, &b] {
+            assert!(n.len() <= 63 && crate::validate::is_dns1123_label(n), "{n}");
+        }
+        assert_ne!(a, b);
     }
 }

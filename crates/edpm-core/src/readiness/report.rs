@@ -135,6 +135,12 @@ fn node_write(n: &NodeView, existing: Option<&NodeReport>, namespace: &str) -> W
     let labels = labels_and_annotations(&n.nodeset, Some(&n.node));
     let conds = written(&n.conditions);
     let generation = existing.and_then(|e| e.meta.generation).or(Some(1));
+    let record = crate::snapshot::evidence::NodeRecord {
+        runs: n.runs.clone(),
+        deployed_version: n.deployed.version.clone(),
+        container_images: n.deployed.images.clone(),
+        delivered_inputs: n.delivered.clone(),
+    };
     let object = EdpmNodeStatus {
         metadata: meta(&n.object, n.namespace.as_deref().unwrap_or(namespace), &n.owner, labels.clone()),
         spec: EdpmNodeStatusSpec {
@@ -142,23 +148,15 @@ fn node_write(n: &NodeView, existing: Option<&NodeReport>, namespace: &str) -> W
             node_set_kind: n.kind,
             node: n.node.clone(),
             host_name: n.host_name.clone(),
+            record: record.clone(),
         },
-        status: Some(NodeStatus {
-            observed_generation: generation,
-            conditions: conds.clone(),
-            runs: n.runs.clone(),
-            deployed_version: n.deployed.version.clone(),
-            container_images: n.deployed.images.clone(),
-            delivered_inputs: n.delivered.clone(),
-        }),
+        status: Some(NodeStatus { observed_generation: generation, conditions: conds.clone() }),
     };
-    let needs_object = existing.is_none_or(|e| !object_matches(e, &labels, &n.owner));
-    let needs_status = existing.is_none_or(|e| {
-        !status_matches(e, &conds, generation)
-            || e.status.runs != n.runs
-            || e.status.deployed() != n.deployed
-            || e.status.delivered_inputs != n.delivered
-    });
+    // The record is in the spec (the node agent cannot write it): a change is an apply of
+    // the object, then of its status (for observedGeneration).
+    let needs_object =
+        existing.is_none_or(|e| !object_matches(e, &labels, &n.owner) || e.spec.record != record);
+    let needs_status = existing.is_none_or(|e| !status_matches(e, &conds, generation));
     Write {
         kind: super::api::NODE_KIND,
         name: n.object.clone(),

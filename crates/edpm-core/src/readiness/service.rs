@@ -5,14 +5,23 @@
 use super::*;
 use crate::condition::Reason;
 use crate::condition::reasons::{
-    BACKOFF_LIMIT_EXCEEDED, ERROR, HOST_FAILED, HOST_UNREACHABLE, INVALID_EVIDENCE, NOT_DEPLOYED,
-    OTHER_HOSTS_FAILED, REQUESTED, RETRYING,
+    BACKOFF_LIMIT_EXCEEDED, ERROR, HOST_FAILED, HOST_UNREACHABLE, INVALID_EVIDENCE, LIMIT_UNKNOWN,
+    NOT_DEPLOYED, OTHER_HOSTS_FAILED, REQUESTED, RETRYING,
 };
 use crate::snapshot::evidence::ExecutionSummary;
 
+/// The message of a condition that cannot be told because `run`'s limit cannot be evaluated
+/// (`why`): `what` (whether it ran nova on this node) is unknown, and what to do.
+pub(super) fn limit_unknown(run: &Run, why: &str, what: &str) -> String {
+    format!(
+        "{} cannot be evaluated ({why}), so {what} is unknown; run it again with a limit of host and group names, globs or regular expressions both Python and edpm-agent read alike (`edpm-agent status plan` writes one)",
+        run.limit_words()
+    )
+}
+
 impl<'a> GroupContext<'a> {
     /// One service's state on one node: the newest run that ran it there decides.
-    pub(super) fn service_state(&self, m: &Member, names: &[&str], k: usize) -> ServiceState {
+    pub(super) fn service_state(&self, m: &Member, host: &str, k: usize) -> ServiceState {
         let info = &self.svcs[k];
         let keep = self.opts.evidence;
         let mut evidence = Vec::new();
@@ -21,7 +30,7 @@ impl<'a> GroupContext<'a> {
         if let Some(why) = self
             .runs
             .iter()
-            .filter(|r| r.unordered.is_some() && r.runs(info.name) && r.covers(names))
+            .filter(|r| r.unordered.is_some() && r.runs(info.name) && r.covers(host) != Covers::No)
             .find_map(|r| r.unordered.as_deref())
         {
             evidence.push(why.to_string());
@@ -30,20 +39,32 @@ impl<'a> GroupContext<'a> {
         }
         for (idx, run) in self.runs.iter().enumerate().rev() {
             if self.states[idx] == RunState::NotStarted {
-                if keep && run.runs(info.name) && run.covers(names) {
+                if keep && run.runs(info.name) && run.covers(host) != Covers::No {
                     evidence.push(format!("Deployment {}: not started yet (no status)", run.name));
                 }
                 continue;
             }
-            if !run.covers(names) {
-                if keep {
-                    let limit = run.limit_text.unwrap_or("");
-                    evidence.push(format!(
-                        "Deployment {}: ansibleLimit {limit:?} leaves this node out",
-                        run.name
-                    ));
+            match run.covers(host) {
+                Covers::Yes => {}
+                Covers::No => {
+                    if keep {
+                        evidence.push(format!("{} leaves this node out", run.limit_words()));
+                    }
+                    continue;
                 }
-                continue;
+                // Whether it ran the service here cannot be told: neither its word nor an
+                // older run's is the node's.
+                Covers::Unknown(why) if self.outcomes[idx][k].is_some() => {
+                    let message =
+                        limit_unknown(run, why, &format!("whether it ran {} on this node", info.name));
+                    evidence.push(message.clone());
+                    let cond = Condition::because(&info.ty, &LIMIT_UNKNOWN, message);
+                    return ServiceState { cond, running: None, terminal: false, evidence, cause: None };
+                }
+                Covers::Unknown(_) => {
+                    newest_covering = false;
+                    continue;
+                }
             }
             let was_newest = std::mem::replace(&mut newest_covering, false);
             let Some(outcome) = &self.outcomes[idx][k] else { continue };

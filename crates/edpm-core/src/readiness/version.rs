@@ -113,6 +113,30 @@ pub(super) fn replaces(candidate: (&str, Option<&str>), kept: (&str, Option<&str
     }
 }
 
+/// Whether a value kept in a node's status object (delivered by Deployment `deployment`,
+/// created at `created`) can be evidence at `now`: a Deployment the snapshot holds under
+/// that name must have that creation time (a kept value cannot claim a real Deployment's
+/// name and another date), and a creation time must be a time, not in the future (as a
+/// Lease renewed in 2099 vouches for nothing, a delivery dated 2099 would outrank every real
+/// Deployment for ever). A kept value without a creation time stays, and any real Deployment
+/// replaces it ([`replaces`]).
+pub(super) fn admissible(
+    deployments: &[crate::snapshot::evidence::Deployment],
+    deployment: &str,
+    created: Option<&str>,
+    now: Time,
+) -> bool {
+    if let Some(real) = deployments.iter().find(|d| d.id.name == deployment)
+        && real.meta.creation_timestamp.as_deref().and_then(Time::parse) != created.and_then(Time::parse)
+    {
+        return false;
+    }
+    match created {
+        None => true,
+        Some(t) => Time::parse(t).is_some_and(|t| t <= now),
+    }
+}
+
 fn stamp_replaces(candidate: &Stamp, kept: &Stamp) -> bool {
     replaces(
         (&candidate.deployment, candidate.created.as_deref()),
@@ -128,15 +152,43 @@ pub(super) const HOLDING: Holding = Holding {
 };
 
 impl<'a> GroupContext<'a> {
-    /// The completed runs that cover this node, oldest first, with their Deployments.
-    pub(super) fn completed_on(
-        &self,
-        names: &[&str],
-    ) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
+    /// The completed runs that cover the host of inventory hostname `host`, oldest first,
+    /// with their Deployments.
+    pub(super) fn completed_on(&self, host: &str) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
         (0..self.runs.len())
-            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(names))
+            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(host) == Covers::Yes)
             .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)))
             .collect()
+    }
+
+    /// A completed run whose `ansibleLimit` cannot be evaluated, that may have covered `host`
+    /// and still matters to what it runs and holds, as the message of `LimitUnknown`: one no
+    /// newer completed run that covered the host supersedes (one that ran every service it ran
+    /// and recorded every input it recorded, a full one if it was full).
+    pub(super) fn undecided_on(&self, host: &str) -> Option<String> {
+        let done = self.completed_on(host);
+        (0..self.runs.len()).filter(|&i| self.states[i] == RunState::Done).find_map(|i| {
+            let Covers::Unknown(why) = self.runs[i].covers(host) else { return None };
+            let u = self.runs[i].deployment?;
+            let superseded = done.iter().any(|&(j, d)| {
+                let (run, older) = (&self.runs[j], &self.runs[i]);
+                replaces(
+                    (run.name, d.meta.creation_timestamp.as_deref()),
+                    (older.name, u.meta.creation_timestamp.as_deref()),
+                ) && run.name != older.name
+                    && older.services.iter().all(|s| run.services.contains(s))
+                    && u.status.secret_hashes.keys().all(|k| d.status.secret_hashes.contains_key(k))
+                    && u.status.config_map_hashes.keys().all(|k| d.status.config_map_hashes.contains_key(k))
+                    && (!u.spec.services_override.is_empty() || d.spec.services_override.is_empty())
+            });
+            (!superseded).then(|| {
+                super::service::limit_unknown(
+                    &self.runs[i],
+                    why,
+                    "whether it deployed to this node, and so what the node runs and holds,",
+                )
+            })
+        })
     }
 
     fn stamp(&self, i: usize, d: &crate::snapshot::evidence::Deployment, value: &str) -> Stamp {
@@ -149,10 +201,14 @@ impl<'a> GroupContext<'a> {
 
     /// What was last deployed to the node: from the completed Deployments that covered it,
     /// over what its status object kept.
-    pub(super) fn deployed(&self, m: &Member, kept: Option<&Deployed>) -> Deployed {
-        let names = self.limit_names(m);
-        let done = self.completed_on(&names);
+    pub(super) fn deployed(&self, m: &Member, kept: Option<&Deployed>, now: Time) -> Deployed {
+        let done = self.completed_on(m.inventory_hostname());
         let mut out = kept.cloned().unwrap_or_default();
+        // What was kept is evidence only where it can be (`admissible`).
+        let deployments = &self.snap.evidence.deployments;
+        let ok = |s: &Stamp| admissible(deployments, &s.deployment, s.created.as_deref(), now);
+        out.version = out.version.filter(ok);
+        out.images.retain(|_, s| ok(s));
         let runs_type = |i: usize, types: &[&str]| {
             self.runs[i].services.iter().any(|s| types.contains(&self.snap.service_type(s).as_str()))
         };
@@ -183,8 +239,7 @@ impl<'a> GroupContext<'a> {
 
     /// Whether a completed Deployment that covered the node ran the `ovn` step for `target`.
     fn ovn_step_done(&self, m: &Member, target: &str) -> bool {
-        let names = self.limit_names(m);
-        self.completed_on(&names).iter().any(|(i, d)| {
+        self.completed_on(m.inventory_hostname()).iter().any(|(i, d)| {
             d.status.deployed_version.as_deref() == Some(target)
                 && self.runs[*i].services.iter().any(|s| self.snap.service_type(s) == OVN_TYPE)
         })
@@ -539,7 +594,7 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
     fn a_kept_version_outlives_its_deployment_and_is_not_moved_back() {
         // c2's status object says update-9 (since deleted, created after every Deployment
         // here) deployed 18.0.4: an older Deployment still present does not move it back.
-        let kept = "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {name: ns1-c2, namespace: openstack}\nspec: {nodeSet: ns1, node: c2}\nstatus:\n  deployedVersion: {value: 18.0.4, deployment: update-9, created: \"2026-11-20T00:00:00Z\"}\n  containerImages: {OvnControllerImage: {value: \"ovn:newest\", deployment: ovn-9, created: \"2026-11-20T00:00:00Z\"}}\n";
+        let kept = "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {name: ns1-c2, namespace: openstack}\nspec:\n  nodeSet: ns1\n  node: c2\n  record:\n    deployedVersion: {value: 18.0.4, deployment: update-9, created: \"2026-11-20T00:00:00Z\"}\n    containerImages: {OvnControllerImage: {value: \"ovn:newest\", deployment: ovn-9, created: \"2026-11-20T00:00:00Z\"}}\n";
         let r = evaluate(&format!("{}{kept}", batches("failed")));
         assert_eq!(version(&r, "c2").message, "at 18.0.4 (Deployment update-9)");
         let c2 = r.nodes.iter().find(|n| n.node == "c2").unwrap();
@@ -633,7 +688,7 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         // c2's status object remembers a delivery by a Deployment since deleted, seen
         // differing since the 15th.
         let kept = format!(
-            "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {{name: ns1-c2, namespace: openstack}}\nspec: {{nodeSet: ns1, node: c2}}\nstatus:\n  deliveredInputs:\n  - {{kind: Secret, name: cell1-secret, hash: {}, deployment: gone-1, created: \"2026-11-05T00:00:00Z\", staleSince: \"2026-11-15T00:00:00Z\"}}\n",
+            "---\napiVersion: agent.edpm.openstack.org/v1alpha1\nkind: EDPMNodeStatus\nmetadata: {{name: ns1-c2, namespace: openstack}}\nspec:\n  nodeSet: ns1\n  node: c2\n  record:\n    deliveredInputs:\n    - {{kind: Secret, name: cell1-secret, hash: {}, deployment: gone-1, created: \"2026-11-05T00:00:00Z\", staleSince: \"2026-11-15T00:00:00Z\"}}\n",
             recorded("old")
         );
         let r = evaluate(&format!("{}{kept}", rotation(&secret("cell1-secret", "new"))));

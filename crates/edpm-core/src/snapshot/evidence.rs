@@ -327,6 +327,54 @@ pub struct NodeReportSpec {
     pub node_set: String,
     #[serde(default)]
     pub node: String,
+    /// What edpm-agent kept of the node's runs and deliveries (`spec.record`).
+    #[serde(default, deserialize_with = "nullable")]
+    pub record: NodeRecord,
+}
+
+/// What edpm-agent keeps of a node so it outlives the Deployments: its runs, and what was
+/// last deployed and delivered to it. Kept in the status object's **spec**, which only
+/// edpm-agent (`status report`, the controller) writes: the node agent may patch the object's
+/// status (its own conditions) and nothing else (`packaging/kubernetes/rbac-node-agent.yaml`),
+/// and the API server takes nothing but status through the status subresource, so the node
+/// agent cannot certify its own deliveries. A copy in `status` (written before issue 34) is
+/// not read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeRecord {
+    /// The node's last runs (at most 20), oldest first: Deployment, service, Job,
+    /// attempt, result, finish time and failed task. edpm-agent keeps it from what it sees of
+    /// the Jobs' pods and from this list itself, so it outlives the Deployments.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub runs: Vec<NodeRun>,
+    /// The OpenStack version last deployed to the node (the OpenStackVersion's target when
+    /// the newest completed Deployment that covered the node and ran an `update` or
+    /// `update-services` service finished; else its newest completed full Deployment's), and
+    /// that Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_version: Option<Stamp>,
+    /// Image field (`OvnControllerImage`) → the image last deployed to the node for it, and the
+    /// Deployment that deployed it.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "BTreeMap::is_empty")]
+    pub container_images: BTreeMap<String, Stamp>,
+    /// The Secrets and ConfigMaps last delivered to the node: name, the hash the delivering
+    /// Deployment recorded (lib-common's, never contents), the Deployment, and since when the
+    /// object differs.
+    #[serde(default, deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub delivered_inputs: Vec<Delivery>,
+}
+
+impl NodeRecord {
+    pub fn is_empty(&self) -> bool {
+        *self == NodeRecord::default()
+    }
+
+    /// What the record says was last deployed to the node.
+    pub fn deployed(&self) -> Deployed {
+        Deployed { version: self.deployed_version.clone(), images: self.container_images.clone() }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -336,18 +384,6 @@ pub struct NodeReportStatus {
     pub observed_generation: Option<i64>,
     #[serde(default, deserialize_with = "nullable")]
     pub conditions: Conditions,
-    /// The node's last runs, as written last time: the history outlives the Deployments.
-    #[serde(default, deserialize_with = "nullable")]
-    pub runs: Vec<NodeRun>,
-    /// The OpenStack version last deployed to the node, as written last time.
-    #[serde(default)]
-    pub deployed_version: Option<Stamp>,
-    /// The images last deployed to the node, by image field, as written last time.
-    #[serde(default, deserialize_with = "nullable")]
-    pub container_images: BTreeMap<String, Stamp>,
-    /// The Secrets and ConfigMaps last delivered to the node, as written last time.
-    #[serde(default, deserialize_with = "nullable")]
-    pub delivered_inputs: Vec<Delivery>,
 }
 
 /// One Secret or ConfigMap a completed Deployment delivered to a node: its name and the hash
@@ -368,13 +404,12 @@ pub struct Delivery {
     /// while it is current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_since: Option<String>,
-}
-
-impl NodeReportStatus {
-    /// What the status object says was last deployed to the node.
-    pub fn deployed(&self) -> Deployed {
-        Deployed { version: self.deployed_version.clone(), images: self.container_images.clone() }
-    }
+    /// For a Secret packing the TLS certificates of several nodes (upstream's
+    /// `<nodeset>-<service>-<cert>-certs-<n>`): the hash of this node's own keys as delivered,
+    /// noted while the Secret was what the Deployment recorded; another node's renewal then
+    /// leaves this node current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<String>,
 }
 
 /// A value a Deployment deployed to a node: the version or an image, the Deployment, and when
@@ -398,7 +433,7 @@ pub struct Deployed {
 }
 
 /// One run of one service on one node: an attempt of an AnsibleEE Job, from its pod's
-/// termination message. Kept in `EDPMNodeStatus.status.runs`, oldest first.
+/// termination message. Kept in `EDPMNodeStatus.spec.record.runs`, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeRun {
@@ -500,9 +535,10 @@ pub enum Heartbeat {
 }
 
 impl Lease {
-    /// The heartbeat as of `now` (see [`Heartbeat`]). With `observed` (the controller), the
-    /// end is a duration after `renewTime` was last seen to change; else a duration after
-    /// `renewTime` itself.
+    /// The heartbeat as of `now` (see [`Heartbeat`]): the end is a duration after `renewTime`;
+    /// with `observed` (the controller), a duration after the earlier of `renewTime` and when
+    /// it was last seen to change. The skew tolerated either way is the Lease's duration less
+    /// the agent's renewal interval; past it, ahead is `Skewed`, behind is `Expired`.
     pub fn heartbeat(&self, now: Time) -> Heartbeat {
         let Some(spec) = &self.spec else {
             // What `status report` creates for the agent, which has not renewed it (yet): an
@@ -537,7 +573,13 @@ impl Lease {
         if ahead > duration {
             return Heartbeat::Skewed { renewed, ahead };
         }
-        let from = self.observed.unwrap_or(renewed);
+        // One rule for every reader (issue 34): the Lease vouches until a duration after its
+        // renewTime by the reader's clock; the controller, which watched it, also until a
+        // duration after it last saw renewTime change, whichever ends first. What the
+        // controller saw only shortens: a node whose clock is behind by more than a Lease
+        // lasts reads expired to the controller as to `status show` (both say so), and one
+        // ahead is judged by what the controller saw (client-go's rule), not the node's word.
+        let from = self.observed.map_or(renewed, |o| o.min(renewed));
         let expires = Time(from.0.saturating_add(duration));
         if expires < now {
             Heartbeat::Expired { renewed, expires }
@@ -696,6 +738,17 @@ mod tests {
             lease(Some("2026-11-23T11:59:00Z"), Some(40)).heartbeat(now()),
             Heartbeat::Expired { .. }
         ));
+        // A node whose clock is two minutes behind renews it as the controller watches: the
+        // controller's sight of it moving does not outlast its renewTime (one rule for every
+        // reader).
+        let mut behind = lease(Some("2026-11-23T11:58:00Z"), Some(40));
+        behind.observed = Some(now());
+        assert!(
+            matches!(behind.heartbeat(now()), Heartbeat::Expired { .. }),
+            "{:?}",
+            behind.heartbeat(now())
+        );
+        assert_eq!(behind.heartbeat(now()), lease(Some("2026-11-23T11:58:00Z"), Some(40)).heartbeat(now()));
         // Ahead of now, but by less than it lasts: a small skew, still alive.
         assert!(matches!(
             lease(Some("2026-11-23T12:00:30Z"), Some(40)).heartbeat(now()),

@@ -34,6 +34,8 @@ async fn apply_one(
     let params = PatchParams::apply(FIELD_MANAGER);
     for _ in 0..3 {
         let action = format!("reading novaexternalcompute {name} in namespace {ns}");
+        // Never a name that is none into the request path.
+        super::read::invalid_name(&action, name)?;
         let live = match client.within_time(api.get(name)).await {
             Ok(o) => Some(o),
             Err(kube::Error::Api(s)) if s.code == 404 => None,

@@ -222,6 +222,7 @@ pub async fn resource_versions(
 async fn resource_version(client: Client, kind: String, name: String) -> Result<Option<String>, Error> {
     let ns = client.namespace().to_string();
     let action = format!("reading the metadata of {kind} {name} in namespace {ns}");
+    invalid_name(&action, &name)?;
     let got = if kind == "Secret" {
         let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
         client
@@ -243,11 +244,31 @@ where
     K: Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
     let action = format!("reading {what} {name} in namespace {}", client.namespace());
+    // A name from an object never goes into a request path unchecked: kube puts it there
+    // unescaped, so `a?watch=true` would become a query and `../x` another path.
+    invalid_name(&action, name)?;
     match client.within_time(api.get(name)).await {
         Ok(obj) => to_json(&action, &obj).map(Some),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
         Err(e) => Err(client.error(action, &e)),
     }
+}
+
+/// An error naming `name` when it is no object name (RFC 1123 subdomain, as the API server
+/// requires of a Secret's or ConfigMap's): no request is made with it.
+pub(crate) fn invalid_name(action: &str, name: &str) -> Result<(), Error> {
+    if edpm_core::validate::is_dns1123_subdomain(name) {
+        return Ok(());
+    }
+    Err(Error::Request {
+        action: action.to_string(),
+        message: format!(
+            "{} is no object name (a lowercase RFC 1123 subdomain of at most 253 characters): not asked",
+            edpm_core::excerpt::echo(&edpm_core::excerpt::printable(name)).debug()
+        ),
+        hint: "fix the object that names it".to_string(),
+        code: None,
+    })
 }
 
 fn to_json(action: &str, obj: &impl serde::Serialize) -> Result<Value, Error> {
