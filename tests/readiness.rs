@@ -661,10 +661,42 @@ fn rbac_is_least_privilege_and_covers_what_the_reader_lists() {
     let lease_role = roles.iter().find(|r| r["metadata"]["namespace"] == "LEASE_NAMESPACE").unwrap();
     assert_eq!(lease_role["rules"][0]["resources"], json!(["leases"]));
     for r in roles.iter().flat_map(|role| role["rules"].as_array().unwrap()) {
-        assert_eq!(r["resourceNames"], json!(["NODE_OBJECT"]), "every rule is for its own object: {r}");
+        let token = r["resources"] == json!(["serviceaccounts/token"]);
+        let own = if token { json!(["edpm-agent-node-NODE_OBJECT"]) } else { json!(["NODE_OBJECT"]) };
+        assert_eq!(r["resourceNames"], own, "every rule is for its own object: {r}");
+        // The only create: a token for its own ServiceAccount.
         assert!(
-            !r["verbs"].as_array().unwrap().iter().any(|v| v == "create" || v == "list" || v == "delete"),
+            !r["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| (v == "create" && !token) || v == "list" || v == "delete"),
             "{r}"
+        );
+    }
+    // The template is the identity `status identities` makes, by hand: the same rules.
+    let set = edpm_core::identity::NodeSet {
+        name: "cell1".into(),
+        kind: edpm_core::readiness::api::OwnerKind::OpenStackDataPlaneNodeSet,
+        owner: None,
+        namespace: "openstack".into(),
+        lease_namespace: "edpm-node-lease".into(),
+        nodes: vec![edpm_core::identity::Node { key: "compute-3".into(), host_name: "compute-3".into() }],
+    };
+    let made = edpm_core::identity::objects(&set).unwrap();
+    for role in &roles {
+        let object = edpm_core::readiness::names::node_object("cell1", "compute-3");
+        let ns =
+            if role["metadata"]["namespace"] == "LEASE_NAMESPACE" { "edpm-node-lease" } else { "openstack" };
+        let rules = serde_json::to_string(&role["rules"]).unwrap().replace("NODE_OBJECT", &object);
+        let generated = made
+            .iter()
+            .find(|o| o.kind == edpm_core::identity::Kind::Role && o.namespace == ns)
+            .unwrap_or_else(|| panic!("no generated Role in {ns}"));
+        assert_eq!(
+            serde_json::from_str::<Value>(&rules).unwrap(),
+            generated.body["rules"],
+            "rbac-node-agent.yaml's Role in {ns} differs from what status identities makes"
         );
     }
 }
