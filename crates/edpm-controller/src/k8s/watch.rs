@@ -13,9 +13,9 @@
 //! kube's watcher does the rest: it lists, then watches from the list's `resourceVersion`
 //! with bookmarks; a dropped stream resumes from the last version seen, a `410 Gone` lists
 //! again (an `Init` … `InitDone` cycle, whose objects replace the store's at the end), and
-//! errors back off (kube's default backoff) and are counted. Secrets are never listed or
-//! watched: the ConfigMaps and Secrets the objects reference are got by name at each
-//! evaluation (`read::add_references`).
+//! errors back off (kube's default backoff) and are counted. Secrets and ConfigMaps are not
+//! stored here: the ones the objects reference are got by name at each evaluation
+//! (`read::add_references`), and their versions watched metadata-only (`super::inputs`).
 //!
 //! A kind whose CRD is not installed (its list answers 404) is empty, and asked for again
 //! every `--crd-recheck` (jittered): an operator installed after the controller started is
@@ -393,7 +393,7 @@ async fn installed_now(w: &Watch) -> Option<bool> {
 
 /// The API server's status code in a watcher's error, when there is one (410 for an expired
 /// resourceVersion, 403 for missing RBAC, …).
-fn code(e: &watcher::Error) -> Option<u16> {
+pub(crate) fn code(e: &watcher::Error) -> Option<u16> {
     match e {
         watcher::Error::WatchError(s) => Some(s.code),
         watcher::Error::InitialListFailed(kube::Error::Api(s))
