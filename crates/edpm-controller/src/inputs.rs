@@ -63,7 +63,7 @@ pub(super) fn moves<'a>(
                     // kube's watcher never ends its stream.
                     None => return None,
                     Some((kind, Ok(ev))) => {
-                        let moved = versions.take(kind, ev, || stores.delivered_inputs());
+                        let moved = versions.take(kind, ev, stores);
                         if !moved.is_empty() {
                             return Some((moved, Mode::Watching(seen, versions)));
                         }
@@ -131,7 +131,7 @@ impl Versions {
         &mut self,
         kind: &'static str,
         ev: watcher::Event<Version>,
-        delivered: impl FnOnce() -> BTreeMap<Key, BTreeSet<String>>,
+        delivered: &impl Delivered,
     ) -> BTreeSet<String> {
         let mut moved = BTreeSet::new();
         match ev {
@@ -146,7 +146,7 @@ impl Versions {
                 // The first listing counts as a change of every delivered object: one may have
                 // moved between the evaluation that read it and the listing.
                 let first = self.listed.insert(kind);
-                let delivered = delivered();
+                let delivered = delivered.all();
                 let (before, others): (BTreeMap<_, _>, BTreeMap<_, _>) =
                     std::mem::take(&mut self.known).into_iter().partition(|(k, _)| k.0 == kind);
                 self.known = others;
@@ -162,8 +162,8 @@ impl Versions {
                     self.known.insert(key, now);
                 }
             }
-            watcher::Event::Apply((name, version)) => moved = self.one(kind, name, version, delivered()),
-            watcher::Event::Delete((name, _)) => moved = self.one(kind, name, None, delivered()),
+            watcher::Event::Apply((name, version)) => moved = self.one(kind, name, version, delivered),
+            watcher::Event::Delete((name, _)) => moved = self.one(kind, name, None, delivered),
         }
         moved
     }
@@ -174,19 +174,38 @@ impl Versions {
         kind: &'static str,
         name: String,
         version: Option<String>,
-        delivered: BTreeMap<Key, BTreeSet<String>>,
+        delivered: &impl Delivered,
     ) -> BTreeSet<String> {
-        let mut moved = BTreeSet::new();
+        let sets = delivered.to(kind, &name);
         let key = (kind, name);
-        if let Some(sets) = delivered.get(&key) {
-            if self.known.get(&key) != Some(&version) {
-                moved.extend(sets.iter().cloned());
-            }
-            self.known.insert(key, version);
+        if sets.is_empty() {
+            // Not (or no longer) recorded: forgotten.
+            self.known.remove(&key);
+            return sets;
         }
-        // Objects no Deployment names any more are forgotten.
-        self.known.retain(|k, _| delivered.contains_key(k));
-        moved
+        if self.known.get(&key) == Some(&version) {
+            return BTreeSet::new();
+        }
+        self.known.insert(key, version);
+        sets
+    }
+}
+
+/// Which NodeSets the Deployments recorded delivering what (the stores', in the controller).
+trait Delivered {
+    /// Every delivered object with its NodeSets.
+    fn all(&self) -> BTreeMap<Key, BTreeSet<String>>;
+    /// The NodeSets `kind` `name` was delivered to.
+    fn to(&self, kind: &str, name: &str) -> BTreeSet<String>;
+}
+
+impl Delivered for Stores {
+    fn all(&self) -> BTreeMap<Key, BTreeSet<String>> {
+        self.delivered_inputs()
+    }
+
+    fn to(&self, kind: &str, name: &str) -> BTreeSet<String> {
+        self.delivered_to(kind, name)
     }
 }
 
@@ -266,12 +285,26 @@ impl Recheck {
 mod tests {
     use super::*;
 
-    fn delivered() -> BTreeMap<Key, BTreeSet<String>> {
-        BTreeMap::from([
-            (("Secret", "shared".to_string()), BTreeSet::from(["a".to_string(), "b".to_string()])),
-            (("Secret", "cert-a-0".to_string()), BTreeSet::from(["a".to_string()])),
-        ])
+    struct Recorded;
+
+    impl Delivered for Recorded {
+        fn all(&self) -> BTreeMap<Key, BTreeSet<String>> {
+            BTreeMap::from([
+                (("Secret", "shared".to_string()), BTreeSet::from(["a".to_string(), "b".to_string()])),
+                (("Secret", "cert-a-0".to_string()), BTreeSet::from(["a".to_string()])),
+            ])
+        }
+
+        fn to(&self, kind: &str, name: &str) -> BTreeSet<String> {
+            self.all()
+                .into_iter()
+                .find(|((k, n), _)| *k == kind && n == name)
+                .map(|(_, s)| s)
+                .unwrap_or_default()
+        }
     }
+
+    const RECORDED: &Recorded = &Recorded;
 
     fn v(name: &str, rv: &str) -> Version {
         (name.to_string(), Some(rv.to_string()))
@@ -284,29 +317,29 @@ mod tests {
     #[test]
     fn only_a_delivered_object_that_moved_names_its_nodesets() {
         let mut w = Versions::default();
-        w.take("Secret", watcher::Event::Init, delivered);
+        w.take("Secret", watcher::Event::Init, RECORDED);
         for (n, rv) in [("shared", "1"), ("cert-a-0", "2"), ("unrelated", "3")] {
-            w.take("Secret", watcher::Event::InitApply(v(n, rv)), delivered);
+            w.take("Secret", watcher::Event::InitApply(v(n, rv)), RECORDED);
         }
         // The first listing counts as a change of every delivered object.
-        assert_eq!(w.take("Secret", watcher::Event::InitDone, delivered), sets(&["a", "b"]));
+        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&["a", "b"]));
         // Only the recorded names are kept.
         assert_eq!(w.known.len(), 2);
-        assert_eq!(w.take("Secret", watcher::Event::Apply(v("unrelated", "4")), delivered), sets(&[]));
-        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), delivered), sets(&["a"]));
+        assert_eq!(w.take("Secret", watcher::Event::Apply(v("unrelated", "4")), RECORDED), sets(&[]));
+        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&["a"]));
         // The same version again (a duplicate event) moves nothing; a ConfigMap of the same
         // name is another object.
-        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), delivered), sets(&[]));
-        assert_eq!(w.take("ConfigMap", watcher::Event::Apply(v("cert-a-0", "6")), delivered), sets(&[]));
-        assert_eq!(w.take("Secret", watcher::Event::Delete(v("shared", "7")), delivered), sets(&["a", "b"]));
+        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&[]));
+        assert_eq!(w.take("ConfigMap", watcher::Event::Apply(v("cert-a-0", "6")), RECORDED), sets(&[]));
+        assert_eq!(w.take("Secret", watcher::Event::Delete(v("shared", "7")), RECORDED), sets(&["a", "b"]));
         // A relist: what moved while the watch was away, and only that.
-        w.take("Secret", watcher::Event::Init, delivered);
-        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), delivered);
-        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), delivered);
-        assert_eq!(w.take("Secret", watcher::Event::InitDone, delivered), sets(&["a", "b"]));
-        w.take("Secret", watcher::Event::Init, delivered);
-        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), delivered);
-        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), delivered);
-        assert_eq!(w.take("Secret", watcher::Event::InitDone, delivered), sets(&[]));
+        w.take("Secret", watcher::Event::Init, RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), RECORDED);
+        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&["a", "b"]));
+        w.take("Secret", watcher::Event::Init, RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), RECORDED);
+        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&[]));
     }
 }

@@ -194,27 +194,34 @@ impl Collector for NodeSeries {
                 }
             }
         }
-        drop(m);
-        let mut m = encoder.encode_descriptor(
-            "nodeset_node_count",
-            "Nodes of a NodeSet, as its EDPMNodeSetStatus counts them: total, ready, updated (VersionCurrent True), inputs_current (SecretsCurrent True), degraded (Ready False with severity Error)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for ((ns, set), nodes) in sets.iter() {
-            for (count, n) in [
-                ("total", nodes.len()),
-                ("ready", nodes.iter().filter(|n| n.counted.ready).count()),
-                ("updated", nodes.iter().filter(|n| n.counted.updated).count()),
-                ("inputs_current", nodes.iter().filter(|n| n.counted.inputs_current).count()),
-                ("degraded", nodes.iter().filter(|n| n.counted.degraded).count()),
-            ] {
-                let labels = [("namespace", ns.as_str()), ("nodeset", set.as_str()), ("count", count)];
-                ConstGauge::new(n as i64).encode(m.encode_family(&labels)?)?;
-            }
-        }
-        Ok(())
+        encode_counts(&mut encoder, &sets)
     }
+}
+
+/// `edpm_nodeset_node_count`: each NodeSet's counts, as its EDPMNodeSetStatus has them.
+fn encode_counts(
+    encoder: &mut DescriptorEncoder,
+    sets: &BTreeMap<(String, String), Vec<NodeLine>>,
+) -> Result<(), std::fmt::Error> {
+    let mut m = encoder.encode_descriptor(
+        "nodeset_node_count",
+        "Nodes of a NodeSet, as its EDPMNodeSetStatus counts them: total, ready, updated (VersionCurrent True), inputs_current (SecretsCurrent True), degraded (Ready False with severity Error)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for ((ns, set), nodes) in sets.iter() {
+        for (count, n) in [
+            ("total", nodes.len()),
+            ("ready", nodes.iter().filter(|n| n.counted.ready).count()),
+            ("updated", nodes.iter().filter(|n| n.counted.updated).count()),
+            ("inputs_current", nodes.iter().filter(|n| n.counted.inputs_current).count()),
+            ("degraded", nodes.iter().filter(|n| n.counted.degraded).count()),
+        ] {
+            let labels = [("namespace", ns.as_str()), ("nodeset", set.as_str()), ("count", count)];
+            ConstGauge::new(n as i64).encode(m.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }
 
 impl Metrics {

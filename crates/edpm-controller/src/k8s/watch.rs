@@ -141,6 +141,25 @@ impl Stores {
         out
     }
 
+    /// The NodeSets of the stored Deployments that recorded delivering `kind` (`Secret` or
+    /// `ConfigMap`) `name`; empty when none did. A lookup per Deployment, no map built: what a
+    /// watch event of one Secret costs.
+    pub fn delivered_to(&self, kind: &str, name: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let Some(d) = self.kinds.iter().find(|k| k.listed.known == KnownKind::Deployment) else { return out };
+        for part in lock(&d.store).values() {
+            let Ok(Entry::Deployment(d)) = &part.entry else { continue };
+            let recorded = match kind {
+                "Secret" => d.status.secret_hashes.contains_key(name),
+                _ => d.status.config_map_hashes.contains_key(name),
+            };
+            if recorded {
+                out.extend(d.spec.node_sets.iter().cloned());
+            }
+        }
+        out
+    }
+
     /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
     /// ConfigMaps and Secrets it references (got by name): what `read::snapshot` would have
     /// listed, less the objects of other NodeSets.
