@@ -914,7 +914,7 @@ fn secure_metrics_on_the_probes_address_and_bad_leader_times_are_refused() {
 
 /// The rotation scenario (tests/fixtures/scenarios/rotation) in the fake API server, with
 /// `extra` Secrets besides, of which the first `recorded` are recorded delivered by a
-/// Deployment of the NodeSet (their hashes old: their content is never compared here).
+/// Deployment of the NodeSet (with their hashes as they are: current).
 fn rotation_cluster(extra: usize, recorded: usize) -> FakeApi {
     let api = FakeApi::start();
     api.add_readiness_crds();
@@ -935,14 +935,22 @@ fn rotation_cluster(extra: usize, recorded: usize) -> FakeApi {
         api.put(json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": name, "namespace": "openstack"}, "stringData": {"tls.crt": format!("cert {i}")}}));
         if i < recorded {
-            hashes.insert(name, json!("n5dchb8h587h588"));
+            // As lib-common hashes it: the content delivered is the content now.
+            let body = edpm_core::snapshot::SecretData {
+                data: [("tls.crt".to_string(), format!("cert {i}").into_bytes())].into(),
+                type_: "Opaque".into(),
+            };
+            hashes.insert(name, json!(edpm_core::objecthash::secret(&body)));
         }
     }
     if recorded > 0 {
         api.put(json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
             "metadata": {"name": "certs", "namespace": "openstack", "creationTimestamp": "2026-11-20T10:00:00Z"},
             "spec": {"nodeSets": ["edpm-compute"], "servicesOverride": ["configure-os"]},
-            "status": {"nodeSetHashes": {"edpm-compute": "h1"}, "secretHashes": hashes, "deployed": true}}));
+            "status": {"nodeSetHashes": {"edpm-compute": "h1"}, "secretHashes": hashes, "deployed": true,
+                "nodeSetConditions": {"edpm-compute": [
+                    {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready", "message": "NodeSet Ready", "lastTransitionTime": "2026-11-20T10:30:00Z"},
+                    {"type": "ServiceConfigureOsDeploymentReady", "status": "True", "reason": "Ready", "message": "Deployment ready for configure-os service", "lastTransitionTime": "2026-11-20T10:30:00Z"}]}}}));
     }
     api
 }
@@ -1042,4 +1050,54 @@ fn without_list_on_secrets_the_controller_says_so_once_and_rechecks() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(err.matches("cannot watch Secrets and ConfigMaps: falling back").count(), 1, "{err}");
     assert!(err.contains("forbidden"), "{err}");
+}
+
+/// At scale: 1,000 recorded Secrets (a per-node certificate each, as upstream's TLS records
+/// them). Idle, not one of them is got; one rotated turns the NodeSet's nodes stale within a
+/// second or two, and the requests that follow are the evaluation's, not a recheck's.
+#[test]
+fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_nothing() {
+    let api = rotation_cluster(1000, 1000);
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    let cert = |i: usize| format!("cert-libvirt-default-edpm-compute-{i}");
+    wait_for("the first writes", Duration::from_secs(60), || {
+        (0..10).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).is_some())
+    });
+    // 0..6 hold every current input (the certificates' hashes are current).
+    assert_eq!(secrets_current(&api, "edpm-compute-0").as_deref(), Some("True"));
+    std::thread::sleep(Duration::from_secs(2));
+    let from = api.requests().len();
+    std::thread::sleep(Duration::from_secs(4));
+    let gets = input_gets(&api, from);
+    assert!(
+        gets.is_empty(),
+        "{} Secrets got while nothing changed, the first {:?}",
+        gets.len(),
+        gets.first()
+    );
+    let idle: Vec<String> = api.requests().split_off(from);
+    assert!(
+        idle.iter().all(|r| r.contains("watch=") || r.contains("/leases/")),
+        "requests while idle beyond the watches: {idle:?}"
+    );
+
+    let mut secret = api.object("Secret", &cert(500)).unwrap();
+    secret["stringData"] = json!({"tls.crt": "renewed"});
+    let rotated = Instant::now();
+    let from = api.requests().len();
+    api.put_replace(secret);
+    wait_for("the rotation seen", Duration::from_secs(10), || {
+        (0..7).all(|n| secrets_current(&api, &format!("edpm-compute-{n}")).as_deref() == Some("False"))
+    });
+    let took = rotated.elapsed();
+    assert!(took < Duration::from_secs(3), "the rotation was written {took:?} after it");
+    let message =
+        condition(&api, "edpm-compute-edpm-compute-0", "SecretsCurrent").unwrap()["message"].clone();
+    assert!(message.as_str().unwrap().contains(&cert(500)), "{message}");
+    // What the rotation cost: one evaluation of the NodeSet, which (until the content is got
+    // only when its version moved) gets each referenced object once, not a recheck each second.
+    let got = input_gets(&api, from).len();
+    assert!(got <= 1010, "{got} gets after one rotation");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
 }
