@@ -12,7 +12,8 @@
 //! are got by name, metadata only, and the NodeSets of those whose `resourceVersion` moved (or
 //! that are seen for the first time) come out.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -22,10 +23,45 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::k8s::inputs::{Seen, Version};
+use crate::k8s::read::{Hashed, InputCache};
 use crate::k8s::watch::Stores;
 use crate::k8s::{Client, read};
 
 type Key = (&'static str, String);
+
+/// What the watch and the evaluations share: the versions the watch has seen of the delivered
+/// objects, and the hashes of what evaluations got (`read::InputCache`: an object whose version
+/// has not moved since it was hashed is not got again). Never any content.
+#[derive(Default)]
+pub(super) struct Inputs {
+    versions: Arc<Mutex<BTreeMap<Key, Option<String>>>>,
+    hashed: Mutex<HashMap<(String, String), Hashed>>,
+}
+
+impl InputCache for Inputs {
+    fn version_now(&self, kind: &str, name: &str) -> Option<String> {
+        let kind: &'static str = if kind == "Secret" { "Secret" } else { "ConfigMap" };
+        lock(&self.versions).get(&(kind, name.to_string())).cloned().flatten()
+    }
+
+    fn hashed(&self, kind: &str, name: &str) -> Option<Hashed> {
+        lock(&self.hashed).get(&(kind.to_string(), name.to_string())).cloned()
+    }
+
+    fn keep(&self, kind: &str, name: &str, hashed: Hashed) {
+        let mut kept = lock(&self.hashed);
+        // Bounded by what the Deployments recorded: the objects no longer watched go.
+        if kept.len() > 4 * lock(&self.versions).len() + 1024 {
+            let versions = lock(&self.versions);
+            kept.retain(|(k, n), _| versions.keys().any(|(vk, vn)| vk == k && vn == n));
+        }
+        kept.insert((kind.to_string(), name.to_string()), hashed);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Where the moves come from.
 enum Mode {
@@ -45,6 +81,7 @@ pub(super) fn moves<'a>(
     interval: Option<Duration>,
     client: &'a Client,
     stores: &'a Stores,
+    inputs: &'a Inputs,
 ) -> LocalBoxStream<'a, BTreeSet<String>> {
     futures::stream::unfold(Mode::Start, move |mut mode| async move {
         loop {
@@ -55,7 +92,7 @@ pub(super) fn moves<'a>(
                             namespace = client.namespace(),
                             "watching the versions of Secrets and ConfigMaps (metadata only)"
                         );
-                        Mode::Watching(crate::k8s::inputs::watch(client), Versions::default())
+                        Mode::Watching(crate::k8s::inputs::watch(client), Versions::new(inputs.versions.clone()))
                     }
                     Some(why) => fall_back(&why, interval),
                 },
@@ -118,13 +155,17 @@ fn fall_back(why: &str, interval: Option<Duration>) -> Mode {
 /// and the listing of a kind under way.
 #[derive(Default)]
 struct Versions {
-    known: BTreeMap<Key, Option<String>>,
+    known: Arc<Mutex<BTreeMap<Key, Option<String>>>>,
     listing: BTreeMap<&'static str, BTreeMap<String, Option<String>>>,
     /// The kinds listed at least once.
     listed: BTreeSet<&'static str>,
 }
 
 impl Versions {
+    fn new(known: Arc<Mutex<BTreeMap<Key, Option<String>>>>) -> Versions {
+        Versions { known, ..Versions::default() }
+    }
+
     /// Takes in one watcher event of `kind`; returns the NodeSets of the delivered objects
     /// (`delivered`, each with its NodeSets) it moved.
     fn take(
@@ -147,9 +188,10 @@ impl Versions {
                 // moved between the evaluation that read it and the listing.
                 let first = self.listed.insert(kind);
                 let delivered = delivered.all();
+                let mut known = lock(&self.known);
                 let (before, others): (BTreeMap<_, _>, BTreeMap<_, _>) =
-                    std::mem::take(&mut self.known).into_iter().partition(|(k, _)| k.0 == kind);
-                self.known = others;
+                    std::mem::take(&mut *known).into_iter().partition(|(k, _)| k.0 == kind);
+                *known = others;
                 for ((k, name), sets) in delivered {
                     if k != kind {
                         continue;
@@ -159,7 +201,7 @@ impl Versions {
                     if first || before.get(&key) != Some(&now) {
                         moved.extend(sets);
                     }
-                    self.known.insert(key, now);
+                    known.insert(key, now);
                 }
             }
             watcher::Event::Apply((name, version)) => moved = self.one(kind, name, version, delivered),
@@ -178,15 +220,16 @@ impl Versions {
     ) -> BTreeSet<String> {
         let sets = delivered.to(kind, &name);
         let key = (kind, name);
+        let mut known = lock(&self.known);
         if sets.is_empty() {
             // Not (or no longer) recorded: forgotten.
-            self.known.remove(&key);
+            known.remove(&key);
             return sets;
         }
-        if self.known.get(&key) == Some(&version) {
+        if known.get(&key) == Some(&version) {
             return BTreeSet::new();
         }
-        self.known.insert(key, version);
+        known.insert(key, version);
         sets
     }
 }
@@ -324,7 +367,7 @@ mod tests {
         // The first listing counts as a change of every delivered object.
         assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&["a", "b"]));
         // Only the recorded names are kept.
-        assert_eq!(w.known.len(), 2);
+        assert_eq!(lock(&w.known).len(), 2);
         assert_eq!(w.take("Secret", watcher::Event::Apply(v("unrelated", "4")), RECORDED), sets(&[]));
         assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&["a"]));
         // The same version again (a duplicate event) moves nothing; a ConfigMap of the same

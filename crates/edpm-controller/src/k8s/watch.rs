@@ -161,9 +161,15 @@ impl Stores {
     }
 
     /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
-    /// ConfigMaps and Secrets it references (got by name): what `read::snapshot` would have
-    /// listed, less the objects of other NodeSets.
-    pub async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
+    /// ConfigMaps and Secrets it references (got by name, unless `cache` has one's hash at its
+    /// version now): what `read::snapshot` would have listed, less the objects of other
+    /// NodeSets.
+    pub async fn snapshot(
+        &self,
+        client: &Client,
+        touched: &Touch,
+        cache: &dyn super::read::InputCache,
+    ) -> Result<Snapshot, ReadError> {
         let mut snap = Snapshot::default();
         for k in &self.kinds {
             // Lock order: a store, then the Jobs' or Deployments' to look a reach up; a Job's
@@ -177,7 +183,7 @@ impl Stores {
             snap.add_entries(entries);
         }
         snap.check_duplicates()?;
-        super::read::add_references(client, snap).await
+        super::read::add_references_cached(client, snap, cache).await
     }
 }
 
