@@ -1115,3 +1115,28 @@ fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_not
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// `list` granted but `watch` refused on Secrets: the watch's 403 falls back to the recheck,
+/// said once, and the recheck sees a rotation.
+#[test]
+fn a_refused_watch_of_secrets_falls_back_to_the_recheck() {
+    let api = rotation_cluster(0, 0);
+    api.fault("/secrets?&watch=true", Fault::Status(403), 10_000);
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        (0..7).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("True"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let mut secret = api.object("Secret", "nova-cell1-compute-config").unwrap();
+    secret["stringData"] =
+        json!({"01-nova.conf": "[DEFAULT]\ntransport_url = rabbit://nova:NEWERPASS@rabbitmq-cell1/\n"});
+    api.put_replace(secret);
+    wait_for("the rotation seen by the recheck", Duration::from_secs(10), || {
+        (0..7).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("False"))
+    });
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("cannot watch Secrets and ConfigMaps: falling back").count(), 1, "{err}");
+    // One watch asked, refused: not asked again.
+    assert_eq!(api.count("GET", "/secrets?&watch=true"), 1);
+}

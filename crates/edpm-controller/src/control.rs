@@ -166,7 +166,7 @@ fn triggers<'a>(s: Sources, cx: &'a Cx<'a>) -> LocalBoxStream<'a, Trigger> {
         tracing::debug!(nodesets = sets.len(), "Nova's answer changed");
         Trigger::NovaAnswered(Touch::NodeSets(sets))
     });
-    let inputs = inputs::moves(s.inputs_interval, client, stores, inputs).map(|moved| {
+    let inputs = inputs::moves(s.inputs_interval, client, stores, inputs, metrics).map(|moved| {
         tracing::info!(nodesets = moved.len(), "a delivered Secret or ConfigMap changed");
         Trigger::InputsMoved(Touch::NodeSets(moved))
     });

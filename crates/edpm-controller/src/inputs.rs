@@ -82,6 +82,7 @@ pub(super) fn moves<'a>(
     client: &'a Client,
     stores: &'a Stores,
     inputs: &'a Inputs,
+    metrics: &'a crate::probes::Metrics,
 ) -> LocalBoxStream<'a, BTreeSet<String>> {
     futures::stream::unfold(Mode::Start, move |mut mode| async move {
         loop {
@@ -107,9 +108,16 @@ pub(super) fn moves<'a>(
                         Mode::Watching(seen, versions)
                     }
                     Some((kind, Err((Some(403), error)))) => {
+                        metrics.api_error("watch", Some(403));
+                        // The versions will not move any more: none is taken as current, and
+                        // every delivered object is got whole again, as before the watch.
+                        lock(&inputs.versions).clear();
                         fall_back(&format!("watching {kind}s is forbidden: {error}"), interval)
                     }
-                    Some((kind, Err((_, error)))) => {
+                    Some((kind, Err((code, error)))) => {
+                        // Counted as the other watches' are (edpm_watch_restarts{kind}).
+                        metrics.watch_restarted(kind);
+                        metrics.api_error("watch", code);
                         tracing::warn!(kind, %error, "the watch of Secrets and ConfigMaps failed; it backs off and resumes or lists again");
                         Mode::Watching(seen, versions)
                     }
