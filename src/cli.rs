@@ -446,10 +446,10 @@ pub enum StatusAction {
         /// cannot be asked is asked again after a growing wait (up to 5 minutes).
         #[arg(long, value_name = "DURATION", default_value = "30")]
         nova_interval: String,
-        /// How often the Secrets and ConfigMaps the Deployments delivered are rechecked (by
-        /// name, metadata only: Secrets are never watched), so that a rotated one turns the
-        /// nodes holding the old one stale (`SecretsCurrent`): seconds, or with a unit; 0 for
-        /// never.
+        /// Secrets and ConfigMaps are watched metadata-only, so that a rotated one turns the
+        /// nodes holding the old one stale (`SecretsCurrent`) at once; where the RBAC refuses
+        /// list or watch on them, how often the delivered ones are rechecked by name instead
+        /// (metadata only): seconds, or with a unit; 0 for never.
         #[arg(long, value_name = "DURATION", default_value = "10")]
         inputs_interval: String,
         #[command(flatten)]

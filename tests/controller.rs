@@ -616,8 +616,14 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
             }
         }
     }
-    // Secrets are never listed or watched.
-    assert!(!requests.iter().any(|(_, v, _, r, _)| r == "secrets" && v != "get"), "{requests:?}");
+    // Secrets are listed and watched metadata-only: no content crosses the wire (a get by name
+    // is what reads one).
+    let whole: Vec<(String, bool)> = api
+        .requests_with_accept(0)
+        .into_iter()
+        .filter(|(r, meta)| r.contains("/secrets?") && !meta)
+        .collect();
+    assert!(whole.is_empty(), "Secrets listed or watched whole: {whole:?}");
     // The node agents' Leases are read and written in their own namespace only.
     assert!(
         requests.iter().any(|(ns, v, _, r, _)| r == "leases" && ns == "edpm-node-lease" && v == "watch"),
@@ -768,10 +774,12 @@ fn the_controller_asks_nova_with_an_explicitly_named_secret() {
     let (code, _, stderr) = c.stop();
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains(fake_nova::PASSWORD) && !stderr.contains("tok-"), "a secret in the log");
-    let secrets: Vec<String> = api.requests().into_iter().filter(|r| r.contains("/secrets")).collect();
+    // Got by name; listed and watched only metadata-only (no content crosses the wire).
+    let secrets: Vec<(String, bool)> =
+        api.requests_with_accept(0).into_iter().filter(|(r, _)| r.contains("/secrets")).collect();
     assert!(
-        secrets.iter().all(|r| r.starts_with("GET") && !r.ends_with("/secrets") && !r.contains("/secrets?")),
-        "got by name, never listed: {secrets:?}"
+        secrets.iter().all(|(r, meta)| r.starts_with("GET") && (*meta || !r.contains("/secrets?"))),
+        "got by name, listed only metadata-only: {secrets:?}"
     );
 }
 
@@ -904,4 +912,233 @@ fn secure_metrics_on_the_probes_address_and_bad_leader_times_are_refused() {
     );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("must be longer than --leader-elect-renew-deadline"), "{}", out.stderr);
+}
+
+/// The rotation scenario (tests/fixtures/scenarios/rotation) in the fake API server, with
+/// `extra` Secrets besides, of which the first `recorded` are recorded delivered by a
+/// Deployment of the NodeSet (with their hashes as they are: current).
+fn rotation_cluster(extra: usize, recorded: usize) -> FakeApi {
+    let api = FakeApi::start();
+    api.add_readiness_crds();
+    let dir = crate::util::repo().join("tests/fixtures/scenarios/rotation");
+    for file in ["nodeset.yaml", "deployments.yaml", "services.yaml"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for mut d in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
+            d["metadata"]["namespace"] = json!("openstack");
+            if d["kind"] == "OpenStackDataPlaneNodeSet" {
+                d["metadata"]["uid"] = json!("nodeset-uid-rotation");
+            }
+            api.put(d);
+        }
+    }
+    let mut hashes = serde_json::Map::new();
+    for i in 0..extra {
+        let name = format!("cert-libvirt-default-edpm-compute-{i}");
+        api.put(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": "openstack"}, "stringData": {"tls.crt": format!("cert {i}")}}));
+        if i < recorded {
+            // As lib-common hashes it: the content delivered is the content now.
+            let body = edpm_core::snapshot::SecretData {
+                data: [("tls.crt".to_string(), format!("cert {i}").into_bytes())].into(),
+                type_: "Opaque".into(),
+            };
+            hashes.insert(name, json!(edpm_core::objecthash::secret(&body)));
+        }
+    }
+    if recorded > 0 {
+        api.put(json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+            "metadata": {"name": "certs", "namespace": "openstack", "creationTimestamp": "2026-11-20T10:00:00Z"},
+            "spec": {"nodeSets": ["edpm-compute"], "servicesOverride": ["configure-os"]},
+            "status": {"nodeSetHashes": {"edpm-compute": "h1"}, "secretHashes": hashes, "deployed": true,
+                "nodeSetConditions": {"edpm-compute": [
+                    {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready", "message": "NodeSet Ready", "lastTransitionTime": "2026-11-20T10:30:00Z"},
+                    {"type": "ServiceConfigureOsDeploymentReady", "status": "True", "reason": "Ready", "message": "Deployment ready for configure-os service", "lastTransitionTime": "2026-11-20T10:30:00Z"}]}}}));
+    }
+    api
+}
+
+fn secrets_current(api: &FakeApi, node: &str) -> Option<String> {
+    condition(api, &format!("edpm-compute-{node}"), "SecretsCurrent")
+        .map(|c| c["status"].as_str().unwrap_or("").to_string())
+}
+
+/// Requests, from the `from`th on, that read Secrets or ConfigMaps one by one (not the watch).
+fn input_gets(api: &FakeApi, from: usize) -> Vec<String> {
+    api.requests_with_accept(from)
+        .into_iter()
+        .map(|(r, _)| r)
+        .filter(|r| r.starts_with("GET") && (r.contains("/secrets/") || r.contains("/configmaps/")))
+        .collect()
+}
+
+/// Secrets and ConfigMaps are watched metadata-only: while nothing changes not one of them is
+/// got (the recheck would get each delivered one every `--inputs-interval`), and a rotated
+/// Secret turns the nodes that hold the old one stale within a second or two of the write.
+#[test]
+fn a_rotated_secret_is_seen_by_watch_and_idle_costs_no_request() {
+    let api = rotation_cluster(0, 0);
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        (0..10).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).is_some())
+    });
+    assert_eq!(secrets_current(&api, "edpm-compute-0").as_deref(), Some("True"));
+    assert_eq!(secrets_current(&api, "edpm-compute-8").as_deref(), Some("False"));
+    // Counted at a glance, as `oc get mcp` counts a rollout: 7 of 10 hold the current inputs.
+    let counts = || api.object("EDPMNodeSetStatus", "edpm-compute").map(|o| o["status"]["nodes"].clone());
+    wait_for("the NodeSet's counts", Duration::from_secs(5), || {
+        counts().is_some_and(|c| c["inputsCurrent"] == 7)
+    });
+    assert_eq!(counts().unwrap()["total"], 10, "{:?}", counts());
+    let (_, text) = c.get("/metrics");
+    assert!(
+        text.contains(r#"edpm_nodeset_node_count{namespace="openstack",nodeset="edpm-compute",count="inputs_current"} 7"#),
+        "{text}"
+    );
+    // Let the first sync settle, then idle for 3 s (three intervals of the recheck).
+    std::thread::sleep(Duration::from_secs(2));
+    let from = api.requests().len();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        input_gets(&api, from),
+        Vec::<String>::new(),
+        "Secrets or ConfigMaps got while nothing changed"
+    );
+
+    let mut secret = api.object("Secret", "nova-cell1-compute-config").unwrap();
+    secret["stringData"] =
+        json!({"01-nova.conf": "[DEFAULT]\ntransport_url = rabbit://nova:NEWERPASS@rabbitmq-cell1/\n"});
+    let rotated = Instant::now();
+    api.put_replace(secret);
+    wait_for("the rotation seen", Duration::from_secs(5), || {
+        (0..7).all(|n| secrets_current(&api, &format!("edpm-compute-{n}")).as_deref() == Some("False"))
+    });
+    let took = rotated.elapsed();
+    // Bounded, not timed (the recheck's interval here is 1 s: the bound is what tells them apart
+    // only together with the idle count above).
+    assert!(took < Duration::from_secs(2), "the rotation was written {took:?} after it");
+    wait_for("the counts", Duration::from_secs(5), || counts().is_some_and(|c| c["inputsCurrent"] == 0));
+    // Every list and watch of Secrets asked for metadata only: no content crossed the wire.
+    let lists: Vec<(String, bool)> = api
+        .requests_with_accept(0)
+        .into_iter()
+        .filter(|(r, _)| r.contains("/secrets?") || r.contains("/configmaps?"))
+        .collect();
+    assert!(lists.iter().any(|(r, _)| r.contains("watch=")), "{lists:?}");
+    assert!(lists.iter().all(|(_, meta)| *meta), "a list or watch of whole Secrets: {lists:?}");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("watching the versions of Secrets and ConfigMaps"), "{err}");
+}
+
+/// An older RBAC (no `list` on Secrets): the controller says so once and falls back to the
+/// recheck by name, which still sees the rotation.
+#[test]
+fn without_list_on_secrets_the_controller_says_so_once_and_rechecks() {
+    let api = rotation_cluster(0, 0);
+    api.fault("/api/v1/namespaces/openstack/secrets?", Fault::Status(403), 10_000);
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        secrets_current(&api, "edpm-compute-0").as_deref() == Some("True")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let mut secret = api.object("Secret", "nova-cell1-compute-config").unwrap();
+    secret["stringData"] =
+        json!({"01-nova.conf": "[DEFAULT]\ntransport_url = rabbit://nova:NEWERPASS@rabbitmq-cell1/\n"});
+    api.put_replace(secret);
+    wait_for("the rotation seen by the recheck", Duration::from_secs(10), || {
+        secrets_current(&api, "edpm-compute-0").as_deref() == Some("False")
+    });
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("cannot watch Secrets and ConfigMaps: falling back").count(), 1, "{err}");
+    assert!(err.contains("forbidden"), "{err}");
+}
+
+/// At scale: 1,000 recorded Secrets (a per-node certificate each, as upstream's TLS records
+/// them). Idle, not one of them is got; one rotated turns the NodeSet's nodes stale within a
+/// second or two, and the requests that follow are the evaluation's, not a recheck's.
+#[test]
+fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_nothing() {
+    let api = rotation_cluster(1000, 1000);
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    let cert = |i: usize| format!("cert-libvirt-default-edpm-compute-{i}");
+    wait_for("the first writes", Duration::from_secs(60), || {
+        (0..10).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).is_some())
+    });
+    // 0..6 hold every current input (the certificates' hashes are current).
+    assert_eq!(secrets_current(&api, "edpm-compute-0").as_deref(), Some("True"));
+    std::thread::sleep(Duration::from_secs(2));
+    let from = api.requests().len();
+    std::thread::sleep(Duration::from_secs(4));
+    let gets = input_gets(&api, from);
+    assert!(
+        gets.is_empty(),
+        "{} Secrets got while nothing changed, the first {:?}",
+        gets.len(),
+        gets.first()
+    );
+    let idle: Vec<String> = api.requests().split_off(from);
+    assert!(
+        idle.iter().all(|r| r.contains("watch=") || r.contains("/leases/")),
+        "requests while idle beyond the watches: {idle:?}"
+    );
+
+    let mut secret = api.object("Secret", &cert(500)).unwrap();
+    secret["stringData"] = json!({"tls.crt": "renewed"});
+    let rotated = Instant::now();
+    let from = api.requests().len();
+    api.put_replace(secret);
+    wait_for("the rotation seen", Duration::from_secs(10), || {
+        (0..7).all(|n| secrets_current(&api, &format!("edpm-compute-{n}")).as_deref() == Some("False"))
+    });
+    let took = rotated.elapsed();
+    assert!(took < Duration::from_secs(3), "the rotation was written {took:?} after it");
+    let message =
+        condition(&api, "edpm-compute-edpm-compute-0", "SecretsCurrent").unwrap()["message"].clone();
+    assert!(message.as_str().unwrap().contains(&cert(500)), "{message}");
+    // What the rotation cost: the content of what moved, not of the 999 others (content is
+    // got only when its version moved since it was hashed); the Secrets no Deployment
+    // recorded (the SSH key here) are still got by name at each evaluation.
+    std::thread::sleep(Duration::from_millis(500));
+    let full: Vec<String> = api
+        .requests_with_accept(from)
+        .into_iter()
+        .filter(|(r, meta)| !meta && r.starts_with("GET") && r.contains("/secrets/"))
+        .map(|(r, _)| r)
+        .collect();
+    assert!(full.iter().any(|r| r.ends_with(&cert(500))), "{full:?}");
+    assert!(
+        !full.iter().any(|r| r.contains("cert-libvirt-default-") && !r.ends_with(&cert(500))),
+        "an unchanged certificate got whole: {full:?}"
+    );
+    // The rest are the objects no Deployment recorded, once per evaluation (how many
+    // evaluations the rotation's writes cause varies with the machine's load).
+    assert!(full.iter().all(|r| r.ends_with(&cert(500)) || !r.contains("cert-libvirt-default-")), "{full:?}");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// `list` granted but `watch` refused on Secrets: the watch's 403 falls back to the recheck,
+/// said once, and the recheck sees a rotation.
+#[test]
+fn a_refused_watch_of_secrets_falls_back_to_the_recheck() {
+    let api = rotation_cluster(0, 0);
+    api.fault("/secrets?&watch=true", Fault::Status(403), 10_000);
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        (0..7).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("True"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let mut secret = api.object("Secret", "nova-cell1-compute-config").unwrap();
+    secret["stringData"] =
+        json!({"01-nova.conf": "[DEFAULT]\ntransport_url = rabbit://nova:NEWERPASS@rabbitmq-cell1/\n"});
+    api.put_replace(secret);
+    wait_for("the rotation seen by the recheck", Duration::from_secs(10), || {
+        (0..7).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("False"))
+    });
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("cannot watch Secrets and ConfigMaps: falling back").count(), 1, "{err}");
+    // One watch asked, refused: not asked again.
+    assert_eq!(api.count("GET", "/secrets?&watch=true"), 1);
 }

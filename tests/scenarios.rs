@@ -404,7 +404,7 @@ fn the_controller_moves_exactly_the_nodes_a_batch_covered() {
 }
 
 /// The controller: rotating the Secret again turns exactly the nodes that held the current
-/// one stale, within the recheck's interval (Secrets are never watched), each written once.
+/// one stale, seen by the metadata watch of Secrets, each written once.
 #[test]
 fn the_controller_sees_a_rotation_within_its_recheck() {
     use crate::controller::{Controller, condition, status_patches, wait_for};

@@ -87,6 +87,7 @@ pub(super) async fn control(
         metrics,
         leadership: &leadership,
         nova: nova.as_ref(),
+        inputs: &inputs::Inputs::default(),
     };
     let sources = Sources { events, nova_changed, signals, inputs_interval: opts.inputs_interval };
     let mut triggers = triggers(sources, &cx);
@@ -159,7 +160,7 @@ struct Sources {
 /// Every source of triggers, merged into one stream: the watches, the election, Nova's poller,
 /// the recheck of delivered inputs, the loop's second and the signals.
 fn triggers<'a>(s: Sources, cx: &'a Cx<'a>) -> LocalBoxStream<'a, Trigger> {
-    let Cx { stores, metrics, leadership, nova, client, .. } = *cx;
+    let Cx { stores, metrics, leadership, nova, client, inputs, .. } = *cx;
     let watches = receiver(s.events)
         .filter_map(move |ev| std::future::ready(observed(ev, stores, metrics)))
         .chain(stream::once(async { Trigger::Stop("the watches ended") }));
@@ -172,7 +173,7 @@ fn triggers<'a>(s: Sources, cx: &'a Cx<'a>) -> LocalBoxStream<'a, Trigger> {
         tracing::debug!(nodesets = sets.len(), "Nova's answer changed");
         Trigger::NovaAnswered(Touch::NodeSets(sets))
     });
-    let inputs = inputs::moves(s.inputs_interval, client, stores).map(|moved| {
+    let inputs = inputs::moves(s.inputs_interval, client, stores, inputs, metrics).map(|moved| {
         tracing::info!(nodesets = moved.len(), "a delivered Secret or ConfigMap changed");
         Trigger::InputsMoved(Touch::NodeSets(moved))
     });

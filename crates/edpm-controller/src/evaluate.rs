@@ -32,6 +32,8 @@ pub(super) struct Cx<'a> {
     pub(super) nova: Option<&'a Poller>,
     /// `--node-identities`: the node agents' identities, kept by the leader.
     pub(super) identities: Option<&'a crate::identities::Identities>,
+    /// The delivered inputs' versions (watched) and hashes (kept): content got only when moved.
+    pub(super) inputs: &'a crate::inputs::Inputs,
 }
 
 /// NodeSets evaluated at once, when many are touched (the first sync, a relist, a new leader,
@@ -93,9 +95,9 @@ async fn evaluate(cx: &Cx<'_>, touched: &Touch) -> Result<(BTreeMap<String, Dura
 /// Returns when, from now, each touched NodeSet's first node agent Lease expires, and whether
 /// it wrote (false: it did not lead).
 async fn evaluate_once(cx: &Cx<'_>, touched: &Touch) -> Result<(BTreeMap<String, Duration>, bool), Error> {
-    let Cx { client, stores, phases, metrics, leadership, nova, .. } = *cx;
+    let Cx { client, stores, phases, metrics, leadership, nova, inputs, .. } = *cx;
     // Only what the touched NodeSets need: their objects, and the kinds any NodeSet needs.
-    let mut snap = stores.snapshot(client, touched).await.map_err(Error::failure)?;
+    let mut snap = stores.snapshot(client, touched, inputs).await.map_err(Error::failure)?;
     for u in &snap.evidence.unreadable {
         tracing::warn!("{}", u.warning());
         metrics.skipped(&u.id.kind);

@@ -1,45 +1,265 @@
-//! Delivered inputs, rechecked. The controller never lists or watches Secrets (its RBAC gets
-//! them by name only), so a rotated Secret raises no event; `SecretsCurrent` would wait for
-//! the next change to its NodeSet. Every `--inputs-interval` the Secrets and ConfigMaps the
-//! Deployments recorded delivering are got by name, metadata only, and the NodeSets of those
-//! whose `resourceVersion` moved (or that are seen for the first time) are evaluated at once
-//! (where their content is got and hashed).
+//! Delivered inputs: a rotated Secret or ConfigMap turns the nodes that hold the old one
+//! stale (`SecretsCurrent`), though nothing about their NodeSet changed.
+//!
+//! The Secrets and ConfigMaps of the namespace are watched metadata-only (`k8s::inputs`: no
+//! content crosses the wire), and of what the watch reports only the names the Deployments
+//! recorded delivering are kept, with their `resourceVersion`: a new version of one of them
+//! (or its deletion) names its NodeSets at once, to be evaluated (where the content is got and
+//! hashed). A relist compares the versions listed with those kept.
+//!
+//! Where the controller may not list or watch them (an older RBAC: `get` by name only), it
+//! says so once and falls back to the recheck: every `--inputs-interval` the delivered ones
+//! are got by name, metadata only, and the NodeSets of those whose `resourceVersion` moved (or
+//! that are seen for the first time) come out.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::LocalBoxStream;
+use kube::runtime::watcher;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::k8s::inputs::{Seen, Version};
+use crate::k8s::read::{Hashed, InputCache};
 use crate::k8s::watch::Stores;
 use crate::k8s::{Client, read};
 
 type Key = (&'static str, String);
 
-/// The recheck as a source of triggers: every second it starts a check when one is due and
-/// takes in the one that finished; the NodeSets whose delivered objects moved come out.
-/// Nothing ever, with no interval (`--inputs-interval 0`).
+/// What the watch and the evaluations share: the versions the watch has seen of the delivered
+/// objects, and the hashes of what evaluations got (`read::InputCache`: an object whose version
+/// has not moved since it was hashed is not got again). Never any content.
+#[derive(Default)]
+pub(super) struct Inputs {
+    versions: Arc<Mutex<BTreeMap<Key, Option<String>>>>,
+    hashed: Mutex<HashMap<(String, String), Hashed>>,
+}
+
+impl InputCache for Inputs {
+    fn version_now(&self, kind: &str, name: &str) -> Option<String> {
+        let kind: &'static str = if kind == "Secret" { "Secret" } else { "ConfigMap" };
+        lock(&self.versions).get(&(kind, name.to_string())).cloned().flatten()
+    }
+
+    fn hashed(&self, kind: &str, name: &str) -> Option<Hashed> {
+        lock(&self.hashed).get(&(kind.to_string(), name.to_string())).cloned()
+    }
+
+    fn keep(&self, kind: &str, name: &str, hashed: Hashed) {
+        let mut kept = lock(&self.hashed);
+        // Bounded by what the Deployments recorded: the objects no longer watched go.
+        if kept.len() > 4 * lock(&self.versions).len() + 1024 {
+            let versions = lock(&self.versions);
+            kept.retain(|(k, n), _| versions.keys().any(|(vk, vn)| vk == k && vn == n));
+        }
+        kept.insert((kind.to_string(), name.to_string()), hashed);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Where the moves come from.
+enum Mode {
+    /// Asking whether the watch is allowed.
+    Start,
+    Watching(LocalBoxStream<'static, Seen>, Versions),
+    /// The fallback (list or watch refused).
+    Rechecking(Recheck, tokio::time::Interval),
+    /// Refused, and no recheck (`--inputs-interval 0`).
+    Idle,
+}
+
+/// The moves of delivered inputs as a source of triggers: the NodeSets whose delivered
+/// objects moved, from the watch or (where it is refused) the recheck every `interval`
+/// (`None`: none, `--inputs-interval 0`).
 pub(super) fn moves<'a>(
     interval: Option<Duration>,
     client: &'a Client,
     stores: &'a Stores,
-) -> futures::stream::LocalBoxStream<'a, BTreeSet<String>> {
-    use futures::StreamExt;
-    if interval.is_none() {
-        return futures::stream::empty().boxed_local();
-    }
-    let tick = tokio::time::interval(Duration::from_secs(1));
-    futures::stream::unfold((Recheck::new(interval), tick), move |(mut recheck, mut tick)| async move {
+    inputs: &'a Inputs,
+    metrics: &'a crate::probes::Metrics,
+) -> LocalBoxStream<'a, BTreeSet<String>> {
+    futures::stream::unfold(Mode::Start, move |mut mode| async move {
         loop {
-            tick.tick().await;
-            let moved = recheck.tick(client, || stores.delivered_inputs()).await;
-            if !moved.is_empty() {
-                return Some((moved, (recheck, tick)));
-            }
+            mode = match mode {
+                Mode::Start => match crate::k8s::inputs::refused(client).await {
+                    None => {
+                        tracing::info!(
+                            namespace = client.namespace(),
+                            "watching the versions of Secrets and ConfigMaps (metadata only)"
+                        );
+                        Mode::Watching(crate::k8s::inputs::watch(client), Versions::new(inputs.versions.clone()))
+                    }
+                    Some(why) => fall_back(&why, interval),
+                },
+                Mode::Watching(mut seen, mut versions) => match seen.next().await {
+                    // kube's watcher never ends its stream.
+                    None => return None,
+                    Some((kind, Ok(ev))) => {
+                        let moved = versions.take(kind, ev, stores);
+                        if !moved.is_empty() {
+                            return Some((moved, Mode::Watching(seen, versions)));
+                        }
+                        Mode::Watching(seen, versions)
+                    }
+                    Some((kind, Err((Some(403), error)))) => {
+                        metrics.api_error("watch", Some(403));
+                        // The versions will not move any more: none is taken as current, and
+                        // every delivered object is got whole again, as before the watch.
+                        lock(&inputs.versions).clear();
+                        fall_back(&format!("watching {kind}s is forbidden: {error}"), interval)
+                    }
+                    Some((kind, Err((code, error)))) => {
+                        // Counted as the other watches' are (edpm_watch_restarts{kind}).
+                        metrics.watch_restarted(kind);
+                        metrics.api_error("watch", code);
+                        tracing::warn!(kind, %error, "the watch of Secrets and ConfigMaps failed; it backs off and resumes or lists again");
+                        Mode::Watching(seen, versions)
+                    }
+                },
+                Mode::Rechecking(mut recheck, mut tick) => {
+                    tick.tick().await;
+                    let moved = recheck.tick(client, || stores.delivered_inputs()).await;
+                    if !moved.is_empty() {
+                        return Some((moved, Mode::Rechecking(recheck, tick)));
+                    }
+                    Mode::Rechecking(recheck, tick)
+                }
+                Mode::Idle => std::future::pending().await,
+            };
         }
     })
     .boxed_local()
 }
+
+/// Said once: the watch is refused, and what is done instead.
+fn fall_back(why: &str, interval: Option<Duration>) -> Mode {
+    const GRANT: &str = "grant list and watch on secrets and configmaps in this namespace (packaging/kubernetes/rbac-controller.yaml) for a rotation to be seen at once";
+    match interval {
+        Some(interval) => {
+            tracing::warn!(
+                reason = why,
+                "cannot watch Secrets and ConfigMaps: falling back to getting the delivered ones by name every {}s (--inputs-interval); {GRANT}",
+                interval.as_secs()
+            );
+            Mode::Rechecking(Recheck::new(Some(interval)), tokio::time::interval(Duration::from_secs(1)))
+        }
+        None => {
+            tracing::warn!(
+                reason = why,
+                "cannot watch Secrets and ConfigMaps, and --inputs-interval is 0: a rotated one is seen only when its NodeSet changes; {GRANT}"
+            );
+            Mode::Idle
+        }
+    }
+}
+
+/// What the watch keeps: the `resourceVersion` of each delivered object seen (`None`: absent),
+/// and the listing of a kind under way.
+#[derive(Default)]
+struct Versions {
+    known: Arc<Mutex<BTreeMap<Key, Option<String>>>>,
+    listing: BTreeMap<&'static str, BTreeMap<String, Option<String>>>,
+    /// The kinds listed at least once.
+    listed: BTreeSet<&'static str>,
+}
+
+impl Versions {
+    fn new(known: Arc<Mutex<BTreeMap<Key, Option<String>>>>) -> Versions {
+        Versions { known, ..Versions::default() }
+    }
+
+    /// Takes in one watcher event of `kind`; returns the NodeSets of the delivered objects
+    /// (`delivered`, each with its NodeSets) it moved.
+    fn take(
+        &mut self,
+        kind: &'static str,
+        ev: watcher::Event<Version>,
+        delivered: &impl Delivered,
+    ) -> BTreeSet<String> {
+        let mut moved = BTreeSet::new();
+        match ev {
+            watcher::Event::Init => {
+                self.listing.insert(kind, BTreeMap::new());
+            }
+            watcher::Event::InitApply((name, version)) => {
+                self.listing.entry(kind).or_default().insert(name, version);
+            }
+            watcher::Event::InitDone => {
+                let listing = self.listing.remove(kind).unwrap_or_default();
+                // The first listing counts as a change of every delivered object: one may have
+                // moved between the evaluation that read it and the listing.
+                let first = self.listed.insert(kind);
+                let delivered = delivered.all();
+                let mut known = lock(&self.known);
+                let (before, others): (BTreeMap<_, _>, BTreeMap<_, _>) =
+                    std::mem::take(&mut *known).into_iter().partition(|(k, _)| k.0 == kind);
+                *known = others;
+                for ((k, name), sets) in delivered {
+                    if k != kind {
+                        continue;
+                    }
+                    let now = listing.get(&name).cloned().flatten();
+                    let key = (k, name);
+                    if first || before.get(&key) != Some(&now) {
+                        moved.extend(sets);
+                    }
+                    known.insert(key, now);
+                }
+            }
+            watcher::Event::Apply((name, version)) => moved = self.one(kind, name, version, delivered),
+            watcher::Event::Delete((name, _)) => moved = self.one(kind, name, None, delivered),
+        }
+        moved
+    }
+
+    /// An object added, changed (`version`) or deleted (`None`) since the listing.
+    fn one(
+        &mut self,
+        kind: &'static str,
+        name: String,
+        version: Option<String>,
+        delivered: &impl Delivered,
+    ) -> BTreeSet<String> {
+        let sets = delivered.to(kind, &name);
+        let key = (kind, name);
+        let mut known = lock(&self.known);
+        if sets.is_empty() {
+            // Not (or no longer) recorded: forgotten.
+            known.remove(&key);
+            return sets;
+        }
+        if known.get(&key) == Some(&version) {
+            return BTreeSet::new();
+        }
+        known.insert(key, version);
+        sets
+    }
+}
+
+/// Which NodeSets the Deployments recorded delivering what (the stores', in the controller).
+trait Delivered {
+    /// Every delivered object with its NodeSets.
+    fn all(&self) -> BTreeMap<Key, BTreeSet<String>>;
+    /// The NodeSets `kind` `name` was delivered to.
+    fn to(&self, kind: &str, name: &str) -> BTreeSet<String>;
+}
+
+impl Delivered for Stores {
+    fn all(&self) -> BTreeMap<Key, BTreeSet<String>> {
+        self.delivered_inputs()
+    }
+
+    fn to(&self, kind: &str, name: &str) -> BTreeSet<String> {
+        self.delivered_to(kind, name)
+    }
+}
+
 /// A check under way: what it asked (each object with its NodeSets), and its task.
 type Check = (Vec<(Key, BTreeSet<String>)>, JoinHandle<Vec<Result<Option<String>, String>>>);
 
@@ -109,5 +329,68 @@ impl Recheck {
             }
         }
         moved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Recorded;
+
+    impl Delivered for Recorded {
+        fn all(&self) -> BTreeMap<Key, BTreeSet<String>> {
+            BTreeMap::from([
+                (("Secret", "shared".to_string()), BTreeSet::from(["a".to_string(), "b".to_string()])),
+                (("Secret", "cert-a-0".to_string()), BTreeSet::from(["a".to_string()])),
+            ])
+        }
+
+        fn to(&self, kind: &str, name: &str) -> BTreeSet<String> {
+            self.all()
+                .into_iter()
+                .find(|((k, n), _)| *k == kind && n == name)
+                .map(|(_, s)| s)
+                .unwrap_or_default()
+        }
+    }
+
+    const RECORDED: &Recorded = &Recorded;
+
+    fn v(name: &str, rv: &str) -> Version {
+        (name.to_string(), Some(rv.to_string()))
+    }
+
+    fn sets(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn only_a_delivered_object_that_moved_names_its_nodesets() {
+        let mut w = Versions::default();
+        w.take("Secret", watcher::Event::Init, RECORDED);
+        for (n, rv) in [("shared", "1"), ("cert-a-0", "2"), ("unrelated", "3")] {
+            w.take("Secret", watcher::Event::InitApply(v(n, rv)), RECORDED);
+        }
+        // The first listing counts as a change of every delivered object.
+        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&["a", "b"]));
+        // Only the recorded names are kept.
+        assert_eq!(lock(&w.known).len(), 2);
+        assert_eq!(w.take("Secret", watcher::Event::Apply(v("unrelated", "4")), RECORDED), sets(&[]));
+        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&["a"]));
+        // The same version again (a duplicate event) moves nothing; a ConfigMap of the same
+        // name is another object.
+        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&[]));
+        assert_eq!(w.take("ConfigMap", watcher::Event::Apply(v("cert-a-0", "6")), RECORDED), sets(&[]));
+        assert_eq!(w.take("Secret", watcher::Event::Delete(v("shared", "7")), RECORDED), sets(&["a", "b"]));
+        // A relist: what moved while the watch was away, and only that.
+        w.take("Secret", watcher::Event::Init, RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), RECORDED);
+        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&["a", "b"]));
+        w.take("Secret", watcher::Event::Init, RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), RECORDED);
+        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), RECORDED);
+        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&[]));
     }
 }

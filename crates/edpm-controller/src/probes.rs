@@ -29,7 +29,7 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use edpm_core::condition::types::{TYPES, Type};
+use edpm_core::condition::types::{READY, SECRETS_CURRENT, TYPES, Type, VERSION_CURRENT};
 use edpm_core::condition::{Severity, Status};
 use edpm_core::readiness::NodeView;
 
@@ -105,6 +105,18 @@ struct NodeLine {
     phases: [&'static str; PHASES],
     /// Each of [`gauged`], in order: 1 True, 0 False, no series while Unknown.
     current: [Option<bool>; GAUGES],
+    /// What `edpm_nodeset_node_count` counts of it.
+    counted: Counted,
+}
+
+/// A node's part in its NodeSet's counts (`readiness::api::NodeCounts`).
+#[derive(Debug, Clone, Copy)]
+#[allow(clippy::struct_excessive_bools, reason = "four independent facts about one node")]
+struct Counted {
+    ready: bool,
+    updated: bool,
+    inputs_current: bool,
+    degraded: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -182,8 +194,34 @@ impl Collector for NodeSeries {
                 }
             }
         }
-        Ok(())
+        encode_counts(&mut encoder, &sets)
     }
+}
+
+/// `edpm_nodeset_node_count`: each NodeSet's counts, as its EDPMNodeSetStatus has them.
+fn encode_counts(
+    encoder: &mut DescriptorEncoder,
+    sets: &BTreeMap<(String, String), Vec<NodeLine>>,
+) -> Result<(), std::fmt::Error> {
+    let mut m = encoder.encode_descriptor(
+        "nodeset_node_count",
+        "Nodes of a NodeSet, as its EDPMNodeSetStatus counts them: total, ready, updated (VersionCurrent True), inputs_current (SecretsCurrent True), degraded (Ready False with severity Error)",
+        None,
+        MetricType::Gauge,
+    )?;
+    for ((ns, set), nodes) in sets.iter() {
+        for (count, n) in [
+            ("total", nodes.len()),
+            ("ready", nodes.iter().filter(|n| n.counted.ready).count()),
+            ("updated", nodes.iter().filter(|n| n.counted.updated).count()),
+            ("inputs_current", nodes.iter().filter(|n| n.counted.inputs_current).count()),
+            ("degraded", nodes.iter().filter(|n| n.counted.degraded).count()),
+        ] {
+            let labels = [("namespace", ns.as_str()), ("nodeset", set.as_str()), ("count", count)];
+            ConstGauge::new(n as i64).encode(m.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
 }
 
 impl Metrics {
@@ -268,6 +306,18 @@ impl Metrics {
                     }),
                     None,
                 ),
+                counted: {
+                    let is_true = |ty: &str| n.conditions.get(ty).is_some_and(|c| c.is_true());
+                    Counted {
+                        ready: is_true(READY),
+                        updated: is_true(VERSION_CURRENT),
+                        inputs_current: is_true(SECRETS_CURRENT),
+                        degraded: n
+                            .conditions
+                            .get(READY)
+                            .is_some_and(|c| c.status == Status::False && c.severity == Severity::Error),
+                    }
+                },
             })
             .collect();
         lock(&self.nodes.sets).insert((namespace.to_string(), nodeset.to_string()), lines);

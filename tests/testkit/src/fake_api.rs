@@ -26,7 +26,11 @@
 //!   (authorization.k8s.io/v1) on a non-resource URL, answered from the tokens and grants
 //!   given ([`FakeApi::add_token`], [`FakeApi::grant_non_resource`]), as the API server's
 //!   authenticator and RBAC answer them;
-//! - a record of every request (method and target) and every JSON body.
+//! - metadata-only reads, as the API server serves them to `Accept:
+//!   application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1` (kube's
+//!   `PartialObjectMeta`): gets, lists and watch events carry `metadata` alone, no content;
+//! - a record of every request (method and target, and whether it asked for metadata only)
+//!   and every JSON body.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -73,6 +77,8 @@ struct State {
     crds: HashSet<(String, String, String)>,
     faults: Vec<(String, Fault, usize)>,
     requests: Vec<String>,
+    /// Whether each request asked for metadata only (same order as `requests`).
+    metadata_only: Vec<bool>,
     /// When each request arrived (same order as `requests`).
     request_times: Vec<std::time::Instant>,
     bodies: Vec<(String, Value)>,
@@ -275,6 +281,23 @@ impl FakeApi {
     }
 
     /// Requests from the `from`-th on, with when each arrived.
+    /// How many requests with this method had a target containing `path` and asked for the
+    /// whole object (not metadata only): what carries a Secret's content.
+    pub fn count_full(&self, method: &str, path: &str) -> usize {
+        let st = self.state.lock().unwrap();
+        st.requests
+            .iter()
+            .zip(&st.metadata_only)
+            .filter(|(r, meta)| !**meta && r.starts_with(method) && r.contains(path))
+            .count()
+    }
+
+    /// Of the requests from the `from`th on, (method and target, metadata only).
+    pub fn requests_with_accept(&self, from: usize) -> Vec<(String, bool)> {
+        let st = self.state.lock().unwrap();
+        st.requests.iter().cloned().zip(st.metadata_only.iter().copied()).skip(from).collect()
+    }
+
     pub fn requests_timed(&self, from: usize) -> Vec<(std::time::Instant, String)> {
         let st = self.state.lock().unwrap();
         st.request_times.iter().copied().zip(st.requests.iter().cloned()).skip(from).collect()
@@ -767,6 +790,7 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
     }
     let mut length = 0usize;
     let mut merge = false;
+    let mut metadata_only = false;
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
@@ -779,6 +803,9 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
         if lower.starts_with("content-type:") && lower.contains("merge-patch") {
             merge = true;
         }
+        if lower.starts_with("accept:") && lower.contains("as=partialobjectmetadata") {
+            metadata_only = true;
+        }
     }
     let mut body = vec![0; length];
     let _ = reader.read_exact(&mut body);
@@ -787,6 +814,7 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
     let fault = {
         let mut st = state.lock().unwrap();
         st.requests.push(format!("{method} {target}"));
+        st.metadata_only.push(metadata_only);
         st.request_times.push(std::time::Instant::now());
         if let Ok(v) = serde_json::from_slice::<Value>(&body) {
             st.bodies.push((target.to_string(), v));
@@ -809,7 +837,7 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
         if let Some(Fault::Delay(d)) = fault {
             std::thread::sleep(d);
         }
-        serve_watch(conn, state, target);
+        serve_watch(conn, state, target, metadata_only);
         return false;
     }
     let mut extra = String::new();
@@ -826,6 +854,7 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
         Some(Fault::Drop) => return false,
         None => route_with(state, method, target, &body, merge),
     };
+    let value = if metadata_only && method == "GET" && code == 200 { partial(value) } else { value };
     let body = value.to_string();
     let response = format!(
         "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
@@ -834,9 +863,22 @@ fn serve_one(reader: &mut BufReader<TcpStream>, conn: &mut TcpStream, state: &Mu
     conn.write_all(response.as_bytes()).is_ok()
 }
 
+/// An object or a list as a metadata-only read answers it: `PartialObjectMetadata`(`List`),
+/// the objects' `metadata` alone.
+fn partial(value: Value) -> Value {
+    let one = |o: &Value| json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": o["metadata"]});
+    if value["kind"] == "List" {
+        let items: Vec<Value> = value["items"].as_array().into_iter().flatten().map(one).collect();
+        json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": value["metadata"], "items": items})
+    } else {
+        one(&value)
+    }
+}
+
 /// A watch (see the module comment): chunked JSON events until `timeoutSeconds`, a drop, or
-/// the client going away; then the connection closes.
-fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str) {
+/// the client going away; then the connection closes. `metadata_only`: each event's object is
+/// its metadata alone.
+fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str, metadata_only: bool) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let param = |name: &str| query.split('&').find_map(|kv| kv.strip_prefix(name)).map(decode);
     let selector = param("labelSelector=").unwrap_or_default();
@@ -904,6 +946,7 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str) {
             return;
         }
         for (rv, kind, obj) in events {
+            let obj = if metadata_only { partial(obj) } else { obj };
             if !chunk(conn, &json!({"type": kind, "object": obj})) {
                 return;
             }

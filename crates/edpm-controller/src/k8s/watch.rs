@@ -13,9 +13,9 @@
 //! kube's watcher does the rest: it lists, then watches from the list's `resourceVersion`
 //! with bookmarks; a dropped stream resumes from the last version seen, a `410 Gone` lists
 //! again (an `Init` … `InitDone` cycle, whose objects replace the store's at the end), and
-//! errors back off (kube's default backoff) and are counted. Secrets are never listed or
-//! watched: the ConfigMaps and Secrets the objects reference are got by name at each
-//! evaluation (`read::add_references`).
+//! errors back off (kube's default backoff) and are counted. Secrets and ConfigMaps are not
+//! stored here: the ones the objects reference are got by name at each evaluation
+//! (`read::add_references`), and their versions watched metadata-only (`super::inputs`).
 //!
 //! A kind whose CRD is not installed (its list answers 404) is empty, and asked for again
 //! every `--crd-recheck` (jittered): an operator installed after the controller started is
@@ -143,10 +143,35 @@ impl Stores {
         out
     }
 
+    /// The NodeSets of the stored Deployments that recorded delivering `kind` (`Secret` or
+    /// `ConfigMap`) `name`; empty when none did. A lookup per Deployment, no map built: what a
+    /// watch event of one Secret costs.
+    pub fn delivered_to(&self, kind: &str, name: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let Some(d) = self.kinds.iter().find(|k| k.listed.known == KnownKind::Deployment) else { return out };
+        for part in lock(&d.store).values() {
+            let Ok(Entry::Deployment(d)) = &part.entry else { continue };
+            let recorded = match kind {
+                "Secret" => d.status.secret_hashes.contains_key(name),
+                _ => d.status.config_map_hashes.contains_key(name),
+            };
+            if recorded {
+                out.extend(d.spec.node_sets.iter().cloned());
+            }
+        }
+        out
+    }
+
     /// The snapshot the stores hold now of the objects the `touched` NodeSets need, with the
-    /// ConfigMaps and Secrets it references (got by name): what `read::snapshot` would have
-    /// listed, less the objects of other NodeSets.
-    pub async fn snapshot(&self, client: &Client, touched: &Touch) -> Result<Snapshot, ReadError> {
+    /// ConfigMaps and Secrets it references (got by name, unless `cache` has one's hash at its
+    /// version now): what `read::snapshot` would have listed, less the objects of other
+    /// NodeSets.
+    pub async fn snapshot(
+        &self,
+        client: &Client,
+        touched: &Touch,
+        cache: &dyn super::read::InputCache,
+    ) -> Result<Snapshot, ReadError> {
         let mut snap = Snapshot::default();
         for k in &self.kinds {
             // Lock order: a store, then the Jobs' or Deployments' to look a reach up; a Job's
@@ -160,7 +185,7 @@ impl Stores {
             snap.add_entries(entries);
         }
         snap.check_duplicates()?;
-        super::read::add_references(client, snap).await
+        super::read::add_references_cached(client, snap, cache).await
     }
 }
 
@@ -395,7 +420,7 @@ async fn installed_now(w: &Watch) -> Option<bool> {
 
 /// The API server's status code in a watcher's error, when there is one (410 for an expired
 /// resourceVersion, 403 for missing RBAC, …).
-fn code(e: &watcher::Error) -> Option<u16> {
+pub(crate) fn code(e: &watcher::Error) -> Option<u16> {
     match e {
         watcher::Error::WatchError(s) => Some(s.code),
         watcher::Error::InitialListFailed(kube::Error::Api(s))

@@ -157,6 +157,18 @@ pub struct NodeCounts {
     pub baremetal_ready: u32,
     pub infrastructure_ready: u32,
     pub services_ready: u32,
+    /// Nodes that run the target version (`VersionCurrent` True): an update's progress, as a
+    /// MachineConfigPool's `updatedMachineCount`.
+    #[serde(default)]
+    pub updated: u32,
+    /// Nodes that hold every current Secret and ConfigMap delivered to them (`SecretsCurrent`
+    /// True): a rotation's progress.
+    #[serde(default)]
+    pub inputs_current: u32,
+    /// Nodes whose `Ready` is False with severity Error (a failure, not a wait), as a
+    /// MachineConfigPool's `degradedMachineCount`.
+    #[serde(default)]
+    pub degraded: u32,
     /// `ready/total`, for the printer column.
     #[serde(default)]
     pub summary: String,
@@ -187,6 +199,15 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
             age(),
         ]);
     let nodeset = std::iter::once(column("Nodes", None, ".status.nodes.summary"))
+        .chain([
+            count("Updated", "nodes that run the target version (VersionCurrent True)", "updated"),
+            count(
+                "Inputs",
+                "nodes that hold every current Secret and ConfigMap (SecretsCurrent True)",
+                "inputsCurrent",
+            ),
+            count("Degraded", "nodes whose Ready is False with severity Error (a failure)", "degraded"),
+        ])
         .chain(conditions(|t| Some((t.nodeset?, t.nodeset_column?))))
         .chain([
             CustomResourceColumnDefinition {
@@ -206,6 +227,14 @@ fn column(name: &str, description: Option<&str>, json_path: &str) -> CustomResou
         description: description.map(Into::into),
         json_path: json_path.into(),
         ..Default::default()
+    }
+}
+
+/// An integer column of `.status.nodes`.
+fn count(name: &str, description: &str, field: &str) -> CustomResourceColumnDefinition {
+    CustomResourceColumnDefinition {
+        type_: "integer".into(),
+        ..column(name, Some(description), &format!(".status.nodes.{field}"))
     }
 }
 

@@ -57,6 +57,11 @@ pub(super) fn exists(snap: &Snapshot, kind: &str, name: &str) -> bool {
 /// The object `kind`/`name` as it is now, hashed as lib-common does; `None` when the
 /// snapshot does not have it.
 fn hash_now(snap: &Snapshot, kind: &str, name: &str) -> Option<String> {
+    if let Some(h) = snap.hashed.get(&(kind.to_string(), name.to_string()))
+        && exists(snap, kind, name)
+    {
+        return Some(h.clone());
+    }
     match kind {
         "Secret" => {
             snap.secrets.iter().find(|s| s.id.name == name).map(|s| crate::objecthash::secret(&s.body))

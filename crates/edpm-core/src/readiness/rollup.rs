@@ -187,7 +187,8 @@ pub(super) fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], tot
     Condition { type_: ty.to_string(), reason: reason.name.to_string(), message, ..worst }
 }
 
-/// How many of the nodes are ready, per phase and in all.
+/// How many of the nodes are ready, per phase and in all; updated, with current inputs, and
+/// degraded.
 fn counts(nodes: &[NodeView]) -> NodeCounts {
     let ready = |ty: &str| {
         nodes.iter().filter(|n| n.conditions.get(ty).is_some_and(Condition::is_true)).count() as u32
@@ -198,6 +199,16 @@ fn counts(nodes: &[NodeView]) -> NodeCounts {
         infrastructure_ready: ready(INFRASTRUCTURE),
         services_ready: ready(SERVICES),
         ready: ready(READY),
+        updated: ready(crate::condition::types::VERSION_CURRENT),
+        inputs_current: ready(crate::condition::types::SECRETS_CURRENT),
+        degraded: nodes
+            .iter()
+            .filter(|n| {
+                n.conditions
+                    .get(READY)
+                    .is_some_and(|c| c.status == Status::False && c.severity == Severity::Error)
+            })
+            .count() as u32,
         ..Default::default()
     };
     counts.summary = format!("{}/{}", counts.ready, counts.total);

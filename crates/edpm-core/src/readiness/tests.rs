@@ -125,6 +125,7 @@ fn a_completed_deployment_makes_every_node_ready() {
     assert_eq!(ns.conditions.get(READY).unwrap().message, "NodeSet Ready");
     assert_eq!(ns.conditions.get(DEPLOYMENT_READY).unwrap().message, "Deployment completed");
     assert_eq!(ns.counts.summary, "3/3");
+    assert_eq!(ns.counts.degraded, 0);
 }
 
 #[test]
@@ -165,6 +166,8 @@ fn a_failed_job_fails_only_the_hosts_its_summary_names() {
     let svc = ns.conditions.get(NODESET_SERVICES).unwrap();
     assert_eq!((svc.reason.as_str(), svc.severity), ("Error", Severity::Error));
     assert!(svc.message.starts_with("0/3 nodes ready; blocking: c0 (nova: HostFailed)"), "{}", svc.message);
+    // Counted as `oc get mcp` counts: c0 failed, c2 unreachable (both Error); c1 only waits.
+    assert_eq!((ns.counts.total, ns.counts.ready, ns.counts.degraded), (3, 0, 2), "{:?}", ns.counts);
 }
 
 /// A pod of Job `job` (one attempt), created at `created`, whose container ended with the

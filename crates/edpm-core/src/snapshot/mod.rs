@@ -89,6 +89,10 @@ pub struct Snapshot {
     /// Kinds the API server does not serve (a list answered 404: the CRD is not installed),
     /// as `plural.group`: said when nothing was found.
     pub not_served: Vec<String>,
+    /// Secrets and ConfigMaps whose content was not got (kind, name → lib-common hash): the
+    /// controller's, for objects whose `resourceVersion` has not moved since it hashed them.
+    /// Each is in `secrets`/`config_maps` with its metadata and no content.
+    pub hashed: BTreeMap<(String, String), String>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -271,6 +275,7 @@ impl Snapshot {
             deselected: parts.iter().map(|p| p.deselected).sum(),
             not_manifests: join(&mut parts, |p| &mut p.not_manifests),
             not_served: join(&mut parts, |p| &mut p.not_served),
+            hashed: parts.iter_mut().flat_map(|p| std::mem::take(&mut p.hashed)).collect(),
         }
     }
 

@@ -8,7 +8,9 @@
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
-use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
 
 use super::{Client, Error};
 use edpm_core::kinds::{self, Kind, KnownKind, Read};
@@ -190,6 +192,124 @@ pub async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snaps
         snap.merge(Snapshot::from_documents(docs, None)?)?;
     }
     Ok(snap)
+}
+
+/// What the controller keeps of a Secret or ConfigMap it hashed: the version hashed, the
+/// hash, and the metadata the evaluation reads (name, namespace, uid, labels); never content.
+#[derive(Debug, Clone)]
+pub struct Hashed {
+    pub version: String,
+    pub hash: String,
+    pub metadata: Value,
+}
+
+/// The controller's cache of hashed inputs, and the versions its watch has seen.
+pub trait InputCache {
+    /// The object's `resourceVersion` now, as watched; `None` when not known.
+    fn version_now(&self, kind: &str, name: &str) -> Option<String>;
+    fn hashed(&self, kind: &str, name: &str) -> Option<Hashed>;
+    fn keep(&self, kind: &str, name: &str, hashed: Hashed);
+}
+
+/// [`add_references`], but a Secret or ConfigMap whose version now (`cache.version_now`) is
+/// the one its kept hash was computed from is not got: the snapshot holds its metadata and
+/// its hash (`Snapshot::hashed`). What is got is hashed and kept (never its content). Secrets
+/// an OpenStack object names (a NovaCell's, the CA bundle: Nova's logins read them) are
+/// always got whole.
+pub async fn add_references_cached(
+    client: &Client,
+    mut snap: Snapshot,
+    cache: &dyn InputCache,
+) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
+    let (config_maps, secrets) = edpm_core::snapshot::refs::references(&snap);
+    let mut whole: BTreeSet<String> = BTreeSet::from(["combined-ca-bundle".to_string()]);
+    for o in &snap.openstack {
+        strings(&o.body, &mut whole);
+    }
+    let mut stubs = Vec::new();
+    let mut wanted: Vec<(&'static str, String)> = Vec::new();
+    for (kind, name) in
+        config_maps.into_iter().map(|n| ("ConfigMap", n)).chain(secrets.into_iter().map(|n| ("Secret", n)))
+    {
+        let kept = (!(kind == "Secret" && whole.contains(&name)))
+            .then(|| cache.version_now(kind, &name).zip(cache.hashed(kind, &name)))
+            .flatten()
+            .filter(|(now, h)| *now == h.version);
+        match kept {
+            Some((_, h)) => {
+                snap.hashed.insert((kind.to_string(), name.clone()), h.hash);
+                stubs.push(located(&ns, json!({"apiVersion": "v1", "kind": kind, "metadata": h.metadata})));
+            }
+            None => wanted.push((kind, name)),
+        }
+    }
+    let config_map_api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
+    let secret_api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
+    let got = futures::stream::iter(wanted.iter().map(|(kind, name)| {
+        let (cm, sec) = (&config_map_api, &secret_api);
+        async move {
+            if *kind == "Secret" {
+                get(client, sec, "secret", name).await
+            } else {
+                get(client, cm, "configmap", name).await
+            }
+        }
+    }))
+    .buffered(READ_CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await;
+    let mut docs = stubs;
+    let mut versions: BTreeMap<(&'static str, String), (String, Value)> = BTreeMap::new();
+    for ((kind, name), got) in wanted.into_iter().zip(got) {
+        if let Some(value) = got? {
+            let meta = &value["metadata"];
+            if let Some(v) = meta["resourceVersion"].as_str() {
+                let kept = json!({"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"], "labels": meta["labels"]});
+                versions.insert((kind, name), (v.to_string(), kept));
+            }
+            docs.push(located(&ns, typed(value, kind)));
+        }
+    }
+    if !docs.is_empty() {
+        let got = Snapshot::from_documents(docs, None)?;
+        keep_hashes(&got, versions, cache);
+        snap.merge(got)?;
+    }
+    Ok(snap)
+}
+
+/// Hashes what was got (`versions`: each with the version and metadata it was got at) into
+/// `cache`.
+fn keep_hashes(
+    got: &Snapshot,
+    mut versions: BTreeMap<(&'static str, String), (String, Value)>,
+    cache: &dyn InputCache,
+) {
+    for s in &got.secrets {
+        if let Some((version, metadata)) = versions.remove(&("Secret", s.id.name.clone())) {
+            let hash = edpm_core::objecthash::secret(&s.body);
+            cache.keep("Secret", &s.id.name, Hashed { version, hash, metadata });
+        }
+    }
+    for c in &got.config_maps {
+        if let Some((version, metadata)) = versions.remove(&("ConfigMap", c.id.name.clone())) {
+            let hash = edpm_core::objecthash::config_map(&c.body);
+            cache.keep("ConfigMap", &c.id.name, Hashed { version, hash, metadata });
+        }
+    }
+}
+
+/// Every string in `v`.
+fn strings(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) => {
+            out.insert(s.clone());
+        }
+        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        Value::Object(m) => m.values().for_each(|x| strings(x, out)),
+        _ => {}
+    }
 }
 
 /// One Secret, got by name (never listed), as a snapshot holding it (empty when it does not
