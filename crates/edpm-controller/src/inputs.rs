@@ -18,11 +18,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::LocalBoxStream;
-use kube::runtime::watcher;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::k8s::inputs::{Seen, Version};
+use crate::k8s::inputs::{Event, Seen, Version};
 use crate::k8s::read::{Hashed, InputCache};
 use crate::k8s::watch::Stores;
 use crate::k8s::{Client, read};
@@ -179,18 +178,18 @@ impl Versions {
     fn take(
         &mut self,
         kind: &'static str,
-        ev: watcher::Event<Version>,
+        ev: Event<Version>,
         delivered: &impl Delivered,
     ) -> BTreeSet<String> {
         let mut moved = BTreeSet::new();
         match ev {
-            watcher::Event::Init => {
+            Event::Init => {
                 self.listing.insert(kind, BTreeMap::new());
             }
-            watcher::Event::InitApply((name, version)) => {
+            Event::InitApply((name, version)) => {
                 self.listing.entry(kind).or_default().insert(name, version);
             }
-            watcher::Event::InitDone => {
+            Event::InitDone => {
                 let listing = self.listing.remove(kind).unwrap_or_default();
                 // The first listing counts as a change of every delivered object: one may have
                 // moved between the evaluation that read it and the listing.
@@ -212,8 +211,8 @@ impl Versions {
                     known.insert(key, now);
                 }
             }
-            watcher::Event::Apply((name, version)) => moved = self.one(kind, name, version, delivered),
-            watcher::Event::Delete((name, _)) => moved = self.one(kind, name, None, delivered),
+            Event::Apply((name, version)) => moved = self.one(kind, name, version, delivered),
+            Event::Delete((name, _)) => moved = self.one(kind, name, None, delivered),
         }
         moved
     }
@@ -368,29 +367,29 @@ mod tests {
     #[test]
     fn only_a_delivered_object_that_moved_names_its_nodesets() {
         let mut w = Versions::default();
-        w.take("Secret", watcher::Event::Init, RECORDED);
+        w.take("Secret", Event::Init, RECORDED);
         for (n, rv) in [("shared", "1"), ("cert-a-0", "2"), ("unrelated", "3")] {
-            w.take("Secret", watcher::Event::InitApply(v(n, rv)), RECORDED);
+            w.take("Secret", Event::InitApply(v(n, rv)), RECORDED);
         }
         // The first listing counts as a change of every delivered object.
-        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&["a", "b"]));
+        assert_eq!(w.take("Secret", Event::InitDone, RECORDED), sets(&["a", "b"]));
         // Only the recorded names are kept.
         assert_eq!(lock(&w.known).len(), 2);
-        assert_eq!(w.take("Secret", watcher::Event::Apply(v("unrelated", "4")), RECORDED), sets(&[]));
-        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&["a"]));
+        assert_eq!(w.take("Secret", Event::Apply(v("unrelated", "4")), RECORDED), sets(&[]));
+        assert_eq!(w.take("Secret", Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&["a"]));
         // The same version again (a duplicate event) moves nothing; a ConfigMap of the same
         // name is another object.
-        assert_eq!(w.take("Secret", watcher::Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&[]));
-        assert_eq!(w.take("ConfigMap", watcher::Event::Apply(v("cert-a-0", "6")), RECORDED), sets(&[]));
-        assert_eq!(w.take("Secret", watcher::Event::Delete(v("shared", "7")), RECORDED), sets(&["a", "b"]));
+        assert_eq!(w.take("Secret", Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&[]));
+        assert_eq!(w.take("ConfigMap", Event::Apply(v("cert-a-0", "6")), RECORDED), sets(&[]));
+        assert_eq!(w.take("Secret", Event::Delete(v("shared", "7")), RECORDED), sets(&["a", "b"]));
         // A relist: what moved while the watch was away, and only that.
-        w.take("Secret", watcher::Event::Init, RECORDED);
-        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), RECORDED);
-        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), RECORDED);
-        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&["a", "b"]));
-        w.take("Secret", watcher::Event::Init, RECORDED);
-        w.take("Secret", watcher::Event::InitApply(v("cert-a-0", "5")), RECORDED);
-        w.take("Secret", watcher::Event::InitApply(v("shared", "8")), RECORDED);
-        assert_eq!(w.take("Secret", watcher::Event::InitDone, RECORDED), sets(&[]));
+        w.take("Secret", Event::Init, RECORDED);
+        w.take("Secret", Event::InitApply(v("cert-a-0", "5")), RECORDED);
+        w.take("Secret", Event::InitApply(v("shared", "8")), RECORDED);
+        assert_eq!(w.take("Secret", Event::InitDone, RECORDED), sets(&["a", "b"]));
+        w.take("Secret", Event::Init, RECORDED);
+        w.take("Secret", Event::InitApply(v("cert-a-0", "5")), RECORDED);
+        w.take("Secret", Event::InitApply(v("shared", "8")), RECORDED);
+        assert_eq!(w.take("Secret", Event::InitDone, RECORDED), sets(&[]));
     }
 }

@@ -12,6 +12,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use super::Client;
 
+/// The watcher's event as `crate::inputs` takes it in: kube's own, named here so that only
+/// the k8s module names kube.
+pub use kube::runtime::watcher::Event;
+
 /// An object's name and `resourceVersion`.
 pub type Version = (String, Option<String>);
 
