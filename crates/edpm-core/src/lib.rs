@@ -28,6 +28,7 @@ pub mod oslo;
 pub mod readiness;
 pub mod redact;
 pub mod render;
+pub mod rfc1123;
 pub mod runner;
 pub mod services;
 pub mod settings;

@@ -119,19 +119,7 @@ pub fn to_json(diags: &[Diagnostic]) -> Value {
     })
 }
 
-/// RFC 1123 label: at most 63 of `[a-z0-9-]`, starting and ending alphanumeric.
-pub fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
+pub use crate::rfc1123::{is_dns1123_label, is_dns1123_subdomain};
 
 /// A host name: like a subdomain, but upper case is tolerated (resolvers ignore case).
 fn is_hostname(s: &str) -> bool {

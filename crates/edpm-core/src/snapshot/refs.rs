@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::Snapshot;
 use super::resource::DataSource;
+use crate::rfc1123::is_dns1123_subdomain;
 
 /// The ConfigMaps and Secrets that the listed objects name, so that only those are read:
 /// listing every Secret in the namespace would need wider RBAC and pull in unrelated keys.
@@ -87,23 +88,9 @@ pub fn references(s: &Snapshot) -> (BTreeSet<String>, BTreeSet<String>) {
     // `secretHashes` key `a?watch=true`, `../x`) would go into a request path. Readiness names
     // such a key as bad input on the nodes of the Deployment that recorded it; a reference
     // elsewhere reads as a missing object, which the model names with its chain.
-    cms.retain(|n| is_object_name(n));
-    secrets.retain(|n| is_object_name(n));
+    cms.retain(|n| is_dns1123_subdomain(n));
+    secrets.retain(|n| is_dns1123_subdomain(n));
     (cms, secrets)
-}
-
-/// A Secret's or ConfigMap's name as the API server takes it: an RFC 1123 subdomain of at most
-/// 253 characters (`validate::is_dns1123_subdomain`'s rule, which `snapshot` cannot import
-/// without a module cycle).
-fn is_object_name(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        })
 }
 
 /// Secret and ConfigMap names inside extraMounts volumes, wherever they sit: `secret.secretName`,
