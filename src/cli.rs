@@ -358,18 +358,24 @@ pub enum StatusAction {
     /// timeout, 12 on a terminal failure. Progress on stdout: rewritten in place on a terminal,
     /// a line per change when piped; at the timeout, the nodes grouped by what they wait for.
     Wait {
-        /// -1 (bare metal), 0 (infrastructure), 1 (OpenStack services) or ready (all of them).
+        // The phases and conditions, as the table of condition types names them.
         #[arg(
+            help = format!("{}: all of them", edpm_core::condition::types::phases_said()),
             long,
             allow_hyphen_values = true,
             value_name = "PHASE",
             required_unless_present = "for_condition"
         )]
         phase: Option<String>,
-        /// Instead of a phase: VersionCurrent (every node at the OpenStackVersion's target) or
-        /// SecretsCurrent (every node holds every current Secret and ConfigMap delivered to it,
-        /// say before revoking a rotated credential).
-        #[arg(long = "for", value_name = "CONDITION", conflicts_with = "phase")]
+        #[arg(
+            help = format!(
+                "Instead of a phase: {}. Wait for SecretsCurrent before revoking a rotated credential",
+                edpm_core::condition::types::wait_explained()
+            ),
+            long = "for",
+            value_name = "CONDITION",
+            conflicts_with = "phase"
+        )]
         for_condition: Option<String>,
         /// A node to wait for; repeat. Without --node and --nodeset: every node.
         #[arg(long = "node")]

@@ -405,6 +405,30 @@ fn only_io_process_spawns_processes() {
     }
 }
 
+#[test]
+fn a_kinds_plural_is_spelled_in_the_kinds_table_only() {
+    // A kind is added once (`edpm_core::kinds`): a plural spelled elsewhere in product code
+    // (an RBAC rule, a resource path) goes stale when the table changes.
+    let mut spelled_elsewhere = Vec::new();
+    for s in sources().iter().filter(|s| !(s.is_core() && s.rel == Path::new("kinds.rs"))) {
+        for k in edpm_core::kinds::KINDS {
+            for spelled in [format!("\"{}\"", k.plural), format!("\"{}/", k.plural)] {
+                // The redactor's words are key names in a user's data (`secrets:`), not a
+                // resource.
+                let word = s.shown() == "crates/edpm-core/src/redact.rs" && spelled == "\"secrets\"";
+                if s.code.contains(&spelled) && !word {
+                    spelled_elsewhere.push(format!("{} spells {}'s plural {spelled}", s.shown(), k.kind));
+                }
+            }
+        }
+    }
+    assert!(
+        spelled_elsewhere.is_empty(),
+        "take these from edpm_core::kinds::KINDS:\n{}",
+        spelled_elsewhere.join("\n")
+    );
+}
+
 /// The module a file belongs to, for its crate's dependency graph: its first folder or file
 /// under `src/` (`snapshot/refs.rs` → `snapshot`).
 fn graph_module(rel: &Path) -> String {

@@ -29,9 +29,10 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use edpm_core::condition::types::{READY, SECRETS_CURRENT, TYPES, Type, VERSION_CURRENT};
+use edpm_core::condition::types::{TYPES, Type, counted};
 use edpm_core::condition::{Severity, Status};
 use edpm_core::readiness::NodeView;
+use edpm_core::readiness::api::NodeCounts;
 
 type Labels = Vec<(String, String)>;
 
@@ -92,9 +93,16 @@ const STATUSES: [&str; 3] = ["True", "False", "Unknown"];
 #[derive(Debug, Default)]
 struct NodeSeries {
     /// (namespace, NodeSet) → its nodes.
-    sets: Mutex<BTreeMap<(String, String), Vec<NodeLine>>>,
+    sets: Mutex<BTreeMap<(String, String), NodeSetLines>>,
     /// Condition types, each held once (a few dozen, shared by every node).
     types: Mutex<BTreeSet<Arc<str>>>,
+}
+
+/// A NodeSet's nodes, and its counts as its EDPMNodeSetStatus has them.
+#[derive(Debug)]
+struct NodeSetLines {
+    nodes: Vec<NodeLine>,
+    counts: NodeCounts,
 }
 
 #[derive(Debug)]
@@ -105,18 +113,6 @@ struct NodeLine {
     phases: [&'static str; PHASES],
     /// Each of [`gauged`], in order: 1 True, 0 False, no series while Unknown.
     current: [Option<bool>; GAUGES],
-    /// What `edpm_nodeset_node_count` counts of it.
-    counted: Counted,
-}
-
-/// A node's part in its NodeSet's counts (`readiness::api::NodeCounts`).
-#[derive(Debug, Clone, Copy)]
-#[allow(clippy::struct_excessive_bools, reason = "four independent facts about one node")]
-struct Counted {
-    ready: bool,
-    updated: bool,
-    inputs_current: bool,
-    degraded: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -146,8 +142,8 @@ impl Collector for NodeSeries {
                 None,
                 MetricType::Gauge,
             )?;
-            for ((ns, set), nodes) in sets.iter() {
-                for n in nodes {
+            for ((ns, set), lines) in sets.iter() {
+                for n in &lines.nodes {
                     for (ty, current) in &n.conditions {
                         for s in STATUSES {
                             let labels = [
@@ -165,8 +161,8 @@ impl Collector for NodeSeries {
         }
         for (i, gauge) in gauged().filter_map(|t| t.gauge).enumerate() {
             let mut m = encoder.encode_descriptor(gauge.name, gauge.help, None, MetricType::Gauge)?;
-            for ((ns, set), nodes) in sets.iter() {
-                for n in nodes {
+            for ((ns, set), lines) in sets.iter() {
+                for n in &lines.nodes {
                     let Some(current) = n.current[i] else { continue };
                     let labels =
                         [("namespace", ns.as_str()), ("nodeset", set.as_str()), ("node", n.node.as_str())];
@@ -180,10 +176,10 @@ impl Collector for NodeSeries {
             None,
             MetricType::Gauge,
         )?;
-        for ((ns, set), nodes) in sets.iter() {
+        for ((ns, set), lines) in sets.iter() {
             for (i, (phase, _)) in phases().enumerate() {
                 for st in STATES {
-                    let count = nodes.iter().filter(|n| n.phases[i] == st).count();
+                    let count = lines.nodes.iter().filter(|n| n.phases[i] == st).count();
                     let labels = [
                         ("namespace", ns.as_str()),
                         ("nodeset", set.as_str()),
@@ -201,24 +197,17 @@ impl Collector for NodeSeries {
 /// `edpm_nodeset_node_count`: each NodeSet's counts, as its EDPMNodeSetStatus has them.
 fn encode_counts(
     encoder: &mut DescriptorEncoder,
-    sets: &BTreeMap<(String, String), Vec<NodeLine>>,
+    sets: &BTreeMap<(String, String), NodeSetLines>,
 ) -> Result<(), std::fmt::Error> {
-    let mut m = encoder.encode_descriptor(
-        "nodeset_node_count",
-        "Nodes of a NodeSet, as its EDPMNodeSetStatus counts them: total, ready, updated (VersionCurrent True), inputs_current (SecretsCurrent True), degraded (Ready False with severity Error)",
-        None,
-        MetricType::Gauge,
-    )?;
-    for ((ns, set), nodes) in sets.iter() {
-        for (count, n) in [
-            ("total", nodes.len()),
-            ("ready", nodes.iter().filter(|n| n.counted.ready).count()),
-            ("updated", nodes.iter().filter(|n| n.counted.updated).count()),
-            ("inputs_current", nodes.iter().filter(|n| n.counted.inputs_current).count()),
-            ("degraded", nodes.iter().filter(|n| n.counted.degraded).count()),
-        ] {
+    let held: String = counted().map(|(ty, c)| format!(", {} ({ty} True)", c.label)).collect();
+    let help = format!(
+        "Nodes of a NodeSet, as its EDPMNodeSetStatus counts them: total, ready{held}, degraded (Ready False with severity Error)"
+    );
+    let mut m = encoder.encode_descriptor("nodeset_node_count", &help, None, MetricType::Gauge)?;
+    for ((ns, set), lines) in sets.iter() {
+        for (count, n) in lines.counts.labelled() {
             let labels = [("namespace", ns.as_str()), ("nodeset", set.as_str()), ("count", count)];
-            ConstGauge::new(n as i64).encode(m.encode_family(&labels)?)?;
+            ConstGauge::new(i64::from(n)).encode(m.encode_family(&labels)?)?;
         }
     }
     Ok(())
@@ -306,21 +295,11 @@ impl Metrics {
                     }),
                     None,
                 ),
-                counted: {
-                    let is_true = |ty: &str| n.conditions.get(ty).is_some_and(|c| c.is_true());
-                    Counted {
-                        ready: is_true(READY),
-                        updated: is_true(VERSION_CURRENT),
-                        inputs_current: is_true(SECRETS_CURRENT),
-                        degraded: n
-                            .conditions
-                            .get(READY)
-                            .is_some_and(|c| c.status == Status::False && c.severity == Severity::Error),
-                    }
-                },
             })
             .collect();
-        lock(&self.nodes.sets).insert((namespace.to_string(), nodeset.to_string()), lines);
+        let counts = edpm_core::readiness::node_counts(nodes.iter().copied());
+        lock(&self.nodes.sets)
+            .insert((namespace.to_string(), nodeset.to_string()), NodeSetLines { nodes: lines, counts });
     }
 
     /// Drops the series of the NodeSets `gone` accepts (deleted since their last evaluation).

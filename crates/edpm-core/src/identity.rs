@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+use crate::kinds;
 use crate::readiness::api::{self, OwnerKind};
 use crate::readiness::names;
 
@@ -203,6 +204,9 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
             "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
         })
     };
+    // The resources its Roles name, as the one table of kinds spells them.
+    let status = kinds::named(api::NODE_KIND).map_or("", |k| k.plural);
+    let lease = kinds::named("Lease").map_or(("", ""), |k| (k.group, k.plural));
     let mut out = vec![
         obj(
             Kind::ServiceAccount,
@@ -219,8 +223,8 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                 "metadata": owned(metadata(&sa, ns, ident()), set),
                 "rules": [
-                    {"apiGroups": [api::GROUP], "resources": ["edpmnodestatuses"], "resourceNames": [object], "verbs": ["get"]},
-                    {"apiGroups": [api::GROUP], "resources": ["edpmnodestatuses/status"], "resourceNames": [object], "verbs": ["get", "patch"]},
+                    {"apiGroups": [api::GROUP], "resources": [status], "resourceNames": [object], "verbs": ["get"]},
+                    {"apiGroups": [api::GROUP], "resources": [format!("{status}/status")], "resourceNames": [object], "verbs": ["get", "patch"]},
                     // Its own token, renewed by itself: TokenRequest for its own name only.
                     {"apiGroups": [""], "resources": ["serviceaccounts/token"], "resourceNames": [sa], "verbs": ["create"]},
                 ],
@@ -235,7 +239,7 @@ fn node_objects(set: &NodeSet, n: &Node) -> Vec<Object> {
             json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                 "metadata": metadata(&sa, leases, ident()),
-                "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [object], "verbs": ["get", "patch", "update"]}],
+                "rules": [{"apiGroups": [lease.0], "resources": [lease.1], "resourceNames": [object], "verbs": ["get", "patch", "update"]}],
             }),
             false,
         ),

@@ -5,6 +5,7 @@
 
 use futures::StreamExt;
 use futures::stream::LocalBoxStream;
+use k8s_openapi::Resource as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams};
 use kube::core::PartialObjectMeta;
@@ -32,8 +33,8 @@ pub async fn refused(client: &Client) -> Option<String> {
     let secrets: Api<PartialObjectMeta<Secret>> = Api::namespaced(client.kube(), &ns);
     let config_maps: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client.kube(), &ns);
     for (kind, got) in [
-        ("secrets", client.within_time(secrets.list(&probe)).await.map(|_| ())),
-        ("configmaps", client.within_time(config_maps.list(&probe)).await.map(|_| ())),
+        (Secret::URL_PATH_SEGMENT, client.within_time(secrets.list(&probe)).await.map(|_| ())),
+        (ConfigMap::URL_PATH_SEGMENT, client.within_time(config_maps.list(&probe)).await.map(|_| ())),
     ] {
         if let Err(kube::Error::Api(s)) = got
             && s.code == 403

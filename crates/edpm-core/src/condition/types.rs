@@ -56,6 +56,8 @@ pub const NODESET_DEPLOYMENT_READY: &str = "NodeSetDeploymentReady";
 
 /// The per-service types' pattern: `Service<Camel>…`, the service's name in `to_camel`'s form.
 const PER_SERVICE: &str = "Service<Camel>";
+/// The row of every service's deployment condition.
+const SERVICE_DEPLOYMENT: &str = "Service<Camel>DeploymentReady";
 
 /// Who writes a type into our status objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +103,20 @@ pub struct Shown {
     pub wide: bool,
 }
 
+/// A NodeSet's count of the nodes that hold a type True, as a MachineConfigPool counts a
+/// rollout (`updatedMachineCount`): a field of the `EDPMNodeSetStatus`'s `status.nodes`
+/// (`readiness::api::NodeCounts`), its printer column, and a `count` of
+/// `edpm_nodeset_node_count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Count {
+    /// Its field in `status.nodes`, as the CRD spells it.
+    pub field: &'static str,
+    /// Its `count` label on `/metrics`.
+    pub label: &'static str,
+    /// Its printer column; the CRD's description adds `(<Type> True)`.
+    pub column: Column,
+}
+
 /// One condition type of our status objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Type {
@@ -123,6 +139,11 @@ pub struct Type {
     /// Its printer column on the node's CRD, and its twin's on the NodeSet's.
     pub column: Option<Column>,
     pub nodeset_column: Option<Column>,
+    /// The NodeSet's count of its nodes that hold it True.
+    pub count: Option<Count>,
+    /// A warning `status show` names on the node's row whenever it is True, ready or not,
+    /// after the phases' cause.
+    pub warns: bool,
 }
 
 impl Type {
@@ -156,6 +177,8 @@ const fn plain(
         shown: None,
         column: None,
         nodeset_column: None,
+        count: None,
+        warns: false,
     }
 }
 
@@ -186,6 +209,11 @@ const fn held(
         nodeset_column: Some(column),
         ..plain(Some(node), Some(nodeset), false, Writer::Reporter)
     }
+}
+
+/// Counted by the NodeSet (its field of `readiness::api::NodeCounts` named in `held_mut`).
+const fn with_count(t: Type, count: Count) -> Type {
+    Type { count: Some(count), ..t }
 }
 
 /// A column in `status show -o wide` only.
@@ -226,30 +254,47 @@ pub const TYPES: &[Type] = &[
         ..plain(Some(READY), Some(READY), false, Writer::Reporter)
     },
     wide(
-        held(
-            VERSION_CURRENT,
-            NODESET_VERSION_CURRENT,
-            "version",
-            Gauge {
-                name: "node_version_current",
-                help: "1 when the node runs the OpenStackVersion's target version, 0 when it is behind (no series while unknown)",
+        with_count(
+            held(
+                VERSION_CURRENT,
+                NODESET_VERSION_CURRENT,
+                "version",
+                Gauge {
+                    name: "node_version_current",
+                    help: "1 when the node runs the OpenStackVersion's target version, 0 when it is behind (no series while unknown)",
+                },
+                Column { name: "Version", description: Some("every node at the OpenStackVersion's target") },
+            ),
+            Count {
+                field: "updated",
+                label: "updated",
+                column: Column { name: "Updated", description: Some("nodes that run the target version") },
             },
-            Column { name: "Version", description: Some("every node at the OpenStackVersion's target") },
         ),
         "VERSION",
     ),
     wide(
-        held(
-            SECRETS_CURRENT,
-            NODESET_SECRETS_CURRENT,
-            "inputs",
-            Gauge {
-                name: "node_inputs_current",
-                help: "1 when the node holds every current Secret and ConfigMap delivered to it, 0 when one is stale (no series while unknown)",
-            },
-            Column {
-                name: "Inputs",
-                description: Some("every node holds every current Secret and ConfigMap"),
+        with_count(
+            held(
+                SECRETS_CURRENT,
+                NODESET_SECRETS_CURRENT,
+                "inputs",
+                Gauge {
+                    name: "node_inputs_current",
+                    help: "1 when the node holds every current Secret and ConfigMap delivered to it, 0 when one is stale (no series while unknown)",
+                },
+                Column {
+                    name: "Inputs",
+                    description: Some("every node holds every current Secret and ConfigMap"),
+                },
+            ),
+            Count {
+                field: "inputsCurrent",
+                label: "inputs_current",
+                column: Column {
+                    name: "Inputs",
+                    description: Some("nodes that hold every current Secret and ConfigMap"),
+                },
             },
         ),
         "INPUTS",
@@ -259,14 +304,19 @@ pub const TYPES: &[Type] = &[
     // Per service: upstream's deployment state on the node (members of the phases), and the
     // node agent's view of its containers (members of Ready; `ServiceRuntimeReady` when it
     // cannot tell which services were deployed).
-    plain(Some("Service<Camel>DeploymentReady"), None, false, Writer::Reporter),
+    plain(Some(SERVICE_DEPLOYMENT), None, false, Writer::Reporter),
     plain(Some("Service<Camel>RuntimeReady"), None, true, Writer::NodeAgent),
     // The node agent's credential (outside Ready: a token about to expire still works; the
     // Lease it can no longer renew is what turns the agent's word Unknown).
-    plain(Some(AGENT_CREDENTIAL), None, false, Writer::NodeAgent),
+    Type { warns: true, ..plain(Some(AGENT_CREDENTIAL), None, false, Writer::NodeAgent) },
     // The NodeSet's own: upstream's DeploymentReady, as upstream's rules say it.
     plain(None, Some(DEPLOYMENT_READY), true, Writer::Reporter),
 ];
+
+/// The types the NodeSet counts its nodes by, in the table's order.
+pub fn counted() -> impl Iterator<Item = (&'static str, Count)> {
+    TYPES.iter().filter_map(|t| Some((t.node?, t.count?)))
+}
 
 /// The row of a node's condition type.
 pub fn of(ty: &str) -> Option<&'static Type> {
@@ -330,6 +380,23 @@ pub fn wait_said() -> String {
     or_list(&names)
 }
 
+/// The names `status wait --for` takes, each with what it says of the NodeSet:
+/// `VersionCurrent (every node at …) or SecretsCurrent (every node holds …)`.
+pub fn wait_explained() -> String {
+    let names: Vec<String> = TYPES
+        .iter()
+        .filter(|t| t.wait_for.is_some())
+        .filter_map(|t| {
+            let name = t.node?;
+            Some(match t.nodeset_column.and_then(|c| c.description) {
+                Some(d) => format!("{name} ({d})"),
+                None => name.to_string(),
+            })
+        })
+        .collect();
+    or_list(&names)
+}
+
 /// `a, b or c`.
 fn or_list(items: &[String]) -> String {
     match items.split_last() {
@@ -376,6 +443,11 @@ pub fn service_deployment(service: &str) -> String {
     format!("Service{}DeploymentReady", to_camel(service))
 }
 
+/// Whether `ty` is a service's deployment condition ([`service_deployment`]'s form).
+pub fn is_service_deployment(ty: &str) -> bool {
+    of(ty).and_then(|t| t.node) == Some(SERVICE_DEPLOYMENT)
+}
+
 /// `Service<Camel>RuntimeReady`: the node agent's per-service condition (the service's
 /// containers on the node, as it runs them now).
 pub fn service_runtime(service: &str) -> String {
@@ -413,6 +485,8 @@ mod tests {
         assert_eq!(service_runtime("neutron-metadata"), "ServiceNeutronMetadataRuntimeReady");
         assert!(is_agent_condition("ServiceNovaRuntimeReady") && is_agent_condition(NODE_AGENT));
         assert!(!is_agent_condition("ServiceNovaDeploymentReady"));
+        assert!(is_service_deployment(&service_deployment("nova-cell1")));
+        assert!(!is_service_deployment(&service_runtime("nova")) && !is_service_deployment(DEPLOYMENT_READY));
     }
 
     #[test]

@@ -174,6 +174,31 @@ pub struct NodeCounts {
     pub summary: String,
 }
 
+impl NodeCounts {
+    /// The count a condition type's row names (`condition::types::Count::field`): a field
+    /// above, spelled as the CRD spells it.
+    pub fn held_mut(&mut self, field: &str) -> Option<&mut u32> {
+        match field {
+            "updated" => Some(&mut self.updated),
+            "inputsCurrent" => Some(&mut self.inputs_current),
+            _ => None,
+        }
+    }
+
+    /// Each count as `edpm_nodeset_node_count` labels it: total, ready, those of the condition
+    /// types' table, degraded.
+    pub fn labelled(&self) -> Vec<(&'static str, u32)> {
+        let mut out = vec![("total", self.total), ("ready", self.ready)];
+        let mut held = self.clone();
+        out.extend(
+            crate::condition::types::counted()
+                .map(|(_, c)| (c.label, held.held_mut(c.field).map_or(0, |n| *n))),
+        );
+        out.push(("degraded", self.degraded));
+        out
+    }
+}
+
 /// The two CRDs, as generated from the types, with their printer columns: the objects' own
 /// fields, and a status column for each condition type the types table gives one
 /// (`condition::types::TYPES`).
@@ -199,15 +224,12 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
             age(),
         ]);
     let nodeset = std::iter::once(column("Nodes", None, ".status.nodes.summary"))
-        .chain([
-            count("Updated", "nodes that run the target version (VersionCurrent True)", "updated"),
-            count(
-                "Inputs",
-                "nodes that hold every current Secret and ConfigMap (SecretsCurrent True)",
-                "inputsCurrent",
-            ),
-            count("Degraded", "nodes whose Ready is False with severity Error (a failure)", "degraded"),
-        ])
+        .chain(crate::condition::types::counted().map(|(ty, c)| {
+            let said =
+                c.column.description.map_or_else(|| format!("{ty} True"), |d| format!("{d} ({ty} True)"));
+            count(c.column.name, &said, c.field)
+        }))
+        .chain([count("Degraded", "nodes whose Ready is False with severity Error (a failure)", "degraded")])
         .chain(conditions(|t| Some((t.nodeset?, t.nodeset_column?))))
         .chain([
             CustomResourceColumnDefinition {
@@ -264,6 +286,30 @@ fn with_columns(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_count_the_types_table_names_is_a_field_of_the_nodesets_counts() {
+        let schema = serde_json::to_value(schemars::schema_for!(super::NodeCounts)).unwrap();
+        let mut counts = super::NodeCounts::default();
+        let held: Vec<_> = crate::condition::types::counted().collect();
+        assert!(held.len() >= 2, "VersionCurrent and SecretsCurrent are counted");
+        for (i, (ty, c)) in held.iter().enumerate() {
+            assert!(
+                schema["properties"].get(c.field).is_some(),
+                "{ty}: no field {} in status.nodes",
+                c.field
+            );
+            *counts.held_mut(c.field).unwrap_or_else(|| panic!("{ty}: held_mut knows no {}", c.field)) =
+                10 + i as u32;
+        }
+        // Each reaches /metrics under its label, between ready and degraded.
+        let labelled = counts.labelled();
+        assert_eq!(labelled.first().map(|l| l.0), Some("total"));
+        assert_eq!(labelled.last().map(|l| l.0), Some("degraded"));
+        for (i, (_, c)) in held.iter().enumerate() {
+            assert!(labelled.contains(&(c.label, 10 + i as u32)), "{labelled:?}");
+        }
+    }
+
     #[test]
     fn the_derived_plurals_are_the_kinds_tables() {
         use kube_core::Resource;

@@ -31,6 +31,10 @@ pub mod show;
 pub mod version;
 pub mod wait;
 
+/// A NodeSet's counts of its nodes (`EDPMNodeSetStatus` `status.nodes`), as the controller's
+/// `edpm_nodeset_node_count` reports them too.
+pub use rollup::counts as node_counts;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::condition::{Condition, Conditions, READY, Severity, Status, Time, mirror};

@@ -189,20 +189,20 @@ pub(super) fn rollup_condition(ty: &str, node_ty: &str, nodes: &[&NodeView], tot
 
 /// How many of the nodes are ready, per phase and in all; updated, with current inputs, and
 /// degraded.
-fn counts(nodes: &[NodeView]) -> NodeCounts {
+pub fn counts<'a>(nodes: impl IntoIterator<Item = &'a NodeView> + Clone) -> NodeCounts {
     let ready = |ty: &str| {
-        nodes.iter().filter(|n| n.conditions.get(ty).is_some_and(Condition::is_true)).count() as u32
+        nodes.clone().into_iter().filter(|n| n.conditions.get(ty).is_some_and(Condition::is_true)).count()
+            as u32
     };
     let mut counts = NodeCounts {
-        total: nodes.len() as u32,
+        total: nodes.clone().into_iter().count() as u32,
         baremetal_ready: ready(BAREMETAL),
         infrastructure_ready: ready(INFRASTRUCTURE),
         services_ready: ready(SERVICES),
         ready: ready(READY),
-        updated: ready(crate::condition::types::VERSION_CURRENT),
-        inputs_current: ready(crate::condition::types::SECRETS_CURRENT),
         degraded: nodes
-            .iter()
+            .clone()
+            .into_iter()
             .filter(|n| {
                 n.conditions
                     .get(READY)
@@ -211,6 +211,11 @@ fn counts(nodes: &[NodeView]) -> NodeCounts {
             .count() as u32,
         ..Default::default()
     };
+    for (ty, c) in crate::condition::types::counted() {
+        if let Some(n) = counts.held_mut(c.field) {
+            *n = ready(ty);
+        }
+    }
     counts.summary = format!("{}/{}", counts.ready, counts.total);
     counts
 }

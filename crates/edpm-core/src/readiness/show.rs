@@ -343,7 +343,7 @@ fn explain_with(n: &NodeView, now: Option<Time>) -> String {
     let first = std::iter::once(READY)
         .chain(types::phases().filter_map(|p| p.node))
         .filter_map(|ty| n.conditions.get(ty));
-    let rest = n.conditions.iter().filter(|c| !is_phase(&c.type_) && !c.type_.ends_with("DeploymentReady"));
+    let rest = n.conditions.iter().filter(|c| !is_phase(&c.type_) && !types::is_service_deployment(&c.type_));
     for c in first.chain(rest) {
         out.push_str(&said.condition(c, n.untimed.contains(&c.type_)));
         for e in n.evidence.get(&c.type_).into_iter().flatten() {
@@ -634,17 +634,15 @@ fn visible_width(line: &str) -> usize {
 /// (`most_important`), so header and row agree. Nothing for a ready node.
 pub fn first_cause(n: &NodeView, wide: bool) -> String {
     let cause = phase_cause(n, wide);
-    // The agent's credential about to expire is named on any node, ready or not: the Lease
-    // it can no longer renew turns the agent's word Unknown next.
-    match n.conditions.get(types::AGENT_CREDENTIAL).filter(|c| c.is_true()) {
-        Some(c) => {
-            // The name apart from the scrubbed message: "…Credential…: value" reads to the
-            // redactor as a credential's value.
-            let said = format!("{}: {}", types::AGENT_CREDENTIAL, one_line(&c.message));
-            if cause.is_empty() { said } else { format!("{cause}; {said}") }
-        }
-        None => cause,
-    }
+    // A warning the table says is named on any node, ready or not (the agent's credential
+    // about to expire: the Lease it can no longer renew turns the agent's word Unknown next).
+    let warnings = TYPES.iter().filter(|t| t.warns).filter_map(|t| t.node).filter_map(|ty| {
+        let c = n.conditions.get(ty).filter(|c| c.is_true())?;
+        // The name apart from the scrubbed message: "…Credential…: value" reads to the
+        // redactor as a credential's value.
+        Some(format!("{ty}: {}", one_line(&c.message)))
+    });
+    std::iter::once(cause).chain(warnings).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
 /// A not-ready node's first cause in its phases (`first_cause` without the credential).

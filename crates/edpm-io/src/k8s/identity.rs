@@ -39,10 +39,11 @@ pub struct Outcome {
 fn resource(kind: Kind) -> ApiResource {
     let (group, version, plural) = match kind {
         Kind::ServiceAccount => ("", "v1", "serviceaccounts"),
-        Kind::Secret => ("", "v1", "secrets"),
         Kind::Role => ("rbac.authorization.k8s.io", "v1", "roles"),
         Kind::RoleBinding => ("rbac.authorization.k8s.io", "v1", "rolebindings"),
-        Kind::Lease => ("coordination.k8s.io", "v1", "leases"),
+        // Those edpm-agent also reads, as the one table of kinds names them.
+        Kind::Secret => return super::read::resource(super::read::named("Secret")),
+        Kind::Lease => return super::read::resource(super::read::named("Lease")),
         Kind::NodeStatus => return super::read::resource(super::read::named(api::NODE_KIND)),
     };
     ApiResource {
