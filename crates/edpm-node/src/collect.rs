@@ -312,23 +312,27 @@ impl Host {
 
     /// Runs one query, bounded; its stdout. Every error names the program and what happened;
     /// text from its stderr is redacted and escaped by `edpm_io::process`.
-    fn query(&self, program: &str, args: &[&str]) -> Result<String, String> {
+    fn query(&self, program: &str, args: &[&str]) -> Result<String, QueryError> {
         let mut spec =
             process::Spec::new(program, self.command_timeout, OUTPUT_CAP).args(args.iter().copied());
         for v in OWN_VARIABLES {
             spec = spec.env_remove(v);
         }
-        let out = process::run(&spec, Some(&self.cancel))
-            .and_then(process::Output::success)
-            .map_err(|e| e.to_string())?;
+        let out = process::run(&spec, Some(&self.cancel)).and_then(process::Output::success).map_err(
+            |e| match e {
+                process::Error::Start { .. } => QueryError::Unstartable(e.to_string()),
+                _ => QueryError::Failed(e.to_string()),
+            },
+        )?;
         tracing::debug!(program, elapsed = ?out.elapsed, bytes = out.stdout.total, "query answered");
         if out.stdout.is_cut() {
-            return Err(format!(
+            return Err(QueryError::Failed(format!(
                 "{program} printed {} bytes, more than the {OUTPUT_CAP} an answer may have; its answer was not read",
                 out.stdout.total
-            ));
+            )));
         }
-        String::from_utf8(out.stdout.bytes).map_err(|_| format!("{program} printed text that is not UTF-8"))
+        String::from_utf8(out.stdout.bytes)
+            .map_err(|_| QueryError::Failed(format!("{program} printed text that is not UTF-8")))
     }
 }
 
@@ -347,17 +351,15 @@ impl Collect for Host {
             || if containers.is_empty() { Ok(BTreeMap::new()) } else { self.podman_ps() },
             || if units.is_empty() { Ok(BTreeMap::new()) } else { self.systemctl_show(&units) },
         );
-        let containers_state =
-            containers_state.unwrap_or_else(|| Err("podman ps: the query thread panicked".into()));
+        let containers_state = containers_state
+            .unwrap_or_else(|| Err(QueryError::Failed("podman ps: the query thread panicked".into())));
         // podman in its place, but the one asked could not be started (permission denied, a
         // broken interpreter): the node has no runtime it can use, whatever its file says.
         let runtime = match (self.runtime(), &containers_state) {
-            // `process::Error::Start`'s words: the program could not be started at all.
-            (Ok(_), Err(e)) if e.starts_with("cannot run podman: ") => {
-                Err(format!("podman cannot be run: {e}"))
-            }
+            (Ok(_), Err(QueryError::Unstartable(e))) => Err(format!("podman cannot be run: {e}")),
             (runtime, _) => runtime,
         };
+        let containers_state = containers_state.map_err(|e| e.to_string());
         Facts {
             hostname: self.hostname(),
             addresses: self.addresses(),
@@ -408,14 +410,33 @@ impl Host {
     fn systemctl_show(&self, units: &[String]) -> Result<BTreeMap<String, UnitState>, String> {
         let mut args = vec!["show", "--property=Id,LoadState,ActiveState,SubState,NeedDaemonReload", "--"];
         args.extend(units.iter().map(String::as_str));
-        let out = self.query("systemctl", &args)?;
+        let out = self.query("systemctl", &args).map_err(|e| e.to_string())?;
         Ok(parse_show(&out))
     }
 
     /// `podman ps --all --format json`: every container's name, health and `config_hash` label.
-    fn podman_ps(&self) -> Result<BTreeMap<String, ContainerState>, String> {
+    fn podman_ps(&self) -> Result<BTreeMap<String, ContainerState>, QueryError> {
         let out = self.query("podman", &["ps", "--all", "--format", "json"])?;
-        parse_ps(&out)
+        parse_ps(&out).map_err(QueryError::Failed)
+    }
+}
+
+/// Why a query of the host gave no answer, kept apart until the facts are made: a program
+/// that could not be started at all says the node has no runtime it can use.
+#[derive(Debug)]
+enum QueryError {
+    /// The program could not be started (not found, permission denied, a broken
+    /// interpreter): `process::Error::Start`.
+    Unstartable(String),
+    /// It ran and failed, timed out or answered what cannot be read.
+    Failed(String),
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryError::Unstartable(e) | QueryError::Failed(e) => f.write_str(e),
+        }
     }
 }
 
