@@ -153,12 +153,37 @@ pub(super) const HOLDING: Holding = Holding {
 
 impl<'a> GroupContext<'a> {
     /// The completed runs that cover the host of inventory hostname `host`, oldest first,
-    /// with their Deployments.
+    /// with their Deployments: those that completed, and those that failed for good but
+    /// completed on this host ([`Self::failed_but_done_on`]).
     pub(super) fn completed_on(&self, host: &str) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
         (0..self.runs.len())
-            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(host) == Covers::Yes)
+            .filter(|&i| self.runs[i].covers(host) == Covers::Yes)
+            .filter(|&i| match self.states[i] {
+                RunState::Done => true,
+                RunState::Failed { terminal: true } => self.failed_but_done_on(i, host),
+                _ => false,
+            })
             .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)))
             .collect()
+    }
+
+    /// Whether run `i`, which failed for good, did on `host` all a completed run does: every
+    /// service it runs is done on the NodeSet (its condition True, its Job not failed), or
+    /// failed there while its Job's newest attempt ran the playbook to the end for `host`
+    /// (`completedHostList`). A service it never reached, or one still pending, and it does not.
+    pub(super) fn failed_but_done_on(&self, i: usize, host: &str) -> bool {
+        let run = &self.runs[i];
+        !self.run_svcs[i].is_empty()
+            && self.run_svcs[i].iter().all(|&k| {
+                let name = self.svcs[k].name;
+                match self.outcomes[i][k] {
+                    Some(Outcome::Done(_)) => {
+                        !self.failed_jobs.iter().any(|(s, d)| *s == name && *d == run.name)
+                    }
+                    Some(Outcome::Failed(_)) => self.completed_here(name, run, &[host]).is_some(),
+                    _ => false,
+                }
+            })
     }
 
     /// A completed run whose `ansibleLimit` cannot be evaluated, that may have covered `host`
