@@ -974,10 +974,26 @@ spec: {backoffLimit: 0}
 status: {failed: 1, conditions: [{type: Failed, status: "True", reason: BackoffLimitExceeded}]}
 "#;
 
-/// d1 failed at nova (on c0); its Job's pod says which hosts its playbook ran to the end for
-/// (`completed`: a JSON list, or nothing: upstream's runner). d1 recorded the version it
-/// deployed, as an operator that records it on failure would.
+/// Installed at 18.0.3, the `ovn` step of the update to 18.0.4 done, then d1 failed at nova
+/// (on c0), recording no version (upstream records one only on completion); its Job's pod
+/// says which hosts its playbook ran to the end for (`completed`: a JSON list, or nothing:
+/// upstream's runner).
 fn partly_failed(completed: Option<&str>, job: &str, more: &str) -> String {
+    let install = deployment(
+        "d-install",
+        "2026-09-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+        "",
+        "{}",
+    )
+    .replace("status:\n  nodeSetHashes", "status:\n  deployedVersion: \"18.0.3\"\n  nodeSetHashes");
+    let ovn =
+        deployment("d-ovn", "2026-10-01T10:00:00Z", &[("ovn", "True")], "  servicesOverride: [ovn]", "{}")
+            .replace("status:\n  nodeSetHashes", "status:\n  deployedVersion: \"18.0.4\"\n  nodeSetHashes");
+    partly_failed_after(&format!("{install}{ovn}"), completed, job, more)
+}
+
+fn partly_failed_after(earlier: &str, completed: Option<&str>, job: &str, more: &str) -> String {
     let message = match completed {
         Some(list) => FAILED_ON_C0.replacen('{', &format!("{{\"completedHostList\":{list},"), 1),
         None => FAILED_ON_C0.to_string(),
@@ -988,10 +1004,9 @@ fn partly_failed(completed: Option<&str>, job: &str, more: &str) -> String {
         &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
         "",
         "{}",
-    )
-    .replace("status:\n  nodeSetHashes", "status:\n  deployedVersion: \"18.0.4\"\n  nodeSetHashes");
+    );
     format!(
-        "{NODESET}---\napiVersion: core.openstack.org/v1beta1\nkind: OpenStackVersion\nmetadata: {{name: openstack, namespace: openstack}}\nspec: {{targetVersion: 18.0.4}}\n{d1}{job}{}{more}",
+        "{NODESET}---\napiVersion: core.openstack.org/v1beta1\nkind: OpenStackVersion\nmetadata: {{name: openstack, namespace: openstack}}\nspec: {{targetVersion: 18.0.4}}\n{earlier}{d1}{job}{}{more}",
         pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", &message, false)
     )
 }
@@ -1011,6 +1026,21 @@ fn a_partly_failed_run_credits_exactly_the_hosts_it_completed() {
     assert_eq!(cond(c2, "ServiceNovaDeploymentReady").reason, "OtherHostsFailed");
     assert!(!cond(c2, "VersionCurrent").is_true());
     assert!(!cond(c2, READY).is_true());
+    assert_eq!(cond(c2, "VersionCurrent").status, Status::False, "still at 18.0.3");
+    // Nothing completed at 18.0.4 before d1 was created: the version d1 deployed is unknown,
+    // and no version is credited (the service still is).
+    let install = deployment(
+        "d-install",
+        "2026-09-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+        "",
+        "{}",
+    )
+    .replace("status:\n  nodeSetHashes", "status:\n  deployedVersion: \"18.0.3\"\n  nodeSetHashes");
+    let r = evaluate_text(&partly_failed_after(&install, Some(r#"["c1"]"#), NOVA_JOB_FAILED, ""), NOW);
+    let c1 = node(&r, "c1");
+    assert!(cond(c1, "ServiceNovaDeploymentReady").is_true());
+    assert_eq!(cond(c1, "VersionCurrent").status, Status::False, "{:?}", cond(c1, "VersionCurrent"));
 }
 
 #[test]

@@ -167,6 +167,27 @@ impl<'a> GroupContext<'a> {
             .collect()
     }
 
+    /// The version a run that failed for good deployed to the hosts it completed, which
+    /// upstream never records (it writes `deployedVersion` only on completion, the target of
+    /// that moment): the target now, when a Deployment of this NodeSet that completed before
+    /// run `i` was created recorded that same version, so the target was already it when run
+    /// `i` ran (a target only moves forward). Otherwise none: no version is credited.
+    fn failed_run_version(&self, i: usize, d: &crate::snapshot::evidence::Deployment) -> Option<&str> {
+        if self.states[i] != (RunState::Failed { terminal: true }) {
+            return None;
+        }
+        let Target::Version { version, .. } = &self.target else { return None };
+        let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse)?;
+        let before = (0..self.runs.len()).any(|j| {
+            self.states[j] == RunState::Done
+                && self.runs[j]
+                    .deployment
+                    .is_some_and(|e| e.status.deployed_version.as_ref() == Some(version))
+                && self.runs[j].nodeset_condition().is_some_and(|c| c.last_transition_time <= created)
+        });
+        before.then_some(version.as_str())
+    }
+
     /// Whether run `i`, which failed for good, did on `host` all a completed run does: every
     /// service it runs is done on the NodeSet (its condition True, its Job not failed), or
     /// failed there while its Job's newest attempt ran the playbook to the end for `host`
@@ -242,7 +263,10 @@ impl<'a> GroupContext<'a> {
             .rev()
             .filter(|(i, _)| runs_type(*i, &UPDATE_TYPES))
             .chain(done.iter().rev().filter(|(_, d)| d.spec.services_override.is_empty()))
-            .find_map(|(i, d)| d.status.deployed_version.as_deref().map(|v| self.stamp(*i, d, v)));
+            .find_map(|(i, d)| {
+                let v = d.status.deployed_version.as_deref().or_else(|| self.failed_run_version(*i, d))?;
+                Some(self.stamp(*i, d, v))
+            });
         if let Some(v) = version
             && out.version.as_ref().is_none_or(|k| stamp_replaces(&v, k))
         {
