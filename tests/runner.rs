@@ -505,7 +505,10 @@ fn a_failed_batch_or_a_stop_before_the_last_play_credits_no_host_it_may_have_lef
         .split_once("- hosts: all\n  gather_facts: false\n  any_errors_fatal")
         .map(|(_, rest)| format!("- hosts: all\n  gather_facts: false\n  any_errors_fatal{rest}"))
         .unwrap();
-    job.write("project/site.yml", &format!("{fatal_first}- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n"));
+    job.write(
+        "project/site.yml",
+        &format!("{fatal_first}- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n"),
+    );
     let out = job.run(&[], "site.yml", "early", &[]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(job.summary("early")["ranToEnd"], false);
