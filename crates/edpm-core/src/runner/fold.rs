@@ -14,7 +14,8 @@
 //! could stop the play (`any_errors_fatal`, `max_fail_percentage`, or not known not to) under a
 //! strategy other than linear credits none of its hosts, and a last play that runs in batches
 //! (`serial`, or not known not to) and saw a host fail credits no host it did not see (its batch
-//! may never have run). When in doubt, a host is not complete.
+//! may never have run), and a last play that saw no host at all credits no host. When in doubt,
+//! a host is not complete.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -305,8 +306,10 @@ impl Fold {
             let shape = self.play_shape;
             // Seen in the last play: its stop is seen only under the linear strategy.
             let seen_ok = !self.play_fatal || shape.is_some_and(|s| s.linear);
-            // Not seen in it: left out of it, unless a failed batch stopped it first.
-            let unseen_ok = last_ok || shape.is_some_and(|s| !s.serial);
+            // Not seen in it: left out of it, unless a failed batch stopped it first. A last
+            // play that saw no host at all may have started after a stop with none left to
+            // run (ansible-core 2.19 starts it so): it vouches for nobody it did not see.
+            let unseen_ok = !self.play_hosts.is_empty() && (last_ok || shape.is_some_and(|s| !s.serial));
             for (name, r) in &mut hosts {
                 let sure = if self.play_hosts.contains(name) { seen_ok } else { unseen_ok };
                 r.completed = r.status == HostStatus::Ok && sure;

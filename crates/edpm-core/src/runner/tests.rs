@@ -834,3 +834,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_last_play_that_started_with_no_host_left_credits_nobody_it_did_not_see() {
+    // Play "p" stops (any_errors_fatal); a third play, the playbook's last, starts with no
+    // host left to run: d, not in "p", never ran it.
+    let mut events = fatal_play();
+    let stats_event = events.pop().unwrap();
+    events
+        .push(json!({"event": "playbook_on_play_start", "event_data": {"play": "third", "play_uuid": "p3"}}));
+    events.push(stats_event);
+    let mut f = Fold::new();
+    f.set_notes(parse_notes(concat!(
+        "{\"kind\": \"play\", \"play_uuid\": \"p2\", \"play_index\": 1, \"play_count\": 3, \"linear\": true, \"serial\": false}\n",
+        "{\"kind\": \"play\", \"play_uuid\": \"p3\", \"play_index\": 2, \"play_count\": 3, \"linear\": true, \"serial\": false}\n",
+    )));
+    events.into_iter().for_each(|e| f.push(ev(e)));
+    let s = f.finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.ran_to_end);
+    assert!(completed(&s).is_empty(), "{:?}", completed(&s));
+}
