@@ -250,7 +250,7 @@ fn check_failing_play(job: &Job, out: &Output, ident: &str) -> Value {
     );
     assert_eq!(
         text,
-        json!({"failedHostList": ["compute-1"], "failedHosts": 1, "failurePercent": 50, "rc": 4, "status": "failed",
+        json!({"completedHostList": ["a", "c"], "failedHostList": ["compute-1"], "failedHosts": 1, "failurePercent": 50, "rc": 4, "status": "failed",
                "totalHosts": 4, "truncated": false, "unreachableHostList": ["u"], "unreachableHosts": 1})
     );
     assert_eq!(
@@ -423,6 +423,98 @@ fn retry_failed_reruns_exactly_failed_unreachable_and_interrupted_hosts() {
     assert_eq!((s3["stoppedEarly"].as_bool(), s3["attempt"].as_u64()), (Some(true), Some(3)));
 }
 
+/// Play 1 on every host; play 2, the playbook's last, on b, c, e (and f), with `stop` as its
+/// play keywords: b fails at its first task.
+fn stopping_play(hosts: &str, stop: &str) -> String {
+    format!(
+        r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: first play
+      ansible.builtin.ping:
+- hosts: {hosts}
+  gather_facts: false
+{stop}
+  tasks:
+    - name: fail on b
+      ansible.builtin.command: /bin/false
+      when: inventory_hostname == 'b'
+    - name: after
+      ansible.builtin.debug:
+        msg: done
+"#
+    )
+}
+
+/// The termination message's `completedHostList` (absent: nobody), checked to parse as
+/// openstack-operator parses the rest.
+fn completed_hosts(job: &Job) -> Vec<String> {
+    let (text, upstream) = job.termination();
+    assert!(upstream.is_some(), "{text}");
+    serde_json::from_value(text.get("completedHostList").cloned().unwrap_or(json!([]))).unwrap()
+}
+
+#[test]
+fn any_errors_fatal_credits_only_the_hosts_that_ran_to_the_end() {
+    let job = Job::new(&["a", "b", "c", "d", "e"], &[]);
+    job.write("project/site.yml", &stopping_play("b,c,e", "  any_errors_fatal: true"));
+    let out = job.run(&[], "site.yml", "fatal", &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("fatal");
+    assert_eq!(
+        host_statuses(&s),
+        pairs(&[("a", "ok"), ("b", "failed"), ("c", "interrupted"), ("d", "ok"), ("e", "interrupted")])
+    );
+    assert_eq!(s["ranToEnd"], true);
+    // a and d were never in the play that stopped; c and e were stopped in it.
+    assert_eq!(completed_hosts(&job), ["a", "d"]);
+    let (text, _) = job.termination();
+    assert_eq!((&text["failedHostList"], &text["unreachableHostList"]), (&json!(["b"]), &json!([])));
+}
+
+#[test]
+fn max_fail_percentage_credits_only_the_hosts_that_ran_to_the_end() {
+    // 1 of 4 failed: above 20 %, the play stops under c, e and f.
+    let job = Job::new(&["a", "b", "c", "d", "e", "f"], &[]);
+    job.write("project/site.yml", &stopping_play("b,c,e,f", "  max_fail_percentage: 20"));
+    let out = job.run(&[], "site.yml", "maxfail", &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let s = job.summary("maxfail");
+    assert_eq!(s["hosts"]["c"]["status"], "interrupted", "{s}");
+    assert_eq!(completed_hosts(&job), ["a", "d"]);
+    // Below 50 %, the play goes on: c, e and f run it to its end.
+    job.write("project/site.yml", &stopping_play("b,c,e,f", "  max_fail_percentage: 50"));
+    let out = job.run(&[], "site.yml", "maxfail-2", &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(completed_hosts(&job), ["a", "c", "d", "e", "f"]);
+}
+
+#[test]
+fn a_failed_batch_or_a_stop_before_the_last_play_credits_no_host_it_may_have_left_out() {
+    // serial: b's batch fails alone, so c's batch never runs: nobody is known done.
+    let job = Job::new(&["a", "b", "c"], &[]);
+    job.write("project/site.yml", &stopping_play("b,c", "  serial: 1"));
+    let out = job.run(&[], "site.yml", "serial", &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(job.summary("serial")["hosts"]["c"]["status"], "ok", "c never reached the last play");
+    assert!(completed_hosts(&job).is_empty());
+    // any_errors_fatal in the first of two plays: the second never runs.
+    let job = Job::new(&["a", "b", "c"], &[]);
+    let fatal_first = stopping_play("all", "  any_errors_fatal: true")
+        .split_once("- hosts: all\n  gather_facts: false\n  any_errors_fatal")
+        .map(|(_, rest)| format!("- hosts: all\n  gather_facts: false\n  any_errors_fatal{rest}"))
+        .unwrap();
+    job.write(
+        "project/site.yml",
+        &format!("{fatal_first}- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n"),
+    );
+    let out = job.run(&[], "site.yml", "early", &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(job.summary("early")["ranToEnd"], false);
+    assert!(completed_hosts(&job).is_empty());
+}
+
 /// A playbook whose second task outlives every limit; its `sleep` is recognisable by its odd
 /// duration, to check nothing is left running.
 fn slow_play(sleep: &str) -> String {
@@ -467,6 +559,7 @@ fn a_play_that_runs_too_long_stops_as_a_job_timeout() {
         (Some("timeout"), Some(254), Some(2))
     );
     assert_eq!(upstream.unwrap().failure_percent, Some(0));
+    assert!(text.get("completedHostList").is_none(), "a run cut short credits nobody: {text}");
     assert!(!still_running("sleep 61.25"), "the play's processes were left running");
 }
 
@@ -544,6 +637,7 @@ fn sigterm_during_the_play_cancels_it_and_still_summarizes() {
     assert_eq!(std::fs::read_to_string(job.dir().join("artifacts/term/status")).unwrap(), "canceled");
     let (text, _) = job.termination();
     assert_eq!((text["status"].as_str(), text["totalHosts"].as_u64()), (Some("canceled"), Some(2)));
+    assert!(text.get("completedHostList").is_none(), "a canceled run credits nobody: {text}");
     assert!(
         rest.iter().any(|l| l.starts_with("edpm-agent: canceled (rc 254): 2 host(s), interrupted 2 (a, b)")),
         "{rest:?}"

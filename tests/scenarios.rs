@@ -684,3 +684,108 @@ fn wait_piped_sees_the_batch_complete() {
     let out = run(&["--source", &d, "status", "plan"], &[NOW]);
     assert_eq!(out.code, 14, "{}{}", out.stdout, out.stderr);
 }
+
+/// The second batch's update, run with real ansible-runner: its last play, with
+/// `any_errors_fatal`, fails on edpm-compute-7 and stops edpm-compute-8 with it.
+const PARTLY_FAILING_UPDATE: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: update the packages
+      ansible.builtin.debug:
+        msg: updated
+- hosts: edpm-compute-7,edpm-compute-8
+  gather_facts: false
+  any_errors_fatal: true
+  tasks:
+    - name: restart the updated services
+      ansible.builtin.command: /bin/false
+      when: inventory_hostname == 'edpm-compute-7'
+    - name: check them
+      ansible.builtin.debug:
+        msg: checked
+"#;
+
+/// Issue 36: a partly failed update credits exactly the hosts its run completed, as the pod's
+/// termination message from a real run says, and `status plan` names only the others.
+#[test]
+fn a_partly_failed_update_credits_exactly_the_hosts_it_completed() {
+    let hosts: Vec<String> = (5..10).map(|i| format!("edpm-compute-{i}")).collect();
+    let job = crate::runner::Job::new(&hosts.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    job.write("project/update.yml", PARTLY_FAILING_UPDATE);
+    let ident = "update-minor-update-batch-2-edpm-compute";
+    let out = job.run(&[], "update.yml", ident, &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let message = std::fs::read_to_string(job.termination_log()).unwrap();
+    // The batch failed for good; its Job ended, its pod carries the message.
+    let dir = scenario_copy("minor-update");
+    let path = dir.path().join("deployments.yaml");
+    let failed = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace(
+            r#"{type: NodeSetDeploymentReady, status: "False", reason: Requested, severity: Info, message: "Deployment in progress", lastTransitionTime: "2026-11-20T12:00:00Z"}"#,
+            r#"{type: NodeSetDeploymentReady, status: "False", reason: BackoffLimitExceeded, severity: Error, message: "Deployment error occurred in update service error backoff limit reached for execution.name update-minor-update-batch-2-edpm-compute", lastTransitionTime: "2026-11-20T12:30:00Z"}"#,
+        )
+        .replace(
+            r#"{type: ServiceUpdateDeploymentReady, status: "False", reason: Requested, severity: Info, message: "Deployment not yet ready for update service", lastTransitionTime: "2026-11-20T12:00:00Z"}"#,
+            r#"{type: ServiceUpdateDeploymentReady, status: "False", reason: BackoffLimitExceeded, severity: Error, message: "Deployment error occurred in update service error backoff limit reached for execution.name update-minor-update-batch-2-edpm-compute", lastTransitionTime: "2026-11-20T12:30:00Z"}"#,
+        );
+    std::fs::write(&path, failed).unwrap();
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{ident}-x7k2p"), "namespace": "openstack", "creationTimestamp": "2026-11-20T12:01:00Z",
+                     "labels": {"batch.kubernetes.io/job-name": ident}},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "state": {"terminated": {
+            "exitCode": 2, "reason": "Error", "finishedAt": "2026-11-20T12:29:00Z", "message": message}}}]}
+    });
+    let job_object = serde_json::json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": ident, "namespace": "openstack", "labels": {
+            "app": "openstackansibleee", "openstackdataplaneservice": "update",
+            "openstackdataplanedeployment": "minor-update-batch-2", "openstackdataplanenodeset": "edpm-compute"}},
+        "spec": {"backoffLimit": 0},
+        "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
+    });
+    let docs = [job_object, pod].iter().map(|d| serde_saphyr::to_string(d).unwrap()).collect::<Vec<_>>();
+    std::fs::write(dir.path().join("jobs.yaml"), docs.join("---\n")).unwrap();
+    let d = dir.path().to_str().unwrap();
+
+    let out = run(&["--source", d, "status", "show", "-o", "json"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let status = |node: &str, ty: &str| -> String {
+        let nodes = v["nodes"].as_array().unwrap();
+        let n = nodes.iter().find(|n| n["name"] == node).unwrap_or_else(|| panic!("{node}: no such node"));
+        n["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == ty)
+            .map_or(String::new(), |c| c["status"].as_str().unwrap().to_string())
+    };
+    for (node, credited) in [
+        ("edpm-compute-5", true),
+        ("edpm-compute-6", true),
+        ("edpm-compute-7", false),
+        ("edpm-compute-8", false),
+        ("edpm-compute-9", true),
+    ] {
+        let want = if credited { "True" } else { "False" };
+        for ty in ["ServiceUpdateDeploymentReady", "VersionCurrent"] {
+            assert_eq!(status(node, ty), want, "{node} {ty}");
+        }
+    }
+    let out = run(&["--source", d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let planned: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    let limits: Vec<&serde_json::Value> = planned
+        .iter()
+        .filter(|d| d["kind"] == "OpenStackDataPlaneDeployment")
+        .map(|d| &d["spec"]["ansibleLimit"])
+        .collect();
+    let named: Vec<&str> = limits.iter().flat_map(|l| l.as_str().unwrap().split(',')).collect();
+    assert_eq!(named, ["edpm-compute-7", "edpm-compute-8"], "{}", out.stdout);
+    for credited in ["edpm-compute-5", "edpm-compute-6", "edpm-compute-9"] {
+        assert!(!out.stdout.contains(credited), "{credited} is planned again: {}", out.stdout);
+    }
+}

@@ -4,7 +4,7 @@
 With EDPM_AGENT_EVENTS_DIR set (edpm-agent runs ansible-playbook itself, in an image without
 ansible-runner), it writes ansible-runner's job_events layout. With EDPM_AGENT_NOTES_FILE set
 (under ansible-runner, whose own events lack these facts), it appends JSON lines:
-{"kind": "play", "play_uuid", "play_index", "play_count"} when a play starts, and
+{"kind": "play", "play_uuid", "play_index", "play_count", "linear", "serial"} when a play starts, and
 {"kind": "failure", "host", "task_uuid", "any_errors_fatal"} for each failure, so edpm-agent can
 tell hosts a play stopped under from hosts that had finished, and a playbook that ended early
 from one that ran its last play.
@@ -16,7 +16,10 @@ resolved_action, task_path, host, res, ignore_errors, and the statistics}. Only 
 result edpm-agent reads are kept (msg, rc, stderr, stdout, changed, failed, no_log markers,
 loop items). Failure events also carry any_errors_fatal, which ansible-runner's do not: true
 when the failure can stop the play for every host (the task's any_errors_fatal or run_once, or a
-play with max_fail_percentage); play start events carry play_index and play_count.
+play with max_fail_percentage); play start events carry play_index and play_count, and the
+play's shape: linear (its strategy is linear, so every host still in the play starts each task
+and a host a failure stopped is seen stopping there) and serial (it runs in batches, so a batch
+that fails can leave later batches never run).
 Embedded in the edpm-agent binary; edpm-agent writes it to a temporary directory and enables
 it through ANSIBLE_CALLBACK_PLUGINS and ANSIBLE_CALLBACKS_ENABLED.
 """
@@ -140,6 +143,9 @@ class CallbackModule(CallbackBase):
         position = {}
         if play_uuid in self._play_uuids:
             position = {"play_index": self._play_uuids.index(play_uuid), "play_count": len(self._play_uuids)}
+            strategy = str(getattr(play, "strategy", "") or "")
+            position.update(linear=strategy in ("linear", "ansible.builtin.linear", "ansible.legacy.linear"),
+                            serial=bool(getattr(play, "serial", None)))
         self._emit("playbook_on_play_start", dict(self._play, **position))
         if position:
             self._write_note(dict(kind="play", play_uuid=play_uuid, **position))

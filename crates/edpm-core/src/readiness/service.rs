@@ -218,8 +218,28 @@ impl<'a> GroupContext<'a> {
         Some(c)
     }
 
+    /// The Job that ran `service` of `run` on this NodeSet, when it has ended failed and its
+    /// newest attempt (the newest pod that ended, every ended pod placed) says, in
+    /// edpm-agent's `completedHostList`, that its playbook ran to the end for one of `names`:
+    /// that attempt's pod. Upstream's runner writes no such list: no host is credited then.
+    pub(super) fn completed_here(&self, service: &str, run: &Run, names: &[&str]) -> Option<&'a str> {
+        let job = self.jobs.job(service, run.name, &self.group.name)?;
+        job.condition("Failed")?;
+        let name = job.id.name.as_str();
+        let newest = self.jobs.attempts(name).first()?;
+        // A newer pod that ended without a summary (an OOM kill) may have run part of the
+        // playbook again: its word is unknown, so no earlier one counts.
+        let last = self.jobs.ended(name).first()?;
+        if self.jobs.unplaced(name) > 0 || !std::ptr::eq(*last, newest.pod) {
+            return None;
+        }
+        let listed = newest.summary.completed_host_list.iter().any(|h| names.contains(&h.as_str()));
+        listed.then_some(newest.pod.id.name.as_str())
+    }
+
     /// A failed service: only the hosts its Job's summary names fail; without a summary the
-    /// whole Job failed and upstream's message is all there is.
+    /// whole Job failed and upstream's message is all there is. A host the Job's newest
+    /// attempt ran the playbook to the end for ([`Self::completed_here`]) has the service.
     #[allow(
         clippy::too_many_arguments,
         reason = "the failed service's run, condition and evidence as the caller has them apart"
@@ -236,6 +256,21 @@ impl<'a> GroupContext<'a> {
     ) -> ServiceState {
         let terminal = c.has_reason(&BACKOFF_LIMIT_EXCEEDED);
         let names = member_names(m);
+        if let Some(pod) = self.completed_here(service, run, &names) {
+            let job = self.job_name(service, run, global);
+            if self.opts.evidence {
+                evidence.push(format!("Pod {pod} termination message: completedHostList names this host"));
+            }
+            let mut cond = Condition::true_(
+                ty,
+                format!(
+                    "Deployment ready for {service} service on this host: job {job} (Deployment {}) failed on other hosts and ran its playbook to the end here",
+                    run.name
+                ),
+            );
+            cond.last_transition_time = c.last_transition_time;
+            return ServiceState { cond, running: None, terminal: false, evidence, cause: None };
+        }
         // The operator's copy of the summary, else the newest attempt's own message (an
         // operator that has not copied it yet, or a Deployment that was not read).
         let job_name = self.job_name(service, run, global);

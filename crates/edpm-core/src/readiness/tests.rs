@@ -964,3 +964,104 @@ fn a_large_data_plane_is_the_same_however_the_caller_spreads_it() {
     assert_eq!(one_by_one.nodes.len(), 2_100);
     assert_eq!(format!("{one_by_one:?}"), format!("{spread:?}"));
 }
+
+/// The nova Job of d1, ended: failed for good.
+const NOVA_JOB_FAILED: &str = r#"---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: nova-d1-ns1, namespace: openstack, labels: {app: openstackansibleee, openstackdataplaneservice: nova, openstackdataplanedeployment: d1, openstackdataplanenodeset: ns1}}
+spec: {backoffLimit: 0}
+status: {failed: 1, conditions: [{type: Failed, status: "True", reason: BackoffLimitExceeded}]}
+"#;
+
+/// Installed at 18.0.3, the `ovn` step of the update to 18.0.4 done, then d1 failed at nova
+/// (on c0), recording no version (upstream records one only on completion); its Job's pod
+/// says which hosts its playbook ran to the end for (`completed`: a JSON list, or nothing:
+/// upstream's runner).
+fn partly_failed(completed: Option<&str>, job: &str, more: &str) -> String {
+    let install = deployment(
+        "d-install",
+        "2026-09-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+        "",
+        "{}",
+    )
+    .replace("status:\n  nodeSetHashes", "status:\n  deployedVersion: \"18.0.3\"\n  nodeSetHashes");
+    let ovn =
+        deployment("d-ovn", "2026-10-01T10:00:00Z", &[("ovn", "True")], "  servicesOverride: [ovn]", "{}")
+            .replace("status:\n  nodeSetHashes", "status:\n  deployedVersion: \"18.0.4\"\n  nodeSetHashes");
+    partly_failed_after(&format!("{install}{ovn}"), completed, job, more)
+}
+
+fn partly_failed_after(earlier: &str, completed: Option<&str>, job: &str, more: &str) -> String {
+    let message = match completed {
+        Some(list) => FAILED_ON_C0.replacen('{', &format!("{{\"completedHostList\":{list},"), 1),
+        None => FAILED_ON_C0.to_string(),
+    };
+    let d1 = deployment(
+        "d1",
+        "2026-11-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+        "",
+        "{}",
+    );
+    format!(
+        "{NODESET}---\napiVersion: core.openstack.org/v1beta1\nkind: OpenStackVersion\nmetadata: {{name: openstack, namespace: openstack}}\nspec: {{targetVersion: 18.0.4}}\n{earlier}{d1}{job}{}{more}",
+        pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", &message, false)
+    )
+}
+
+#[test]
+fn a_partly_failed_run_credits_exactly_the_hosts_it_completed() {
+    let r = evaluate_text(&partly_failed(Some(r#"["c1"]"#), NOVA_JOB_FAILED, ""), NOW);
+    let c1 = node(&r, "c1");
+    let nova = cond(c1, "ServiceNovaDeploymentReady");
+    assert!(nova.is_true(), "{nova:?}");
+    assert!(nova.message.contains("ran its playbook to the end here"), "{}", nova.message);
+    assert!(cond(c1, READY).is_true(), "{:?}", c1.conditions);
+    assert!(cond(c1, "VersionCurrent").is_true(), "{:?}", cond(c1, "VersionCurrent"));
+    // c0 failed; c2, stopped early, is not listed: neither is credited.
+    assert_eq!(cond(node(&r, "c0"), "ServiceNovaDeploymentReady").reason, "HostFailed");
+    let c2 = node(&r, "c2");
+    assert_eq!(cond(c2, "ServiceNovaDeploymentReady").reason, "OtherHostsFailed");
+    assert!(!cond(c2, "VersionCurrent").is_true());
+    assert!(!cond(c2, READY).is_true());
+    assert_eq!(cond(c2, "VersionCurrent").status, Status::False, "still at 18.0.3");
+    // Nothing completed at 18.0.4 before d1 was created: the version d1 deployed is unknown,
+    // and no version is credited (the service still is).
+    let install = deployment(
+        "d-install",
+        "2026-09-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+        "",
+        "{}",
+    )
+    .replace("status:\n  nodeSetHashes", "status:\n  deployedVersion: \"18.0.3\"\n  nodeSetHashes");
+    let r = evaluate_text(&partly_failed_after(&install, Some(r#"["c1"]"#), NOVA_JOB_FAILED, ""), NOW);
+    let c1 = node(&r, "c1");
+    assert!(cond(c1, "ServiceNovaDeploymentReady").is_true());
+    assert_eq!(cond(c1, "VersionCurrent").status, Status::False, "{:?}", cond(c1, "VersionCurrent"));
+}
+
+#[test]
+fn without_exact_evidence_a_failed_run_credits_nobody() {
+    let check = |text: String, why: &str| {
+        let r = evaluate_text(&text, NOW);
+        for n in ["c1", "c2"] {
+            let n = node(&r, n);
+            assert_eq!(cond(n, "ServiceNovaDeploymentReady").reason, "OtherHostsFailed", "{why}");
+            assert!(!cond(n, "VersionCurrent").is_true(), "{why}");
+        }
+    };
+    check(partly_failed(None, NOVA_JOB_FAILED, ""), "upstream's runner says nothing of completed hosts");
+    check(partly_failed(Some("[]"), NOVA_JOB_FAILED, ""), "an empty list");
+    // The Job has not ended (no Failed condition): another attempt may run the hosts again.
+    let running = NOVA_JOB_FAILED.replace(
+        r#"conditions: [{type: Failed, status: "True", reason: BackoffLimitExceeded}]"#,
+        "conditions: []",
+    );
+    check(partly_failed(Some(r#"["c1"]"#), &running, ""), "a Job still going");
+    // A newer attempt ended without a message (an OOM kill): its word is unknown.
+    let oom = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: nova-d1-ns1-bbbbb, namespace: openstack, creationTimestamp: \"2026-11-01T10:09:00Z\", labels: {batch.kubernetes.io/job-name: nova-d1-ns1}}\nstatus:\n  phase: Failed\n  containerStatuses:\n  - name: nova-d1-ns1\n    state: {terminated: {exitCode: 137, reason: OOMKilled, finishedAt: \"2026-11-01T10:10:00Z\"}}\n";
+    check(partly_failed(Some(r#"["c1"]"#), NOVA_JOB_FAILED, oom), "a newer attempt without a message");
+}

@@ -153,12 +153,58 @@ pub(super) const HOLDING: Holding = Holding {
 
 impl<'a> GroupContext<'a> {
     /// The completed runs that cover the host of inventory hostname `host`, oldest first,
-    /// with their Deployments.
+    /// with their Deployments: those that completed, and those that failed for good but
+    /// completed on this host ([`Self::failed_but_done_on`]).
     pub(super) fn completed_on(&self, host: &str) -> Vec<(usize, &'a crate::snapshot::evidence::Deployment)> {
         (0..self.runs.len())
-            .filter(|&i| self.states[i] == RunState::Done && self.runs[i].covers(host) == Covers::Yes)
+            .filter(|&i| self.runs[i].covers(host) == Covers::Yes)
+            .filter(|&i| match self.states[i] {
+                RunState::Done => true,
+                RunState::Failed { terminal: true } => self.failed_but_done_on(i, host),
+                _ => false,
+            })
             .filter_map(|i| self.runs[i].deployment.map(|d| (i, d)))
             .collect()
+    }
+
+    /// The version a run that failed for good deployed to the hosts it completed, which
+    /// upstream never records (it writes `deployedVersion` only on completion, the target of
+    /// that moment): the target now, when a Deployment of this NodeSet that completed before
+    /// run `i` was created recorded that same version, so the target was already it when run
+    /// `i` ran (a target only moves forward). Otherwise none: no version is credited.
+    fn failed_run_version(&self, i: usize, d: &crate::snapshot::evidence::Deployment) -> Option<&str> {
+        if self.states[i] != (RunState::Failed { terminal: true }) {
+            return None;
+        }
+        let Target::Version { version, .. } = &self.target else { return None };
+        let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse)?;
+        let before = (0..self.runs.len()).any(|j| {
+            self.states[j] == RunState::Done
+                && self.runs[j]
+                    .deployment
+                    .is_some_and(|e| e.status.deployed_version.as_ref() == Some(version))
+                && self.runs[j].nodeset_condition().is_some_and(|c| c.last_transition_time <= created)
+        });
+        before.then_some(version.as_str())
+    }
+
+    /// Whether run `i`, which failed for good, did on `host` all a completed run does: every
+    /// service it runs is done on the NodeSet (its condition True, its Job not failed), or
+    /// failed there while its Job's newest attempt ran the playbook to the end for `host`
+    /// (`completedHostList`). A service it never reached, or one still pending, and it does not.
+    pub(super) fn failed_but_done_on(&self, i: usize, host: &str) -> bool {
+        let run = &self.runs[i];
+        !self.run_svcs[i].is_empty()
+            && self.run_svcs[i].iter().all(|&k| {
+                let name = self.svcs[k].name;
+                match self.outcomes[i][k] {
+                    Some(Outcome::Done(_)) => {
+                        !self.failed_jobs.iter().any(|(s, d)| *s == name && *d == run.name)
+                    }
+                    Some(Outcome::Failed(_)) => self.completed_here(name, run, &[host]).is_some(),
+                    _ => false,
+                }
+            })
     }
 
     /// A completed run whose `ansibleLimit` cannot be evaluated, that may have covered `host`
@@ -217,7 +263,10 @@ impl<'a> GroupContext<'a> {
             .rev()
             .filter(|(i, _)| runs_type(*i, &UPDATE_TYPES))
             .chain(done.iter().rev().filter(|(_, d)| d.spec.services_override.is_empty()))
-            .find_map(|(i, d)| d.status.deployed_version.as_deref().map(|v| self.stamp(*i, d, v)));
+            .find_map(|(i, d)| {
+                let v = d.status.deployed_version.as_deref().or_else(|| self.failed_run_version(*i, d))?;
+                Some(self.stamp(*i, d, v))
+            });
         if let Some(v) = version
             && out.version.as_ref().is_none_or(|k| stamp_replaces(&v, k))
         {

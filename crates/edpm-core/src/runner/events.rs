@@ -62,6 +62,8 @@ pub struct Event {
     /// The play's index and the number of plays in the playbook (the callback plugin's play
     /// start events carry them).
     pub play_position: Option<(u64, u64)>,
+    /// The play's shape, when its start event says (the callback plugin's do).
+    pub play_shape: Option<PlayShape>,
     pub task: Option<String>,
     pub task_uuid: Option<String>,
     pub action: Option<String>,
@@ -73,6 +75,18 @@ pub struct Event {
     pub changed: bool,
     pub failure: Option<Failure>,
     pub stats: Option<Stats>,
+}
+
+/// How a play runs, as far as which hosts a failure can stop goes (the callback plugin notes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PlayShape {
+    /// The linear strategy: every host still in the play starts each task together, so a host
+    /// a failure stopped was in the task that failed (the fold sees it stop). Under another
+    /// strategy (`free`) a host can be stopped anywhere.
+    pub linear: bool,
+    /// `serial`: the play runs in batches, and a batch that fails stops the playbook before
+    /// the later batches, whose hosts then never appear in the play.
+    pub serial: bool,
 }
 
 /// An event file that is not an event.
@@ -108,6 +122,10 @@ struct RawEventData<'a> {
     play_index: Option<u64>,
     #[serde(default)]
     play_count: Option<u64>,
+    #[serde(default)]
+    linear: Option<bool>,
+    #[serde(default)]
+    serial: Option<bool>,
     #[serde(default, borrow)]
     task: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -311,6 +329,7 @@ pub fn parse_event(bytes: &[u8]) -> Result<Event, EventError> {
         play: owned(d.play),
         play_uuid: owned(d.play_uuid),
         play_position: d.play_index.zip(d.play_count),
+        play_shape: d.linear.zip(d.serial).map(|(linear, serial)| PlayShape { linear, serial }),
         task: owned(d.task),
         task_uuid: owned(d.task_uuid),
         action: owned(d.resolved_action.or(d.task_action)),
@@ -332,6 +351,8 @@ pub struct Notes {
     pub fatality: BTreeMap<(String, String), bool>,
     /// play uuid → (index, number of plays in the playbook).
     pub plays: BTreeMap<String, (u64, u64)>,
+    /// play uuid → its shape (a plugin older than the shape notes none).
+    pub shapes: BTreeMap<String, PlayShape>,
 }
 
 /// Reads `edpm-notes.jsonl`; lines that are not notes are skipped.
@@ -345,6 +366,8 @@ pub fn parse_notes(text: &str) -> Notes {
         play_uuid: Option<String>,
         play_index: Option<u64>,
         play_count: Option<u64>,
+        linear: Option<bool>,
+        serial: Option<bool>,
     }
     let mut notes = Notes::default();
     for l in text.lines().filter_map(|l| serde_json::from_str::<Line>(l).ok()) {
@@ -356,6 +379,9 @@ pub fn parse_notes(text: &str) -> Notes {
             }
             Some("play") => {
                 if let (Some(p), Some(i), Some(n)) = (l.play_uuid, l.play_index, l.play_count) {
+                    if let (Some(linear), Some(serial)) = (l.linear, l.serial) {
+                        notes.shapes.insert(p.clone(), PlayShape { linear, serial });
+                    }
                     notes.plays.insert(p, (i, n));
                 }
             }

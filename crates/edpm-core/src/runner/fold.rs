@@ -6,10 +6,20 @@
 //! where another host failed (fatally, when the callback plugin's notes say so) that never
 //! show up again; a playbook whose last play with hosts saw them all fail, and was not its
 //! last play, `stoppedEarly`.
+//!
+//! Completion (`completed`, the termination message's `completedHostList`): a host ran the
+//! playbook to its end only when Ansible printed its statistics, every event was read, the
+//! last play that started is the playbook's last (its place known), the host is ok (not failed,
+//! unreachable or interrupted), and the last play cannot have stopped it unseen: a failure that
+//! could stop the play (`any_errors_fatal`, `max_fail_percentage`, or not known not to) under a
+//! strategy other than linear credits none of its hosts, and a last play that runs in batches
+//! (`serial`, or not known not to) and saw a host fail credits no host it did not see (its batch
+//! may never have run), and a last play that saw no host at all credits no host. When in doubt,
+//! a host is not complete.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::events::{Event, EventKind, Failure, Notes, Stats};
+use super::events::{Event, EventKind, Failure, Notes, PlayShape, Stats};
 use super::outcome::{Timeout, exit_reason};
 use super::summary::{
     FailedTask, HostResult, HostStatus, MESSAGE_LIMIT, RunStatus, RunSummary, SUMMARY_VERSION,
@@ -70,6 +80,10 @@ pub struct Fold {
     /// Hosts seen in the current play, and its place in the playbook when known.
     play_hosts: BTreeSet<String>,
     pub(super) play_position: Option<(u64, u64)>,
+    /// The current play's shape, when known.
+    play_shape: Option<PlayShape>,
+    /// A failure in the current play could have stopped it (for every host).
+    play_fatal: bool,
     /// The same for the last play that had hosts, once another play started.
     last_play: Option<PlayHosts>,
     first_created: Option<String>,
@@ -148,6 +162,10 @@ impl Fold {
                 self.play_position = ev
                     .play_position
                     .or_else(|| ev.play_uuid.as_ref().and_then(|u| self.notes.plays.get(u).copied()));
+                self.play_shape = ev
+                    .play_shape
+                    .or_else(|| ev.play_uuid.as_ref().and_then(|u| self.notes.shapes.get(u).copied()));
+                self.play_fatal = false;
                 self.play = ev.play;
                 self.task_uuid = None;
                 self.started.clear();
@@ -200,6 +218,7 @@ impl Fold {
                                 self.suspects.entry(h.clone()).or_insert_with(|| task.clone());
                             }
                             self.suspect_task = Some(task);
+                            self.play_fatal = true;
                         }
                     }
                 }
@@ -277,6 +296,25 @@ impl Fold {
             };
             hosts.insert(name, r);
         }
+        let ran_to_end =
+            complete && self.unreadable == 0 && self.play_position.is_some_and(|(i, n)| i + 1 == n);
+        if ran_to_end {
+            let last_ok = self
+                .play_hosts
+                .iter()
+                .all(|h| hosts.get(h).is_some_and(|r: &HostResult| r.status == HostStatus::Ok));
+            let shape = self.play_shape;
+            // Seen in the last play: its stop is seen only under the linear strategy.
+            let seen_ok = !self.play_fatal || shape.is_some_and(|s| s.linear);
+            // Not seen in it: left out of it, unless a failed batch stopped it first. A last
+            // play that saw no host at all may have started after a stop with none left to
+            // run (ansible-core 2.19 starts it so): it vouches for nobody it did not see.
+            let unseen_ok = !self.play_hosts.is_empty() && (last_ok || shape.is_some_and(|s| !s.serial));
+            for (name, r) in &mut hosts {
+                let sure = if self.play_hosts.contains(name) { seen_ok } else { unseen_ok };
+                r.completed = r.status == HostStatus::Ok && sure;
+            }
+        }
         // Ansible ends the whole playbook when every host of a play has failed (any_errors_fatal
         // counts the others as failed too): later plays, and their hosts, never ran.
         let (last_hosts, position) = if self.play_hosts.is_empty() {
@@ -303,6 +341,7 @@ impl Fold {
             timeout: facts.timeout,
             reason: reason.map(|r| one_line(&r)),
             complete,
+            ran_to_end,
             stopped_early,
             attempt: facts.attempt,
             limit: facts.limit,

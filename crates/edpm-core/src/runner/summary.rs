@@ -93,6 +93,11 @@ pub struct HostResult {
     /// failed then).
     #[serde(default)]
     pub interrupted: bool,
+    /// The playbook ran to its end for this host: it is ok, and the run's `ranToEnd`, and the
+    /// last play cannot have stopped it unseen (`fold` says when). Only such hosts are named in
+    /// the termination message's `completedHostList`.
+    #[serde(default)]
+    pub completed: bool,
     /// The first failed task that was neither rescued nor ignored; for an unreachable host,
     /// the task at which it was found unreachable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,6 +124,11 @@ pub struct RunSummary {
     /// Ansible printed its final statistics: the counts are Ansible's own.
     #[serde(default)]
     pub complete: bool,
+    /// Ansible printed its statistics after the playbook's last play started (its place known
+    /// from the callback plugin), and every event was read: the playbook was not stopped before
+    /// its last play.
+    #[serde(default)]
+    pub ran_to_end: bool,
     /// Every host of the last play that ran failed, was unreachable or was stopped, and it was
     /// not the playbook's last play (or that is unknown): Ansible ran no play after it, so
     /// hosts only later plays name never ran, and are not listed here.
@@ -184,6 +194,7 @@ impl RunSummary {
             timeout: None,
             reason: Some(one_line(reason)),
             complete: false,
+            ran_to_end: false,
             stopped_early: false,
             attempt,
             limit,
@@ -265,6 +276,12 @@ impl TerminationMessage {
             }));
         }
         let first_cap = m.fit_keeping_first(reasons.first(), reasons.len());
+        // A run that succeeded completed every host: the list would say nothing.
+        if summary.status != RunStatus::Successful {
+            let completed: Vec<String> =
+                summary.hosts.iter().filter(|(_, h)| h.completed).map(|(n, _)| n.clone()).collect();
+            m.add_completed(&completed);
+        }
         m.add_host_failures(&reasons, first_cap);
         m
     }

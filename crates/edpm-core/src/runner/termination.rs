@@ -6,6 +6,12 @@
 //! shortened (and `truncated` set), counts never are; the first failed host's reason in
 //! `hostFailures` keeps its room ahead of the lists' tails, the other reasons take the room
 //! upstream's fields leave.
+//!
+//! `completedHostList` (edpm-agent's own key) names the hosts the playbook ran to its end for,
+//! in a run that did not succeed: readiness credits them (docs/reference.md). It is a list of
+//! what is known done, never of what is not, so a name left out for room (or a message without
+//! the key, as upstream's runner writes) credits less, never more. Its names take the room left
+//! after upstream's lists and the first host's reason, before the other reasons.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +32,15 @@ pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TerminationMessage {
+    /// edpm-agent's own key (upstream's parser ignores it), in a run that did not succeed:
+    /// the hosts the playbook ran to its end for (`HostResult::completed`), sorted, as many as
+    /// fit (`truncated` set when some did not). Absent: no host is known complete.
+    #[serde(
+        rename = "completedHostList",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "nullable"
+    )]
+    pub completed_host_list: Vec<String>,
     #[serde(rename = "failedHostList", deserialize_with = "nullable")]
     pub failed_host_list: Vec<String>,
     #[serde(rename = "failedHosts")]
@@ -60,6 +75,7 @@ pub struct TerminationMessage {
 impl Default for TerminationMessage {
     fn default() -> Self {
         TerminationMessage {
+            completed_host_list: Vec::new(),
             failed_host_list: Vec::new(),
             failed_hosts: 0,
             failure_percent: 0,
@@ -93,7 +109,10 @@ impl TerminationMessage {
         let mut len = self.to_json().len();
         let cost = |name: &str| serde_json::to_string(name).map_or(name.len() + 2, |s| s.len()) + 1;
         while len > TERMINATION_MESSAGE_LIMIT {
-            let list = if self.failed_host_list.len() >= self.unreachable_host_list.len() {
+            // edpm-agent's completed hosts go first: upstream's lists keep what they kept.
+            let list = if !self.completed_host_list.is_empty() {
+                &mut self.completed_host_list
+            } else if self.failed_host_list.len() >= self.unreachable_host_list.len() {
                 &mut self.failed_host_list
             } else {
                 &mut self.unreachable_host_list
@@ -108,7 +127,10 @@ impl TerminationMessage {
         // The estimate can be off by the one comma of a list that became empty; settle it by
         // measuring.
         while self.to_json().len() > TERMINATION_MESSAGE_LIMIT {
-            if self.failed_host_list.pop().is_none() && self.unreachable_host_list.pop().is_none() {
+            if self.completed_host_list.pop().is_none()
+                && self.failed_host_list.pop().is_none()
+                && self.unreachable_host_list.pop().is_none()
+            {
                 break;
             }
         }
@@ -166,6 +188,31 @@ impl TerminationMessage {
 }
 
 impl TerminationMessage {
+    /// Adds the completed hosts (sorted), after upstream's fields and the first reason have
+    /// been fitted: as many of the first as fit, `truncated` set when not all did.
+    pub fn add_completed(&mut self, completed: &[String]) {
+        if completed.is_empty() {
+            return;
+        }
+        let with = |k: usize| {
+            let mut m = self.clone();
+            m.completed_host_list = completed[..k].to_vec();
+            m.truncated |= k < completed.len();
+            m
+        };
+        let fits = |m: &TerminationMessage| m.to_json().len() <= TERMINATION_MESSAGE_LIMIT;
+        let (mut lo, mut hi) = (0, completed.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(&with(mid)) { lo = mid } else { hi = mid - 1 }
+        }
+        let m = with(lo);
+        // `truncated` set alone can take the last byte of room.
+        if fits(&m) {
+            *self = m;
+        }
+    }
+
     /// Adds the hosts' reasons, in the order given, after upstream's fields have been fitted:
     /// as many hosts as fit with every reason cut to at least [`MIN_REASON_CHARS`], then the
     /// longest common cut that still fits; the rest are counted in `hostFailuresOmitted`. The

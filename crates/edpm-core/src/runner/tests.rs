@@ -699,3 +699,158 @@ fn cut_and_one_line() {
     assert_eq!(cut("ééééé", 4), "ééé…");
     assert_eq!(strip_ansi("\u{1b}[0;31mred\u{1b}[0m"), "red");
 }
+
+/// `fatal_play` folded with the plugin's note on "p": the playbook's last play, of `shape`.
+fn fatal_with_shape(events: Vec<serde_json::Value>, shape: &str, facts: RunFacts) -> RunSummary {
+    let mut f = Fold::new();
+    f.set_notes(parse_notes(&format!(
+        r#"{{"kind": "play", "play_uuid": "p2", "play_index": 1, "play_count": 2, {shape}}}"#
+    )));
+    events.into_iter().for_each(|e| f.push(ev(e)));
+    f.finish(facts, &Redactor::default())
+}
+
+const LINEAR: &str = r#""linear": true, "serial": false"#;
+
+fn completed(s: &RunSummary) -> Vec<&str> {
+    s.hosts.iter().filter(|(_, h)| h.completed).map(|(n, _)| n.as_str()).collect()
+}
+
+#[test]
+fn any_errors_fatal_completes_only_the_hosts_the_playbook_ran_to_its_end_for() {
+    let s = fatal_with_shape(fatal_play(), LINEAR, facts(RunStatus::Failed, 2));
+    assert!(s.ran_to_end);
+    // d finished play 1 and is not in "p"; a and c stopped with b.
+    assert_eq!(completed(&s), ["d"]);
+    assert_eq!(s.termination_message.completed_host_list, ["d"]);
+    assert_eq!(
+        s.termination_message.to_json(),
+        r#"{"completedHostList":["d"],"failedHostList":["b"],"failedHosts":1,"failurePercent":25,"hostFailures":{"b":"fail on b (p/site.yml:4): non-zero return code (rc 1): no such file: /etc/x"},"rc":2,"status":"failed","totalHosts":4,"truncated":false,"unreachableHostList":[],"unreachableHosts":0}"#
+    );
+    // Read back from the pod as readiness reads it.
+    let back: TerminationMessage = serde_json::from_str(&s.termination_message.to_json()).unwrap();
+    assert_eq!(back.completed_host_list, ["d"]);
+}
+
+#[test]
+fn a_last_play_in_batches_that_failed_completes_no_host_it_did_not_see() {
+    // d may have been in a batch of "p" that never ran.
+    let s = fatal_with_shape(fatal_play(), r#""linear": true, "serial": true"#, facts(RunStatus::Failed, 2));
+    assert!(completed(&s).is_empty());
+    assert!(!s.termination_message.to_json().contains("completedHostList"));
+    // Not knowing the play's shape is the same.
+    assert!(completed(&fatal_summary()).is_empty());
+}
+
+/// "p" goes on after b's failure, which could have stopped it (`max_fail_percentage` not
+/// exceeded): a and c run its last task.
+fn play_going_on() -> Vec<serde_json::Value> {
+    let mut events = fatal_play();
+    let stats_event = events.pop().unwrap();
+    events[17]["event_data"]["any_errors_fatal"] = json!(true);
+    events.push(task("t3", "after"));
+    for h in ["a", "c"] {
+        events.push(on("runner_on_start", h, "t3", "after", json!(null)));
+        events.push(on("runner_on_ok", h, "t3", "after", json!({})));
+    }
+    events.push(stats_event);
+    events
+}
+
+#[test]
+fn max_fail_percentage_not_reached_completes_the_others_under_the_linear_strategy_only() {
+    let s = fatal_with_shape(play_going_on(), LINEAR, facts(RunStatus::Failed, 2));
+    assert_eq!(completed(&s), ["a", "c", "d"]);
+    // Under `free`, a host can be stopped anywhere without the events showing it.
+    let s =
+        fatal_with_shape(play_going_on(), r#""linear": false, "serial": false"#, facts(RunStatus::Failed, 2));
+    assert_eq!(completed(&s), ["d"]);
+}
+
+#[test]
+fn a_run_cut_short_or_stopped_before_its_last_play_completes_nobody() {
+    // SIGTERM or a timeout: no statistics.
+    let mut events = play_going_on();
+    events.pop();
+    let s = fatal_with_shape(events, LINEAR, facts(RunStatus::Canceled, 143));
+    assert!(!s.ran_to_end && completed(&s).is_empty());
+    assert!(!s.termination_message.to_json().contains("completedHostList"));
+    // The last play that started is not the playbook's last (any_errors_fatal in play 1 of 3).
+    let mut f = Fold::new();
+    f.set_notes(parse_notes(r#"{"kind": "play", "play_uuid": "p2", "play_index": 1, "play_count": 3, "linear": true, "serial": false}"#));
+    fatal_play().into_iter().for_each(|e| f.push(ev(e)));
+    let s = f.finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(!s.ran_to_end && completed(&s).is_empty());
+    // An event that could not be read may have been a failure.
+    let mut f = Fold::new();
+    f.set_notes(parse_notes(&format!(
+        r#"{{"kind": "play", "play_uuid": "p2", "play_index": 1, "play_count": 2, {LINEAR}}}"#
+    )));
+    play_going_on().into_iter().for_each(|e| f.push(ev(e)));
+    f.unreadable();
+    let s = f.finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(completed(&s).is_empty());
+}
+
+#[test]
+fn a_successful_run_lists_no_completed_hosts() {
+    let mut events = play_going_on();
+    events.retain(|e| e["event"] != "runner_on_failed");
+    let last = events.len() - 1;
+    events[last] =
+        stats(json!({"processed": {"a": 1, "b": 1, "c": 1, "d": 1}, "ok": {"a": 1, "b": 1, "c": 1, "d": 1}}));
+    let s = fatal_with_shape(events, LINEAR, facts(RunStatus::Successful, 0));
+    assert_eq!(completed(&s), ["a", "b", "c", "d"]);
+    assert!(!s.termination_message.to_json().contains("completedHostList"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Completed hosts take only the room upstream's lists and the first reason leave, and
+    /// a list cut for room names only hosts that completed.
+    #[test]
+    fn completed_hosts_never_crowd_out_upstreams_lists(
+        failed in proptest::collection::btree_set("[a-z0-9.\\-]{1,40}", 0..120),
+        done in proptest::collection::btree_set("[a-z0-9.\\-]{1,40}", 0..300),
+    ) {
+        let failed: Vec<String> = failed.into_iter().map(|h| format!("f{h}")).collect();
+        let done: Vec<String> = done.into_iter().map(|h| format!("ok-{h}")).collect();
+        let mut s = summary_with(&failed, &[], 0);
+        let without = TerminationMessage::from_summary(&s);
+        for h in &done {
+            s.hosts.insert(h.clone(), HostResult { completed: true, ..Default::default() });
+        }
+        let m = TerminationMessage::from_summary(&s);
+        prop_assert!(m.to_json().len() <= TERMINATION_MESSAGE_LIMIT);
+        prop_assert_eq!(&m.failed_host_list, &without.failed_host_list);
+        prop_assert_eq!(m.total_hosts as usize, failed.len() + done.len());
+        prop_assert!(done.starts_with(&m.completed_host_list));
+        if m.completed_host_list.len() < done.len() {
+            prop_assert!(m.truncated);
+        }
+        if let Some(first) = failed.first() {
+            prop_assert_eq!(m.host_failures.get(first), without.host_failures.get(first));
+        }
+    }
+}
+
+#[test]
+fn a_last_play_that_started_with_no_host_left_credits_nobody_it_did_not_see() {
+    // Play "p" stops (any_errors_fatal); a third play, the playbook's last, starts with no
+    // host left to run: d, not in "p", never ran it.
+    let mut events = fatal_play();
+    let stats_event = events.pop().unwrap();
+    events
+        .push(json!({"event": "playbook_on_play_start", "event_data": {"play": "third", "play_uuid": "p3"}}));
+    events.push(stats_event);
+    let mut f = Fold::new();
+    f.set_notes(parse_notes(concat!(
+        "{\"kind\": \"play\", \"play_uuid\": \"p2\", \"play_index\": 1, \"play_count\": 3, \"linear\": true, \"serial\": false}\n",
+        "{\"kind\": \"play\", \"play_uuid\": \"p3\", \"play_index\": 2, \"play_count\": 3, \"linear\": true, \"serial\": false}\n",
+    )));
+    events.into_iter().for_each(|e| f.push(ev(e)));
+    let s = f.finish(facts(RunStatus::Failed, 2), &Redactor::default());
+    assert!(s.ran_to_end);
+    assert!(completed(&s).is_empty(), "{:?}", completed(&s));
+}
