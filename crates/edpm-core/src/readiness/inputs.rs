@@ -356,13 +356,17 @@ impl<'a> GroupContext<'a> {
         }
         if stale.is_empty() {
             let (s, c) = counts(delivered);
-            return (
-                Condition::true_(
-                    SECRETS_CURRENT,
-                    format!("every delivered input current ({s} Secrets, {c} ConfigMaps)"),
-                ),
-                ev,
+            // Since the newest delivery completed: from then on the node held each as it is
+            // now (unknown when a delivery's Deployment says no time).
+            let times: Vec<Time> =
+                delivered.iter().map(|d| self.completed_at(&d.deployment, d.created.as_deref())).collect();
+            let since =
+                if times.contains(&Time(0)) { Time(0) } else { times.into_iter().max().unwrap_or_default() };
+            let c = Condition::true_(
+                SECRETS_CURRENT,
+                format!("every delivered input current ({s} Secrets, {c} ConfigMaps)"),
             );
+            return (Condition { last_transition_time: since, ..c }, ev);
         }
         let shown: Vec<&str> = stale.iter().map(String::as_str).collect();
         let c = Condition::because(
