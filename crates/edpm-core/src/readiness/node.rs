@@ -147,9 +147,13 @@ impl<'a> GroupContext<'a> {
             let since = created(name);
             return Some((what, since));
         }
-        let (_, run) = self.runs.iter().enumerate().rev().find(|(i, r)| {
-            self.states[*i] == RunState::NotStarted && r.covers(host) == super::limit::Covers::Yes
-        })?;
+        // Not started: one running here was named by its service's state above.
+        let (_, run) = self
+            .runs
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(i, r)| self.states[*i] == RunState::NotStarted && r.in_progress_on(host))?;
         Some((
             format!("Deployment {} covers this node and has not started yet (no status so far)", run.name),
             created(run.name),
