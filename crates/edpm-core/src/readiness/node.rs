@@ -34,7 +34,8 @@ impl<'a> GroupContext<'a> {
         self.phase_baremetal(m, &mut g);
         self.phases(m, &mut g);
         let running = g.running.take();
-        g.fresh.extend(kstatus(running.as_ref().map(|(w, t)| (w.as_str(), *t)), g.stalled.take()));
+        let idle = if running.is_none() { self.idle_since(host) } else { Time(0) };
+        g.fresh.extend(kstatus(running.as_ref().map(|(w, t)| (w.as_str(), *t)), idle, g.stalled.take()));
         let report = reports.get(object.as_str()).copied();
         let previous = report.map(|r| &r.status.conditions);
         // What edpm-agent kept, from the spec only (the node agent can write the status).
@@ -158,6 +159,24 @@ impl<'a> GroupContext<'a> {
             format!("Deployment {} covers this node and has not started yet (no status so far)", run.name),
             created(run.name),
         ))
+    }
+
+    /// Since when no Deployment works on the node: when the last that covered it finished
+    /// (its `NodeSetDeploymentReady` time, completed or failed for good); zero (unknown) when
+    /// none covered it or one says no time.
+    fn idle_since(&self, host: &str) -> Time {
+        let mut last = Time(0);
+        for (i, run) in self.runs.iter().enumerate() {
+            if run.covers(host) != super::limit::Covers::Yes {
+                continue;
+            }
+            let ended = run.nodeset_condition().map(|c| c.last_transition_time).unwrap_or_default();
+            if self.states[i].unfinished() || ended == Time(0) {
+                return Time(0);
+            }
+            last = last.max(ended);
+        }
+        last
     }
 
     /// A phase's evidence: each service's state and what it was read from, then drift.
@@ -355,14 +374,18 @@ pub(super) fn order(a: &Condition, b: &Condition) -> std::cmp::Ordering {
 
 /// kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal failure
 /// no running Deployment will retry.
-fn kstatus(running: Option<(&str, Time)>, stalled: Option<(&str, Condition)>) -> [Condition; 2] {
+fn kstatus(running: Option<(&str, Time)>, idle: Time, stalled: Option<(&str, Condition)>) -> [Condition; 2] {
     let reconciling = match running {
         // Since the Deployment's creation, when known.
         Some((what, since)) => Condition {
             last_transition_time: since,
             ..Condition::because(RECONCILING, &reasons::DEPLOYING, what)
         },
-        None => Condition::because(RECONCILING, &reasons::IDLE, "no Deployment is running on this node"),
+        // Since the last Deployment on the node finished, when known.
+        None => Condition {
+            last_transition_time: idle,
+            ..Condition::because(RECONCILING, &reasons::IDLE, "no Deployment is running on this node")
+        },
     };
     let stalled = match (stalled, running) {
         // Stalled since the failure that stalls it.
