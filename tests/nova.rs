@@ -309,6 +309,8 @@ fn without_a_cell_annotation_any_novacell_user_asks_and_without_any_novacell_it_
     let (status, reason, _, message) = &v["c-ready"];
     assert_eq!((status.as_str(), reason.as_str()), ("Unknown", "NovaAPIUnavailable"));
     assert!(message.contains("no NovaCell in the namespace"), "{message}");
+    // One command asks once: no "(since …)" that is only its own moment.
+    assert!(!message.contains("(since "), "{message}");
     assert_eq!(nova.requests().len(), 3, "the second cluster asked nothing");
 }
 

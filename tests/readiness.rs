@@ -377,14 +377,16 @@ fn since_is_never_the_commands_clock() {
     assert_eq!(time(&n5, "Ready"), "2026-11-01T11:05:00Z");
     assert_eq!(time(&n5, "Stalled"), "2026-11-01T11:05:00Z");
     assert_eq!(time(&n5, "InfrastructureReady"), "2026-11-01T11:05:00Z");
-    // No evidence says when: unknown.
-    assert_eq!(time(&n5, "Reconciling"), Value::Null);
+    // Idle since its Deployment failed for good; no evidence says when Stalled turned False
+    // on edpm-compute-4, whose retry runs: unknown.
+    assert_eq!(time(&n5, "Reconciling"), "2026-11-01T11:05:00Z");
+    assert_eq!(time(&node("edpm-compute-0"), "Stalled"), Value::Null);
     let all = out.stdout.matches("2026-12-01T00:00:00Z").count();
     assert_eq!(all, 0, "no condition is dated by the command's clock:\n{}", out.stdout);
     let explained = run(&["--source", "examples", "status", "explain", "edpm-compute-5"], &[later]);
     assert!(!explained.stdout.contains("2026-12-01"), "{}", explained.stdout);
     assert!(
-        explained.stdout.contains("Reconciling: False/Info Idle since unknown\n"),
+        explained.stdout.contains("Reconciling: False/Info Idle since 2026-11-01T11:05:00Z, 29d ago\n"),
         "{}",
         explained.stdout
     );
@@ -448,8 +450,8 @@ fn report_writes_objects_that_show_reads_back_with_stable_times() {
         node3["conditions"].as_array().unwrap().iter().find(|c| c["type"] == ty).unwrap()["lastTransitionTime"]
             .clone()
     };
-    // No evidence dates Reconciling: the first report's time (when it was first seen), kept.
-    assert_eq!(time("Reconciling"), "2026-11-23T12:00:00Z", "kept from the first report");
+    // No evidence dates Stalled: the first report's time (when it was first seen), kept.
+    assert_eq!(time("Stalled"), "2026-11-23T12:00:00Z", "kept from the first report");
     // The evidence dates InfrastructureReady: its Deployment's time, written and kept.
     assert_eq!(time("InfrastructureReady"), "2026-11-01T10:42:00Z", "from the evidence");
     // Without --status-dir there is nowhere to write.

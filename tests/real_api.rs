@@ -2,8 +2,9 @@
 //! from Go modules by `scripts/apiserver.sh`): the manifests as a user applies them, readiness as
 //! users run it, the controller and the node agent each as its own ServiceAccount under exactly
 //! the RBAC we ship, `/metrics` behind the real TokenReview and SubjectAccessReview, names at
-//! their limits. One server for the whole run, each test in namespaces of its own; the tests
-//! that disturb a server (etcd compacted under a cut connection) start one of their own.
+//! their limits, the guide's walkthroughs run as written (`kubectl edpm`, `kubectl apply`). One
+//! server for the whole run, each test in namespaces of its own; the tests that disturb a server
+//! (etcd compacted under a cut connection) start one of their own.
 //!
 //! Run alone: `cargo test --test integration real_api::`. Without the binaries a test says
 //! `SKIPPED` (outside CI; with `CI` set that fails).
@@ -1480,4 +1481,200 @@ fn a_rotation_is_seen_by_a_metadata_watch_under_the_shipped_rbac_and_an_older_ro
     let (code, log) = c.stop();
     assert_eq!(code, Some(0), "{log}");
     assert_eq!(log.matches("cannot watch Secrets and ConfigMaps: falling back").count(), 1, "{log}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The guide's walkthroughs, run as written.
+
+/// One `<!-- walkthrough NAME[: ACTION] -->` block of docs/kubernetes.md: what the operators do
+/// first (`ACTION`), then each `$ command` of the ```console block after it with the output
+/// the guide shows for it.
+struct WalkStep {
+    walkthrough: String,
+    action: Option<String>,
+    commands: Vec<(String, Vec<String>)>,
+}
+
+fn walkthrough_steps(guide: &str) -> Vec<WalkStep> {
+    let mut steps: Vec<WalkStep> = Vec::new();
+    let mut lines = guide.lines();
+    while let Some(line) = lines.next() {
+        let Some(marker) = line.strip_prefix("<!-- walkthrough ").and_then(|l| l.strip_suffix(" -->")) else {
+            continue;
+        };
+        let (walkthrough, action) = match marker.split_once(": ") {
+            Some((w, a)) => (w.to_string(), Some(a.to_string())),
+            None => (marker.to_string(), None),
+        };
+        assert_eq!(lines.next(), Some("```console"), "{line}: a ```console block follows the marker");
+        let mut commands: Vec<(String, Vec<String>)> = Vec::new();
+        for l in lines.by_ref().take_while(|l| *l != "```") {
+            match l.strip_prefix("$ ") {
+                Some(c) => commands.push((c.to_string(), Vec::new())),
+                None => commands.last_mut().expect("a command first").1.push(l.to_string()),
+            }
+        }
+        steps.push(WalkStep { walkthrough, action, commands });
+    }
+    steps
+}
+
+/// Whether `line` is what the guide shows as `shown`, where `…` stands for any text.
+fn shown_as(shown: &str, line: &str) -> bool {
+    let parts: Vec<&str> = shown.split('…').collect();
+    let Some((first, rest)) = parts.split_first() else { return true };
+    let Some(mut tail) = line.strip_prefix(first) else { return false };
+    for (i, p) in rest.iter().enumerate() {
+        if i == rest.len() - 1 {
+            return tail.ends_with(p);
+        }
+        match tail.find(p) {
+            Some(at) => tail = &tail[at + p.len()..],
+            None => return false,
+        }
+    }
+    tail.is_empty()
+}
+
+/// Whether `output` is what the guide shows: line for line, where a line `…` alone stands for
+/// any number of lines and `…` within a line for any text.
+fn output_as_shown(shown: &[String], output: &[&str]) -> bool {
+    match shown.split_first() {
+        None => output.is_empty(),
+        Some((s, rest)) if s == "…" => (0..=output.len()).any(|k| output_as_shown(rest, &output[k..])),
+        Some((s, rest)) => {
+            output.first().is_some_and(|l| shown_as(s, l)) && output_as_shown(rest, &output[1..])
+        }
+    }
+}
+
+/// What openstack-operator records when Deployment `name` completes: every service it ran
+/// Ready, `NodeSetDeploymentReady` True, `deployed`, the OpenStackVersion's target as its
+/// `deployedVersion`, and the hash of each Secret its services read (lib-common's).
+fn complete_deployment(api: &RealApi, ns: &str, name: &str) {
+    let d = api.get_json(&["openstackdataplanedeployment", name, "-n", ns]).unwrap();
+    let when = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let condition = |ty: &str, message: &str| json!({"type": ty, "status": "True", "reason": "Ready", "message": message, "lastTransitionTime": when});
+    let camel = |s: &str| -> String {
+        s.split('-').map(|w| w[..1].to_uppercase() + &w[1..]).collect::<Vec<_>>().join("")
+    };
+    let mut nodeset_conditions = serde_json::Map::new();
+    let mut secret_hashes = serde_json::Map::new();
+    for nodeset in d["spec"]["nodeSets"].as_array().unwrap() {
+        let nodeset = nodeset.as_str().unwrap();
+        let services: Vec<String> = match d["spec"]["servicesOverride"].as_array() {
+            Some(s) if !s.is_empty() => s.iter().map(|v| v.as_str().unwrap().to_string()).collect(),
+            _ => api.get_json(&["openstackdataplanenodeset", nodeset, "-n", ns]).unwrap()["spec"]["services"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect(),
+        };
+        let mut conds = vec![condition("NodeSetDeploymentReady", "NodeSet Ready")];
+        for s in &services {
+            let ty = format!("Service{}DeploymentReady", camel(s));
+            conds.push(condition(&ty, &format!("Deployment ready for {s} service")));
+            let svc = api.get_json(&["openstackdataplaneservice", s, "-n", ns]).unwrap();
+            for source in svc["spec"]["dataSources"].as_array().into_iter().flatten() {
+                let Some(secret) = source["secretRef"]["name"].as_str() else { continue };
+                let obj: k8s_openapi::api::core::v1::Secret =
+                    serde_json::from_value(api.get_json(&["secret", secret, "-n", ns]).unwrap()).unwrap();
+                let data = obj.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+                let hash = edpm_core::objecthash::secret_parts(
+                    &data,
+                    &Default::default(),
+                    obj.type_.as_deref().unwrap_or("Opaque"),
+                );
+                secret_hashes.insert(secret.to_string(), json!(hash));
+            }
+        }
+        nodeset_conditions.insert(nodeset.to_string(), json!(conds));
+    }
+    let mut status = json!({
+        "deployed": true,
+        "nodeSetConditions": nodeset_conditions,
+        "secretHashes": secret_hashes,
+    });
+    let versions = api.get_json(&["openstackversion", "-n", ns]).unwrap();
+    if let Some(target) = versions["items"][0]["spec"]["targetVersion"].as_str() {
+        status["deployedVersion"] = json!(target);
+    }
+    api.patch_status(ns, &format!("openstackdataplanedeployment/{name}"), &status).unwrap();
+}
+
+/// The minor-update and rotation walkthroughs of docs/kubernetes.md, run as written: each
+/// `$` line by `sh` in a directory of its own, with `kubectl` and the `kubectl edpm` plugin on
+/// the PATH and a kubeconfig whose context's namespace holds the scenario, against the real
+/// API server; between the blocks the operators' part (the scenario's objects made, a
+/// Deployment completing) as the markers say; each output as the guide shows it.
+#[test]
+fn the_guides_walkthroughs_run_as_written_against_the_cluster() {
+    let Some(api) = cluster("the_guides_walkthroughs_run_as_written_against_the_cluster") else { return };
+    let guide = std::fs::read_to_string(repo().join("docs/kubernetes.md")).unwrap();
+    let steps = walkthrough_steps(&guide);
+    let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.walkthrough.as_str()).collect();
+    assert_eq!(names, ["minor-update", "rotation"].into(), "the guide's walkthroughs");
+    let bin_dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(bin(), bin_dir.path().join("kubectl-edpm")).unwrap();
+    std::os::unix::fs::symlink(api.kubectl_path(), bin_dir.path().join("kubectl")).unwrap();
+    let path = format!("{}:{}", bin_dir.path().display(), std::env::var("PATH").unwrap_or_default());
+    let mut places: std::collections::BTreeMap<String, (String, tempfile::TempDir, std::path::PathBuf)> =
+        Default::default();
+    for step in &steps {
+        let (ns, dir, kc) = places.entry(step.walkthrough.clone()).or_insert_with(|| {
+            let ns = api.namespace(&step.walkthrough).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let kc = admin_in(api, dir.path(), &ns);
+            (ns, dir, kc)
+        });
+        let action = step.action.as_deref().unwrap_or("");
+        if let Some(scenario) = action.strip_prefix("the objects of ") {
+            let files: Vec<String> = ["nodeset.yaml", "services.yaml", "deployments.yaml"]
+                .iter()
+                .map(|f| format!("{scenario}/{f}"))
+                .collect();
+            load(api, ns, &files.iter().map(String::as_str).collect::<Vec<_>>());
+        } else if let Some(file) = action.strip_prefix("openstack-operator completes the Deployments of ") {
+            let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
+            for d in yaml_docs(&text) {
+                complete_deployment(api, ns, d["metadata"]["name"].as_str().unwrap());
+            }
+        } else if let Some(name) = action.strip_prefix("openstack-operator completes Deployment ") {
+            complete_deployment(api, ns, name);
+        } else {
+            assert_eq!(action, "", "an action this test does not know: {action:?}");
+        }
+        for (command, shown) in &step.commands {
+            let out = Command::new("sh")
+                .args(["-c", &format!("{{ {command}\n}} 2>&1")])
+                .current_dir(dir.path())
+                .env_clear()
+                .env("PATH", &path)
+                .env("HOME", dir.path())
+                .env("KUBECONFIG", kc.as_path())
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).replace(ns.as_str(), "openstack");
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(
+                output_as_shown(shown, &lines),
+                "{}: `{command}` printed\n{text}\nwhere the guide shows\n{}",
+                step.walkthrough,
+                shown.join("\n")
+            );
+        }
+    }
+}
+
+#[test]
+fn the_guides_output_is_matched_line_for_line_with_its_ellipses() {
+    let shown = |s: &[&str]| s.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    assert!(output_as_shown(&shown(&["a …", "…", "z"]), &["a b", "c", "d", "z"]));
+    assert!(output_as_shown(&shown(&["a … c"]), &["a b c"]));
+    assert!(!output_as_shown(&shown(&["a … c"]), &["a b c d"]));
+    assert!(!output_as_shown(&shown(&["a", "z"]), &["a", "b", "z"]));
+    assert!(!output_as_shown(&shown(&["a"]), &[]));
+    assert!(output_as_shown(&shown(&["…"]), &[]));
+    assert!(shown_as("x…y…z", "x1y2z") && !shown_as("x…y…z", "x1y2"));
 }

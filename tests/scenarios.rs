@@ -586,6 +586,44 @@ fn wait_on_a_terminal_rewrites_its_progress_in_place() {
     assert!(rewrites.last().unwrap().starts_with("5 of 10 node(s) not VersionCurrent:"), "{text:?}");
 }
 
+/// Times, one way: the evidence's. `VersionCurrent` is dated by the Deployments (behind since
+/// the target was first deployed; at the target since the batch that moved the node
+/// completed), and after `status report --status-dir` a time the evidence gives stands beside
+/// the report's own moment, which a report stores only for what nothing dated (an older
+/// report stored it for `VersionCurrent` too: that gives way to the evidence's).
+#[test]
+fn times_are_the_evidences_before_and_after_a_report() {
+    let d = scenario("minor-update");
+    let sd = tempfile::tempdir().unwrap();
+    let sd_path = sd.path().to_str().unwrap();
+    let explain = |node: &str, extra: &[&str]| {
+        let mut a = vec!["--source", d.as_str(), "status", "explain", node];
+        a.extend_from_slice(extra);
+        let out = run(&a, &[("EDPM_AGENT_NOW", "2026-11-27T18:00:00Z")]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    let behind = "VersionCurrent: False/Warning UpdatePending since 2026-11-20T09:40:00Z, 7d8h ago\n";
+    let current = "VersionCurrent: True Ready since 2026-11-20T11:10:00Z, 7d6h ago\n";
+    assert!(explain("edpm-compute-7", &[]).contains(behind), "{}", explain("edpm-compute-7", &[]));
+    assert!(explain("edpm-compute-2", &[]).contains(current), "{}", explain("edpm-compute-2", &[]));
+    let out = run(&["--source", &d, "status", "report", "--status-dir", sd_path], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // As an older report wrote it: the report's moment on VersionCurrent.
+    let file = sd.path().join("edpmnodestatus-edpm-compute-edpm-compute-7.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (head, tail) = text.split_at(text.find("- type: VersionCurrent").unwrap());
+    std::fs::write(&file, format!("{head}{}", tail.replacen("2026-11-20T09:40:00Z", NOW.1, 1))).unwrap();
+    let after = explain("edpm-compute-7", &["--status-dir", sd_path]);
+    assert!(after.contains(behind), "{after}");
+    // What nothing dated is dated by the report that first said it.
+    assert!(
+        after.contains("Stalled: False/Info Progressing since 2026-11-27T12:00:00Z, 6h0m ago\n"),
+        "{after}"
+    );
+    assert!(explain("edpm-compute-2", &["--status-dir", sd_path]).contains(current));
+}
+
 /// `status explain` takes a node or a NodeSet: a near miss suggests either, `-o json` is taken
 /// as `show` takes it, and `status --help` lists `plan`.
 #[test]

@@ -55,6 +55,15 @@ pub(super) fn ask_into(
         }
         None => cluster.block_on(asker.ask(&logins, now)),
     };
+    // Nova out of reach since this very ask is no time: a one-shot command asks once, and
+    // "(since <its own moment>)" would be the clock, not the evidence. `status wait` says
+    // since its first poll that failed.
+    let ev = match ev {
+        NovaEvidence::Unavailable { message, since: Some(t), last_answer } if t == now => {
+            NovaEvidence::Unavailable { message, since: None, last_answer }
+        }
+        other => other,
+    };
     snap.evidence.nova = Some(Arc::new(ev));
     Ok(())
 }

@@ -193,7 +193,10 @@ fn plan(
     check_selection(&r, &Filter { nodes: vec![], nodesets: nodesets.clone() })?;
     let steps = readiness::plan::plan(&snap, &model, &r, &nodesets);
     let text = match format {
-        crate::cli::YamlOrJson::Json => json_text(&serde_json::json!({"steps": steps}), true)?,
+        // As the YAML: no control or bidi character raw on a terminal or in an editor.
+        crate::cli::YamlOrJson::Json => {
+            escape_controls(&json_text(&serde_json::json!({"steps": steps}), true)?)
+        }
         crate::cli::YamlOrJson::Yaml => plan_yaml(&steps)?,
     };
     write_out(out, &text)?;
@@ -216,6 +219,15 @@ fn planned_yaml(d: &serde_json::Value) -> Result<String, AppError> {
     }
     let json = serde_json::to_string_pretty(d)
         .map_err(|e| AppError::failure(format!("cannot write the planned Deployment as JSON: {e}")))?;
+    let mut out = escape_controls(&json);
+    out.push('\n');
+    Ok(out)
+}
+
+/// JSON text `json` with each control or bidi character but the newline escaped as `\uXXXX`
+/// (outside strings JSON holds none but whitespace, so they can only be inside strings, where
+/// the escape reads back as the same character).
+fn escape_controls(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
         if c != '\n' && edpm_core::excerpt::has_control(c.encode_utf8(&mut [0; 4])) {
@@ -227,8 +239,7 @@ fn planned_yaml(d: &serde_json::Value) -> Result<String, AppError> {
             out.push(c);
         }
     }
-    out.push('\n');
-    Ok(out)
+    out
 }
 
 /// `status plan`'s exit code, for scripts: 0 when there is something to apply (stdout holds

@@ -485,7 +485,7 @@ fn a_hanging_token_review_is_a_500_within_the_scrape_timeout() {
 
 /// One made-up token from 200 connections at once costs one TokenReview (it cost 200); then
 /// 300 different made-up tokens cost a bounded burst and a few a second, the rest answered 429;
-/// the answers are 401 or 429, never a 500 or a dropped connection.
+/// the answers are 401 or 429 (with `Retry-After`), never a 500 or a dropped connection.
 #[test]
 fn a_flood_of_made_up_tokens_costs_the_api_server_a_few_reviews() {
     let api = cluster();
@@ -494,7 +494,8 @@ fn a_flood_of_made_up_tokens_costs_the_api_server_a_few_reviews() {
     let (c, port) = secure_controller(&api, None);
     let http = https_client(Duration::from_secs(60));
     let reviews = || api.count("POST", TOKEN_REVIEWS);
-    let flood = |tokens: Vec<String>| -> Vec<Result<(u16, String), String>> {
+    // Each answer's code and its Retry-After header.
+    let flood = |tokens: Vec<String>| -> Vec<Result<(u16, Option<String>), String>> {
         let barrier = std::sync::Arc::new(std::sync::Barrier::new(tokens.len()));
         let threads: Vec<_> = tokens
             .into_iter()
@@ -502,7 +503,15 @@ fn a_flood_of_made_up_tokens_costs_the_api_server_a_few_reviews() {
                 let (http, barrier) = (http.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
-                    scrape(&http, port, &t)
+                    let resp = http
+                        .get(format!("https://127.0.0.1:{port}/metrics"))
+                        .bearer_auth(&t)
+                        .send()
+                        .map_err(|e| format!("{e:?}"))?;
+                    let code = resp.status().as_u16();
+                    let retry =
+                        resp.headers().get("retry-after").map(|v| v.to_str().unwrap_or("?").to_string());
+                    Ok((code, retry))
                 })
             })
             .collect();
@@ -525,6 +534,11 @@ fn a_flood_of_made_up_tokens_costs_the_api_server_a_few_reviews() {
     let most = 10.0 + 2.0 * secs + 1.0;
     assert!((asked as f64) <= most, "{asked} TokenReviews for 300 made-up tokens in {secs:.1} s: {codes:?}");
     assert!(codes.get(&429).copied().unwrap_or(0) > 0, "{codes:?}");
+    // A 429 says when to come back; nothing else does.
+    for (code, retry) in answers.iter().flatten() {
+        let want = (*code == 429).then(|| "1".to_string());
+        assert_eq!(retry, &want, "{code}");
+    }
     drop(c);
 }
 

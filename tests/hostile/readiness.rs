@@ -653,6 +653,12 @@ fn status_plan_writes_only_valid_exact_and_printable_deployments() {
             docs.iter().filter_map(|d| d["spec"]["ansibleLimit"].as_str()).collect::<Vec<_>>().join(",");
         assert!(limit.contains("edpm-compute-8\u{202e}x") || limit.is_empty(), "{limit:?}");
     }
+    // `-o json` escapes it as the YAML does (serde_json leaves it raw), and reads back the same.
+    let out = rotation_plan("edpm-compute", "edpm-compute-8", "edpm-compute-8\u{202e}x", "json");
+    assert!(!edpm_core::excerpt::has_control(&out.stdout.replace('\n', "")), "{:?}", out.stdout);
+    assert!(out.stdout.contains("edpm-compute-8\\u202ex"), "{}", out.stdout);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(v.to_string().contains("edpm-compute-8\u{202e}x"), "{v}");
 }
 
 /// lib-common's hash of an Opaque Secret holding `data`.

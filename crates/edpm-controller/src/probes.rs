@@ -490,11 +490,12 @@ where
                 match s.gate.check(header).await {
                     Ok(super::secure::Verdict::Allowed) => {}
                     Ok(v) => {
-                        return Ok::<_, std::convert::Infallible>(reply(
-                            v.status(),
-                            "text/plain",
-                            v.message(),
-                        ));
+                        let mut r = reply(v.status(), "text/plain", v.message());
+                        // A 429 says when to come back (RFC 9110 §10.2.3).
+                        if let Some(secs) = v.retry_after() {
+                            r.headers_mut().insert(hyper::header::RETRY_AFTER, secs.into());
+                        }
+                        return Ok::<_, std::convert::Infallible>(r);
                     }
                     Err(e) => {
                         // The review told it (once for every request that shared it).

@@ -207,6 +207,15 @@ impl Verdict {
         }
     }
 
+    /// The `Retry-After` header's seconds: a 429 says when a review is free again (the
+    /// bucket gains one in 1/[`UNKNOWN_PER_SECOND`] s; whole seconds, rounded up).
+    pub(crate) fn retry_after(&self) -> Option<u64> {
+        match self {
+            Verdict::Throttled => Some((1.0 / UNKNOWN_PER_SECOND).ceil() as u64),
+            _ => None,
+        }
+    }
+
     pub(crate) fn message(&self) -> String {
         match self {
             Verdict::Allowed => "ok\n".into(),
@@ -590,6 +599,8 @@ mod tests {
         let throttled = answers.iter().filter(|a| **a == Ok(Verdict::Throttled)).count();
         assert!(throttled >= 2000 - UNKNOWN_BURST as usize - 1, "{throttled} throttled");
         assert_eq!(Verdict::Throttled.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(Verdict::Throttled.retry_after(), Some(1));
+        assert_eq!(Verdict::Unauthenticated("x").retry_after(), None);
         // With the bucket empty, a token the API server authenticated before (its verdict
         // expired) is still asked.
         lock(&gate.state).bucket = (0.0, tokio::time::Instant::now());

@@ -106,6 +106,13 @@ impl<'a> Run<'a> {
         self.limit.map_or(Covers::Yes, |l| l.covers(host))
     }
 
+    /// Whether this run is work in progress on the host of inventory hostname `host`: not
+    /// finished ([`RunState::unfinished`]) and its `ansibleLimit` covers the host for certain.
+    /// What `status plan` leaves to it and what a node's `Reconciling` names.
+    pub fn in_progress_on(&self, host: &str) -> bool {
+        self.state().unfinished() && self.covers(host) == Covers::Yes
+    }
+
     /// The words naming this run's limit, for a message: `Deployment x's ansibleLimit "…"`.
     pub fn limit_words(&self) -> String {
         let limit = crate::excerpt::echo(&crate::excerpt::printable(self.limit_text.unwrap_or(""))).debug();

@@ -355,14 +355,7 @@ impl<'a> GroupContext<'a> {
             return (Condition::because(SECRETS_CURRENT, &INVALID_EVIDENCE, why), ev);
         }
         if stale.is_empty() {
-            let (s, c) = counts(delivered);
-            return (
-                Condition::true_(
-                    SECRETS_CURRENT,
-                    format!("every delivered input current ({s} Secrets, {c} ConfigMaps)"),
-                ),
-                ev,
-            );
+            return (self.all_current(delivered), ev);
         }
         let shown: Vec<&str> = stale.iter().map(String::as_str).collect();
         let c = Condition::because(
@@ -371,6 +364,21 @@ impl<'a> GroupContext<'a> {
             format!("stale: {}", super::version::names_cut(&shown)),
         );
         (Condition { last_transition_time: since.unwrap_or_default(), ..c }, ev)
+    }
+
+    /// `SecretsCurrent` True over `delivered`, since the newest delivery completed: from then
+    /// on the node held each as it is now (unknown when a delivery's Deployment says no time).
+    fn all_current(&self, delivered: &[Delivery]) -> Condition {
+        let (s, c) = counts(delivered);
+        let times: Vec<Time> =
+            delivered.iter().map(|d| self.completed_at(&d.deployment, d.created.as_deref())).collect();
+        let since =
+            if times.contains(&Time(0)) { Time(0) } else { times.into_iter().max().unwrap_or_default() };
+        let c = Condition::true_(
+            SECRETS_CURRENT,
+            format!("every delivered input current ({s} Secrets, {c} ConfigMaps)"),
+        );
+        Condition { last_transition_time: since, ..c }
     }
 
     /// `NodeSetSecretsCurrent`: how many nodes hold every current input, and which objects

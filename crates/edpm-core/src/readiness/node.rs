@@ -34,7 +34,8 @@ impl<'a> GroupContext<'a> {
         self.phase_baremetal(m, &mut g);
         self.phases(m, &mut g);
         let running = g.running.take();
-        g.fresh.extend(kstatus(running.as_ref().map(|(w, t)| (w.as_str(), *t)), g.stalled.take()));
+        let idle = if running.is_none() { self.idle_since(host) } else { Time(0) };
+        g.fresh.extend(kstatus(running.as_ref().map(|(w, t)| (w.as_str(), *t)), idle, g.stalled.take()));
         let report = reports.get(object.as_str()).copied();
         let previous = report.map(|r| &r.status.conditions);
         // What edpm-agent kept, from the spec only (the node agent can write the status).
@@ -147,13 +148,35 @@ impl<'a> GroupContext<'a> {
             let since = created(name);
             return Some((what, since));
         }
-        let (_, run) = self.runs.iter().enumerate().rev().find(|(i, r)| {
-            self.states[*i] == RunState::NotStarted && r.covers(host) == super::limit::Covers::Yes
-        })?;
+        // Not started: one running here was named by its service's state above.
+        let (_, run) = self
+            .runs
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(i, r)| self.states[*i] == RunState::NotStarted && r.in_progress_on(host))?;
         Some((
             format!("Deployment {} covers this node and has not started yet (no status so far)", run.name),
             created(run.name),
         ))
+    }
+
+    /// Since when no Deployment works on the node: when the last that covered it finished
+    /// (its `NodeSetDeploymentReady` time, completed or failed for good); zero (unknown) when
+    /// none covered it or one says no time.
+    fn idle_since(&self, host: &str) -> Time {
+        let mut last = Time(0);
+        for (i, run) in self.runs.iter().enumerate() {
+            if run.covers(host) != super::limit::Covers::Yes {
+                continue;
+            }
+            let ended = run.nodeset_condition().map(|c| c.last_transition_time).unwrap_or_default();
+            if self.states[i].unfinished() || ended == Time(0) {
+                return Time(0);
+            }
+            last = last.max(ended);
+        }
+        last
     }
 
     /// A phase's evidence: each service's state and what it was read from, then drift.
@@ -351,14 +374,18 @@ pub(super) fn order(a: &Condition, b: &Condition) -> std::cmp::Ordering {
 
 /// kstatus: Reconciling while a Deployment works on this node, Stalled on a terminal failure
 /// no running Deployment will retry.
-fn kstatus(running: Option<(&str, Time)>, stalled: Option<(&str, Condition)>) -> [Condition; 2] {
+fn kstatus(running: Option<(&str, Time)>, idle: Time, stalled: Option<(&str, Condition)>) -> [Condition; 2] {
     let reconciling = match running {
         // Since the Deployment's creation, when known.
         Some((what, since)) => Condition {
             last_transition_time: since,
             ..Condition::because(RECONCILING, &reasons::DEPLOYING, what)
         },
-        None => Condition::because(RECONCILING, &reasons::IDLE, "no Deployment is running on this node"),
+        // Since the last Deployment on the node finished, when known.
+        None => Condition {
+            last_transition_time: idle,
+            ..Condition::because(RECONCILING, &reasons::IDLE, "no Deployment is running on this node")
+        },
     };
     let stalled = match (stalled, running) {
         // Stalled since the failure that stalls it.
@@ -387,8 +414,7 @@ fn node_conditions(
     // the time readiness first said so, as every condition of ours does.
     let mut fresh = fresh;
     fresh.extend(agent);
-    let (mut conds, stamped) = Conditions::carry_times_noting(fresh, previous, now);
-    let mut untimed: BTreeSet<String> = stamped.into_iter().collect();
+    let (mut conds, mut untimed) = carry_times(fresh, previous, now);
     conds.0.sort_by(order);
     let mut sub: Vec<&Condition> =
         conds.iter().filter(|c| crate::condition::types::counts_toward_ready(&c.type_)).collect();
@@ -400,6 +426,29 @@ fn node_conditions(
     let ready = ready.unwrap_or_else(|| Condition::because(READY, &reasons::INIT, "no conditions"));
     set_derived(&mut conds, &mut untimed, ready, previous, now);
     (conds, untimed)
+}
+
+/// Times carried over from the last report ([`Conditions::carry_times_noting`]), but the
+/// evidence's first: a condition the evidence dates keeps that time, whatever a report stored
+/// for it (a report stores the moment it first said what no evidence dated). With the types no
+/// time was known for.
+pub(super) fn carry_times(
+    fresh: Vec<Condition>,
+    previous: &Conditions,
+    now: Time,
+) -> (Conditions, BTreeSet<String>) {
+    let dated: BTreeMap<String, Time> = fresh
+        .iter()
+        .filter(|c| c.last_transition_time != Time(0))
+        .map(|c| (c.type_.clone(), c.last_transition_time))
+        .collect();
+    let (mut conds, stamped) = Conditions::carry_times_noting(fresh, previous, now);
+    for c in &mut conds.0 {
+        if let Some(t) = dated.get(&c.type_) {
+            c.last_transition_time = *t;
+        }
+    }
+    (conds, stamped.into_iter().collect())
 }
 
 /// A condition over `sub` (stamped already; `untimed` names those no evidence timed): True,
@@ -430,8 +479,11 @@ pub(super) fn set_derived(
     previous: &Conditions,
     now: Time,
 ) {
+    // The evidence's time first; a stored one only where the evidence gives none.
     let c = match previous.get(&c.type_) {
-        Some(p) if !c.differs_from(p) => Condition { last_transition_time: p.last_transition_time, ..c },
+        Some(p) if !c.differs_from(p) && c.last_transition_time == Time(0) => {
+            Condition { last_transition_time: p.last_transition_time, ..c }
+        }
         _ => c,
     };
     if c.last_transition_time == Time(0) {
@@ -440,4 +492,29 @@ pub(super) fn set_derived(
         untimed.remove(&c.type_);
     }
     conds.set(c, now);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A time the evidence gives wins over the one a report stored for the same condition
+    /// (a report stores its own moment for what nothing dated); without one, the stored time
+    /// stays, and with neither it is `now`, noted as untimed.
+    #[test]
+    fn the_evidences_time_wins_over_a_reports() {
+        let t = Time::parse;
+        let c = |ty: &str, at: &str| Condition {
+            last_transition_time: t(at).unwrap_or_default(),
+            ..Condition::true_(ty, "m")
+        };
+        let previous = Conditions(vec![c("A", "2026-11-27T12:00:00Z"), c("B", "2026-11-27T12:00:00Z")]);
+        let fresh = vec![c("A", "2026-11-20T09:40:00Z"), c("B", ""), c("C", "")];
+        let (out, untimed) = carry_times(fresh, &previous, t("2026-11-28T00:00:00Z").unwrap());
+        let at = |ty: &str| out.get(ty).unwrap().last_transition_time;
+        assert_eq!(at("A"), t("2026-11-20T09:40:00Z").unwrap());
+        assert_eq!(at("B"), t("2026-11-27T12:00:00Z").unwrap());
+        assert_eq!(at("C"), t("2026-11-28T00:00:00Z").unwrap());
+        assert_eq!(untimed.into_iter().collect::<Vec<_>>(), ["C"]);
+    }
 }

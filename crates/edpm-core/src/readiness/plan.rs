@@ -119,11 +119,8 @@ fn in_progress<'r>(
     let mut rest = Vec::new();
     for m in members {
         let host = member_host(group, m);
-        let running = runs.iter().rev().find(|run| {
-            run.state().unfinished()
-                && services.iter().all(|s| run.runs(s))
-                && run.covers(&host) == limit::Covers::Yes
-        });
+        let running =
+            runs.iter().rev().find(|run| run.in_progress_on(&host) && services.iter().all(|s| run.runs(s)));
         match running {
             Some(run) => match covered.iter_mut().find(|(n, _)| *n == run.name) {
                 Some((_, nodes)) => nodes.push(m.clone()),

@@ -230,8 +230,7 @@ fn nodeset_conditions(
     no_nodes: bool,
     now: Time,
 ) -> (Conditions, BTreeSet<String>) {
-    let (mut conds, stamped) = Conditions::carry_times_noting(fresh, previous, now);
-    let mut untimed: BTreeSet<String> = stamped.into_iter().collect();
+    let (mut conds, mut untimed) = super::node::carry_times(fresh, previous, now);
     let sub: Vec<&Condition> =
         conds.iter().filter(|c| crate::condition::types::counts_toward_nodeset_ready(&c.type_)).collect();
     let all_true = sub.iter().all(|c| c.is_true());

@@ -301,18 +301,31 @@ impl<'a> GroupContext<'a> {
         let Target::Version { version, object } = &self.target else {
             return (Condition::because(VERSION_CURRENT, &NO_TARGET_VERSION, self.target.missing()), ev);
         };
-        ev.push(format!("target {version} (OpenStackVersion {object})"));
+        let recorded = self.target_recorded(version);
+        ev.push(match recorded {
+            Some((t, by)) => format!(
+                "target {version} (OpenStackVersion {object}), first deployed by Deployment {by}, completed {t}"
+            ),
+            None => format!("target {version} (OpenStackVersion {object}), deployed by no Deployment yet"),
+        });
         let nodeset_says = self.status.and_then(|s| s.deployed_version.as_deref());
         let Some(node_version) = &d.version else {
             return (self.version_not_recorded(m, version, nodeset_says), ev);
         };
+        // Since the node got its version (the Deployment that set it completed); behind, since
+        // the later of that and the target's first deployment, when one says when.
+        let set = self.completed_at(&node_version.deployment, node_version.created.as_deref());
         if node_version.value == *version {
             let c = Condition::true_(
                 VERSION_CURRENT,
                 format!("at {version} (Deployment {})", node_version.deployment),
             );
-            return (c, ev);
+            return (Condition { last_transition_time: set, ..c }, ev);
         }
+        let since = match recorded {
+            Some((t, _)) if set != Time(0) => set.max(t),
+            _ => set,
+        };
         let steps = self.missing_steps(m, version);
         let c = Condition::because(
             VERSION_CURRENT,
@@ -322,7 +335,48 @@ impl<'a> GroupContext<'a> {
                 node_version.value, node_version.deployment
             ),
         );
-        (c, ev)
+        (Condition { last_transition_time: since, ..c }, ev)
+    }
+
+    /// When what Deployment `name` set on its nodes was set: its `NodeSetDeploymentReady` True
+    /// on this NodeSet (when it completed), else its creation (`created`, what a record kept
+    /// of a Deployment since deleted); zero when nothing says.
+    pub(super) fn completed_at(&self, name: &str, created: Option<&str>) -> Time {
+        let run = self.runs.iter().find(|r| r.name == name);
+        let done =
+            run.and_then(Run::nodeset_condition).filter(|c| c.is_true()).map(|c| c.last_transition_time);
+        done.filter(|t| *t != Time(0))
+            .or_else(|| run.and_then(Run::created))
+            .or_else(|| created.and_then(Time::parse))
+            .unwrap_or_default()
+    }
+
+    /// The first completion of a Deployment in this namespace that recorded `target` as its
+    /// `deployedVersion` (upstream writes the OpenStackVersion's target there): since then, at
+    /// the latest, `target` is the version to be at. With that Deployment's name.
+    fn target_recorded(&self, target: &str) -> Option<(Time, &'a str)> {
+        let ns = self.group_namespace();
+        self.snap
+            .evidence
+            .deployments
+            .iter()
+            .filter(|d| d.status.deployed_version.as_deref() == Some(target))
+            .filter(|d| match (&ns, &d.meta.namespace) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            })
+            .filter_map(|d| {
+                let ready = d.status.node_set_conditions.values().filter_map(|c| {
+                    c.get(crate::condition::types::NODESET_DEPLOYMENT_READY)
+                        .filter(|c| c.is_true() && c.last_transition_time != Time(0))
+                        .map(|c| c.last_transition_time)
+                });
+                let created =
+                    || d.status.deployed.then(|| d.meta.creation_timestamp.as_deref().and_then(Time::parse));
+                let t = ready.min().or_else(|| created().flatten())?;
+                Some((t, d.id.name.as_str()))
+            })
+            .min()
     }
 
     /// `VersionCurrent` of a node no Deployment recorded a version for: Unknown, unless the
@@ -565,6 +619,40 @@ spec: {edpmServiceType: nova, containerImageFields: [NovaComputeImage]}
         let done = evaluate(&batches("done"));
         assert_eq!(version(&done, "c2").message, "at 18.0.4 (Deployment update-2)");
         assert_eq!(done.nodesets[0].conditions.get(NODESET_VERSION_CURRENT).unwrap().status, Status::True);
+    }
+
+    /// Dated by the evidence, never "since unknown" beside a message that names the
+    /// Deployments: at the target since the Deployment that set it completed; behind since the
+    /// later of the node's version and the target's first deployment (else the version's).
+    #[test]
+    fn versions_are_dated_by_the_deployments_that_set_them() {
+        let t = |s: &str| Time::parse(s).unwrap();
+        let r = evaluate(&batches("running"));
+        assert_eq!(version(&r, "c0").last_transition_time, t("2026-11-11T00:00:00Z"));
+        // c2 at 18.0.3 since 2026-11-01, behind since 18.0.4 was first deployed (ovn-all).
+        assert_eq!(version(&r, "c2").last_transition_time, t("2026-11-10T00:00:00Z"));
+        let c2 = r.nodes.iter().find(|n| n.node == "c2").unwrap();
+        assert!(!c2.untimed.contains(VERSION_CURRENT));
+        assert!(
+            c2.evidence[VERSION_CURRENT].contains(
+                &"target 18.0.4 (OpenStackVersion openstack), first deployed by Deployment ovn-all, completed 2026-11-10T00:00:00Z"
+                    .to_string()
+            ),
+            "{:?}",
+            c2.evidence[VERSION_CURRENT]
+        );
+        // The target deployed nowhere yet: behind since the node's version was set.
+        let text = [
+            NODESET.to_string(),
+            osv("18.0.4"),
+            deployment("install", "2026-11-01T00:00:00Z", "done", &[], "", "18.0.3", ""),
+        ]
+        .concat();
+        assert_eq!(version(&evaluate(&text), "c1").last_transition_time, t("2026-11-01T00:00:00Z"));
+        // Every input current since the newest delivery completed.
+        let r = evaluate(&rotation(&secret("cell1-secret", "new")));
+        let c = inputs(&r, "c0");
+        assert_eq!((c.status, c.last_transition_time), (Status::True, t("2026-11-10T00:00:00Z")), "{c:?}");
     }
 
     #[test]
