@@ -285,7 +285,7 @@ fn plan_yaml(steps: &[readiness::plan::Step]) -> Result<String, AppError> {
     }
     if steps.iter().all(|s| s.deployment.is_none()) {
         text.push_str(
-            "# nothing to apply until the Deployments above finish: `edpm-agent status wait`, then plan again (exit 15)\n",
+            "# nothing to apply until the Deployments above finish: `status wait`, then plan again (exit 15)\n",
         );
     }
     Ok(text)
