@@ -744,6 +744,135 @@ const PARTLY_FAILING_UPDATE: &str = r#"
         msg: checked
 "#;
 
+const PARTLY_FAILING_ROTATION: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: write the rotated nova configuration
+      ansible.builtin.debug:
+        msg: written
+    - name: restart nova_compute
+      ansible.builtin.command: /bin/false
+      when: inventory_hostname == 'edpm-compute-8'
+"#;
+
+/// Issue 36, the inputs: the rotation's second batch fails on one host. Upstream records no
+/// hashes for a failed Deployment, but nothing of what its pod mounted changed since it was
+/// created (`managedFields`), so the hosts its run completed hold the Secret as it is now:
+/// `SecretsCurrent` True there, and `status plan` names only the failed host.
+#[test]
+fn a_partly_failed_rotation_credits_the_inputs_on_exactly_the_hosts_it_completed() {
+    let hosts = ["edpm-compute-7", "edpm-compute-8", "edpm-compute-9"];
+    let job = crate::runner::Job::new(&hosts, &[]);
+    job.write("project/nova.yml", PARTLY_FAILING_ROTATION);
+    let ident = "nova-rotate-batch-2-edpm-compute";
+    let out = job.run(&[], "nova.yml", ident, &[]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    let message = std::fs::read_to_string(job.termination_log()).unwrap();
+    let dir = scenario_copy("rotation");
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{file}: {from}");
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    };
+    // When each object last changed, as the API server's managedFields say: the Secret was
+    // rotated before the first batch; the NodeSet and the nova Service long before.
+    let managed = |t: &str| {
+        format!("managedFields: [{{manager: kubectl-client-side-apply, operation: Update, time: \"{t}\"}}]")
+    };
+    edit(
+        "nodeset.yaml",
+        "  creationTimestamp: \"2026-10-01T00:00:00Z\"\n",
+        &format!("  creationTimestamp: \"2026-10-01T00:00:00Z\"\n  {}\n", managed("2026-10-01T00:00:00Z")),
+    );
+    edit(
+        "services.yaml",
+        "metadata: {name: nova, namespace: openstack}",
+        &format!("metadata: {{name: nova, namespace: openstack, {}}}", managed("2026-10-01T00:00:00Z")),
+    );
+    edit(
+        "deployments.yaml",
+        "metadata: {name: nova-cell1-compute-config, namespace: openstack}",
+        &format!(
+            "metadata: {{name: nova-cell1-compute-config, namespace: openstack, {}}}",
+            managed("2026-11-25T09:00:00Z")
+        ),
+    );
+    let batch_2 = r#"---
+apiVersion: dataplane.openstack.org/v1beta1
+kind: OpenStackDataPlaneDeployment
+metadata:
+  name: rotate-batch-2
+  namespace: openstack
+  creationTimestamp: "2026-11-26T10:00:00Z"
+spec:
+  nodeSets: [edpm-compute]
+  servicesOverride: [nova]
+  ansibleLimit: "edpm-compute-7,edpm-compute-8,edpm-compute-9"
+status:
+  nodeSetHashes: {edpm-compute: h1}
+  nodeSetConditions:
+    edpm-compute:
+      - {type: NodeSetDeploymentReady, status: "False", reason: BackoffLimitExceeded, severity: Error, message: "Deployment error occurred in nova service error backoff limit reached for execution.name nova-rotate-batch-2-edpm-compute", lastTransitionTime: "2026-11-26T10:30:00Z"}
+      - {type: ServiceNovaDeploymentReady, status: "False", reason: BackoffLimitExceeded, severity: Error, message: "Deployment error occurred in nova service error backoff limit reached for execution.name nova-rotate-batch-2-edpm-compute", lastTransitionTime: "2026-11-26T10:30:00Z"}
+"#;
+    let path = dir.path().join("deployments.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}{batch_2}")).unwrap();
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{ident}-q8m4z"), "namespace": "openstack", "creationTimestamp": "2026-11-26T10:01:00Z",
+                     "labels": {"batch.kubernetes.io/job-name": ident}},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "state": {"terminated": {
+            "exitCode": 2, "reason": "Error", "finishedAt": "2026-11-26T10:29:00Z", "message": message}}}]}
+    });
+    let job_object = serde_json::json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": ident, "namespace": "openstack", "labels": {
+            "app": "openstackansibleee", "openstackdataplaneservice": "nova",
+            "openstackdataplanedeployment": "rotate-batch-2", "openstackdataplanenodeset": "edpm-compute"}},
+        "spec": {"backoffLimit": 0},
+        "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
+    });
+    let docs = [job_object, pod].iter().map(|d| serde_saphyr::to_string(d).unwrap()).collect::<Vec<_>>();
+    std::fs::write(dir.path().join("jobs.yaml"), docs.join("---\n")).unwrap();
+    let d = dir.path().to_str().unwrap();
+
+    let out = run(&["--source", d, "status", "show", "-o", "json"], &[NOW]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let secrets_current = |node: &str| -> (String, String) {
+        let n = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == node).unwrap();
+        let c = n["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "SecretsCurrent").unwrap();
+        (c["status"].as_str().unwrap().to_string(), c["message"].as_str().unwrap_or_default().to_string())
+    };
+    for i in 0..10 {
+        let node = format!("edpm-compute-{i}");
+        let (status, message) = secrets_current(&node);
+        let want = if i == 8 { "False" } else { "True" };
+        assert_eq!(status, want, "{node}: {message}");
+    }
+    let (_, message) = secrets_current("edpm-compute-8");
+    assert!(message.contains("Secret nova-cell1-compute-config (delivered by edpm-deployment"), "{message}");
+    let out = run(&["--source", d, "status", "explain", "edpm-compute-9"], &[NOW]);
+    assert!(
+        out.stdout
+            .contains("Secret nova-cell1-compute-config, delivered by Deployment rotate-batch-2, current"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&["--source", d, "status", "plan"], &[NOW]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let planned: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
+    let named: Vec<&str> = planned
+        .iter()
+        .filter(|d| d["kind"] == "OpenStackDataPlaneDeployment")
+        .flat_map(|d| d["spec"]["ansibleLimit"].as_str().unwrap().split(','))
+        .collect();
+    assert_eq!(named, ["edpm-compute-8"], "{}", out.stdout);
+}
+
 /// Issue 36: a partly failed update credits exactly the hosts its run completed, as the pod's
 /// termination message from a real run says, and `status plan` names only the others.
 #[test]

@@ -374,7 +374,15 @@ impl Watch {
 
     /// Decodes an object into its stored part.
     fn part(&self, mut o: DynamicObject) -> (String, Part) {
-        o.metadata.managed_fields = None;
+        // Only when each manager last changed the object (`Meta::changed`): the fields each
+        // owns are most of an object's size, and nothing reads them.
+        if let Some(entries) = o.metadata.managed_fields.as_mut() {
+            for e in entries {
+                e.fields_v1 = None;
+                e.fields_type = None;
+                e.api_version = None;
+            }
+        }
         if let Some(a) = o.metadata.annotations.as_mut() {
             a.remove(LAST_APPLIED);
         }

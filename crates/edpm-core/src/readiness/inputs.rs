@@ -186,26 +186,33 @@ impl<'a> GroupContext<'a> {
             .map(|d| ((d.kind.clone(), d.name.clone()), d.clone()))
             .collect();
         for (i, d) in self.completed_on(m.inventory_hostname()) {
+            // What the run delivered: what it recorded; for one that failed for good (it
+            // records nothing) what it mounted, when that is exact (`failed_run_inputs`).
+            let failed = self.states[i] != RunState::Done;
+            let mounted = if failed { self.failed_run_inputs(i, d) } else { None };
+            if failed && mounted.is_none() {
+                continue;
+            }
+            let recorded: Vec<(&str, &String, &String)> = match &mounted {
+                Some(list) => list.iter().map(|(k, n, h)| (*k, n, h)).collect(),
+                None => d
+                    .status
+                    .secret_hashes
+                    .iter()
+                    .map(|(n, h)| ("Secret", n, h))
+                    .chain(d.status.config_map_hashes.iter().map(|(n, h)| ("ConfigMap", n, h)))
+                    .collect(),
+            };
             // A full Deployment delivers every input of the NodeSet (upstream replaces its
             // NodeSet-wide map then): what it did not record, and an older Deployment did, is
             // no longer an input of this node.
             if d.spec.services_override.is_empty() {
                 let this = (self.runs[i].name, d.meta.creation_timestamp.as_deref());
                 out.retain(|(kind, name), k| {
-                    let recorded = if kind == "Secret" {
-                        d.status.secret_hashes.contains_key(name)
-                    } else {
-                        d.status.config_map_hashes.contains_key(name)
-                    };
-                    recorded || !super::version::replaces(this, (&k.deployment, k.created.as_deref()))
+                    recorded.iter().any(|(rk, rn, _)| rk == kind && *rn == name)
+                        || !super::version::replaces(this, (&k.deployment, k.created.as_deref()))
                 });
             }
-            let recorded = d
-                .status
-                .secret_hashes
-                .iter()
-                .map(|(n, h)| ("Secret", n, h))
-                .chain(d.status.config_map_hashes.iter().map(|(n, h)| ("ConfigMap", n, h)));
             for (kind, name, hash) in recorded {
                 if share(self.snap, kind, name, &m.host_name.value) == Share::None {
                     continue;
@@ -235,6 +242,77 @@ impl<'a> GroupContext<'a> {
         list.retain(|d| share(self.snap, &d.kind, &d.name, &m.host_name.value) != Share::None);
         self.mark(m, &mut list, now);
         list
+    }
+
+    /// The inputs run `i`, which failed for good, delivered to a host it completed on
+    /// (`version::failed_but_done_on`), with their hashes; upstream records none for a failed
+    /// Deployment (its `setHashes` runs on completion only). They are what a completed run
+    /// records (openstack-operator `internal/dataplane/hashes.go` at 84322c77): each of its
+    /// services' `dataSources`, which its Jobs' pods mount (`deployment.go`
+    /// `addServiceExtraMounts`, each key by `subPath`: read when the container starts); the
+    /// content is the object's now. Exact only when nothing of it can have changed since the
+    /// Deployment was created, before any of its Jobs and pods were, so what each pod mounted
+    /// is what exists now: the Deployment's `creationTimestamp` and each Service's, the
+    /// NodeSet's and every input's last change (`Meta::changed`, from `managedFields`) are
+    /// readable, and every change is earlier (by a whole second: the API server's times drop
+    /// fractions). Otherwise none (`None`): an input missing now (deleted, or optional and
+    /// never made: nobody can tell which), a service with `tlsCerts` (its certificate Secrets
+    /// are selected by label, and no reader here lists Secrets), a service whose definition
+    /// is not in the snapshot, a NodeSet with `ansibleVarsFrom` (those reach the host through
+    /// the inventory Secret upstream's NodeSet controller builds, at a time nothing here
+    /// reads), a Role's group.
+    pub(super) fn failed_run_inputs(
+        &self,
+        i: usize,
+        d: &crate::snapshot::evidence::Deployment,
+    ) -> Option<Vec<(&'static str, String, String)>> {
+        let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse)?;
+        let before = |meta: &crate::snapshot::resource::Meta| {
+            meta.changed.as_deref().and_then(Time::parse).is_some_and(|t| t < created)
+        };
+        if self.group.kind != crate::model::GroupKind::NodeSet {
+            return None;
+        }
+        let nodeset = self.snap.nodesets.iter().find(|n| n.id.name == self.group.name)?;
+        if !before(&nodeset.meta) {
+            return None;
+        }
+        let vars_from = !nodeset.body.node_template.ansible.ansible_vars_from.is_empty()
+            || nodeset.body.nodes.values().any(|n| !n.ansible.ansible_vars_from.is_empty());
+        if vars_from {
+            return None;
+        }
+        let mut sources: Vec<&crate::snapshot::resource::DataSource> = Vec::new();
+        for name in &self.runs[i].services {
+            // A default service's definition is not in the snapshot: what it was then is unknown.
+            let svc = self.snap.services.iter().find(|s| s.id.name == *name)?;
+            let tls = svc.body.unknown.get("tlsCerts").is_some_and(|v| !v.is_null());
+            if tls || !before(&svc.meta) {
+                return None;
+            }
+            sources.extend(svc.body.data_sources.iter());
+        }
+        let mut out = BTreeMap::new();
+        for ds in sources {
+            let refs = ds
+                .secret_ref
+                .as_ref()
+                .map(|r| ("Secret", &r.name))
+                .into_iter()
+                .chain(ds.config_map_ref.as_ref().map(|r| ("ConfigMap", &r.name)));
+            for (kind, name) in refs {
+                let meta = match kind {
+                    "Secret" => &self.snap.secrets.iter().find(|s| s.id.name == *name)?.meta,
+                    _ => &self.snap.config_maps.iter().find(|c| c.id.name == *name)?.meta,
+                };
+                if !before(meta) {
+                    return None;
+                }
+                let hash = self.hash_now(kind, name)?;
+                out.insert((kind, name.clone()), hash);
+            }
+        }
+        Some(out.into_iter().map(|((k, n), h)| (k, n, h)).collect())
     }
 
     /// Notes on each of node `m`'s deliveries its share (a packed Secret) and since when it

@@ -1068,3 +1068,97 @@ fn without_exact_evidence_a_failed_run_credits_nobody() {
     let oom = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: nova-d1-ns1-bbbbb, namespace: openstack, creationTimestamp: \"2026-11-01T10:09:00Z\", labels: {batch.kubernetes.io/job-name: nova-d1-ns1}}\nstatus:\n  phase: Failed\n  containerStatuses:\n  - name: nova-d1-ns1\n    state: {terminated: {exitCode: 137, reason: OOMKilled, finishedAt: \"2026-11-01T10:10:00Z\"}}\n";
     check(partly_failed(Some(r#"["c1"]"#), NOVA_JOB_FAILED, oom), "a newer attempt without a message");
 }
+
+/// d1 of [`partly_failed`] delivering Secret `nova-cfg` (the nova service's dataSource), last
+/// changed at `changed` (`None`: no `managedFields`, so nobody can tell when); the Services
+/// and the NodeSet last changed long before; the install recorded an older `nova-cfg`.
+fn failed_rotation(completed: Option<&str>, changed: Option<&str>) -> String {
+    let managed =
+        |t: &str| format!("managedFields: [{{manager: kubectl, operation: Update, time: \"{t}\"}}]");
+    let old = managed("2026-08-01T00:00:00Z");
+    let services: String = ["configure-os", "ovn", "nova"]
+        .iter()
+        .map(|s| {
+            let sources = if *s == "nova" { "dataSources: [{secretRef: {name: nova-cfg}}]" } else { "" };
+            format!(
+                "---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneService\nmetadata: {{name: {s}, namespace: openstack, {old}}}\nspec: {{edpmServiceType: {s}, {sources}}}\n"
+            )
+        })
+        .collect();
+    let secret_meta = changed.map(|t| format!(", {}", managed(t))).unwrap_or_default();
+    let secret = format!(
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: nova-cfg, namespace: openstack, creationTimestamp: \"2026-08-01T00:00:00Z\"{secret_meta}}}\nstringData: {{nova.conf: NEWPASS}}\n"
+    );
+    let install = deployment(
+        "d-install",
+        "2026-09-01T10:00:00Z",
+        &[("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+        "",
+        "{}",
+    )
+    .replace(
+        "status:\n  nodeSetHashes",
+        "status:\n  deployedVersion: \"18.0.4\"\n  secretHashes: {nova-cfg: old}\n  nodeSetHashes",
+    );
+    partly_failed_after(&install, completed, NOVA_JOB_FAILED, &format!("{services}{secret}")).replacen(
+        "uid: 11111111-2222-3333-4444-555555555555}",
+        &format!("uid: 11111111-2222-3333-4444-555555555555, {old}}}"),
+        1,
+    )
+}
+
+#[test]
+fn a_partly_failed_run_credits_the_inputs_it_mounted_unchanged_on_the_hosts_it_completed() {
+    let r = evaluate_text(&failed_rotation(Some(r#"["c1"]"#), Some("2026-10-15T00:00:00Z")), NOW);
+    let c1 = cond(node(&r, "c1"), "SecretsCurrent");
+    assert!(c1.is_true(), "{c1:?}");
+    let delivered = &node(&r, "c1").delivered;
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_eq!((delivered[0].name.as_str(), delivered[0].deployment.as_str()), ("nova-cfg", "d1"));
+    let snap = snapshot::from_file_text("t.yaml", &failed_rotation(None, None), None).unwrap();
+    let now = snap.secrets.iter().find(|s| s.id.name == "nova-cfg").unwrap();
+    assert_eq!(delivered[0].hash, crate::objecthash::secret(&now.body), "the Secret as it is now");
+    // c0 failed, c2 was not reached: they still hold the install's.
+    for n in ["c0", "c2"] {
+        let c = cond(node(&r, n), "SecretsCurrent");
+        assert_eq!(c.status, Status::False, "{n}: {c:?}");
+        assert!(c.message.contains("Secret nova-cfg (delivered by d-install"), "{n}: {}", c.message);
+    }
+}
+
+#[test]
+fn a_partly_failed_run_credits_no_input_it_cannot_tell_was_mounted_as_it_is() {
+    let check = |text: String, why: &str| {
+        let r = evaluate_text(&text, NOW);
+        for n in ["c0", "c1", "c2"] {
+            let c = cond(node(&r, n), "SecretsCurrent");
+            assert_eq!(c.status, Status::False, "{why}: {n}: {c:?}");
+            assert!(c.message.contains("Secret nova-cfg (delivered by d-install"), "{why}: {}", c.message);
+        }
+    };
+    // d1 was created at 10:00:00: a change after it (or within its second) may not be what
+    // its pods mounted.
+    check(failed_rotation(Some(r#"["c1"]"#), Some("2026-11-01T10:03:00Z")), "changed after the run began");
+    check(failed_rotation(Some(r#"["c1"]"#), Some("2026-11-01T10:00:00Z")), "changed within its second");
+    check(failed_rotation(Some(r#"["c1"]"#), None), "no managedFields: when it changed is unknown");
+    check(failed_rotation(None, Some("2026-10-15T00:00:00Z")), "upstream's runner names no completed host");
+    // The Service changed after the run began: its dataSources then are unknown.
+    let text = failed_rotation(Some(r#"["c1"]"#), Some("2026-10-15T00:00:00Z")).replace(
+        "metadata: {name: nova, namespace: openstack, managedFields: [{manager: kubectl, operation: Update, time: \"2026-08-01T00:00:00Z\"}]}",
+        "metadata: {name: nova, namespace: openstack, managedFields: [{manager: kubectl, operation: Update, time: \"2026-11-02T00:00:00Z\"}]}",
+    );
+    assert!(text.contains("2026-11-02T00:00:00Z"));
+    check(text, "the Service changed since");
+    // A status update does not count; one entry without a time does.
+    let status_only = failed_rotation(Some(r#"["c1"]"#), Some("2026-10-15T00:00:00Z")).replace(
+        "uid: 11111111-2222-3333-4444-555555555555, managedFields: [",
+        "uid: 11111111-2222-3333-4444-555555555555, managedFields: [{manager: operator, operation: Update, subresource: status, time: \"2026-11-20T00:00:00Z\"}, ",
+    );
+    let r = evaluate_text(&status_only, NOW);
+    assert!(cond(node(&r, "c1"), "SecretsCurrent").is_true(), "a status update is no change of spec");
+    let no_time = failed_rotation(Some(r#"["c1"]"#), Some("2026-10-15T00:00:00Z")).replace(
+        "uid: 11111111-2222-3333-4444-555555555555, managedFields: [",
+        "uid: 11111111-2222-3333-4444-555555555555, managedFields: [{manager: other, operation: Update}, ",
+    );
+    check(no_time, "an entry without a time");
+}

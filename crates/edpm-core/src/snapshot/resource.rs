@@ -50,6 +50,34 @@ pub struct Meta {
     pub annotations: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "nullable")]
     pub labels: BTreeMap<String, String>,
+    /// When the object last changed, as its `managedFields` say: the newest `time` of an entry
+    /// that is not the `status` subresource's (the API server sets an entry's time when its
+    /// manager adds, changes or removes a field). `None` without such an entry (a dump made
+    /// without `--show-managed-fields`, a reset): then nothing says when it last changed.
+    #[serde(default, rename = "managedFields", deserialize_with = "last_changed")]
+    pub changed: Option<String>,
+}
+
+/// [`Meta::changed`] from `managedFields`: only each entry's `time` and `subresource` are read
+/// (never `fieldsV1`). An entry without a readable time makes the whole unknown: its manager
+/// changed something at a time nobody can tell.
+fn last_changed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    struct Entry {
+        #[serde(default)]
+        time: Option<String>,
+        #[serde(default)]
+        subresource: Option<String>,
+    }
+    let entries = Option::<Vec<Entry>>::deserialize(d)?.unwrap_or_default();
+    let mut newest: Option<(crate::condition::Time, String)> = None;
+    for e in entries.into_iter().filter(|e| e.subresource.as_deref().is_none_or(|s| s != "status")) {
+        let Some(t) = e.time.as_deref().and_then(crate::condition::Time::parse) else { return Ok(None) };
+        if newest.as_ref().is_none_or(|(n, _)| t > *n) {
+            newest = Some((t, e.time.unwrap_or_default()));
+        }
+    }
+    Ok(newest.map(|(_, s)| s))
 }
 
 /// `ansibleVars` as written: a mapping of variable names to values (the CRD's
@@ -752,6 +780,32 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_objects_last_change_is_its_newest_managed_fields_time_but_status() {
+        let changed = |managed: serde_json::Value| {
+            decode::<Meta>("metadata", &json!({"name": "x", "managedFields": managed})).unwrap().changed
+        };
+        let e = |t: &str, sub: Option<&str>| json!({"manager": "m", "time": t, "subresource": sub, "fieldsV1": {"f:data": {}}});
+        assert_eq!(
+            changed(json!([
+                e("2026-11-01T10:00:00Z", None),
+                e("2026-11-03T10:00:00Z", None),
+                e("2026-11-02T10:00:00Z", None)
+            ])),
+            Some("2026-11-03T10:00:00Z".to_string())
+        );
+        // A status update changes no spec, data or label.
+        assert_eq!(
+            changed(json!([e("2026-11-01T10:00:00Z", None), e("2026-11-09T10:00:00Z", Some("status"))])),
+            Some("2026-11-01T10:00:00Z".to_string())
+        );
+        // An entry without a readable time: when its manager changed the object is unknown.
+        assert_eq!(changed(json!([e("2026-11-01T10:00:00Z", None), {"manager": "m"}])), None);
+        assert_eq!(changed(json!([e("yesterday", None)])), None);
+        assert_eq!(changed(json!(null)), None);
+        assert_eq!(decode::<Meta>("metadata", &json!({"name": "x"})).unwrap().changed, None);
+    }
 
     #[test]
     fn decode_names_the_failing_field() {

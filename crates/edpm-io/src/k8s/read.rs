@@ -195,7 +195,8 @@ pub async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snaps
 }
 
 /// What the controller keeps of a Secret or ConfigMap it hashed: the version hashed, the
-/// hash, and the metadata the evaluation reads (name, namespace, uid, labels); never content.
+/// hash, and the metadata the evaluation reads (name, namespace, uid, labels, when it last
+/// changed: [`change_times`]); never content.
 #[derive(Debug, Clone)]
 pub struct Hashed {
     pub version: String,
@@ -265,7 +266,7 @@ pub async fn add_references_cached(
         if let Some(value) = got? {
             let meta = &value["metadata"];
             if let Some(v) = meta["resourceVersion"].as_str() {
-                let kept = json!({"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"], "labels": meta["labels"]});
+                let kept = json!({"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"], "labels": meta["labels"], "managedFields": change_times(&meta["managedFields"])});
                 versions.insert((kind, name), (v.to_string(), kept));
             }
             docs.push(located(&ns, typed(value, kind)));
@@ -277,6 +278,18 @@ pub async fn add_references_cached(
         snap.merge(got)?;
     }
     Ok(snap)
+}
+
+/// Of an object's `managedFields`, what says when it last changed (`Meta::changed`): each
+/// entry's `time` and `subresource`, without the fields it owns (`fieldsV1`, most of the size).
+pub fn change_times(managed: &Value) -> Value {
+    let Some(entries) = managed.as_array() else { return Value::Null };
+    Value::Array(
+        entries
+            .iter()
+            .map(|e| json!({"manager": e["manager"], "subresource": e["subresource"], "time": e["time"]}))
+            .collect(),
+    )
 }
 
 /// Hashes what was got (`versions`: each with the version and metadata it was got at) into
@@ -416,4 +429,26 @@ pub fn listed_json(action: &str, l: &Listed, obj: &DynamicObject) -> Result<Valu
 
 pub fn located(ns: &str, value: Value) -> Located<'static> {
     Located::from_value(Origin::Api { namespace: ns.to_string() }, &value)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The controller keeps of a hashed input's `managedFields` what says when it last
+    /// changed, and no field it owns: read back, it says the same time.
+    #[test]
+    fn a_kept_inputs_change_times_say_when_it_last_changed() {
+        let managed = json!([
+            {"manager": "kubectl", "operation": "Update", "time": "2026-11-25T09:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:nova.conf": {}}}},
+            {"manager": "operator", "operation": "Update", "subresource": "status", "time": "2026-11-26T09:00:00Z"}
+        ]);
+        let kept = super::change_times(&managed);
+        assert!(!kept.to_string().contains("nova.conf"), "{kept}");
+        let meta: edpm_core::snapshot::resource::Meta =
+            edpm_core::snapshot::resource::decode("metadata", &json!({"name": "s", "managedFields": kept}))
+                .unwrap();
+        assert_eq!(meta.changed.as_deref(), Some("2026-11-25T09:00:00Z"));
+        assert_eq!(super::change_times(&serde_json::Value::Null), serde_json::Value::Null);
+    }
 }
