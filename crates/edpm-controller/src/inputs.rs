@@ -3,9 +3,10 @@
 //!
 //! The Secrets and ConfigMaps of the namespace are watched metadata-only (`k8s::inputs`: no
 //! content crosses the wire), and of what the watch reports only the names the Deployments
-//! recorded delivering are kept, with their `resourceVersion`: a new version of one of them
-//! (or its deletion) names its NodeSets at once, to be evaluated (where the content is got and
-//! hashed). A relist compares the versions listed with those kept.
+//! recorded delivering (and the `dataSources` of those not completed: a failed one may be
+//! credited with them, `Stores::delivered_inputs`) are kept, with their `resourceVersion`: a
+//! new version of one of them (or its deletion) names its NodeSets at once, to be evaluated
+//! (where the content is got and hashed). A relist compares the versions listed with those kept.
 //!
 //! Where the controller may not list or watch them (an older RBAC: `get` by name only), it
 //! says so once and falls back to the recheck: every `--inputs-interval` the delivered ones

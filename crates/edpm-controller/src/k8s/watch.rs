@@ -4,11 +4,11 @@
 //! for the caller to decide what it touches.
 //!
 //! The stores hold what the evaluation reads, not the objects: each object is decoded once,
-//! when it arrives, into its part of a [`Snapshot`] (typed, `managedFields` and kubectl's
-//! last-applied copy dropped), beside the few fields that say which NodeSets it touches. At
-//! 10,000 nodes, kube's reflector stores of `DynamicObject`s (JSON trees) held over 600 MiB;
-//! the typed parts are a fraction of that, and an evaluation clones the parts it needs instead
-//! of decoding JSON again.
+//! when it arrives, into its part of a [`Snapshot`] (typed, `managedFields` cut to their
+//! times, kubectl's last-applied copy dropped), beside the few fields that say which NodeSets
+//! it touches. At 10,000 nodes, kube's reflector stores of `DynamicObject`s (JSON trees) held
+//! over 600 MiB; the typed parts are a fraction of that, and an evaluation clones the parts it
+//! needs instead of decoding JSON again.
 //!
 //! kube's watcher does the rest: it lists, then watches from the list's `resourceVersion`
 //! with bookmarks; a dropped stream resumes from the last version seen, a `410 Gone` lists
@@ -140,7 +140,59 @@ impl Stores {
                 out.entry((kind, name.clone())).or_default().extend(d.spec.node_sets.iter().cloned());
             }
         }
+        for (key, sets) in self.mounted_by_unfinished() {
+            out.entry(key).or_default().extend(sets);
+        }
         out
+    }
+
+    /// What the stored Deployments that have not completed may have delivered though they
+    /// record nothing: the `dataSources` of the services they run, with their NodeSets. A run
+    /// that failed for good credits them to the hosts it completed
+    /// (`readiness::inputs::failed_run_inputs`), so their moves must be seen too. Nothing to
+    /// look up while every Deployment has completed.
+    fn mounted_by_unfinished(&self) -> BTreeMap<(&'static str, String), BTreeSet<String>> {
+        let find = |known: KnownKind| self.kinds.iter().find(|k| k.listed.known == known);
+        let Some(d) = find(KnownKind::Deployment) else { return BTreeMap::new() };
+        let runs: Vec<(Vec<String>, Vec<String>)> = lock(&d.store)
+            .values()
+            .filter_map(|p| match &p.entry {
+                Ok(Entry::Deployment(d)) if !d.status.deployed => {
+                    Some((d.spec.services_override.clone(), d.spec.node_sets.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        if runs.is_empty() {
+            return BTreeMap::new();
+        }
+        // One store locked at a time.
+        let nodeset_services: BTreeMap<String, Vec<String>> = find(KnownKind::NodeSet)
+            .map(|k| {
+                lock(&k.store)
+                    .values()
+                    .filter_map(|p| match &p.entry {
+                        Ok(Entry::NodeSet(o, _)) => {
+                            Some((o.id.name.clone(), o.body.services.clone().unwrap_or_default()))
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let sources: BTreeMap<String, Vec<edpm_core::snapshot::resource::DataSource>> =
+            find(KnownKind::Service)
+                .map(|k| {
+                    lock(&k.store)
+                        .values()
+                        .filter_map(|p| match &p.entry {
+                            Ok(Entry::Service(o)) => Some((o.id.name.clone(), o.body.data_sources.clone())),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        mounted(&runs, &nodeset_services, &sources)
     }
 
     /// The NodeSets of the stored Deployments that recorded delivering `kind` (`Secret` or
@@ -158,6 +210,10 @@ impl Stores {
             if recorded {
                 out.extend(d.spec.node_sets.iter().cloned());
             }
+        }
+        let key = (if kind == "Secret" { "Secret" } else { "ConfigMap" }, name.to_string());
+        if let Some(sets) = self.mounted_by_unfinished().remove(&key) {
+            out.extend(sets);
         }
         out
     }
@@ -435,5 +491,77 @@ pub(crate) fn code(e: &watcher::Error) -> Option<u16> {
         | watcher::Error::WatchStartFailed(kube::Error::Api(s))
         | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
         _ => None,
+    }
+}
+
+/// The `dataSources` (`kind`, name) of the services each run (`servicesOverride`, NodeSets)
+/// runs, the NodeSets' own lists when it overrides none, with the run's NodeSets.
+fn mounted(
+    runs: &[(Vec<String>, Vec<String>)],
+    nodeset_services: &BTreeMap<String, Vec<String>>,
+    sources: &BTreeMap<String, Vec<edpm_core::snapshot::resource::DataSource>>,
+) -> BTreeMap<(&'static str, String), BTreeSet<String>> {
+    let mut out: BTreeMap<(&'static str, String), BTreeSet<String>> = BTreeMap::new();
+    for (overridden, sets) in runs {
+        let services: BTreeSet<&String> = if overridden.is_empty() {
+            sets.iter().filter_map(|s| nodeset_services.get(s)).flatten().collect()
+        } else {
+            overridden.iter().collect()
+        };
+        for ds in services.into_iter().filter_map(|s| sources.get(s)).flatten() {
+            let refs = ds
+                .secret_ref
+                .iter()
+                .map(|r| ("Secret", &r.name))
+                .chain(ds.config_map_ref.iter().map(|r| ("ConfigMap", &r.name)));
+            for (kind, name) in refs.filter(|(_, n)| edpm_core::validate::is_dns1123_subdomain(n)) {
+                out.entry((kind, name.clone())).or_default().extend(sets.iter().cloned());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use edpm_core::snapshot::resource::{DataSource, LocalRef};
+
+    /// A Deployment that has not completed records nothing, but what its services mount may be
+    /// credited to the hosts it completed: their moves name its NodeSets.
+    #[test]
+    fn what_an_unfinished_deployments_services_mount_names_its_nodesets() {
+        let secret = |n: &str| DataSource {
+            secret_ref: Some(LocalRef { name: n.to_string(), optional: None }),
+            ..Default::default()
+        };
+        let config_map = |n: &str| DataSource {
+            config_map_ref: Some(LocalRef { name: n.to_string(), optional: None }),
+            ..Default::default()
+        };
+        let sources = BTreeMap::from([
+            ("nova".to_string(), vec![secret("nova-cfg"), config_map("nova-extra")]),
+            ("ovn".to_string(), vec![config_map("ovncontroller-config")]),
+            ("bad".to_string(), vec![secret("../x")]),
+        ]);
+        let nodeset_services =
+            BTreeMap::from([("ns1".to_string(), vec!["ovn".to_string(), "nova".to_string()])]);
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let sets = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<BTreeSet<_>>();
+        // An override runs only its services; a full run the NodeSet's.
+        let got = super::mounted(
+            &[(s(&["nova", "bad"]), s(&["ns2"])), (vec![], s(&["ns1"]))],
+            &nodeset_services,
+            &sources,
+        );
+        assert_eq!(
+            got,
+            BTreeMap::from([
+                (("ConfigMap", "nova-extra".to_string()), sets(&["ns1", "ns2"])),
+                (("ConfigMap", "ovncontroller-config".to_string()), sets(&["ns1"])),
+                (("Secret", "nova-cfg".to_string()), sets(&["ns1", "ns2"])),
+            ])
+        );
     }
 }
