@@ -1148,6 +1148,68 @@ fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_not
     assert_eq!(code, Some(0), "{err}");
 }
 
+/// A packed certificate Secret (`<nodeset>-<service>-<cert>-certs-<n>`, a node's share its own
+/// keys) renewed for one node leaves the other current, at the evaluation that got it and at
+/// every one after: such a Secret is never kept as a hash alone (which has no keys, so a
+/// node's share read as the whole and the other node turned stale at the next evaluation).
+#[test]
+fn a_packed_certificate_renewed_for_one_node_leaves_the_other_current_at_later_evaluations() {
+    let api = rotation_cluster(1, 0);
+    let packed = "edpm-compute-libvirt-default-certs-0";
+    let data = |one: &str| {
+        [("edpm-compute-0-tls.crt", "cert of 0"), ("edpm-compute-1-tls.crt", one)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<String, String>>()
+    };
+    let hash = |d: &std::collections::BTreeMap<String, String>| {
+        edpm_core::objecthash::secret(&edpm_core::snapshot::SecretData {
+            data: d.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect(),
+            type_: "Opaque".into(),
+        })
+    };
+    let other = "cert-libvirt-default-edpm-compute-0";
+    let other_hash = edpm_core::objecthash::secret(&edpm_core::snapshot::SecretData {
+        data: [("tls.crt".to_string(), b"cert 0".to_vec())].into(),
+        type_: "Opaque".into(),
+    });
+    api.put(json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": packed, "namespace": "openstack", "labels": {"numberOfSecrets": "1", "secretNumber": "0"}},
+        "stringData": data("cert of 1")}));
+    api.put(json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+        "metadata": {"name": "certs", "namespace": "openstack", "creationTimestamp": "2026-11-20T10:00:00Z"},
+        "spec": {"nodeSets": ["edpm-compute"], "servicesOverride": ["configure-os"]},
+        "status": {"nodeSetHashes": {"edpm-compute": "h1"}, "secretHashes": {packed: hash(&data("cert of 1")), other: other_hash}, "deployed": true,
+            "nodeSetConditions": {"edpm-compute": [
+                {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready", "message": "NodeSet Ready", "lastTransitionTime": "2026-11-20T10:30:00Z"},
+                {"type": "ServiceConfigureOsDeploymentReady", "status": "True", "reason": "Ready", "message": "Deployment ready for configure-os service", "lastTransitionTime": "2026-11-20T10:30:00Z"}]}}}));
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        (0..2).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("True"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let mut secret = api.object("Secret", packed).unwrap();
+    secret["stringData"] = json!(data("renewed cert of 1"));
+    api.put_replace(secret);
+    wait_for("node 1 stale", Duration::from_secs(10), || {
+        secrets_current(&api, "edpm-compute-1").as_deref() == Some("False")
+    });
+    assert_eq!(secrets_current(&api, "edpm-compute-0").as_deref(), Some("True"));
+    // Another evaluation, the packed Secret unchanged: another recorded Secret rotated.
+    let mut secret = api.object("Secret", other).unwrap();
+    secret["stringData"] = json!({"tls.crt": "renewed"});
+    api.put_replace(secret);
+    let message = || {
+        condition(&api, "edpm-compute-edpm-compute-0", "SecretsCurrent")
+            .map(|c| c["message"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    wait_for("node 0 stale for the other Secret", Duration::from_secs(10), || message().contains(other));
+    assert!(!message().contains(packed), "node 0's share of {packed} did not move: {}", message());
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// A watch of Secrets that fails (a 500, retried until it is the watch's error) is counted in `edpm_watch_restarts{kind="Secret"}`,
 /// as the other watches' failures are, and the watch resumes: a rotation is still seen.
 #[test]
