@@ -300,7 +300,7 @@ fn scenario(o: &Opts, cluster: &mut dyn Cluster) -> Result<(), String> {
         Ok(ready(probes))
     })?;
     let synced = wall.elapsed();
-    first_sync(cluster, &mut ctl, from, started, synced)?;
+    first_sync(cluster, &mut ctl, o.nodes, from, started, synced)?;
     latency(o, cluster, &mut ctl)?;
     churn(o, cluster, &mut ctl)?;
     rotation(o, cluster, &mut ctl)?;
@@ -367,28 +367,32 @@ fn tally<'a>(reqs: impl Iterator<Item = &'a Req>) -> String {
     by.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Ready, then the first evaluation's writes until they pause for [`QUIET`].
+/// Ready, then the first sync's writes until every node's status is written and they pause for
+/// [`QUIET`].
 fn first_sync(
     cluster: &mut dyn Cluster,
     ctl: &mut Watched,
+    nodes: usize,
     from: usize,
     started: Duration,
     synced: Duration,
 ) -> Result<(), String> {
     let mut last = cluster.now();
     let mut seen = from;
-    // The first sync always writes (every status object is made): it has not ended before its
-    // first write, however long its first evaluation takes.
-    let mut wrote = false;
+    // The first sync writes every node's status: it has not ended before, however long its
+    // evaluations take (the first gets every recorded Secret, and pauses between batches).
+    let mut written = std::collections::BTreeSet::new();
     ctl.wait_for("the end of the first sync", Duration::from_secs(1800), Duration::from_millis(200), || {
         let now = cluster.now();
         let reqs = cluster.requests()?;
-        if let Some(w) = reqs[seen..].iter().filter(|r| r.is_write()).map(|r| r.at).max() {
-            last = last.max(w);
-            wrote = true;
+        for r in reqs[seen..].iter().filter(|r| r.is_write()) {
+            last = last.max(r.at);
+            if r.resource == "edpmnodestatuses" && r.subresource == "status" {
+                written.insert(r.name.clone());
+            }
         }
         seen = reqs.len();
-        Ok(wrote && now.saturating_sub(last) >= QUIET)
+        Ok(written.len() >= nodes && now.saturating_sub(last) >= QUIET)
     })?;
     let reqs = &cluster.requests()?[from..seen];
     let writes: Vec<&Req> = reqs.iter().filter(|r| r.is_write()).collect();

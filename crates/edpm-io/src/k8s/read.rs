@@ -242,13 +242,8 @@ pub async fn add_references_cached(
             // As its 404 would: not in the snapshot.
             continue;
         }
-        let cached = !(kind == "Secret" && whole.contains(&name));
-        let kept = cached
-            .then(|| cache.version_now(kind, &name).zip(cache.hashed(kind, &name)))
-            .flatten()
-            .filter(|(now, h)| *now == h.version);
-        match kept {
-            Some((_, h)) => {
+        match kept_hash(cache, &whole, kind, &name) {
+            Some(h) => {
                 snap.hashed.insert((kind.to_string(), name.clone()), h.hash);
                 stubs.push(located(&ns, json!({"apiVersion": "v1", "kind": kind, "metadata": h.metadata})));
             }
@@ -291,6 +286,16 @@ pub async fn add_references_cached(
         snap.merge(got)?;
     }
     Ok(snap)
+}
+
+/// What `cache` kept of `kind` `name` when it is current (hashed at the version the watch
+/// says is the object's now), unless the object is always got whole (`whole`: Secrets only).
+fn kept_hash(cache: &dyn InputCache, whole: &BTreeSet<String>, kind: &str, name: &str) -> Option<Hashed> {
+    if kind == "Secret" && whole.contains(name) {
+        return None;
+    }
+    let (now, h) = cache.version_now(kind, name).zip(cache.hashed(kind, name))?;
+    (now == h.version).then_some(h)
 }
 
 /// The label of a packed certificate Secret (`readiness::inputs::share`): never kept as a
