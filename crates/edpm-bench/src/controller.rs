@@ -433,8 +433,10 @@ fn latency(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(),
         let t0 = cluster.fail_attempt(failed_pod(&job, i, &node))?;
         let mut landed = None;
         ctl.wait_for(
+            // Long: a change waits behind the evaluation in progress (at 10,000 nodes, the first
+            // sync's second pass over every NodeSet).
             &format!("the write of {object}"),
-            Duration::from_secs(30),
+            Duration::from_secs(300),
             Duration::from_millis(5),
             || {
                 landed = cluster.requests()?[from..]
@@ -527,7 +529,7 @@ fn rotation(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<()
         let mut landed = None;
         ctl.wait_for(
             &format!("the write of {object}"),
-            Duration::from_secs(60),
+            Duration::from_secs(300),
             Duration::from_millis(5),
             || {
                 landed = cluster.requests()?[from..]

@@ -79,11 +79,14 @@ impl InputCache for Inputs {
 
     fn keep(&self, kind: &str, name: &str, hashed: Hashed) {
         let mut kept = lock(&self.hashed);
-        // Bounded by what the namespace holds: the objects no longer there go.
-        if kept.len() > 2 * lock(&self.known).versions.len() + 1024 {
-            let known = lock(&self.known);
+        // Bounded by what the namespace holds: the objects no longer there go. Not before the
+        // watch has listed both kinds (until then it holds nothing, and every hash the first
+        // evaluation kept would go: 40,000 certificates got again at the next).
+        let known = lock(&self.known);
+        if known.listed.len() == 2 && kept.len() > 2 * known.versions.len() + 1024 {
             kept.retain(|(k, n), _| known.versions.contains_key(&(kind_of(k), n.clone())));
         }
+        drop(known);
         kept.insert((kind.to_string(), name.to_string()), hashed);
     }
 }
