@@ -1060,6 +1060,12 @@ fn without_list_on_secrets_the_controller_says_so_once_and_rechecks() {
 #[test]
 fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_nothing() {
     let api = rotation_cluster(1000, 1000);
+    // The NodeSet's SSH key: referenced, recorded by no Deployment.
+    let key = "dataplane-ansible-ssh-private-key-secret";
+    api.put(
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": key, "namespace": "openstack"},
+        "stringData": {"ssh-privatekey": "key 1"}}),
+    );
     let c = Controller::start(&api, &["--inputs-interval", "1"]);
     let cert = |i: usize| format!("cert-libvirt-default-edpm-compute-{i}");
     wait_for("the first writes", Duration::from_secs(60), || {
@@ -1096,26 +1102,146 @@ fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_not
     let message =
         condition(&api, "edpm-compute-edpm-compute-0", "SecretsCurrent").unwrap()["message"].clone();
     assert!(message.as_str().unwrap().contains(&cert(500)), "{message}");
-    // What the rotation cost: the content of what moved, not of the 999 others (content is
-    // got only when its version moved since it was hashed); the Secrets no Deployment
-    // recorded (the SSH key here) are still got by name at each evaluation.
+    // What the rotation cost: the content of what moved, not of the 999 others nor of the
+    // SSH key no Deployment recorded (content is got only when its version moved since it
+    // was hashed), and no get of a Secret or ConfigMap the watch has listed as absent (the
+    // services' `-extra-config` ConfigMaps here), whose get would answer 404.
     std::thread::sleep(Duration::from_millis(500));
-    let full: Vec<String> = api
-        .requests_with_accept(from)
-        .into_iter()
-        .filter(|(r, meta)| !meta && r.starts_with("GET") && r.contains("/secrets/"))
-        .map(|(r, _)| r)
-        .collect();
-    assert!(full.iter().any(|r| r.ends_with(&cert(500))), "{full:?}");
+    let full = |from: usize| -> Vec<String> {
+        api.requests_with_accept(from)
+            .into_iter()
+            .filter(|(r, meta)| !meta && r.starts_with("GET") && !r.contains('?'))
+            .filter(|(r, _)| r.contains("/secrets/") || r.contains("/configmaps/"))
+            .map(|(r, _)| r)
+            .collect()
+    };
+    let got = full(from);
+    assert!(got.iter().any(|r| r.ends_with(&cert(500))), "{got:?}");
     assert!(
-        !full.iter().any(|r| r.contains("cert-libvirt-default-") && !r.ends_with(&cert(500))),
-        "an unchanged certificate got whole: {full:?}"
+        got.iter().all(|r| r.ends_with(&cert(500))),
+        "got whole besides the rotated certificate: {got:?}"
     );
-    // The rest are the objects no Deployment recorded, once per evaluation (how many
-    // evaluations the rotation's writes cause varies with the machine's load).
-    assert!(full.iter().all(|r| r.ends_with(&cert(500)) || !r.contains("cert-libvirt-default-")), "{full:?}");
+    // The SSH key rotated: it names no NodeSet (nothing recorded it), but the next evaluation
+    // gets it again, as its version moved; the one after does not.
+    let mut secret = api.object("Secret", key).unwrap();
+    secret["stringData"] = json!({"ssh-privatekey": "key 2"});
+    api.put_replace(secret);
+    std::thread::sleep(Duration::from_millis(500));
+    let from = api.requests().len();
+    for i in [501, 502] {
+        let mut secret = api.object("Secret", &cert(i)).unwrap();
+        secret["stringData"] = json!({"tls.crt": "renewed"});
+        api.put_replace(secret);
+        wait_for("the rotation seen", Duration::from_secs(10), || {
+            full(from).iter().any(|r| r.ends_with(&cert(i)))
+        });
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let got = full(from);
+    assert_eq!(got.iter().filter(|r| r.ends_with(key)).count(), 1, "{got:?}");
+    assert!(
+        got.iter()
+            .all(|r| [cert(501), cert(502), key.to_string()].iter().any(|n| r.ends_with(&format!("/{n}")))),
+        "{got:?}"
+    );
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// A packed certificate Secret (`<nodeset>-<service>-<cert>-certs-<n>`, a node's share its own
+/// keys) renewed for one node leaves the other current, at the evaluation that got it and at
+/// every one after: such a Secret is never kept as a hash alone (which has no keys, so a
+/// node's share read as the whole and the other node turned stale at the next evaluation).
+#[test]
+fn a_packed_certificate_renewed_for_one_node_leaves_the_other_current_at_later_evaluations() {
+    let api = rotation_cluster(1, 0);
+    let packed = "edpm-compute-libvirt-default-certs-0";
+    let data = |one: &str| {
+        [("edpm-compute-0-tls.crt", "cert of 0"), ("edpm-compute-1-tls.crt", one)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<String, String>>()
+    };
+    let hash = |d: &std::collections::BTreeMap<String, String>| {
+        edpm_core::objecthash::secret(&edpm_core::snapshot::SecretData {
+            data: d.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect(),
+            type_: "Opaque".into(),
+        })
+    };
+    let other = "cert-libvirt-default-edpm-compute-0";
+    let other_hash = edpm_core::objecthash::secret(&edpm_core::snapshot::SecretData {
+        data: [("tls.crt".to_string(), b"cert 0".to_vec())].into(),
+        type_: "Opaque".into(),
+    });
+    api.put(json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": packed, "namespace": "openstack", "labels": {"numberOfSecrets": "1", "secretNumber": "0"}},
+        "stringData": data("cert of 1")}));
+    api.put(json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+        "metadata": {"name": "certs", "namespace": "openstack", "creationTimestamp": "2026-11-20T10:00:00Z"},
+        "spec": {"nodeSets": ["edpm-compute"], "servicesOverride": ["configure-os"]},
+        "status": {"nodeSetHashes": {"edpm-compute": "h1"}, "secretHashes": {packed: hash(&data("cert of 1")), other: other_hash}, "deployed": true,
+            "nodeSetConditions": {"edpm-compute": [
+                {"type": "NodeSetDeploymentReady", "status": "True", "reason": "Ready", "message": "NodeSet Ready", "lastTransitionTime": "2026-11-20T10:30:00Z"},
+                {"type": "ServiceConfigureOsDeploymentReady", "status": "True", "reason": "Ready", "message": "Deployment ready for configure-os service", "lastTransitionTime": "2026-11-20T10:30:00Z"}]}}}));
+    let c = Controller::start(&api, &["--inputs-interval", "1"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        (0..2).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("True"))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let mut secret = api.object("Secret", packed).unwrap();
+    secret["stringData"] = json!(data("renewed cert of 1"));
+    api.put_replace(secret);
+    wait_for("node 1 stale", Duration::from_secs(10), || {
+        secrets_current(&api, "edpm-compute-1").as_deref() == Some("False")
+    });
+    assert_eq!(secrets_current(&api, "edpm-compute-0").as_deref(), Some("True"));
+    // Another evaluation, the packed Secret unchanged: another recorded Secret rotated.
+    let mut secret = api.object("Secret", other).unwrap();
+    secret["stringData"] = json!({"tls.crt": "renewed"});
+    api.put_replace(secret);
+    let message = || {
+        condition(&api, "edpm-compute-edpm-compute-0", "SecretsCurrent")
+            .map(|c| c["message"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    wait_for("node 0 stale for the other Secret", Duration::from_secs(10), || message().contains(other));
+    assert!(!message().contains(packed), "node 0's share of {packed} did not move: {}", message());
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// A watch of Secrets that fails (a 500, retried until it is the watch's error) is counted in `edpm_watch_restarts{kind="Secret"}`,
+/// as the other watches' failures are, and the watch resumes: a rotation is still seen.
+#[test]
+fn a_failed_watch_of_secrets_counts_a_restart_and_resumes() {
+    let api = rotation_cluster(0, 0);
+    // Four 500s: the client's retry layer tries a 500 four times before the error is the
+    // watch's (`edpm_io::k8s::retry`).
+    api.fault("/secrets?&watch=true", Fault::Status(500), 4);
+    let c = Controller::start(&api, &["--inputs-interval", "0"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        (0..7).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("True"))
+    });
+    wait_for("the watch asked again", Duration::from_secs(10), || {
+        api.count("GET", "/secrets?&watch=true") >= 5
+    });
+    let (_, text) = c.get("/metrics");
+    if !text.contains(r#"edpm_watch_restarts_total{kind="Secret"} 1"#) {
+        let (_, _, err) = c.stop();
+        panic!("no restart of the Secrets' watch counted: {text}\n{err}\n{:?}", api.requests());
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut secret = api.object("Secret", "nova-cell1-compute-config").unwrap();
+    secret["stringData"] =
+        json!({"01-nova.conf": "[DEFAULT]\ntransport_url = rabbit://nova:NEWERPASS@rabbitmq-cell1/\n"});
+    api.put_replace(secret);
+    wait_for("the rotation seen by the resumed watch", Duration::from_secs(10), || {
+        (0..7).all(|i| secrets_current(&api, &format!("edpm-compute-{i}")).as_deref() == Some("False"))
+    });
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("the watch of Secrets and ConfigMaps failed"), "{err}");
+    assert!(!err.contains("falling back"), "{err}");
 }
 
 /// `list` granted but `watch` refused on Secrets: the watch's 403 falls back to the recheck,

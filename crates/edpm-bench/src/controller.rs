@@ -1,8 +1,10 @@
 //! `edpm-bench controller`: `status controller` at scale, against the fake API server or, with
 //! `--real-api`, a real kube-apiserver and etcd (`controller_real`): the first sync (the
 //! controller writes every status object and node Lease), the latency from one Job change to
-//! the write it causes, a churn of changes that move nothing, the steady state (CPU, RSS and
-//! the requests it sends per idle minute); then `status report` run once on the same cluster
+//! the write it causes, a churn of changes that move nothing, with `--node-secrets` the
+//! rotation of one recorded Secret (a node's certificate, then one every node holds: the time
+//! to the writes it causes and the requests it costs), the steady state (CPU, RSS and the
+//! requests it sends per idle minute); then `status report` run once on the same cluster
 //! (what running it periodically costs per run). Both servers run the same scenario over the
 //! same objects; the requests are counted as each server saw them.
 
@@ -33,6 +35,11 @@ pub(crate) struct Opts {
     churn: u64,
     idle: u64,
     real: bool,
+    /// Secrets every node holds, and certificates per node (`--shared-secrets`,
+    /// `--node-secrets`), recorded by the Deployments.
+    pub(crate) shared_secrets: usize,
+    pub(crate) node_secrets: usize,
+    rotations: usize,
 }
 
 impl Opts {
@@ -44,12 +51,19 @@ impl Opts {
             churn: flag(args, "--churn-seconds", 60)?,
             idle: flag(args, "--idle-seconds", 60)?,
             real: args.iter().any(|a| a == "--real-api"),
+            shared_secrets: flag(args, "--shared-secrets", 0)?,
+            node_secrets: flag(args, "--node-secrets", 0)?,
+            rotations: flag(args, "--rotations", 5)?,
         };
-        // One NodeSet in ten has the failed Job the latency is measured on.
-        if o.nodes < 1000 {
+        // One NodeSet in ten has the failed Job the latency is measured on: with fewer than
+        // ten, the latency is not measured.
+        if o.nodes < 100 {
+            return Err(format!("--nodes {}: give at least 100 (NodeSets of 100)", o.nodes));
+        }
+        if o.node_secrets > o.services {
             return Err(format!(
-                "--nodes {}: give at least 1000 (ten NodeSets of 100; one in ten has the failed Job the latency is measured on)",
-                o.nodes
+                "--node-secrets {}: at most --services ({}), one certificate per service",
+                o.node_secrets, o.services
             ));
         }
         if o.services == 0 || o.changes == 0 || o.idle == 0 {
@@ -70,6 +84,8 @@ pub(crate) struct Req {
     pub(crate) resource: String,
     pub(crate) subresource: String,
     pub(crate) name: String,
+    /// Asked for metadata only (the fake knows; the audit log does not say).
+    pub(crate) meta: bool,
 }
 
 impl Req {
@@ -83,10 +99,16 @@ impl Req {
     }
 
     fn what(&self) -> String {
+        let meta = if self.meta { " (metadata)" } else { "" };
         match self.subresource.as_str() {
-            "" => format!("{} {}", self.verb, self.resource),
-            sub => format!("{} {}/{sub}", self.verb, self.resource),
+            "" => format!("{} {}{meta}", self.verb, self.resource),
+            sub => format!("{} {}/{sub}{meta}", self.verb, self.resource),
         }
+    }
+
+    /// A whole Secret or ConfigMap got by name: what carries content.
+    fn is_content_get(&self) -> bool {
+        self.verb == "get" && !self.meta && matches!(self.resource.as_str(), "secrets" | "configmaps")
     }
 }
 
@@ -105,6 +127,9 @@ pub(crate) trait Cluster {
     fn fail_attempt(&mut self, pod: Value) -> Result<Duration, String>;
     /// Changes Job `job` in a way that moves no condition (an annotation, `n`).
     fn touch_job(&mut self, job: &str, n: u64) -> Result<(), String>;
+    /// Gives Secret `name` new content (`string_data`): when its change was sent, on the
+    /// clock of [`Req::at`].
+    fn rotate_secret(&mut self, name: &str, string_data: Value) -> Result<Duration, String>;
     /// Called as an idle window begins; [`Cluster::idle_end`] may then say more about it.
     fn idle_begin(&mut self) -> Result<(), String> {
         Ok(())
@@ -121,7 +146,8 @@ pub(crate) trait Cluster {
 
 pub(crate) fn controller_bench(args: &[String]) -> Result<(), String> {
     let o = Opts::parse(args)?;
-    let docs = objects(o.nodes, o.services)?;
+    let mut docs = objects(o.nodes, o.services)?;
+    record_secrets(&mut docs, &o);
     let mut cluster: Box<dyn Cluster> = if o.real {
         Box::new(crate::controller_real::RealCluster::start(&docs)?)
     } else {
@@ -151,6 +177,80 @@ pub(crate) fn objects(nodes: usize, services: usize) -> Result<Vec<Value>, Strin
                 {"type": "Complete", "status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods", "lastTransitionTime": t, "lastProbeTime": t}]}}));
     }
     Ok(docs)
+}
+
+/// The name of node `n`'s certificate for service `svc` (openstack-operator's
+/// `cert-<service>-<cert key>-<host>`).
+fn cert_name(svc: usize, node: &str) -> String {
+    format!("cert-svc-{svc:02}-default-{node}")
+}
+
+/// A certificate's content, about the size of a real one.
+fn cert_data(node: &str, n: u64) -> Value {
+    let pem = |what: &str| {
+        format!(
+            "-----BEGIN {what}-----\n{}\n-----END {what}-----\n",
+            format!("{node}-{n}-").repeat(1200 / (node.len() + 4))
+        )
+    };
+    json!({"tls.crt": pem("CERTIFICATE"), "tls.key": pem("PRIVATE KEY"), "ca.crt": pem("CERTIFICATE")})
+}
+
+/// Adds `o.shared_secrets` Secrets every node holds and `o.node_secrets` certificates per
+/// node (labelled as openstack-operator labels them: `osdpns`, `osdp-service`,
+/// `osdp-service-cert-key`, `hostname`), each Deployment recording its NodeSet's (their
+/// hashes as they are: current).
+fn record_secrets(docs: &mut Vec<Value>, o: &Opts) {
+    if o.shared_secrets == 0 && o.node_secrets == 0 {
+        return;
+    }
+    let hash = |data: &Value| {
+        let body = edpm_core::snapshot::SecretData {
+            data: data
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").as_bytes().to_vec()))
+                .collect(),
+            type_: "Opaque".into(),
+        };
+        edpm_core::objecthash::secret(&body)
+    };
+    let secret = |name: &str, labels: Value, data: Value| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "openstack", "labels": labels},
+            "type": "Opaque", "stringData": data})
+    };
+    let mut shared = serde_json::Map::new();
+    for i in 0..o.shared_secrets {
+        let name = format!("shared-{i:02}");
+        let data = json!({"password": format!("shared {i} 0")});
+        shared.insert(name.clone(), json!(hash(&data)));
+        docs.push(secret(&name, json!({}), data));
+    }
+    let sets = o.nodes.div_ceil(100);
+    let mut added = Vec::new();
+    for d in docs.iter_mut().filter(|d| d["kind"] == "OpenStackDataPlaneDeployment") {
+        let s: usize = d["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .trim_start_matches("deploy-")
+            .parse()
+            .unwrap_or(sets);
+        let ns = format!("nodeset-{s:04}");
+        let mut hashes = shared.clone();
+        for n in 0..(o.nodes - s * 100).min(100) {
+            let node = format!("compute-{s:04}-{n:03}");
+            for svc in 0..o.node_secrets {
+                let name = cert_name(svc, &node);
+                let data = cert_data(&node, 0);
+                hashes.insert(name.clone(), json!(hash(&data)));
+                let labels = json!({"osdpns": ns, "osdp-service": format!("svc-{svc:02}"), "osdp-service-cert-key": "default", "hostname": node});
+                added.push(secret(&name, labels, data));
+            }
+        }
+        d["status"]["secretHashes"] = Value::Object(hashes);
+    }
+    docs.extend(added);
 }
 
 /// Attempt `i` of `job`, failed on `node`, as the Job controller and the runner leave it: its
@@ -200,10 +300,12 @@ fn scenario(o: &Opts, cluster: &mut dyn Cluster) -> Result<(), String> {
         Ok(ready(probes))
     })?;
     let synced = wall.elapsed();
-    first_sync(cluster, &mut ctl, from, started, synced)?;
+    first_sync(cluster, &mut ctl, o.nodes, from, started, synced)?;
     latency(o, cluster, &mut ctl)?;
     churn(o, cluster, &mut ctl)?;
+    rotation(o, cluster, &mut ctl)?;
     idle(o, cluster, &mut ctl, from)?;
+    println!("controller: {}", evaluations(metrics));
     ctl.stop(wrap.is_some());
     peer(o, cluster, &agent)?;
     for line in cluster.summary()? {
@@ -265,24 +367,32 @@ fn tally<'a>(reqs: impl Iterator<Item = &'a Req>) -> String {
     by.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Ready, then the first evaluation's writes until they pause for [`QUIET`].
+/// Ready, then the first sync's writes until every node's status is written and they pause for
+/// [`QUIET`].
 fn first_sync(
     cluster: &mut dyn Cluster,
     ctl: &mut Watched,
+    nodes: usize,
     from: usize,
     started: Duration,
     synced: Duration,
 ) -> Result<(), String> {
     let mut last = cluster.now();
     let mut seen = from;
+    // The first sync writes every node's status: it has not ended before, however long its
+    // evaluations take (the first gets every recorded Secret, and pauses between batches).
+    let mut written = std::collections::BTreeSet::new();
     ctl.wait_for("the end of the first sync", Duration::from_secs(1800), Duration::from_millis(200), || {
         let now = cluster.now();
         let reqs = cluster.requests()?;
-        if let Some(w) = reqs[seen..].iter().filter(|r| r.is_write()).map(|r| r.at).max() {
-            last = last.max(w);
+        for r in reqs[seen..].iter().filter(|r| r.is_write()) {
+            last = last.max(r.at);
+            if r.resource == "edpmnodestatuses" && r.subresource == "status" {
+                written.insert(r.name.clone());
+            }
         }
         seen = reqs.len();
-        Ok(now.saturating_sub(last) >= QUIET)
+        Ok(written.len() >= nodes && now.saturating_sub(last) >= QUIET)
     })?;
     let reqs = &cluster.requests()?[from..seen];
     let writes: Vec<&Req> = reqs.iter().filter(|r| r.is_write()).collect();
@@ -304,6 +414,12 @@ fn first_sync(
 /// written.
 fn latency(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(), String> {
     let sets = o.nodes.div_ceil(100);
+    if sets < 10 {
+        println!(
+            "controller: {sets} NodeSets, fewer than the ten the failed-Job latency needs (one in ten has a failed Job): not measured"
+        );
+        return Ok(());
+    }
     let last = format!("svc-{:02}", o.services - 1);
     let mut latencies = Vec::new();
     let mut extra_writes = 0;
@@ -317,8 +433,10 @@ fn latency(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(),
         let t0 = cluster.fail_attempt(failed_pod(&job, i, &node))?;
         let mut landed = None;
         ctl.wait_for(
+            // Long: a change waits behind the evaluation in progress (at 10,000 nodes, the first
+            // sync's second pass over every NodeSet).
             &format!("the write of {object}"),
-            Duration::from_secs(30),
+            Duration::from_secs(300),
             Duration::from_millis(5),
             || {
                 landed = cluster.requests()?[from..]
@@ -386,6 +504,140 @@ fn churn(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(), S
         tally(reqs.iter())
     );
     Ok(())
+}
+
+/// One node's certificate rotated, `o.rotations` times (each another node's), then one
+/// Secret every node holds: the time from the change to the write of the node (of the last
+/// node), and every request the controller sent meanwhile. What it should cost is what
+/// rotated: one Secret got whole, the nodes that hold it written.
+fn rotation(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(), String> {
+    if o.node_secrets == 0 || o.rotations == 0 {
+        return Ok(());
+    }
+    let sets = o.nodes.div_ceil(100);
+    ctl.sleep(SETTLE)?;
+    let mut took = Vec::new();
+    let mut reqs: Vec<Req> = Vec::new();
+    for r in 0..o.rotations {
+        let s = (r * 7 + 3) % sets;
+        let count = (o.nodes - s * 100).min(100);
+        let node = format!("compute-{s:04}-{:03}", (r * 37 + 11) % count);
+        let object = format!("nodeset-{s:04}-{node}");
+        let from = cluster.requests()?.len();
+        let t0 =
+            cluster.rotate_secret(&cert_name(r % o.node_secrets, &node), cert_data(&node, r as u64 + 1))?;
+        let mut landed = None;
+        ctl.wait_for(
+            &format!("the write of {object}"),
+            Duration::from_secs(300),
+            Duration::from_millis(5),
+            || {
+                landed = cluster.requests()?[from..]
+                    .iter()
+                    .find(|q| {
+                        q.verb == "patch" && q.name == object && q.subresource == "status" && q.at >= t0
+                    })
+                    .map(|q| q.at);
+                Ok(landed.is_some())
+            },
+        )?;
+        took.push(landed.unwrap_or(t0).saturating_sub(t0));
+        ctl.sleep(SETTLE)?;
+        reqs.extend(cluster.requests()?[from..].iter().cloned());
+    }
+    if std::env::var("EDPM_BENCH_DEBUG").is_ok() {
+        let names: Vec<String> = reqs
+            .iter()
+            .filter(|q| q.is_content_get())
+            .map(|q| format!("{}/{}", q.resource, q.name))
+            .collect();
+        eprintln!("content gets: {names:?}");
+    }
+    let each: Vec<String> = took.iter().map(|l| format!("{:.0}", l.as_secs_f64() * 1e3)).collect();
+    took.sort();
+    println!(
+        "controller: one node's certificate rotated (of {} recorded Secrets) → that node's status write: median {}, max {} over {} rotations (each, ms: {}); per rotation: {:.1} whole Secrets or ConfigMaps got, {:.1} status writes; its requests in all: {}",
+        o.shared_secrets + o.nodes * o.node_secrets,
+        ms(took[took.len() / 2]),
+        ms(took[took.len() - 1]),
+        o.rotations,
+        each.join(" "),
+        reqs.iter().filter(|q| q.is_content_get()).count() as f64 / o.rotations as f64,
+        reqs.iter().filter(|q| q.is_status_write()).count() as f64 / o.rotations as f64,
+        tally(reqs.iter())
+    );
+    if o.shared_secrets == 0 {
+        return Ok(());
+    }
+    // One every node holds: every node of a completed Deployment turns stale (the failed
+    // ones, a NodeSet in ten, recorded no delivery).
+    let expected: usize = (0..sets).filter(|s| s % 10 != 9).map(|s| (o.nodes - s * 100).min(100)).sum();
+    let from = cluster.requests()?.len();
+    let t0 = cluster.rotate_secret("shared-00", json!({"password": "shared 0 1"}))?;
+    let mut last = t0;
+    let mut seen = from;
+    let mut written = std::collections::BTreeSet::new();
+    ctl.wait_for("the writes of every node", Duration::from_secs(1800), Duration::from_millis(200), || {
+        let reqs = cluster.requests()?;
+        for q in &reqs[seen..] {
+            if q.verb == "patch"
+                && q.resource == "edpmnodestatuses"
+                && q.subresource == "status"
+                && q.at >= t0
+            {
+                written.insert(q.name.clone());
+                last = last.max(q.at);
+            }
+        }
+        seen = reqs.len();
+        Ok(written.len() >= expected && cluster.now().saturating_sub(last) >= QUIET)
+    })?;
+    let reqs = &cluster.requests()?[from..seen];
+    println!(
+        "controller: one Secret every node holds rotated → the last of {} nodes' status writes (of {expected} whose Deployment completed) {} after; {} whole Secrets or ConfigMaps got; its requests in all: {}",
+        written.len(),
+        ms(last.saturating_sub(t0)),
+        reqs.iter().filter(|q| q.is_content_get()).count(),
+        tally(reqs.iter())
+    );
+    Ok(())
+}
+
+/// The evaluations' durations as the controller's histogram counts them: how many, and the
+/// bucket the 99th percentile falls in.
+fn evaluations(metrics: u16) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", metrics)) else { return "no /metrics".into() };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut t = String::new();
+    let _ = s.take(1 << 20).read_to_string(&mut t);
+    let mut buckets: Vec<(f64, f64)> = Vec::new();
+    let mut count = 0.0;
+    let mut sum = 0.0;
+    for line in t.lines() {
+        if let Some(rest) = line.strip_prefix("edpm_reconcile_duration_seconds_bucket{le=\"") {
+            if let Some((le, v)) = rest.split_once("\"} ") {
+                let le = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap_or(f64::NAN) };
+                buckets.push((le, v.trim().parse().unwrap_or(0.0)));
+            }
+        } else if let Some(v) = line.strip_prefix("edpm_reconcile_duration_seconds_count ") {
+            count = v.trim().parse().unwrap_or(0.0);
+        } else if let Some(v) = line.strip_prefix("edpm_reconcile_duration_seconds_sum ") {
+            sum = v.trim().parse().unwrap_or(0.0);
+        }
+    }
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let p99 = buckets.iter().find(|(_, n)| *n >= 0.99 * count).map(|(le, _)| *le);
+    format!(
+        "{count:.0} evaluations over the run, mean {:.1} ms, p99 at most {} (the histogram's bucket)",
+        if count > 0.0 { sum * 1e3 / count } else { 0.0 },
+        p99.map_or("(none)".into(), |p| if p.is_finite() {
+            format!("{:.0} ms", p * 1e3)
+        } else {
+            "+Inf".into()
+        })
+    )
 }
 
 fn hz() -> f64 {
@@ -515,15 +767,32 @@ impl Cluster for FakeCluster {
 
     fn requests(&mut self) -> Result<&[Req], String> {
         let new = self.api.requests_timed(self.seen);
+        let meta = self.api.requests_with_accept(self.seen);
+        let new: Vec<_> = new.into_iter().zip(meta).map(|((t, r), (_, m))| (t, r, m)).collect();
         self.seen += new.len();
         let origin = self.origin;
-        self.reqs.extend(new.into_iter().map(|(t, r)| fake_request(t.saturating_duration_since(origin), &r)));
+        self.reqs.extend(new.into_iter().map(|(t, r, m)| {
+            let mut q = fake_request(t.saturating_duration_since(origin), &r);
+            q.meta = m;
+            q
+        }));
         Ok(&self.reqs)
     }
 
     fn fail_attempt(&mut self, pod: Value) -> Result<Duration, String> {
         let at = self.now();
         self.api.put(pod);
+        Ok(at)
+    }
+
+    fn rotate_secret(&mut self, name: &str, string_data: Value) -> Result<Duration, String> {
+        let mut o = self
+            .api
+            .object("Secret", name)
+            .ok_or_else(|| format!("Secret {name} is not in the fake API server"))?;
+        o["stringData"] = string_data;
+        let at = self.now();
+        self.api.put_replace(o);
         Ok(at)
     }
 
@@ -560,5 +829,5 @@ fn fake_request(at: Duration, line: &str) -> Req {
         ("DELETE", _) => "delete",
         (m, _) => m,
     };
-    Req { at, verb: verb.to_string(), resource: part(0), name: part(1), subresource: part(2) }
+    Req { at, verb: verb.to_string(), resource: part(0), name: part(1), subresource: part(2), meta: false }
 }

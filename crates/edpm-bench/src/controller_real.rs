@@ -175,6 +175,7 @@ impl RealCluster {
                     resource: e.resource.clone(),
                     subresource: e.subresource.clone(),
                     name: e.name.clone(),
+                    meta: false,
                 });
             }
             self.events.push(e);
@@ -341,6 +342,20 @@ impl Cluster for RealCluster {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// The change sent as a merge patch, timed from when it was sent (the server's clock is
+    /// this machine's).
+    fn rotate_secret(&mut self, name: &str, string_data: Value) -> Result<Duration, String> {
+        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Secret"), "secrets");
+        let api: Api<DynamicObject> = Api::namespaced_with(self.kube.client().kube(), &self.ns, &ar);
+        let pp = PatchParams { field_manager: Some(OPERATOR.into()), ..PatchParams::default() };
+        let at = self.now();
+        self.kube
+            .block_on(api.patch(name, &pp, &Patch::Merge(json!({ "stringData": string_data }))))
+            .map(drop)
+            .map_err(|e| format!("rotating Secret {name}: {e}"))?;
+        Ok(at)
     }
 
     fn touch_job(&mut self, job: &str, n: u64) -> Result<(), String> {

@@ -187,6 +187,7 @@ const CONTROLLER_LINES: &[&str] = &[
     "controller: a failed Job's new pod",
     "changes that move nothing",
     "controller: nothing changing",
+    "evaluations over the run",
     "peer: status report",
 ];
 
@@ -198,6 +199,42 @@ const CONTROLLER_ARGS: &[&str] =
 fn bench_controller() {
     let args = [&["controller"], CONTROLLER_ARGS].concat();
     bench("bench_controller", Needs::Nothing, &args, CONTROLLER_LINES);
+}
+
+/// Two NodeSets with recorded Secrets (one every node holds, a certificate per node): a
+/// certificate rotated, then the shared Secret; no failed-Job latency (fewer than ten).
+const ROTATION_ARGS: &[&str] = &[
+    "--nodes",
+    "200",
+    "--services",
+    "2",
+    "--shared-secrets",
+    "1",
+    "--node-secrets",
+    "1",
+    "--rotations",
+    "1",
+    "--changes",
+    "1",
+    "--churn-seconds",
+    "1",
+    "--idle-seconds",
+    "1",
+];
+
+#[test]
+fn bench_controller_rotation() {
+    let args = [&["controller"], ROTATION_ARGS].concat();
+    let lines = [
+        "controller: ready",
+        "fewer than the ten the failed-Job latency needs",
+        "controller: one node's certificate rotated",
+        "controller: one Secret every node holds rotated",
+        "controller: nothing changing",
+        "evaluations over the run",
+        "peer: status report",
+    ];
+    bench("bench_controller_rotation", Needs::Nothing, &args, &lines);
 }
 
 #[test]

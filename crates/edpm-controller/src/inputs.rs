@@ -2,11 +2,15 @@
 //! stale (`SecretsCurrent`), though nothing about their NodeSet changed.
 //!
 //! The Secrets and ConfigMaps of the namespace are watched metadata-only (`k8s::inputs`: no
-//! content crosses the wire), and of what the watch reports only the names the Deployments
-//! recorded delivering (and the `dataSources` of those not completed: a failed one may be
-//! credited with them, `Stores::delivered_inputs`) are kept, with their `resourceVersion`: a
-//! new version of one of them (or its deletion) names its NodeSets at once, to be evaluated
-//! (where the content is got and hashed). A relist compares the versions listed with those kept.
+//! content crosses the wire), and the watch keeps each one's name and `resourceVersion` (no
+//! content, no other metadata): a new version of one the Deployments recorded delivering (and
+//! the `dataSources` of those not completed: a failed one may be credited with them,
+//! `Stores::delivered_inputs`), or its deletion, names its NodeSets at once, to be evaluated
+//! (where the content is got and hashed). A relist compares the versions listed with those
+//! kept. The versions of the others (an SSH key Secret, an `ansibleVarsFrom` ConfigMap:
+//! referenced, never recorded) are kept too, so that an evaluation gets those again only when
+//! their version moved, and does not ask for one the watch has listed as absent; they name no
+//! NodeSet (nothing recorded them: no node's `SecretsCurrent` reads them).
 //!
 //! Where the controller may not list or watch them (an older RBAC: `get` by name only), it
 //! says so once and falls back to the recheck: every `--inputs-interval` the delivered ones
@@ -29,19 +33,45 @@ use crate::k8s::{Client, read};
 
 type Key = (&'static str, String);
 
-/// What the watch and the evaluations share: the versions the watch has seen of the delivered
-/// objects, and the hashes of what evaluations got (`read::InputCache`: an object whose version
-/// has not moved since it was hashed is not got again). Never any content.
+/// What the watch knows: the `resourceVersion` of every Secret and ConfigMap of the namespace
+/// it has seen (present ones only), and which kinds it has listed (of those, a name it does
+/// not hold is absent).
+#[derive(Default)]
+struct Known {
+    versions: BTreeMap<Key, String>,
+    listed: BTreeSet<&'static str>,
+}
+
+impl Known {
+    /// Forgets everything (the watch stopped: nothing it said is current any more).
+    fn clear(&mut self) {
+        self.versions.clear();
+        self.listed.clear();
+    }
+}
+
+/// What the watch and the evaluations share: the versions the watch has seen, and the hashes
+/// of what evaluations got (`read::InputCache`: an object whose version has not moved since it
+/// was hashed is not got again). Never any content.
 #[derive(Default)]
 pub(super) struct Inputs {
-    versions: Arc<Mutex<BTreeMap<Key, Option<String>>>>,
+    known: Arc<Mutex<Known>>,
     hashed: Mutex<HashMap<(String, String), Hashed>>,
+}
+
+fn kind_of(kind: &str) -> &'static str {
+    if kind == "Secret" { "Secret" } else { "ConfigMap" }
 }
 
 impl InputCache for Inputs {
     fn version_now(&self, kind: &str, name: &str) -> Option<String> {
-        let kind: &'static str = if kind == "Secret" { "Secret" } else { "ConfigMap" };
-        lock(&self.versions).get(&(kind, name.to_string())).cloned().flatten()
+        lock(&self.known).versions.get(&(kind_of(kind), name.to_string())).cloned()
+    }
+
+    fn absent(&self, kind: &str, name: &str) -> bool {
+        let known = lock(&self.known);
+        let kind = kind_of(kind);
+        known.listed.contains(kind) && !known.versions.contains_key(&(kind, name.to_string()))
     }
 
     fn hashed(&self, kind: &str, name: &str) -> Option<Hashed> {
@@ -50,11 +80,14 @@ impl InputCache for Inputs {
 
     fn keep(&self, kind: &str, name: &str, hashed: Hashed) {
         let mut kept = lock(&self.hashed);
-        // Bounded by what the Deployments recorded: the objects no longer watched go.
-        if kept.len() > 4 * lock(&self.versions).len() + 1024 {
-            let versions = lock(&self.versions);
-            kept.retain(|(k, n), _| versions.keys().any(|(vk, vn)| vk == k && vn == n));
+        // Bounded by what the namespace holds: the objects no longer there go. Not before the
+        // watch has listed both kinds (until then it holds nothing, and every hash the first
+        // evaluation kept would go: 40,000 certificates got again at the next).
+        let known = lock(&self.known);
+        if known.listed.len() == 2 && kept.len() > 2 * known.versions.len() + 1024 {
+            kept.retain(|(k, n), _| known.versions.contains_key(&(kind_of(k), n.clone())));
         }
+        drop(known);
         kept.insert((kind.to_string(), name.to_string()), hashed);
     }
 }
@@ -93,7 +126,7 @@ pub(super) fn moves<'a>(
                             namespace = client.namespace(),
                             "watching the versions of Secrets and ConfigMaps (metadata only)"
                         );
-                        Mode::Watching(crate::k8s::inputs::watch(client), Versions::new(inputs.versions.clone()))
+                        Mode::Watching(crate::k8s::inputs::watch(client), Versions::new(inputs.known.clone()))
                     }
                     Some(why) => fall_back(&why, interval),
                 },
@@ -111,7 +144,7 @@ pub(super) fn moves<'a>(
                         metrics.api_error("watch", Some(403));
                         // The versions will not move any more: none is taken as current, and
                         // every delivered object is got whole again, as before the watch.
-                        lock(&inputs.versions).clear();
+                        lock(&inputs.known).clear();
                         fall_back(&format!("watching {kind}s is forbidden: {error}"), interval)
                     }
                     Some((kind, Err((code, error)))) => {
@@ -159,18 +192,16 @@ fn fall_back(why: &str, interval: Option<Duration>) -> Mode {
     }
 }
 
-/// What the watch keeps: the `resourceVersion` of each delivered object seen (`None`: absent),
-/// and the listing of a kind under way.
+/// What the watch keeps (`Known`, shared with the evaluations), and the listing of a kind
+/// under way.
 #[derive(Default)]
 struct Versions {
-    known: Arc<Mutex<BTreeMap<Key, Option<String>>>>,
+    known: Arc<Mutex<Known>>,
     listing: BTreeMap<&'static str, BTreeMap<String, Option<String>>>,
-    /// The kinds listed at least once.
-    listed: BTreeSet<&'static str>,
 }
 
 impl Versions {
-    fn new(known: Arc<Mutex<BTreeMap<Key, Option<String>>>>) -> Versions {
+    fn new(known: Arc<Mutex<Known>>) -> Versions {
         Versions { known, ..Versions::default() }
     }
 
@@ -192,25 +223,23 @@ impl Versions {
             }
             Event::InitDone => {
                 let listing = self.listing.remove(kind).unwrap_or_default();
+                let mut known = lock(&self.known);
                 // The first listing counts as a change of every delivered object: one may have
                 // moved between the evaluation that read it and the listing.
-                let first = self.listed.insert(kind);
-                let delivered = delivered.all();
-                let mut known = lock(&self.known);
+                let first = known.listed.insert(kind);
                 let (before, others): (BTreeMap<_, _>, BTreeMap<_, _>) =
-                    std::mem::take(&mut *known).into_iter().partition(|(k, _)| k.0 == kind);
-                *known = others;
-                for ((k, name), sets) in delivered {
+                    std::mem::take(&mut known.versions).into_iter().partition(|(k, _)| k.0 == kind);
+                known.versions = others;
+                for ((k, name), sets) in delivered.all() {
                     if k != kind {
                         continue;
                     }
-                    let now = listing.get(&name).cloned().flatten();
                     let key = (k, name);
-                    if first || before.get(&key) != Some(&now) {
+                    if first || before.get(&key) != listing.get(&key.1).and_then(Option::as_ref) {
                         moved.extend(sets);
                     }
-                    known.insert(key, now);
                 }
+                known.versions.extend(listing.into_iter().filter_map(|(name, v)| Some(((kind, name), v?))));
             }
             Event::Apply((name, version)) => moved = self.one(kind, name, version, delivered),
             Event::Delete((name, _)) => moved = self.one(kind, name, None, delivered),
@@ -226,19 +255,23 @@ impl Versions {
         version: Option<String>,
         delivered: &impl Delivered,
     ) -> BTreeSet<String> {
-        let sets = delivered.to(kind, &name);
         let key = (kind, name);
-        let mut known = lock(&self.known);
-        if sets.is_empty() {
-            // Not (or no longer) recorded: forgotten.
-            known.remove(&key);
-            return sets;
-        }
-        if known.get(&key) == Some(&version) {
+        let before = {
+            let mut known = lock(&self.known);
+            match version {
+                Some(v) => known.versions.insert(key.clone(), v.clone()).filter(|b| *b == v),
+                None => {
+                    known.versions.remove(&key);
+                    None
+                }
+            }
+        };
+        // The same version again (a duplicate event) moves nothing.
+        if before.is_some() {
             return BTreeSet::new();
         }
-        known.insert(key, version);
-        sets
+        // Only what a Deployment recorded names NodeSets.
+        delivered.to(kind, &key.1)
     }
 }
 
@@ -374,8 +407,10 @@ mod tests {
         }
         // The first listing counts as a change of every delivered object.
         assert_eq!(w.take("Secret", Event::InitDone, RECORDED), sets(&["a", "b"]));
-        // Only the recorded names are kept.
-        assert_eq!(lock(&w.known).len(), 2);
+        // Every name is kept with its version (no content), recorded or not; the kind is
+        // listed: a name not there is absent.
+        assert_eq!(lock(&w.known).versions.len(), 3);
+        assert!(lock(&w.known).listed.contains("Secret"));
         assert_eq!(w.take("Secret", Event::Apply(v("unrelated", "4")), RECORDED), sets(&[]));
         assert_eq!(w.take("Secret", Event::Apply(v("cert-a-0", "5")), RECORDED), sets(&["a"]));
         // The same version again (a duplicate event) moves nothing; a ConfigMap of the same

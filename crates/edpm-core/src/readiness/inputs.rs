@@ -12,7 +12,9 @@
 use super::*;
 use crate::condition::reasons::{INVALID_EVIDENCE, NO_INPUTS_DELIVERED, SECRETS_STALE};
 use crate::condition::types::{NODESET_SECRETS_CURRENT, SECRETS_CURRENT};
+use crate::snapshot::SecretData;
 use crate::snapshot::evidence::Delivery;
+use crate::snapshot::resource::Object;
 
 /// What a node's delivered inputs are, compared with the objects now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,12 +110,9 @@ fn short(host: &str) -> String {
     host.split('.').next().unwrap_or(host).to_ascii_lowercase()
 }
 
-/// Node `host_name`'s share of `kind`/`name` (see [`Share`]).
-pub(super) fn share(snap: &Snapshot, kind: &str, name: &str, host_name: &str) -> Share {
-    if kind != "Secret" {
-        return Share::Whole;
-    }
-    let Some(secret) = snap.secrets.iter().find(|s| s.id.name == name) else { return Share::Whole };
+/// Node `host_name`'s share of Secret `secret` (see [`Share`]; `None`: not in the snapshot).
+fn share_of(secret: Option<&Object<SecretData>>, host_name: &str) -> Share {
+    let Some(secret) = secret else { return Share::Whole };
     let labels = &secret.meta.labels;
     if CERT_LABELS.iter().all(|l| labels.contains_key(*l)) {
         let theirs = labels.get("hostname").map(String::as_str).unwrap_or("");
@@ -140,8 +139,8 @@ pub(super) fn share(snap: &Snapshot, kind: &str, name: &str, host_name: &str) ->
 
 /// The hash of `keys` of Secret `name` as it is now (lib-common's hash of a Secret holding
 /// only them); `None` when the snapshot does not have it.
-fn share_hash(snap: &Snapshot, name: &str, keys: &[String]) -> Option<String> {
-    let s = snap.secrets.iter().find(|s| s.id.name == name)?;
+fn share_hash(secret: Option<&Object<SecretData>>, keys: &[String]) -> Option<String> {
+    let s = secret?;
     let data: BTreeMap<String, Vec<u8>> =
         s.body.data.iter().filter(|(k, _)| keys.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
     Some(crate::objecthash::secret_parts(&data, &BTreeMap::new(), &s.body.type_))
@@ -164,6 +163,22 @@ pub(super) const HOLDING: Holding = Holding {
 };
 
 impl<'a> GroupContext<'a> {
+    /// Secret `name` of the snapshot, when `kind` is Secret.
+    fn secret(&self, kind: &str, name: &str) -> Option<&'a Object<SecretData>> {
+        if kind != "Secret" {
+            return None;
+        }
+        self.secrets_by_name.get(name).copied()
+    }
+
+    /// Node `host_name`'s share of `kind` `name` ([`share_of`], the Secret found by name).
+    fn share(&self, kind: &str, name: &str, host_name: &str) -> Share {
+        if kind != "Secret" {
+            return Share::Whole;
+        }
+        share_of(self.secret(kind, name), host_name)
+    }
+
     /// An object's hash now: from the NodeSet's table (`hashes_now`), else computed (a
     /// delivery kept from a Deployment since deleted).
     fn hash_now(&self, kind: &str, name: &str) -> Option<String> {
@@ -214,7 +229,7 @@ impl<'a> GroupContext<'a> {
                 });
             }
             for (kind, name, hash) in recorded {
-                if share(self.snap, kind, name, &m.host_name.value) == Share::None {
+                if self.share(kind, name, &m.host_name.value) == Share::None {
                     continue;
                 }
                 let candidate = Delivery {
@@ -239,7 +254,7 @@ impl<'a> GroupContext<'a> {
         }
         let mut list: Vec<Delivery> = out.into_values().collect();
         // Kept ones too: a certificate of another host is not this node's.
-        list.retain(|d| share(self.snap, &d.kind, &d.name, &m.host_name.value) != Share::None);
+        list.retain(|d| self.share(&d.kind, &d.name, &m.host_name.value) != Share::None);
         self.mark(m, &mut list, now);
         list
     }
@@ -322,9 +337,9 @@ impl<'a> GroupContext<'a> {
             let whole_current = self.hash_now(&d.kind, &d.name).is_some_and(|h| h == d.hash);
             // A packed Secret: the node's own keys as delivered, noted while the whole is what
             // was delivered; kept after.
-            if let Share::Keys(keys) = share(self.snap, &d.kind, &d.name, &m.host_name.value) {
+            if let Share::Keys(keys) = self.share(&d.kind, &d.name, &m.host_name.value) {
                 if whole_current {
-                    d.share = share_hash(self.snap, &d.name, &keys);
+                    d.share = share_hash(self.secret(&d.kind, &d.name), &keys);
                 }
             } else {
                 d.share = None;
@@ -372,9 +387,9 @@ impl<'a> GroupContext<'a> {
         match self.hash_now(&d.kind, &d.name) {
             None => InputState::Gone,
             Some(h) if h == d.hash => InputState::Current,
-            Some(_) => match (share(self.snap, &d.kind, &d.name, &m.host_name.value), &d.share) {
+            Some(_) => match (self.share(&d.kind, &d.name, &m.host_name.value), &d.share) {
                 (Share::Keys(keys), Some(kept))
-                    if share_hash(self.snap, &d.name, &keys).as_ref() == Some(kept) =>
+                    if share_hash(self.secret(&d.kind, &d.name), &keys).as_ref() == Some(kept) =>
                 {
                     InputState::Current
                 }

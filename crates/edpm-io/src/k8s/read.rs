@@ -208,15 +208,21 @@ pub struct Hashed {
 pub trait InputCache {
     /// The object's `resourceVersion` now, as watched; `None` when not known.
     fn version_now(&self, kind: &str, name: &str) -> Option<String>;
+    /// Whether the watch has listed the object's kind and the object is not there: it is not
+    /// asked for (its get would answer 404).
+    fn absent(&self, kind: &str, name: &str) -> bool;
     fn hashed(&self, kind: &str, name: &str) -> Option<Hashed>;
     fn keep(&self, kind: &str, name: &str, hashed: Hashed);
 }
 
 /// [`add_references`], but a Secret or ConfigMap whose version now (`cache.version_now`) is
 /// the one its kept hash was computed from is not got: the snapshot holds its metadata and
-/// its hash (`Snapshot::hashed`). What is got is hashed and kept (never its content). Secrets
-/// an OpenStack object names (a NovaCell's, the CA bundle: Nova's logins read them) are
-/// always got whole.
+/// its hash (`Snapshot::hashed`); one the watch has listed as absent (`cache.absent`) is not
+/// asked for, whichever it is. That holds for every reference, recorded by a Deployment or not (an SSH key,
+/// `ansibleVarsFrom`). What is got is hashed and kept (never its content). Always got whole:
+/// Secrets an OpenStack object names (a NovaCell's, the CA bundle: Nova's logins read them),
+/// and packed certificate Secrets (label `numberOfSecrets`: a node's share is the hash of its
+/// own keys, which a hash of the whole cannot give).
 pub async fn add_references_cached(
     client: &Client,
     mut snap: Snapshot,
@@ -233,12 +239,12 @@ pub async fn add_references_cached(
     for (kind, name) in
         config_maps.into_iter().map(|n| ("ConfigMap", n)).chain(secrets.into_iter().map(|n| ("Secret", n)))
     {
-        let kept = (!(kind == "Secret" && whole.contains(&name)))
-            .then(|| cache.version_now(kind, &name).zip(cache.hashed(kind, &name)))
-            .flatten()
-            .filter(|(now, h)| *now == h.version);
-        match kept {
-            Some((_, h)) => {
+        if cache.absent(kind, &name) {
+            // As its 404 would: not in the snapshot.
+            continue;
+        }
+        match kept_hash(cache, &whole, kind, &name) {
+            Some(h) => {
                 snap.hashed.insert((kind.to_string(), name.clone()), h.hash);
                 stubs.push(located(&ns, json!({"apiVersion": "v1", "kind": kind, "metadata": h.metadata})));
             }
@@ -265,7 +271,10 @@ pub async fn add_references_cached(
     for ((kind, name), got) in wanted.into_iter().zip(got) {
         if let Some(value) = got? {
             let meta = &value["metadata"];
-            if let Some(v) = meta["resourceVersion"].as_str() {
+            let packed = meta["labels"].get(PACKED).is_some();
+            if let Some(v) = meta["resourceVersion"].as_str()
+                && !packed
+            {
                 let kept = json!({"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"], "labels": meta["labels"], "managedFields": change_times(&meta["managedFields"])});
                 versions.insert((kind, name), (v.to_string(), kept));
             }
@@ -291,6 +300,20 @@ pub fn change_times(managed: &Value) -> Value {
             .collect(),
     )
 }
+
+/// What `cache` kept of `kind` `name` when it is current (hashed at the version the watch
+/// says is the object's now), unless the object is always got whole (`whole`: Secrets only).
+fn kept_hash(cache: &dyn InputCache, whole: &BTreeSet<String>, kind: &str, name: &str) -> Option<Hashed> {
+    if kind == "Secret" && whole.contains(name) {
+        return None;
+    }
+    let (now, h) = cache.version_now(kind, name).zip(cache.hashed(kind, name))?;
+    (now == h.version).then_some(h)
+}
+
+/// The label of a packed certificate Secret (`readiness::inputs::share`): never kept as a
+/// hash alone.
+const PACKED: &str = "numberOfSecrets";
 
 /// Hashes what was got (`versions`: each with the version and metadata it was got at) into
 /// `cache`.
