@@ -820,23 +820,12 @@ status:
     let path = dir.path().join("deployments.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, format!("{text}{batch_2}")).unwrap();
-    let pod = serde_json::json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": format!("{ident}-q8m4z"), "namespace": "openstack", "creationTimestamp": "2026-11-26T10:01:00Z",
-                     "labels": {"batch.kubernetes.io/job-name": ident}},
-        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "state": {"terminated": {
-            "exitCode": 2, "reason": "Error", "finishedAt": "2026-11-26T10:29:00Z", "message": message}}}]}
-    });
-    let job_object = serde_json::json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": ident, "namespace": "openstack", "labels": {
-            "app": "openstackansibleee", "openstackdataplaneservice": "nova",
-            "openstackdataplanedeployment": "rotate-batch-2", "openstackdataplanenodeset": "edpm-compute"}},
-        "spec": {"backoffLimit": 0},
-        "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
-    });
-    let docs = [job_object, pod].iter().map(|d| serde_saphyr::to_string(d).unwrap()).collect::<Vec<_>>();
-    std::fs::write(dir.path().join("jobs.yaml"), docs.join("---\n")).unwrap();
+    let attempt = FailedAttempt { ident, pod: "q8m4z", service: "nova", deployment: "rotate-batch-2" };
+    std::fs::write(
+        dir.path().join("jobs.yaml"),
+        attempt.docs("2026-11-26T10:01:00Z", "2026-11-26T10:29:00Z", &message),
+    )
+    .unwrap();
     let d = dir.path().to_str().unwrap();
 
     let out = run(&["--source", d, "status", "show", "-o", "json"], &[NOW]);
@@ -898,23 +887,13 @@ fn a_partly_failed_update_credits_exactly_the_hosts_it_completed() {
             r#"{type: ServiceUpdateDeploymentReady, status: "False", reason: BackoffLimitExceeded, severity: Error, message: "Deployment error occurred in update service error backoff limit reached for execution.name update-minor-update-batch-2-edpm-compute", lastTransitionTime: "2026-11-20T12:30:00Z"}"#,
         );
     std::fs::write(&path, failed).unwrap();
-    let pod = serde_json::json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": format!("{ident}-x7k2p"), "namespace": "openstack", "creationTimestamp": "2026-11-20T12:01:00Z",
-                     "labels": {"batch.kubernetes.io/job-name": ident}},
-        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "state": {"terminated": {
-            "exitCode": 2, "reason": "Error", "finishedAt": "2026-11-20T12:29:00Z", "message": message}}}]}
-    });
-    let job_object = serde_json::json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": ident, "namespace": "openstack", "labels": {
-            "app": "openstackansibleee", "openstackdataplaneservice": "update",
-            "openstackdataplanedeployment": "minor-update-batch-2", "openstackdataplanenodeset": "edpm-compute"}},
-        "spec": {"backoffLimit": 0},
-        "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
-    });
-    let docs = [job_object, pod].iter().map(|d| serde_saphyr::to_string(d).unwrap()).collect::<Vec<_>>();
-    std::fs::write(dir.path().join("jobs.yaml"), docs.join("---\n")).unwrap();
+    let attempt =
+        FailedAttempt { ident, pod: "x7k2p", service: "update", deployment: "minor-update-batch-2" };
+    std::fs::write(
+        dir.path().join("jobs.yaml"),
+        attempt.docs("2026-11-20T12:01:00Z", "2026-11-20T12:29:00Z", &message),
+    )
+    .unwrap();
     let d = dir.path().to_str().unwrap();
 
     let out = run(&["--source", d, "status", "show", "-o", "json"], &[NOW]);
@@ -954,5 +933,38 @@ fn a_partly_failed_update_credits_exactly_the_hosts_it_completed() {
     assert_eq!(named, ["edpm-compute-7", "edpm-compute-8"], "{}", out.stdout);
     for credited in ["edpm-compute-5", "edpm-compute-6", "edpm-compute-9"] {
         assert!(!out.stdout.contains(credited), "{credited} is planned again: {}", out.stdout);
+    }
+}
+
+/// A Job of edpm-compute that failed for good (backoff limit 0), and its one pod, whose
+/// termination message is `message`: what openstack-operator leaves of a failed service run.
+struct FailedAttempt<'a> {
+    ident: &'a str,
+    /// The pod's name after the Job's.
+    pod: &'a str,
+    service: &'a str,
+    deployment: &'a str,
+}
+
+impl FailedAttempt<'_> {
+    /// The Job and the pod, as YAML documents.
+    fn docs(&self, created: &str, finished: &str, message: &str) -> String {
+        let ident = self.ident;
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{ident}-{}", self.pod), "namespace": "openstack", "creationTimestamp": created,
+                         "labels": {"batch.kubernetes.io/job-name": ident}},
+            "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "state": {"terminated": {
+                "exitCode": 2, "reason": "Error", "finishedAt": finished, "message": message}}}]}
+        });
+        let job = serde_json::json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": ident, "namespace": "openstack", "labels": {
+                "app": "openstackansibleee", "openstackdataplaneservice": self.service,
+                "openstackdataplanedeployment": self.deployment, "openstackdataplanenodeset": "edpm-compute"}},
+            "spec": {"backoffLimit": 0},
+            "status": {"failed": 1, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
+        });
+        [job, pod].iter().map(|d| serde_saphyr::to_string(d).unwrap()).collect::<Vec<_>>().join("---\n")
     }
 }
