@@ -667,6 +667,25 @@ fn idle(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched, since: usize) ->
         status_kib(ctl.pid(), "VmHWM:") as f64 / 1024.0,
         tally(reqs.iter().copied())
     );
+    // Which objects an idle minute wrote, and when: a write while nothing changes is either
+    // time passing (a node Lease expiring) or a cost to find.
+    let writes: Vec<String> = reqs
+        .iter()
+        .filter(|r| r.is_write())
+        .take(10)
+        .map(|r| {
+            format!(
+                "{} {}/{} at +{:.1} s",
+                r.verb,
+                r.resource,
+                r.name,
+                r.at.saturating_sub(begin).as_secs_f64()
+            )
+        })
+        .collect();
+    if !writes.is_empty() {
+        println!("controller: idle writes: {}", writes.join(", "));
+    }
     for line in cluster.idle_end(o.idle)? {
         println!("{line}");
     }
