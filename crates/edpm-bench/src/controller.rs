@@ -27,6 +27,9 @@ const QUIET: Duration = Duration::from_secs(2);
 /// How long the controller is given to finish what a step set off (its debounce is 100 ms)
 /// before the next step's counting starts.
 const SETTLE: Duration = Duration::from_secs(1);
+/// How long without a write before an idle window begins, and the longest wait for it.
+const IDLE_QUIET: Duration = Duration::from_secs(5);
+const IDLE_QUIET_WAIT: Duration = Duration::from_secs(120);
 
 pub(crate) struct Opts {
     pub(crate) nodes: usize,
@@ -648,7 +651,19 @@ fn hz() -> f64 {
 /// Nothing changing: the controller's CPU, RSS and requests (`since`: the index of its first
 /// request).
 fn idle(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched, since: usize) -> Result<(), String> {
-    ctl.sleep(SETTLE)?;
+    // The window begins once the steps before are done with: no write for IDLE_QUIET (at 10,000
+    // nodes the shared rotation's last NodeSets are still being written a second after its
+    // last node), so that what it measures is idleness, not their tail; at most IDLE_QUIET_WAIT.
+    let waited = cluster.now();
+    loop {
+        ctl.sleep(SETTLE)?;
+        let now = cluster.now();
+        let recent =
+            cluster.requests()?.iter().rev().take_while(|r| r.at + IDLE_QUIET > now).any(Req::is_write);
+        if !recent || now.saturating_sub(waited) > IDLE_QUIET_WAIT {
+            break;
+        }
+    }
     cluster.idle_begin()?;
     let (from, begin) = (cluster.requests()?.len(), cluster.now());
     let ticks = cpu_ticks(ctl.pid());
