@@ -434,24 +434,7 @@ fn latency(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<(),
         let object = format!("{ns}-{node}");
         let from = cluster.requests()?.len();
         let t0 = cluster.fail_attempt(failed_pod(&job, i, &node))?;
-        let mut landed = None;
-        ctl.wait_for(
-            // Long: a change waits behind the evaluation in progress (at 10,000 nodes, the first
-            // sync's second pass over every NodeSet).
-            &format!("the write of {object}"),
-            Duration::from_secs(300),
-            Duration::from_millis(5),
-            || {
-                landed = cluster.requests()?[from..]
-                    .iter()
-                    .find(|r| {
-                        r.verb == "patch" && r.name == object && r.subresource == "status" && r.at >= t0
-                    })
-                    .map(|r| r.at);
-                Ok(landed.is_some())
-            },
-        )?;
-        latencies.push(landed.unwrap_or(t0).saturating_sub(t0));
+        latencies.push(status_written(cluster, ctl, &object, from, t0)?);
         ctl.sleep(Duration::from_millis(300))?;
         extra_writes +=
             cluster.requests()?[from..].iter().filter(|r| r.is_status_write() && r.name != object).count();
@@ -529,22 +512,7 @@ fn rotation(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched) -> Result<()
         let from = cluster.requests()?.len();
         let t0 =
             cluster.rotate_secret(&cert_name(r % o.node_secrets, &node), cert_data(&node, r as u64 + 1))?;
-        let mut landed = None;
-        ctl.wait_for(
-            &format!("the write of {object}"),
-            Duration::from_secs(300),
-            Duration::from_millis(5),
-            || {
-                landed = cluster.requests()?[from..]
-                    .iter()
-                    .find(|q| {
-                        q.verb == "patch" && q.name == object && q.subresource == "status" && q.at >= t0
-                    })
-                    .map(|q| q.at);
-                Ok(landed.is_some())
-            },
-        )?;
-        took.push(landed.unwrap_or(t0).saturating_sub(t0));
+        took.push(status_written(cluster, ctl, &object, from, t0)?);
         ctl.sleep(SETTLE)?;
         reqs.extend(cluster.requests()?[from..].iter().cloned());
     }
@@ -646,6 +614,32 @@ fn evaluations(metrics: u16) -> String {
 fn hz() -> f64 {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
+}
+
+/// How long after `t0` the controller patched `object`'s status (its requests from `from`).
+fn status_written(
+    cluster: &mut dyn Cluster,
+    ctl: &mut Watched,
+    object: &str,
+    from: usize,
+    t0: Duration,
+) -> Result<Duration, String> {
+    let mut landed = None;
+    ctl.wait_for(
+        // Long: a change waits behind the evaluation in progress (at 10,000 nodes, the first
+        // sync's second pass over every NodeSet).
+        &format!("the write of {object}"),
+        Duration::from_secs(300),
+        Duration::from_millis(5),
+        || {
+            landed = cluster.requests()?[from..]
+                .iter()
+                .find(|r| r.verb == "patch" && r.name == object && r.subresource == "status" && r.at >= t0)
+                .map(|r| r.at);
+            Ok(landed.is_some())
+        },
+    )?;
+    Ok(landed.unwrap_or(t0).saturating_sub(t0))
 }
 
 /// Nothing changing: the controller's CPU, RSS and requests (`since`: the index of its first
