@@ -317,7 +317,8 @@ impl<'a> GroupContext<'a> {
                 .chain(ds.config_map_ref.as_ref().map(|r| ("ConfigMap", &r.name)));
             for (kind, name) in refs {
                 let meta = match kind {
-                    "Secret" => &self.snap.secrets.iter().find(|s| s.id.name == *name)?.meta,
+                    // By the NodeSet's index, as the deliveries are found.
+                    "Secret" => &self.secret(kind, name)?.meta,
                     _ => &self.snap.config_maps.iter().find(|c| c.id.name == *name)?.meta,
                 };
                 if !before(meta) {
