@@ -450,8 +450,9 @@ fn report_writes_objects_that_show_reads_back_with_stable_times() {
         node3["conditions"].as_array().unwrap().iter().find(|c| c["type"] == ty).unwrap()["lastTransitionTime"]
             .clone()
     };
-    // No evidence dates Stalled: the first report's time (when it was first seen), kept.
-    assert_eq!(time("Stalled"), "2026-11-23T12:00:00Z", "kept from the first report");
+    // No evidence dates BaremetalProvisionReady (no OpenStackBaremetalSet): the first report's
+    // time (when it was first seen), kept.
+    assert_eq!(time("BaremetalProvisionReady"), "2026-11-23T12:00:00Z", "kept from the first report");
     // The evidence dates InfrastructureReady: its Deployment's time, written and kept.
     assert_eq!(time("InfrastructureReady"), "2026-11-01T10:42:00Z", "from the evidence");
     // Without --status-dir there is nowhere to write.

@@ -618,7 +618,7 @@ fn times_are_the_evidences_before_and_after_a_report() {
     assert!(after.contains(behind), "{after}");
     // What nothing dated is dated by the report that first said it.
     assert!(
-        after.contains("Stalled: False/Info Progressing since 2026-11-27T12:00:00Z, 6h0m ago\n"),
+        after.contains("SecretsCurrent: Unknown NoInputsDelivered since 2026-11-27T12:00:00Z, 6h0m ago\n"),
         "{after}"
     );
     assert!(explain("edpm-compute-2", &["--status-dir", sd_path]).contains(current));

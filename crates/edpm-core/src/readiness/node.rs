@@ -394,7 +394,13 @@ fn kstatus(running: Option<(&str, Time)>, idle: Time, stalled: Option<(&str, Con
             last_transition_time: failed.last_transition_time,
             ..Condition::true_(STALLED, format!("{s}: {}", failed.message))
         },
-        _ => Condition::because(STALLED, &reasons::PROGRESSING, "no terminal failure on this node"),
+        // Not stalled since what would have ended a stall: the running Deployment's creation (a
+        // retry), else the last Deployment on the node finishing (it did not fail for good, or
+        // this would be True); dated as `Reconciling` is, and unknown where that is.
+        _ => Condition {
+            last_transition_time: running.map_or(idle, |(_, since)| since),
+            ..Condition::because(STALLED, &reasons::PROGRESSING, "no terminal failure on this node")
+        },
     };
     [reconciling, stalled]
 }
