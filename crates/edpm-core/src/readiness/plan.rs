@@ -62,7 +62,7 @@ pub fn plan(snap: &Snapshot, model: &Model, r: &Readiness, want: &[String]) -> V
         version_gaps(snap, group, &nodes, &mut gaps);
         input_gaps(snap, group, &nodes, &mut gaps);
         undecided_gaps(group, &nodes, &runs, &mut gaps);
-        let gaps = without_overlaps(gaps);
+        let gaps = by_services(group, without_overlaps(gaps));
         for (why, members, services) in gaps {
             let (in_progress, rest) = in_progress(&runs, group, &members, &services);
             for (running, members) in in_progress {
@@ -151,6 +151,31 @@ fn without_overlaps(
         }
     }
     kept
+}
+
+/// Gaps that run the same services, one: a node that failed at a service and a node a run
+/// stopped before it (`any_errors_fatal`, behind the version) need one Deployment, not two
+/// running the same services at once. The reasons are joined; the nodes keep the NodeSet's
+/// order.
+fn by_services(
+    group: &HostGroup,
+    gaps: Vec<(String, Vec<String>, Vec<String>)>,
+) -> Vec<(String, Vec<String>, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    for (why, members, services) in gaps {
+        match out.iter_mut().find(|(_, _, s)| *s == services) {
+            Some((w, m, _)) => {
+                w.push_str("; ");
+                w.push_str(&why);
+                m.extend(members.into_iter().filter(|x| !m.contains(x)).collect::<Vec<_>>());
+            }
+            None => out.push((why, members, services)),
+        }
+    }
+    for (_, members, _) in &mut out {
+        members.sort_by_key(|m| group.members.iter().position(|g| g.key == *m));
+    }
+    out
 }
 
 /// The inventory hostname of the node of key `key`, which an `ansibleLimit` selects.
