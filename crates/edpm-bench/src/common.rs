@@ -1,4 +1,4 @@
-//! Helpers every benchmark uses: timing a child process (wall time, peak RSS), flags, generated manifests, finding the peer tools.
+//! Helpers every benchmark uses: timing a child process (wall time, peak RSS), generated manifests, finding the peer tools.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -43,18 +43,28 @@ pub(crate) fn measure(cmd: &mut Command) -> Result<Measured, String> {
     }
 }
 
-/// `edpm-bench measure-child PROGRAM ARGS...`: runs the program (output thrown away) and prints
-/// its wall time in nanoseconds, its peak RSS in KiB (wait4), its exit status and its CPU time
-/// in nanoseconds.
-pub(crate) fn measure_child(args: &[String]) -> Result<(), String> {
-    let (program, rest) = args.split_first().ok_or("measure-child needs a program")?;
+/// `edpm-bench measure-child PROGRAM ARGS...`: the command [`measure`] starts, its arguments
+/// passed on as given (flags included).
+#[derive(clap::Args)]
+pub(crate) struct MeasureChild {
+    /// The program to run (its output is thrown away).
+    program: std::ffi::OsString,
+    /// Its arguments, passed on as given, flags included.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<std::ffi::OsString>,
+}
+
+/// Runs the program and prints its wall time in nanoseconds, its peak RSS in KiB (wait4), its
+/// exit status and its CPU time in nanoseconds.
+pub(crate) fn measure_child(o: &MeasureChild) -> Result<(), String> {
+    let program = &o.program;
     let start = Instant::now();
     let child = Command::new(program)
-        .args(rest)
+        .args(&o.args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("spawn {program}: {e}"))?;
+        .map_err(|e| format!("spawn {}: {e}", program.to_string_lossy()))?;
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is a plain C struct; zeroed is a valid value, and wait4 fills it.
@@ -72,21 +82,47 @@ pub(crate) fn measure_child(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) fn flag<T: std::str::FromStr + std::fmt::Display>(
-    args: &[String],
-    name: &str,
-    default: T,
-) -> Result<T, String> {
-    match args.iter().position(|a| a == name) {
-        Some(i) => {
-            let value = args
-                .get(i + 1)
-                .ok_or(format!("{name} needs a value: give one after it (default {default})"))?;
-            value.parse().map_err(|_| {
-                format!("{name} {value:?} is not a valid value: give one like its default, {default}")
+/// `edpm-bench generate DIR`: the inventory benchmark's input, written for a profiler to read.
+#[derive(clap::Args)]
+pub(crate) struct GenerateOpts {
+    /// The directory to write the Role files into (it must exist).
+    dir: PathBuf,
+    /// Nodes in all, spread evenly over the Roles.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    nodes: usize,
+    /// Roles (one file each).
+    #[arg(long, value_name = "R", default_value_t = 100)]
+    roles: usize,
+}
+
+impl GenerateOpts {
+    pub(crate) fn check(&self) -> Result<(), String> {
+        at_least_one("--roles", self.roles)
+    }
+}
+
+pub(crate) fn generate_cmd(o: &GenerateOpts) -> Result<(), String> {
+    generate(&o.dir, o.roles, o.nodes)
+}
+
+/// `Err` naming `flag` when `value` is 0 (what the benchmark divides by or needs one of).
+pub(crate) fn at_least_one(flag: &str, value: usize) -> Result<(), String> {
+    if value == 0 { Err(format!("{flag} 0: give at least 1")) } else { Ok(()) }
+}
+
+/// Node counts, comma-separated (`--sizes 10000,50000`): one benchmark round per size.
+#[derive(Clone, Debug)]
+pub(crate) struct Sizes(pub(crate) Vec<usize>);
+
+impl std::str::FromStr for Sizes {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Sizes, String> {
+        s.split(',')
+            .map(|n| {
+                n.trim().parse().map_err(|_| format!("{n:?} is not a number of nodes (give e.g. 250,10000)"))
             })
-        }
-        None => Ok(default),
+            .collect::<Result<_, _>>()
+            .map(Sizes)
     }
 }
 

@@ -31,48 +31,59 @@ const SETTLE: Duration = Duration::from_secs(1);
 const IDLE_QUIET: Duration = Duration::from_secs(5);
 const IDLE_QUIET_WAIT: Duration = Duration::from_secs(120);
 
+/// `edpm-bench controller`'s flags.
+#[derive(clap::Args)]
 pub(crate) struct Opts {
-    pub(crate) nodes: usize,
-    pub(crate) services: usize,
-    changes: usize,
-    churn: u64,
-    idle: u64,
+    /// Run against a real kube-apiserver and etcd (scripts/apiserver.sh) instead of the fake
+    /// API server, as the controller's own ServiceAccount under the shipped RBAC.
+    #[arg(long = "real-api")]
     real: bool,
-    /// Secrets every node holds, and certificates per node (`--shared-secrets`,
-    /// `--node-secrets`), recorded by the Deployments.
+    /// Nodes, in NodeSets of 100 (at least 100; the failed-Job latency needs 1,000: one
+    /// NodeSet in ten has the failed Job).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) nodes: usize,
+    /// Services each NodeSet's Deployment ran (at least 1).
+    #[arg(long, value_name = "S", default_value_t = 15)]
+    pub(crate) services: usize,
+    /// Failed Jobs' new pods whose latency to the node's status write is measured (at least 1).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    changes: usize,
+    /// How long the churn (Job changes that move no condition) runs.
+    #[arg(long = "churn-seconds", value_name = "SECONDS", default_value_t = 60)]
+    churn: u64,
+    /// How long the idle window (nothing changing: CPU, RSS, requests) lasts (at least 1).
+    #[arg(long = "idle-seconds", value_name = "SECONDS", default_value_t = 60)]
+    idle: u64,
+    /// Secrets every node holds, recorded by the Deployments.
+    #[arg(long = "shared-secrets", value_name = "N", default_value_t = 0)]
     pub(crate) shared_secrets: usize,
+    /// Certificates per node (one per service: at most --services), recorded by the
+    /// Deployments; with any, certificates are rotated, then one shared Secret.
+    #[arg(long = "node-secrets", value_name = "N", default_value_t = 0)]
     pub(crate) node_secrets: usize,
+    /// Node certificates rotated one after another, each timed (with --node-secrets).
+    #[arg(long, value_name = "N", default_value_t = 5)]
     rotations: usize,
 }
 
 impl Opts {
-    fn parse(args: &[String]) -> Result<Opts, String> {
-        let o = Opts {
-            nodes: flag(args, "--nodes", 10_000)?,
-            services: flag(args, "--services", 15)?,
-            changes: flag(args, "--changes", 20)?,
-            churn: flag(args, "--churn-seconds", 60)?,
-            idle: flag(args, "--idle-seconds", 60)?,
-            real: args.iter().any(|a| a == "--real-api"),
-            shared_secrets: flag(args, "--shared-secrets", 0)?,
-            node_secrets: flag(args, "--node-secrets", 0)?,
-            rotations: flag(args, "--rotations", 5)?,
-        };
-        // One NodeSet in ten has the failed Job the latency is measured on: with fewer than
-        // ten, the latency is not measured.
-        if o.nodes < 100 {
-            return Err(format!("--nodes {}: give at least 100 (NodeSets of 100)", o.nodes));
+    /// The limits between flags, and the values the scenario cannot run with.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        // NodeSets of 100; one in ten has the failed Job the latency is measured on: with
+        // fewer than ten, the latency is not measured.
+        if self.nodes < 100 {
+            return Err(format!("--nodes {}: give at least 100 (NodeSets of 100)", self.nodes));
         }
-        if o.node_secrets > o.services {
+        if self.node_secrets > self.services {
             return Err(format!(
                 "--node-secrets {}: at most --services ({}), one certificate per service",
-                o.node_secrets, o.services
+                self.node_secrets, self.services
             ));
         }
-        if o.services == 0 || o.changes == 0 || o.idle == 0 {
+        if self.services == 0 || self.changes == 0 || self.idle == 0 {
             return Err("--services, --changes and --idle-seconds: give at least 1".into());
         }
-        Ok(o)
+        Ok(())
     }
 }
 
@@ -147,16 +158,16 @@ pub(crate) trait Cluster {
     }
 }
 
-pub(crate) fn controller_bench(args: &[String]) -> Result<(), String> {
-    let o = Opts::parse(args)?;
+/// Runs the scenario; `o` has passed [`Opts::check`] (`main` refuses it otherwise).
+pub(crate) fn controller_bench(o: &Opts) -> Result<(), String> {
     let mut docs = objects(o.nodes, o.services)?;
-    record_secrets(&mut docs, &o);
+    record_secrets(&mut docs, o);
     let mut cluster: Box<dyn Cluster> = if o.real {
         Box::new(crate::controller_real::RealCluster::start(&docs)?)
     } else {
         Box::new(FakeCluster::start(docs))
     };
-    scenario(&o, cluster.as_mut())
+    scenario(o, cluster.as_mut())
 }
 
 /// The generated cluster: NodeSets of 100 nodes, a Deployment each with its status (one

@@ -17,13 +17,38 @@ pub(crate) struct Input {
     pub(crate) failed: Option<i32>,
 }
 
-pub(crate) fn inventory(args: &[String]) -> Result<(), String> {
-    let sizes: String = flag(args, "--sizes", "10000,50000".to_string())?;
-    let roles: usize = flag(args, "--roles", 100)?;
-    let runs: usize = flag(args, "--runs", 5)?;
-    let ansible_runs: usize = flag(args, "--ansible-runs", 1)?;
-    let with_ansible = !args.iter().any(|a| a == "--no-ansible");
-    let with_floor = !args.iter().any(|a| a == "--no-parser-floor");
+/// `edpm-bench inventory`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Node counts, comma-separated: one round of every input per size.
+    #[arg(long, value_name = "N,N,...", default_value = "10000,50000")]
+    sizes: Sizes,
+    /// Roles the nodes are spread over, one file each (at least 1).
+    #[arg(long, value_name = "R", default_value_t = 100)]
+    roles: usize,
+    /// Rounds of `edpm-agent inventory --list`, each running every input once.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    runs: usize,
+    /// Runs of ansible-inventory, on our script and on the static file (sizes up to 10,000).
+    #[arg(long = "ansible-runs", value_name = "N", default_value_t = 1)]
+    ansible_runs: usize,
+    /// Skip the ansible-inventory comparison.
+    #[arg(long = "no-ansible")]
+    no_ansible: bool,
+    /// Skip timing YAML parsing alone on the same files.
+    #[arg(long = "no-parser-floor")]
+    no_parser_floor: bool,
+}
+
+impl Opts {
+    pub(crate) fn check(&self) -> Result<(), String> {
+        at_least_one("--roles", self.roles)
+    }
+}
+
+pub(crate) fn inventory(o: &Opts) -> Result<(), String> {
+    let (roles, runs, ansible_runs) = (o.roles, o.runs, o.ansible_runs);
+    let (with_ansible, with_floor) = (!o.no_ansible, !o.no_parser_floor);
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let agent = exe.with_file_name("edpm-agent");
     if !agent.is_file() {
@@ -39,8 +64,7 @@ pub(crate) fn inventory(args: &[String]) -> Result<(), String> {
         "nodes", "input", "size", "best wall", "median", "worst", "peak RSS", "per node"
     );
     let mut first: Vec<(String, usize, Duration)> = Vec::new();
-    for size in sizes.split(',').map(|s| s.trim().parse::<usize>().map_err(|_| format!("bad size {s}"))) {
-        let size = size?;
+    for &size in &o.sizes.0 {
         let yaml = tempfile::tempdir().map_err(|e| e.to_string())?;
         generate(yaml.path(), roles, size)?;
         let json = tempfile::tempdir().map_err(|e| e.to_string())?;

@@ -56,47 +56,108 @@ mod run;
 mod stage;
 mod summarize;
 
-use std::path::Path;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
-use common::{flag, generate, measure_child};
-use inventory::inventory;
-use node::node_bench;
-use oslo::oslo_bench;
-use oslo_parse::oslo_parse_bench;
-use readiness::readiness_bench;
-use run::run_bench;
-use stage::stage_bench;
-use summarize::summarize_bench;
+use common::{GenerateOpts, MeasureChild};
 
 // The same allocator as edpm-agent, so in-process measurements (oslo) match the binary.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Benchmarks of edpm-agent: each generates its own inputs and measures edpm-agent against its
+/// peer in the same run (BENCHMARKS.md). Run from a release build.
+#[derive(Parser)]
+#[command(name = "edpm-bench", max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// `edpm-agent inventory --list` on generated manifests (YAML and JSON, one file and many),
+    /// YAML parsing alone, and ansible-inventory reading our script against a static file.
+    Inventory(inventory::Opts),
+    /// Rendering, reading and layering oslo.config files, against oslo.config.
+    Oslo(oslo::Opts),
+    /// `edpm-agent oslo parse` on one large file, against oslo.config's parser.
+    OsloParse(oslo_parse::Opts),
+    /// `edpm-agent stage`: staging a node's files, first and unchanged, against Ansible's copy.
+    Stage(stage::Opts),
+    /// The pure readiness evaluation in process, and `status report`'s writes against the fake
+    /// API server.
+    Readiness(readiness::Opts),
+    /// `status controller` at scale against the fake API server (or a real one, --real-api):
+    /// first sync, change-to-write latency, churn, Secret rotation, idle CPU, RSS, requests.
+    Controller(controller::Opts),
+    /// What asking Nova adds to `status show`, and the Keystone and compute requests it sends.
+    Nova(nova::Opts),
+    /// The node agent's full check against `sha256sum -c`, and its idle cost as a service
+    /// against the fake API server; with --real, against a real systemd and podman.
+    Node(node::Opts),
+    /// Internal: `node --real` runs it inside the node; the check's times as one JSON line.
+    NodeCheck(node_real::CheckOpts),
+    /// The wall time `edpm-agent run` adds over ansible-runner alone, for a no-op play.
+    Run(run::Opts),
+    /// `edpm-agent run --summarize-only` over a generated job_events directory.
+    Summarize(summarize::Opts),
+    /// Internal: the benchmarks time a command through it; prints its wall time (ns), peak RSS
+    /// (KiB), exit status and CPU time (ns).
+    MeasureChild(MeasureChild),
+    /// Writes the inventory benchmark's manifests (R Roles, N Nodes) into DIR, e.g. for a profiler.
+    Generate(GenerateOpts),
+}
+
+impl Bench {
+    /// What clap cannot say alone: the limits between flags and the values a benchmark
+    /// cannot run with.
+    fn check(&self) -> Result<(), String> {
+        match self {
+            Bench::Controller(o) => o.check(),
+            Bench::Inventory(o) => o.check(),
+            Bench::Generate(o) => o.check(),
+            _ => Ok(()),
+        }
+    }
+
+    fn run(&self) -> Result<(), String> {
+        match self {
+            Bench::Inventory(o) => inventory::inventory(o),
+            Bench::Oslo(o) => oslo::oslo_bench(o),
+            Bench::OsloParse(o) => oslo_parse::oslo_parse_bench(o),
+            Bench::Stage(o) => stage::stage_bench(o),
+            Bench::Readiness(o) => readiness::readiness_bench(o),
+            Bench::Controller(o) => controller::controller_bench(o),
+            Bench::Nova(o) => nova::nova_bench(o),
+            Bench::Node(o) if o.real => node_real::node_real_bench(o),
+            Bench::Node(o) => node::node_bench(o),
+            Bench::NodeCheck(o) => node_real::node_check_here(o),
+            Bench::Run(o) => run::run_bench(o),
+            Bench::Summarize(o) => summarize::summarize_bench(o),
+            Bench::MeasureChild(o) => common::measure_child(o),
+            Bench::Generate(o) => common::generate_cmd(o),
+        }
+    }
+}
+
+/// `--help` prints the help and runs nothing; a flag, subcommand or value it does not know is
+/// refused with clap's error (exit 2) before anything starts; a benchmark that fails exits 2
+/// with its error.
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("inventory") => inventory(&args[1..]),
-        Some("oslo") => oslo_bench(&args[1..]),
-        Some("oslo-parse") => oslo_parse_bench(&args[1..]),
-        Some("stage") => stage_bench(&args[1..]),
-        Some("readiness") => readiness_bench(&args[1..]),
-        Some("controller") => controller::controller_bench(&args[1..]),
-        Some("nova") => nova::nova_bench(&args[1..]),
-        Some("node") if args.iter().any(|a| a == "--real") => node_real::node_real_bench(&args[1..]),
-        Some("node") => node_bench(&args[1..]),
-        Some("node-check") => node_real::node_check_here(&args[1..]),
-        Some("run") => run_bench(&args[1..]),
-        Some("summarize") => summarize_bench(&args[1..]),
-        Some("measure-child") => measure_child(&args[1..]),
-        Some("generate") => match args.get(1) {
-            Some(dir) => flag(&args[2..], "--nodes", 10_000)
-                .and_then(|n| Ok((n, flag(&args[2..], "--roles", 100)?)))
-                .and_then(|(n, r)| generate(Path::new(dir), r, n)),
-            None => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R]".into()),
-        },
-        _ => Err("usage: edpm-bench generate DIR [--nodes N] [--roles R] | edpm-bench oslo [--nodes 1000] [--runs 3] | edpm-bench oslo-parse [--runs 5] | edpm-bench stage [--files 10000] [--ansible-files 300] | edpm-bench readiness [--nodes 10000] [--services 15] [--runs 7] [--report-nodes 1000] | edpm-bench controller [--real-api] [--nodes 10000] [--services 15] [--changes 20] [--churn-seconds 60] [--idle-seconds 60] [--shared-secrets 0] [--node-secrets 0] [--rotations 5] | edpm-bench nova [--sizes 250,10000] [--runs 5] | edpm-bench node [--services 50] [--files 10000] [--runs 9] [--idle-seconds 60] | edpm-bench node --real [--services 50] [--runs 9] | edpm-bench run [--hosts 50] [--runs 5] | edpm-bench summarize [--events 100000] [--runs 5] | edpm-bench inventory [--sizes 10000,50000] [--roles 100] [--runs 5] [--ansible-runs 1] [--no-ansible] [--no-parser-floor]".into()),
-    };
-    if let Err(e) = result {
+    let mut cmd = Cli::command();
+    let matches = cmd.get_matches_mut();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit());
+    if let Err(msg) = cli.bench.check() {
+        // Refused as clap refuses a bad value, with the benchmark's own usage line.
+        cmd.build();
+        let kind = clap::error::ErrorKind::ValueValidation;
+        let err = match cmd.find_subcommand_mut(matches.subcommand_name().unwrap_or_default()) {
+            Some(sub) => sub.error(kind, msg),
+            None => cmd.error(kind, msg),
+        };
+        err.exit();
+    }
+    if let Err(e) = cli.bench.run() {
         eprintln!("edpm-bench: {e}");
         std::process::exit(2);
     }

@@ -133,11 +133,30 @@ pub(crate) fn status_kib(pid: u32, key: &str) -> u64 {
         .unwrap_or(0)
 }
 
-pub(crate) fn node_bench(args: &[String]) -> Result<(), String> {
-    let services = flag(args, "--services", 50)?;
-    let files = flag(args, "--files", 10_000)?;
-    let runs = flag(args, "--runs", 9)?;
-    let idle = flag(args, "--idle-seconds", 60u64)?;
+/// `edpm-bench node`'s flags (with `--real`, `node_real`'s).
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Check a real node instead: a real systemd and podman in a container (needs
+    /// scripts/real-parts.sh), beside the same check against the faked tools.
+    #[arg(long)]
+    pub(crate) real: bool,
+    /// Deployed services on the node, one container each.
+    #[arg(long, value_name = "S", default_value_t = 50)]
+    pub(crate) services: usize,
+    /// Staged files the check verifies (not with --real).
+    #[arg(long, value_name = "F", default_value_t = 10_000, conflicts_with = "real")]
+    files: usize,
+    /// Checks after the first one, timed.
+    #[arg(long, value_name = "N", default_value_t = 9)]
+    pub(crate) runs: usize,
+    /// How long each idle agent is measured, as a service against the fake API server (not
+    /// with --real).
+    #[arg(long = "idle-seconds", value_name = "SECONDS", default_value_t = 60, conflicts_with = "real")]
+    idle: u64,
+}
+
+pub(crate) fn node_bench(o: &Opts) -> Result<(), String> {
+    let (services, files, runs, idle) = (o.services, o.files, o.runs, o.idle);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (root, tools) = node_root(dir.path(), services, files)?;
     let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default());

@@ -3,7 +3,7 @@
 //! beside the same check against the faked `systemctl`/`podman` of `edpm-bench node`. Needs
 //! `scripts/real-parts.sh` to have run (`target/real-parts.env`).
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -12,9 +12,8 @@ use edpm_testkit::real_node::RealNode;
 use crate::common::*;
 use crate::node::{node_config, node_root};
 
-pub(crate) fn node_real_bench(args: &[String]) -> Result<(), String> {
-    let services = flag(args, "--services", 50)?;
-    let runs = flag(args, "--runs", 9)?;
+pub(crate) fn node_real_bench(o: &crate::node::Opts) -> Result<(), String> {
+    let (services, runs) = (o.services, o.runs);
     let repo = &crate::common::repo();
     let env_file = repo.join("target/real-parts.env");
     let env: Vec<(String, String)> = fs_err::read_to_string(&env_file)
@@ -102,13 +101,23 @@ pub(crate) fn node_real_bench(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `edpm-bench node-check --config FILE [--runs N]`, run inside the node: the check's times,
-/// and systemctl's and podman's alone, as one JSON line.
-pub(crate) fn node_check_here(args: &[String]) -> Result<(), String> {
-    let runs = flag(args, "--runs", 9)?;
-    let cfg = flag(args, "--config", String::new())?;
-    let text = fs_err::read_to_string(&cfg).map_err(|e| e.to_string())?;
-    let t = crate::bench::node_check(Path::new(&cfg), &text, runs)?;
+/// `edpm-bench node-check --config FILE [--runs N]`: what `node --real` runs inside the node.
+#[derive(clap::Args)]
+pub(crate) struct CheckOpts {
+    /// The node agent's config file (its root and expectations).
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Checks after the first one, timed; and runs of systemctl and podman alone.
+    #[arg(long, value_name = "N", default_value_t = 9)]
+    runs: usize,
+}
+
+/// Run inside the node: the check's times, and systemctl's and podman's alone, as one JSON
+/// line.
+pub(crate) fn node_check_here(o: &CheckOpts) -> Result<(), String> {
+    let (runs, cfg) = (o.runs, &o.config);
+    let text = fs_err::read_to_string(cfg).map_err(|e| e.to_string())?;
+    let t = crate::bench::node_check(cfg, &text, runs)?;
     let mut warm = t.warm.clone();
     warm.sort();
     let median_of = |program: &str, args: &[String]| -> Result<f64, String> {

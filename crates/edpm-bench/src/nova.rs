@@ -15,13 +15,21 @@ use crate::fake_api;
 use crate::readiness::readiness_manifests;
 use edpm_testkit::fake_nova::{self, FakeNova};
 
-pub(crate) fn nova_bench(args: &[String]) -> Result<(), String> {
-    let sizes: String = flag(args, "--sizes", "250,10000".to_string())?;
-    let runs: usize = flag(args, "--runs", 5)?;
+/// `edpm-bench nova`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Node counts, comma-separated: the benchmark runs once per size.
+    #[arg(long, value_name = "N,N,...", default_value = "250,10000")]
+    sizes: crate::common::Sizes,
+    /// Rounds, each running `status show` with Nova and with --no-nova.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    runs: usize,
+}
+
+pub(crate) fn nova_bench(o: &Opts) -> Result<(), String> {
     let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
-    for size in sizes.split(',') {
-        let nodes: usize = size.trim().parse().map_err(|_| format!("--sizes: {size:?} is not a number"))?;
-        one_size(&agent, nodes, runs)?;
+    for &nodes in &o.sizes.0 {
+        one_size(&agent, nodes, o.runs)?;
     }
     Ok(())
 }

@@ -39,10 +39,20 @@ t2 = time.perf_counter()
 print(json.dumps({"parse_layer": t1 - t0, "options": count, "configopts_sample": t2 - t1}))
 "#;
 
-pub(crate) fn oslo_bench(args: &[String]) -> Result<(), String> {
+/// `edpm-bench oslo`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Nodes whose nova config files are rendered, then read and layered.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    nodes: usize,
+    /// Runs of each side, ours and oslo.config's.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    runs: usize,
+}
+
+pub(crate) fn oslo_bench(o: &Opts) -> Result<(), String> {
     use edpm_core::oslo;
-    let nodes: usize = flag(args, "--nodes", 1000)?;
-    let runs: usize = flag(args, "--runs", 3)?;
+    let (nodes, runs) = (o.nodes, o.runs);
     let python = find_tool("python3")
         .filter(|p| p.to_string_lossy().contains("venv"))
         .or_else(|| find_tool("python3"));

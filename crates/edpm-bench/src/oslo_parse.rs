@@ -24,10 +24,18 @@ for path in sys.argv[2:]:
 print(json.dumps(best))
 "#;
 
+/// `edpm-bench oslo-parse`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Runs on each file, of each parser (the best counts; 0 runs once).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    runs: usize,
+}
+
 /// `edpm-agent oslo parse` as a whole process on single large files, the shapes that once made
 /// it quadratic, against oslo.config's parser on the same files.
-pub(crate) fn oslo_parse_bench(args: &[String]) -> Result<(), String> {
-    let runs: usize = flag(args, "--runs", 5)?.max(1);
+pub(crate) fn oslo_parse_bench(o: &Opts) -> Result<(), String> {
+    let runs = o.runs.max(1);
     let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
     if !agent.is_file() {
         return Err(format!("{} not found; build it first (cargo build --release)", agent.display()));

@@ -71,11 +71,25 @@ pub(crate) fn readiness_manifests(nodes: usize, services: usize) -> String {
     out
 }
 
-pub(crate) fn readiness_bench(args: &[String]) -> Result<(), String> {
-    let nodes = flag(args, "--nodes", 10_000)?;
-    let services = flag(args, "--services", 15)?;
-    let runs = flag(args, "--runs", 7)?;
-    let report_nodes = flag(args, "--report-nodes", 1_000)?;
+/// `edpm-bench readiness`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Nodes the evaluation judges, in NodeSets of 100.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    nodes: usize,
+    /// Services each NodeSet's Deployment ran.
+    #[arg(long, value_name = "S", default_value_t = 15)]
+    services: usize,
+    /// Timed runs of the evaluation.
+    #[arg(long, value_name = "N", default_value_t = 7)]
+    runs: usize,
+    /// Nodes `status report` writes the status of, against the fake API server.
+    #[arg(long = "report-nodes", value_name = "N", default_value_t = 1_000)]
+    report_nodes: usize,
+}
+
+pub(crate) fn readiness_bench(o: &Opts) -> Result<(), String> {
+    let (nodes, services, runs, report_nodes) = (o.nodes, o.services, o.runs, o.report_nodes);
     let text = readiness_manifests(nodes, services);
     let t = crate::bench::readiness(&text, runs)?;
     let mut times = t.evaluate.clone();

@@ -29,9 +29,19 @@ pub(crate) fn noop_runner_dir(dir: &Path, hosts: usize, python: &Path) -> Result
     Ok(())
 }
 
-pub(crate) fn run_bench(args: &[String]) -> Result<(), String> {
-    let hosts: usize = flag(args, "--hosts", 50)?;
-    let runs: usize = flag(args, "--runs", 5)?;
+/// `edpm-bench run`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Local hosts the no-op play runs on.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    hosts: usize,
+    /// Rounds, each running ansible-runner alone and through `edpm-agent run`.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    runs: usize,
+}
+
+pub(crate) fn run_bench(o: &Opts) -> Result<(), String> {
+    let (hosts, runs) = (o.hosts, o.runs);
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let agent = exe.with_file_name("edpm-agent");
     let runner = find_tool("ansible-runner").ok_or("ansible-runner not found (run scripts/setup-venv.sh)")?;

@@ -26,9 +26,19 @@ pub(crate) fn stage_source(
     fs_err::write(dir.join("bench.yaml"), text).map_err(|e| e.to_string())
 }
 
-pub(crate) fn stage_bench(args: &[String]) -> Result<(), String> {
-    let files: usize = flag(args, "--files", 10_000)?;
-    let sample: usize = flag(args, "--ansible-files", 300)?;
+/// `edpm-bench stage`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Files the node's data source holds, staged by `edpm-agent stage`.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    files: usize,
+    /// Files Ansible's copy module stages, the peer (a sample: it takes long per file).
+    #[arg(long = "ansible-files", value_name = "N", default_value_t = 300)]
+    ansible_files: usize,
+}
+
+pub(crate) fn stage_bench(o: &Opts) -> Result<(), String> {
+    let (files, sample) = (o.files, o.ansible_files);
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let agent = exe.with_file_name("edpm-agent");
     let src = tempfile::tempdir().map_err(|e| e.to_string())?;

@@ -55,9 +55,19 @@ pub(crate) fn generate_events(dir: &Path, events: usize) -> Result<usize, String
     Ok(counter)
 }
 
-pub(crate) fn summarize_bench(args: &[String]) -> Result<(), String> {
-    let events: usize = flag(args, "--events", 100_000)?;
-    let runs: usize = flag(args, "--runs", 5)?;
+/// `edpm-bench summarize`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct Opts {
+    /// Job events in the generated job_events directory (about).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    events: usize,
+    /// Timed runs of `edpm-agent run --summarize-only`.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    runs: usize,
+}
+
+pub(crate) fn summarize_bench(o: &Opts) -> Result<(), String> {
+    let (events, runs) = (o.events, o.runs);
     let agent = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("edpm-agent");
     let root = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = root.path().join("artifacts/bench");

@@ -2,7 +2,8 @@
 //! the test command makes, so a benchmark that no longer runs fails the tests instead of
 //! hanging for the next person who needs it. Each test checks that its benchmark exits 0 and
 //! prints its figures' lines, never their values: performance is measured by the benchmarks
-//! themselves (BENCHMARKS.md), not asserted by tests.
+//! themselves (BENCHMARKS.md), not asserted by tests. And `--help` and a bad flag, which must
+//! end at once, running nothing.
 //!
 //! A benchmark that needs what the machine lacks (the Python venv, the real API server's
 //! binaries, podman) says `SKIPPED` with the reason, as the integration tests do; with `CI`
@@ -245,14 +246,128 @@ fn bench_controller_real_api() {
     bench("bench_controller_real_api", Needs::RealApi, &args, &lines);
 }
 
-/// A bad flag is refused in words that name it, before anything starts.
+/// How long a refusal or a help may take: a benchmark that starts instead runs for minutes.
+const NO_RUN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `edpm-bench ARGS`, which must end within [`NO_RUN`] (killed and failed otherwise: it
+/// started a benchmark); its exit code, stdout and stderr.
+fn quick(args: &[&str]) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_edpm-bench"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > NO_RUN {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("edpm-bench {}: still running after {NO_RUN:?}: it started a benchmark", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Help and errors are a few KiB: the pipes never filled.
+    let (mut out, mut err) = (String::new(), String::new());
+    child.stdout.take().unwrap().take(1 << 20).read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().take(1 << 20).read_to_string(&mut err).unwrap();
+    (status.code(), out, err)
+}
+
+/// `--help` prints the benchmark's flags and runs nothing (it once ran the 10,000-node
+/// controller benchmark).
+#[test]
+fn bench_help_prints_the_flags_and_runs_nothing() {
+    let (code, out, err) = quick(&["controller", "--help"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    for flag in [
+        "--real-api",
+        "--nodes",
+        "--services",
+        "--changes",
+        "--churn-seconds",
+        "--idle-seconds",
+        "--shared-secrets",
+        "--node-secrets",
+        "--rotations",
+    ] {
+        assert!(out.contains(flag), "no {flag} in the help:\n{out}");
+    }
+    assert!(!out.contains("set-up:") && err.is_empty(), "{out}\n{err}");
+    // Every benchmark and helper mode has its help (clap checks its flags' definitions then).
+    for bench in [
+        "inventory",
+        "oslo",
+        "oslo-parse",
+        "stage",
+        "readiness",
+        "controller",
+        "nova",
+        "node",
+        "node-check",
+        "run",
+        "summarize",
+        "measure-child",
+        "generate",
+    ] {
+        let (code, out, err) = quick(&[bench, "--help"]);
+        assert_eq!(code, Some(0), "{bench} --help:\n{out}\n{err}");
+        assert!(out.contains(&format!("Usage: edpm-bench {bench}")), "{bench} --help:\n{out}");
+    }
+}
+
+/// A flag it does not know (a typo), or a value that is not one, is refused with clap's error
+/// naming it, exit 2, before anything starts (a typo once ran the default 10,000 nodes).
 #[test]
 fn bench_refuses_a_bad_flag_by_name() {
-    let out = Command::new(env!("CARGO_BIN_EXE_edpm-bench"))
-        .args(["controller", "--nodes", "ten"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--nodes \"ten\"") && err.lines().count() == 1, "{err}");
+    for (args, names) in [
+        (&["controller", "--node", "5"][..], "'--node'"),
+        (&["controller", "--rotation", "3"], "'--rotation'"),
+        (&["controller", "--nodes", "many"], "'many' for '--nodes <N>'"),
+        (&["controller", "--nodes", "ten"], "'ten' for '--nodes <N>'"),
+        (&["inventory", "--sizes", "200,x"], "--sizes"),
+        // Ignored before: --real checks no staged files and runs no idle agent.
+        (&["node", "--real", "--files", "10"], "'--files <F>'"),
+        (&["frob"], "'frob'"),
+    ] {
+        let (code, out, err) = quick(args);
+        assert_eq!(code, Some(2), "edpm-bench {}:\n{out}\n{err}", args.join(" "));
+        assert!(err.starts_with("error:") && err.contains(names), "edpm-bench {}:\n{err}", args.join(" "));
+        assert!(out.is_empty(), "edpm-bench {}:\n{out}", args.join(" "));
+    }
+}
+
+/// What a benchmark cannot run with is refused the same way, in words that say what to give.
+#[test]
+fn bench_refuses_values_it_cannot_run_with() {
+    for (args, says) in [
+        (&["controller", "--nodes", "50"][..], "--nodes 50: give at least 100"),
+        (
+            &["controller", "--services", "2", "--node-secrets", "3"],
+            "--node-secrets 3: at most --services (2)",
+        ),
+        (&["controller", "--idle-seconds", "0"], "give at least 1"),
+        (&["generate", "/nonexistent", "--roles", "0"], "--roles 0: give at least 1"),
+    ] {
+        let (code, out, err) = quick(args);
+        assert_eq!(code, Some(2), "edpm-bench {}:\n{out}\n{err}", args.join(" "));
+        assert!(err.starts_with("error: ") && err.contains(says), "edpm-bench {}:\n{err}", args.join(" "));
+    }
+}
+
+/// `measure-child`, which every timed child goes through, passes the command's own flags on
+/// as given (they are not edpm-bench's): `sh -c 'exit $#'` exits with how many it got.
+#[test]
+fn measure_child_passes_the_command_on_as_given() {
+    let (code, out, err) = quick(&["measure-child", "/bin/sh", "-c", "exit $#", "sh", "--help", "--", "-x"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let fields: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(fields.len(), 4, "{out}");
+    assert_eq!(fields[2], "3", "the exit status, from the 3 arguments: {out}");
 }
