@@ -1019,3 +1019,66 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str, metadat
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends `GET target` with `accept`, and reads what comes back for `for_`.
+    fn get(api: &FakeApi, target: &str, accept: &str, for_: Duration) -> String {
+        let mut s = TcpStream::connect(api.addr).unwrap();
+        write!(s, "GET {target} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\n\r\n").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        let (mut out, mut buf, end) = (Vec::new(), [0u8; 4096], std::time::Instant::now() + for_);
+        while std::time::Instant::now() < end {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    const META_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+    /// The CRDs given are listed metadata-only; one added later is an `ADDED` event on a watch
+    /// of them, one removed a `DELETED`; bookmarks come at the interval set.
+    #[test]
+    fn crds_are_listed_and_watched_and_bookmarks_keep_their_interval() {
+        let api = FakeApi::start();
+        api.add_crd("nova.openstack.org", "v1beta1", "novacells");
+        let list = get(&api, CRDS, META_LIST, Duration::from_millis(300));
+        assert!(list.contains("\"PartialObjectMetadataList\""), "{list}");
+        assert!(list.contains("novacells.nova.openstack.org"), "{list}");
+        assert!(!list.contains("\"spec\""), "metadata only: {list}");
+        let rv = api.state.lock().unwrap().version;
+
+        api.set_bookmark_interval(Duration::from_secs(60));
+        let target = format!("{CRDS}?&watch=true&allowWatchBookmarks=true&resourceVersion={rv}");
+        let watched = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
+                api.remove_crd("nova.openstack.org", "novacells");
+            });
+            get(&api, &target, META_LIST, Duration::from_millis(1500))
+        });
+        assert!(
+            watched.contains("\"ADDED\"")
+                && watched.contains("openstackbaremetalsets.baremetal.openstack.org"),
+            "{watched}"
+        );
+        assert!(
+            watched.contains("\"DELETED\"") && watched.contains("novacells.nova.openstack.org"),
+            "{watched}"
+        );
+        assert!(!watched.contains("BOOKMARK"), "a bookmark within 1.5 s of a minute's interval: {watched}");
+        // Unless set: every 500 ms.
+        let fresh = FakeApi::start();
+        let target = format!("{CRDS}?&watch=true&allowWatchBookmarks=true&resourceVersion=0");
+        let watched = get(&fresh, &target, META_LIST, Duration::from_millis(1300));
+        assert!(watched.matches("BOOKMARK").count() >= 2, "{watched}");
+    }
+}
