@@ -443,8 +443,10 @@ pub enum StatusAction {
         /// On SIGTERM, how long in-flight writes may finish: seconds, or with a unit.
         #[arg(long, value_name = "DURATION", default_value = "10")]
         grace_period: String,
-        /// How often a kind whose CRD is not installed (an operator not deployed yet) is
-        /// looked for again: seconds, or with a unit.
+        /// Where the watch of CRDs is refused (an RBAC without list and watch on
+        /// customresourcedefinitions), how often a kind whose CRD is not installed (an operator
+        /// not deployed yet) is looked for again: seconds, or with a unit. With the watch, a
+        /// CRD installed is seen at once and nothing is asked meanwhile.
         #[arg(long, value_name = "DURATION", default_value = "30")]
         crd_recheck: String,
         /// How often Nova is asked about the computes (only while some node runs nova):

@@ -447,13 +447,16 @@ fn a_leader_that_cannot_renew_stops_writing_before_its_lease_could_expire() {
     wait_for_attempt(&api, 2, "the write", Duration::from_secs(10));
 }
 
+/// The baremetal operator arrives after the controller started: its CRD appears on the
+/// controller's watch of CRDs and the kind is watched at once, not at the next
+/// `--crd-recheck` (5 minutes here); its CRD deleted, what it said is forgotten.
 #[test]
 fn an_operator_installed_after_the_start_is_watched_from_then_on() {
     let api = crate::status_api::cluster();
     let mut ns = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
     ns["spec"]["preProvisioned"] = json!(false);
     api.put_replace(ns);
-    let c = Controller::start(&api, &["--crd-recheck", "1"]);
+    let c = Controller::start(&api, &["--crd-recheck", "300"]);
     let object = "edpm-compute-cell1-edpm-compute-3";
     wait_for("the first writes", Duration::from_secs(20), || {
         condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "Unknown")
@@ -463,13 +466,93 @@ fn an_operator_installed_after_the_start_is_watched_from_then_on() {
     api.put(json!({"apiVersion": "baremetal.openstack.org/v1beta1", "kind": "OpenStackBaremetalSet",
         "metadata": {"name": "edpm-compute-cell1", "namespace": "openstack"},
         "status": {"baremetalHosts": {"edpm-compute-3": {"hostname": "edpm-compute-3", "provisioningState": "provisioned", "bmhRef": "bmh-3"}}}}));
-    wait_for("the BaremetalSet's word", Duration::from_secs(10), || {
+    wait_for("the BaremetalSet's word, within seconds", Duration::from_secs(4), || {
         condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "True")
     });
     let msg = condition(&api, object, "BaremetalProvisionReady").unwrap()["message"].clone();
     assert_eq!(msg, json!("BareMetalHost bmh-3 is provisioned"));
+    // The operator uninstalled: the kind is gone, and so is its word.
+    api.remove_crd("baremetal.openstack.org", "openstackbaremetalsets");
+    wait_for("the BaremetalSet forgotten", Duration::from_secs(4), || {
+        condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "Unknown")
+    });
     let (code, _, err) = c.stop();
     assert_eq!(code, Some(0), "{err}");
+    // Learned from the watch of CRDs, metadata only.
+    let crds: Vec<(String, bool)> = api
+        .requests_with_accept(0)
+        .into_iter()
+        .filter(|(r, _)| r.contains("/customresourcedefinitions"))
+        .collect();
+    assert!(crds.iter().any(|(r, _)| r.contains("watch=true")), "{crds:?}");
+    assert!(crds.iter().all(|(_, meta)| *meta), "CRDs read whole: {crds:?}");
+}
+
+/// The requests from the `from`th on that are neither watches nor status writes: lists and
+/// gets.
+fn reads_but_watches(api: &FakeApi, from: usize) -> Vec<String> {
+    api.requests_with_accept(from)
+        .into_iter()
+        .map(|(r, _)| r)
+        .filter(|r| r.starts_with("GET") && !r.contains("watch=true") && !r.contains("watch=1"))
+        .collect()
+}
+
+/// Idle, with kinds whose CRDs are not installed (the seeds' kinds, Nova's
+/// NovaExternalCompute, …, as in a real RHOSO cluster): not one list or get, however short
+/// `--crd-recheck` is; the watch of CRDs stands for the recheck (issue 36: nothing per idle
+/// minute beyond the watches and Lease renewals).
+#[test]
+fn idle_with_kinds_not_installed_the_controller_asks_nothing() {
+    let api = crate::status_api::cluster();
+    let c = Controller::start(&api, &["--crd-recheck", "1"]);
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(&api, "edpm-compute-cell2-edpm-compute-5", "Ready").is_some()
+            && api.object("EDPMNodeSetStatus", "edpm-compute-cell1").is_some()
+    });
+    // Settled: a second without a write.
+    let mut last = status_patches(&api).len();
+    wait_for("writes to settle", Duration::from_secs(20), || {
+        std::thread::sleep(Duration::from_millis(1000));
+        let now = status_patches(&api).len();
+        std::mem::replace(&mut last, now) == now
+    });
+    let from = api.requests().len();
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(reads_but_watches(&api, from), Vec::<String>::new(), "asked while idle");
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("cannot watch CustomResourceDefinitions"), "{err}");
+}
+
+/// An older RBAC, without the ClusterRole on CRDs (their list refused): the controller says
+/// so once, naming the grant, and asks for an absent kind every `--crd-recheck`, which still
+/// finds an operator installed later.
+#[test]
+fn without_the_crd_watch_the_controller_says_so_once_and_rechecks() {
+    let api = crate::status_api::cluster();
+    api.fault("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Fault::Status(403), 10_000);
+    let mut ns = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
+    ns["spec"]["preProvisioned"] = json!(false);
+    api.put_replace(ns);
+    let c = Controller::start(&api, &["--crd-recheck", "1"]);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    wait_for("the first writes", Duration::from_secs(20), || {
+        condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "Unknown")
+    });
+    api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
+    api.put(json!({"apiVersion": "baremetal.openstack.org/v1beta1", "kind": "OpenStackBaremetalSet",
+        "metadata": {"name": "edpm-compute-cell1", "namespace": "openstack"},
+        "status": {"baremetalHosts": {"edpm-compute-3": {"hostname": "edpm-compute-3", "provisioningState": "provisioned", "bmhRef": "bmh-3"}}}}));
+    wait_for("the BaremetalSet's word, from the recheck", Duration::from_secs(10), || {
+        condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "True")
+    });
+    let (code, _, err) = c.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("cannot watch CustomResourceDefinitions").count(), 1, "{err}");
+    assert!(err.contains("customresourcedefinitions.apiextensions.k8s.io"), "{err}");
+    // Refused once: not asked again.
+    assert_eq!(api.count("GET", "/customresourcedefinitions"), 1, "{:?}", api.requests());
 }
 
 #[test]
@@ -479,11 +562,12 @@ fn a_crd_recheck_under_a_second_is_refused() {
     assert!(out.stderr.contains("--crd-recheck 0: give at least 1 second"), "{}", out.stderr);
 }
 
-/// A Role rule: namespace, apiGroups, resources, verbs, resourceNames.
+/// A Role rule: namespace (empty for a ClusterRole's, which grants cluster-scoped resources),
+/// apiGroups, resources, verbs, resourceNames.
 type Rule = (String, Vec<String>, Vec<String>, Vec<String>, Vec<String>);
 
-/// One API request as RBAC sees it: (namespace, verb, group, resource or resource/subresource,
-/// name).
+/// One API request as RBAC sees it: (namespace, empty for a cluster-scoped resource; verb,
+/// group, resource or resource/subresource, name).
 fn rbac_request(line: &str) -> Option<(String, String, String, String, Option<String>)> {
     let (method, target) = line.split_once(' ')?;
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
@@ -497,6 +581,8 @@ fn rbac_request(line: &str) -> Option<(String, String, String, String, Option<St
         ["namespaces", ns, r] => (ns.to_string(), r.to_string(), None),
         ["namespaces", ns, r, n] => (ns.to_string(), r.to_string(), Some(n.to_string())),
         ["namespaces", ns, r, n, sub] => (ns.to_string(), format!("{r}/{sub}"), Some(n.to_string())),
+        [r] => (String::new(), r.to_string(), None),
+        [r, n] => (String::new(), r.to_string(), Some(n.to_string())),
         _ => return None,
     };
     let watching = query.split('&').any(|kv| kv == "watch=true" || kv == "watch=1");
@@ -567,12 +653,25 @@ fn the_controllers_rbac_allows_every_request_it_makes_and_nothing_unused() {
             .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default()
     };
-    // Every Role's rules, each in its namespace: a request is allowed by the Role of its own.
+    // Every Role's rules, each in its namespace: a request is allowed by the Role of its own;
+    // a cluster-scoped one (the CRDs) by a ClusterRole, bound in the same file to the
+    // controller's ServiceAccount.
+    let bound: Vec<&str> = docs
+        .iter()
+        .filter(|d| {
+            d["kind"] == "ClusterRoleBinding"
+                && d["subjects"].as_array().unwrap().iter().any(|s| s["name"] == "edpm-agent-controller")
+        })
+        .map(|d| d["roleRef"]["name"].as_str().unwrap())
+        .collect();
     let rules: Vec<Rule> = docs
         .iter()
-        .filter(|d| d["kind"] == "Role")
+        .filter(|d| {
+            d["kind"] == "Role"
+                || (d["kind"] == "ClusterRole" && bound.contains(&d["metadata"]["name"].as_str().unwrap()))
+        })
         .flat_map(|role| {
-            let ns = role["metadata"]["namespace"].as_str().unwrap().to_string();
+            let ns = role["metadata"]["namespace"].as_str().unwrap_or("").to_string();
             role["rules"].as_array().unwrap().iter().map(move |r| {
                 (
                     ns.clone(),

@@ -707,6 +707,76 @@ fn a_compaction_under_a_cut_watch_loses_no_change() {
     );
 }
 
+/// An operator installed after the controller started, on the real API server: the
+/// controller, as its ServiceAccount under the shipped RBAC (the ClusterRole on CRDs), sees the
+/// CRD created on its watch of CRDs and watches the new kind within seconds, though its
+/// `--crd-recheck` is 5 minutes; not one request refused. On a server of its own: the CRD
+/// deleted and created again here would come and go under the other tests' controllers.
+#[test]
+fn a_crd_created_after_the_start_is_watched_at_once() {
+    let test = "a_crd_created_after_the_start_is_watched_at_once";
+    if !have_shared(test) {
+        return;
+    }
+    let Some(bins) = crate::util::real_api_binaries(test) else { return };
+    let api = RealApi::start(&bins, &edpm_testkit::real_api::Options::default()).unwrap();
+    api.install_crds(&repo(), Some(&repo().join("../shared/reference/upstream"))).unwrap();
+    let crd = "openstackbaremetalsets.baremetal.openstack.org";
+    api.kubectl(&["delete", "crd", crd, "--wait=true"], None).unwrap();
+    let Deployed { ns, leases, dir: _dir, kubeconfig } = deploy_controller(&api, "crd-watch");
+    let text = std::fs::read_to_string(repo().join("examples/nodeset/nodesets.yaml")).unwrap();
+    let mut docs = yaml_docs(&text);
+    for d in docs.iter_mut().filter(|d| d["metadata"]["name"] == "edpm-compute-cell1") {
+        d["spec"]["preProvisioned"] = json!(false);
+    }
+    load_docs(&api, &ns, docs);
+    let c = RealController::start(&kubeconfig, &leases, &["--crd-recheck", "300"]);
+    let object = "edpm-compute-cell1-edpm-compute-3";
+    c.wait_for("the first writes", Duration::from_secs(30), || {
+        condition_of(&api, &ns, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "Unknown")
+    });
+    // The baremetal operator arrives: its CRD, then the NodeSet's BaremetalSet.
+    let created = Instant::now();
+    let definition = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": crd},
+        "spec": {"group": "baremetal.openstack.org", "scope": "Namespaced",
+            "names": {"kind": "OpenStackBaremetalSet", "listKind": "OpenStackBaremetalSetList",
+                "plural": "openstackbaremetalsets", "singular": "openstackbaremetalset"},
+            "versions": [{"name": "v1beta1", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    apply(&api, "edpm-testkit", &[definition]).unwrap();
+    api.kubectl(&["wait", "--for=condition=Established", "crd", crd, "--timeout=30s"], None).unwrap();
+    load_docs(
+        &api,
+        &ns,
+        vec![json!({"apiVersion": "baremetal.openstack.org/v1beta1", "kind": "OpenStackBaremetalSet",
+            "metadata": {"name": "edpm-compute-cell1"},
+            "status": {"baremetalHosts": {"edpm-compute-3": {"hostname": "edpm-compute-3",
+                "provisioningState": "provisioned", "bmhRef": "bmh-3"}}}})],
+    );
+    c.wait_for("the BaremetalSet's word", Duration::from_secs(15), || {
+        condition_of(&api, &ns, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "True")
+    });
+    let took = created.elapsed();
+    assert!(took < Duration::from_secs(15), "watched {took:?} after the CRD's creation");
+    assert_eq!(
+        message_of(&api, &ns, object, "BaremetalProvisionReady"),
+        "BareMetalHost bmh-3 is provisioned"
+    );
+    let (code, log) = c.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("its CRD is installed now"), "{log}");
+    assert!(!log.contains("cannot watch CustomResourceDefinitions"), "{log}");
+    let who = user(&ns, "edpm-agent-controller");
+    let requests = api.audited_requests(&who);
+    assert!(
+        requests.iter().any(|(verb, uri, _)| verb == "watch" && uri.contains("/customresourcedefinitions")),
+        "{requests:?}"
+    );
+    assert_eq!(api.audited(&who, 403), Vec::<String>::new(), "requests the shipped RBAC refused");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. The node agent as its own ServiceAccount.
 

@@ -26,6 +26,9 @@
 //!   (authorization.k8s.io/v1) on a non-resource URL, answered from the tokens and grants
 //!   given ([`FakeApi::add_token`], [`FakeApi::grant_non_resource`]), as the API server's
 //!   authenticator and RBAC answer them;
+//! - the CRDs it was given (`add_crd`, `remove_crd`) as `customresourcedefinitions` of
+//!   `apiextensions.k8s.io/v1` (cluster-scoped: list, get, watch; a CRD added later is an
+//!   `ADDED` event, one removed a `DELETED`), Established at once;
 //! - metadata-only reads, as the API server serves them to `Accept:
 //!   application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1` (kube's
 //!   `PartialObjectMeta`): gets, lists and watch events carry `metadata` alone, no content;
@@ -94,6 +97,8 @@ struct State {
     tokens: HashMap<String, (String, Vec<String>)>,
     /// Non-resource grants: (user or group, path, verb).
     grants: HashSet<(String, String, String)>,
+    /// How often a watch that asked for bookmarks gets one (`None`: every 500 ms).
+    bookmark_interval: Option<Duration>,
 }
 
 /// The identity of a stored object.
@@ -171,8 +176,38 @@ impl FakeApi {
         }
     }
 
+    /// Serves `plural` of `group`/`version` from now on, and holds its CRD (`plural.group`,
+    /// Established), which the watches of CRDs see `ADDED` (`MODIFIED` for another version of
+    /// one held).
     pub fn add_crd(&self, group: &str, version: &str, plural: &str) {
-        self.state.lock().unwrap().crds.insert((group.into(), version.into(), plural.into()));
+        let mut st = self.state.lock().unwrap();
+        st.crds.insert((group.into(), version.into(), plural.into()));
+        let k = key(CRD_API_VERSION, "customresourcedefinitions", "", &format!("{plural}.{group}"));
+        let mut versions: Vec<String> =
+            st.crds.iter().filter(|(g, _, p)| g == group && p == plural).map(|c| c.1.clone()).collect();
+        versions.sort();
+        let kind = plural.trim_end_matches('s');
+        let obj = json!({"apiVersion": CRD_API_VERSION, "kind": "CustomResourceDefinition",
+            "metadata": {"name": k.3, "uid": format!("uid-crd-{plural}.{group}"), "creationTimestamp": "2026-11-23T00:00:00Z"},
+            "spec": {"group": group, "scope": "Namespaced", "names": {"plural": plural, "kind": kind, "listKind": format!("{kind}List")},
+                "versions": versions.iter().map(|v| json!({"name": v, "served": true, "storage": v == version})).collect::<Vec<_>>()},
+            "status": {"conditions": [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted"}]}});
+        put_locked(&mut st, obj);
+    }
+
+    /// Stops serving `plural` of `group` (every version) and deletes its CRD: a `DELETED`
+    /// event for the watches of CRDs. Its objects stay stored, unserved.
+    pub fn remove_crd(&self, group: &str, plural: &str) {
+        let mut st = self.state.lock().unwrap();
+        st.crds.retain(|(g, _, p)| !(g == group && p == plural));
+        drop(st);
+        self.delete("CustomResourceDefinition", &format!("{plural}.{group}"));
+    }
+
+    /// How often a watch that asked for bookmarks gets one (500 ms unless set): the API
+    /// server's watch cache sends one about every minute.
+    pub fn set_bookmark_interval(&self, every: Duration) {
+        self.state.lock().unwrap().bookmark_interval = Some(every);
     }
 
     pub fn put(&self, mut obj: Value) {
@@ -215,14 +250,8 @@ impl FakeApi {
     }
 
     /// Replaces the stored object of the same kind and name (another controller's write).
-    pub fn put_replace(&self, mut obj: Value) {
-        let mut st = self.state.lock().unwrap();
-        st.version += 1;
-        obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
-        let k = key_of(&obj);
-        let kind = if st.objects.contains_key(&k) { "MODIFIED" } else { "ADDED" };
-        st.record(kind, &obj);
-        st.objects.insert(k, obj);
+    pub fn put_replace(&self, obj: Value) {
+        put_locked(&mut self.state.lock().unwrap(), obj);
     }
 
     /// Fails the next `times` requests whose path contains `path`.
@@ -325,6 +354,19 @@ impl Drop for FakeApi {
         self.stop.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect(self.addr);
     }
+}
+
+/// The CRDs' API.
+const CRD_API_VERSION: &str = "apiextensions.k8s.io/v1";
+
+/// Stores `obj` in place of the one of its kind and name, if any (`ADDED` or `MODIFIED`).
+fn put_locked(st: &mut State, mut obj: Value) {
+    st.version += 1;
+    obj["metadata"]["resourceVersion"] = json!(st.version.to_string());
+    let k = key_of(&obj);
+    let kind = if st.objects.contains_key(&k) { "MODIFIED" } else { "ADDED" };
+    st.record(kind, &obj);
+    st.objects.insert(k, obj);
 }
 
 fn plural(kind: &str) -> String {
@@ -666,12 +708,17 @@ fn route_with(state: &Mutex<State>, method: &str, target: &str, body: &[u8], mer
         _ => return status(404, "the server could not find the requested resource"),
     };
     let (ns, plural_name, name, subresource) = match rest {
+        // Cluster-scoped: the CRDs only.
+        ["customresourcedefinitions"] => ("", "customresourcedefinitions", None, false),
+        ["customresourcedefinitions", n] => ("", "customresourcedefinitions", Some(*n), false),
         ["namespaces", ns, p] => (*ns, *p, None, false),
         ["namespaces", ns, p, n] => (*ns, *p, Some(*n), false),
         ["namespaces", ns, p, n, "status"] => (*ns, *p, Some(*n), true),
         _ => return status(404, "the server could not find the requested resource"),
     };
-    let core = group.is_empty() || ["batch", "coordination.k8s.io", "events.k8s.io"].contains(&group);
+    let core = group.is_empty()
+        || ["batch", "coordination.k8s.io", "events.k8s.io"].contains(&group)
+        || (group, version) == ("apiextensions.k8s.io", "v1");
     let known = core || st.crds.contains(&(group.into(), version.into(), plural_name.into()));
     let create_lease =
         method == "POST" && name.is_none() && (plural_name == "leases" || plural_name == "events");
@@ -887,6 +934,9 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str, metadat
     let from: u64 = param("resourceVersion=").and_then(|v| v.parse().ok()).unwrap_or(0);
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let (api_version, ns, plural_name) = match parts.as_slice() {
+        ["apis", "apiextensions.k8s.io", "v1", "customresourcedefinitions"] => {
+            (CRD_API_VERSION.to_string(), "", "customresourcedefinitions")
+        }
         ["api", v, "namespaces", ns, p] => (v.to_string(), *ns, *p),
         ["apis", g, v, "namespaces", ns, p] => (format!("{g}/{v}"), *ns, *p),
         _ => {
@@ -909,9 +959,9 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str, metadat
     {
         return;
     }
-    let (drops, compacted) = {
+    let (drops, compacted, every) = {
         let st = state.lock().unwrap();
-        (st.drops, st.compacted)
+        (st.drops, st.compacted, st.bookmark_interval.unwrap_or(Duration::from_millis(500)))
     };
     if from < compacted {
         let gone = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
@@ -933,7 +983,7 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str, metadat
                 .filter(|(_, _, o)| {
                     o["apiVersion"] == api_version.as_str()
                         && plural(o["kind"].as_str().unwrap_or("")) == plural_name
-                        && o["metadata"]["namespace"] == ns
+                        && o["metadata"]["namespace"].as_str().unwrap_or("") == ns
                         && matches_selector(o, &selector)
                 })
                 .cloned()
@@ -952,7 +1002,7 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str, metadat
             }
             last_sent = rv;
         }
-        if bookmarks && last_bookmark.elapsed() >= Duration::from_millis(500) {
+        if bookmarks && last_bookmark.elapsed() >= every {
             last_bookmark = std::time::Instant::now();
             let kind = plural_name.trim_end_matches('s');
             let mark = json!({"type": "BOOKMARK", "object": {"apiVersion": api_version, "kind": kind,
@@ -967,5 +1017,68 @@ fn serve_watch(conn: &mut TcpStream, state: &Mutex<State>, target: &str, metadat
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends `GET target` with `accept`, and reads what comes back for `for_`.
+    fn get(api: &FakeApi, target: &str, accept: &str, for_: Duration) -> String {
+        let mut s = TcpStream::connect(api.addr).unwrap();
+        write!(s, "GET {target} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\n\r\n").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        let (mut out, mut buf, end) = (Vec::new(), [0u8; 4096], std::time::Instant::now() + for_);
+        while std::time::Instant::now() < end {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    const META_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+    /// The CRDs given are listed metadata-only; one added later is an `ADDED` event on a watch
+    /// of them, one removed a `DELETED`; bookmarks come at the interval set.
+    #[test]
+    fn crds_are_listed_and_watched_and_bookmarks_keep_their_interval() {
+        let api = FakeApi::start();
+        api.add_crd("nova.openstack.org", "v1beta1", "novacells");
+        let list = get(&api, CRDS, META_LIST, Duration::from_millis(300));
+        assert!(list.contains("\"PartialObjectMetadataList\""), "{list}");
+        assert!(list.contains("novacells.nova.openstack.org"), "{list}");
+        assert!(!list.contains("\"spec\""), "metadata only: {list}");
+        let rv = api.state.lock().unwrap().version;
+
+        api.set_bookmark_interval(Duration::from_secs(60));
+        let target = format!("{CRDS}?&watch=true&allowWatchBookmarks=true&resourceVersion={rv}");
+        let watched = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
+                api.remove_crd("nova.openstack.org", "novacells");
+            });
+            get(&api, &target, META_LIST, Duration::from_millis(1500))
+        });
+        assert!(
+            watched.contains("\"ADDED\"")
+                && watched.contains("openstackbaremetalsets.baremetal.openstack.org"),
+            "{watched}"
+        );
+        assert!(
+            watched.contains("\"DELETED\"") && watched.contains("novacells.nova.openstack.org"),
+            "{watched}"
+        );
+        assert!(!watched.contains("BOOKMARK"), "a bookmark within 1.5 s of a minute's interval: {watched}");
+        // Unless set: every 500 ms.
+        let fresh = FakeApi::start();
+        let target = format!("{CRDS}?&watch=true&allowWatchBookmarks=true&resourceVersion=0");
+        let watched = get(&fresh, &target, META_LIST, Duration::from_millis(1300));
+        assert!(watched.matches("BOOKMARK").count() >= 2, "{watched}");
     }
 }

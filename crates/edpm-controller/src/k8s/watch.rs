@@ -17,9 +17,11 @@
 //! stored here: the ones the objects reference are got by name at each evaluation
 //! (`read::add_references`), and their versions watched metadata-only (`super::inputs`).
 //!
-//! A kind whose CRD is not installed (its list answers 404) is empty, and asked for again
-//! every `--crd-recheck` (jittered): an operator installed after the controller started is
-//! watched from then on.
+//! A kind whose CRD is not installed (its list answers 404) is empty until its CRD appears on
+//! the watch of CRDs (`super::crds`, metadata only): an operator installed after the
+//! controller started is watched from then on, at once, and nothing is asked for meanwhile. A
+//! CRD deleted empties its kind's store. Where the CRD watch is refused (an older RBAC), an
+//! absent kind is asked for again every `--crd-recheck` (jittered) instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +32,9 @@ use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 
+use super::crds::Presence;
 use super::read::{Listed, Listing, ReadError, listed, listed_json, located};
 use super::{Client, Error};
 use edpm_core::controller::touch::{self, Lookup, Reach, Touch};
@@ -265,7 +269,7 @@ impl Lookup for Stores {
 }
 
 /// Starts a watch for each kind (`selector` applies to the kinds that produce hosts, as
-/// for a read).
+/// for a read), and the watch of their CRDs that starts and stops them (`super::crds`).
 pub async fn start(
     client: &Client,
     selector: Option<&str>,
@@ -275,6 +279,8 @@ pub async fn start(
     let ns = client.namespace().to_string();
     let mut kinds = Vec::new();
     let departed = Departed::default();
+    // Each CRD-defined kind's presence, by its CRD's name, for the CRD watch to set.
+    let mut presence: BTreeMap<String, Vec<watch::Sender<Presence>>> = BTreeMap::new();
     for l in listed() {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.kube(), l.namespace(client, &ns), &l.resource());
@@ -283,6 +289,14 @@ pub async fn start(
         let store = Arc::new(Mutex::new(Store::new()));
         // An absent kind is complete as it is: empty.
         let synced = Arc::new(AtomicBool::new(!installed));
+        let (tx, crd) = watch::channel(if super::crds::defined_by_crd(l.group) {
+            if installed { Presence::Installed } else { Presence::Absent }
+        } else {
+            Presence::Unknown
+        });
+        if super::crds::defined_by_crd(l.group) {
+            presence.entry(l.name()).or_default().push(tx);
+        }
         let w = Watch {
             client: client.clone(),
             api,
@@ -294,9 +308,10 @@ pub async fn start(
             recheck,
             departed: (l.known == KnownKind::Job).then(|| departed.clone()),
         };
-        tokio::spawn(w.run(installed));
+        tokio::spawn(w.run(installed, crd));
         kinds.push(Watched { listed: l, store, synced });
     }
+    tokio::spawn(super::crds::follow(client.clone(), presence, recheck, events));
     Ok(Stores { kinds, departed })
 }
 
@@ -337,25 +352,77 @@ struct Watch {
 }
 
 impl Watch {
-    #[allow(
-        clippy::too_many_lines,
-        reason = "one watch's life (waiting for its CRD, listing, watching, restarting) around one store"
-    )]
-    async fn run(self, installed: bool) {
+    /// The kind's life: waiting for its CRD, watching, and again after the CRD is deleted.
+    async fn run(self, mut installed: bool, mut crd: watch::Receiver<Presence>) {
         let kind = self.listed.kind;
-        if !installed {
-            loop {
-                tokio::time::sleep(super::jitter(self.recheck)).await;
-                match installed_now(&self).await {
-                    Some(true) => break,
-                    Some(false) => {}
-                    None => return, // the controller is gone
+        loop {
+            if !installed {
+                if self.until_installed(&mut crd).await.is_none() {
+                    return; // the controller is gone
+                }
+                tracing::info!(kind, "its CRD is installed now: watching it");
+                // Not complete until listed.
+                self.synced.store(false, Ordering::Release);
+            }
+            tokio::select! {
+                () = self.watch() => return, // the controller is gone
+                () = removed(&mut crd) => {}
+            }
+            tracing::info!(kind, "its CRD was deleted: nothing of it is held until it is installed again");
+            lock(&self.store).clear();
+            // Complete as it is, empty; the evaluation of everything that follows forgets it.
+            self.synced.store(true, Ordering::Release);
+            if self.tx.send(WatchEvent::Synced { kind }).is_err() {
+                return;
+            }
+            installed = false;
+        }
+    }
+
+    /// Waits until the kind's CRD is installed and the kind served: told by the CRD watch, or
+    /// (where it is refused) asked every `--crd-recheck`. `None` when nobody listens any more.
+    async fn until_installed(&self, crd: &mut watch::Receiver<Presence>) -> Option<()> {
+        loop {
+            let presence = *crd.borrow_and_update();
+            match presence {
+                Presence::Installed => {
+                    self.served().await;
+                    return Some(());
+                }
+                Presence::Absent => {
+                    if crd.changed().await.is_err() || self.tx.is_closed() {
+                        return None;
+                    }
+                }
+                Presence::Unknown => {
+                    tokio::time::sleep(super::jitter(self.recheck)).await;
+                    if installed_now(self).await? {
+                        return Some(());
+                    }
                 }
             }
-            tracing::info!(kind, "its CRD is installed now: watching it");
-            // Not complete until listed.
-            self.synced.store(false, Ordering::Release);
         }
+    }
+
+    /// A CRD just created is served once the API server has established it (a condition in
+    /// its `status`, which the metadata watch does not see): asked for a few times over a few
+    /// seconds; then the watcher's backoff takes over, should it still not be.
+    async fn served(&self) {
+        let mut wait = Duration::from_millis(100);
+        for _ in 0..8 {
+            match installed(&self.client, &self.api, self.listed, self.selector.as_deref()).await {
+                Ok(false) => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(2));
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// The kind's watch, feeding its store, until nobody listens any more.
+    async fn watch(&self) {
+        let kind = self.listed.kind;
         let mut config = watcher::Config::default();
         if let Some(s) = &self.selector {
             config = config.labels(s);
@@ -464,6 +531,13 @@ impl Watch {
             Err(e) => Err(SnapshotError::NotAnObject { origin, reason: e.to_string() }),
         };
         (name, Part { reach, entry })
+    }
+}
+
+/// Returns once the kind's CRD is deleted, as the CRD watch tells; never where it does not.
+async fn removed(crd: &mut watch::Receiver<Presence>) {
+    if crd.wait_for(|p| *p == Presence::Absent).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 
