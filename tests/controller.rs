@@ -1179,7 +1179,16 @@ fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_not
     });
     // 0..6 hold every current input (the certificates' hashes are current).
     assert_eq!(secrets_current(&api, "edpm-compute-0").as_deref(), Some("True"));
-    std::thread::sleep(Duration::from_secs(2));
+    // The idle window begins once the first sync's tail is written (2 s with nothing but
+    // watches and Leases: on a loaded machine the last writes may come seconds late).
+    let quiet = |r: &String| r.contains("watch=") || r.contains("/leases/");
+    let mut from = api.requests().len();
+    wait_for("2 s without a request beyond the watches", Duration::from_secs(60), || {
+        std::thread::sleep(Duration::from_secs(2));
+        let since = api.requests().split_off(from);
+        from += since.len();
+        since.iter().all(quiet)
+    });
     let from = api.requests().len();
     std::thread::sleep(Duration::from_secs(4));
     let gets = input_gets(&api, from);
@@ -1190,21 +1199,21 @@ fn one_of_a_thousand_recorded_secrets_rotated_is_seen_at_once_and_idle_costs_not
         gets.first()
     );
     let idle: Vec<String> = api.requests().split_off(from);
-    assert!(
-        idle.iter().all(|r| r.contains("watch=") || r.contains("/leases/")),
-        "requests while idle beyond the watches: {idle:?}"
-    );
+    assert!(idle.iter().all(quiet), "requests while idle beyond the watches: {idle:?}");
 
     let mut secret = api.object("Secret", &cert(500)).unwrap();
     secret["stringData"] = json!({"tls.crt": "renewed"});
     let rotated = Instant::now();
     let from = api.requests().len();
     api.put_replace(secret);
-    wait_for("the rotation seen", Duration::from_secs(10), || {
+    wait_for("the rotation seen", Duration::from_secs(20), || {
         (0..7).all(|n| secrets_current(&api, &format!("edpm-compute-{n}")).as_deref() == Some("False"))
     });
+    // Seen by the watch: nothing was polled while idle above, so nothing else could have. How
+    // soon is the benchmark's to say (about 100 ms, BENCHMARKS.md); this bound only catches a
+    // rotation left for a later evaluation, with room for a loaded CI machine.
     let took = rotated.elapsed();
-    assert!(took < Duration::from_secs(3), "the rotation was written {took:?} after it");
+    assert!(took < Duration::from_secs(10), "the rotation was written {took:?} after it");
     let message =
         condition(&api, "edpm-compute-edpm-compute-0", "SecretsCurrent").unwrap()["message"].clone();
     assert!(message.as_str().unwrap().contains(&cert(500)), "{message}");

@@ -778,6 +778,9 @@ impl FakeCluster {
         let started = Instant::now();
         let api = fake_api::FakeApi::start();
         api.add_readiness_crds();
+        // Bookmarks at the real server's cadence (its watch cache sends one about every
+        // minute), so that idle measures the controller, not the fake's 500-ms bookmarks.
+        api.set_bookmark_interval(std::time::Duration::from_secs(60));
         let n = docs.len();
         for d in docs {
             api.put(d);
