@@ -656,16 +656,19 @@ fn status_written(
 /// Nothing changing: the controller's CPU, RSS and requests (`since`: the index of its first
 /// request).
 fn idle(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched, since: usize) -> Result<(), String> {
-    // The window begins once the steps before are done with: no write for IDLE_QUIET (at 10,000
-    // nodes the shared rotation's last NodeSets are still being written a second after its
-    // last node), so that what it measures is idleness, not their tail; at most IDLE_QUIET_WAIT.
+    // The window begins once the steps before are done with: no write for IDLE_QUIET and the
+    // controller's last second under 2 % of a core (at 10,000 nodes the shared rotation's last
+    // NodeSets are still being evaluated, on a loaded machine for more than IDLE_QUIET, and then
+    // written), so that what it measures is idleness, not their tail; at most IDLE_QUIET_WAIT.
     let waited = cluster.now();
     loop {
+        let before = cpu_ticks(ctl.pid());
         ctl.sleep(SETTLE)?;
+        let busy = cpu_ticks(ctl.pid()).saturating_sub(before) as f64 / hz() > 0.02 * SETTLE.as_secs_f64();
         let now = cluster.now();
         let recent =
             cluster.requests()?.iter().rev().take_while(|r| r.at + IDLE_QUIET > now).any(Req::is_write);
-        if !recent || now.saturating_sub(waited) > IDLE_QUIET_WAIT {
+        if !(recent || busy) || now.saturating_sub(waited) > IDLE_QUIET_WAIT {
             break;
         }
     }
@@ -679,8 +682,9 @@ fn idle(o: &Opts, cluster: &mut dyn Cluster, ctl: &mut Watched, since: usize) ->
         cluster.requests()?[from..].iter().filter(|r| r.at >= begin && r.at < end).collect();
     let per_minute = reqs.len() as f64 * 60.0 / o.idle as f64;
     println!(
-        "controller: nothing changing for {} s: {} writes, CPU {:.2} % of a core, RSS {:.0} MiB (peak {:.0} MiB); {per_minute:.1} requests per minute ({})",
+        "controller: nothing changing for {} s (begun {:.0} s after the step before, once quiet): {} writes, CPU {:.2} % of a core, RSS {:.0} MiB (peak {:.0} MiB); {per_minute:.1} requests per minute ({})",
         o.idle,
+        begin.saturating_sub(waited).as_secs_f64(),
         reqs.iter().filter(|r| r.is_write()).count(),
         cpu * 100.0 / o.idle as f64,
         status_kib(ctl.pid(), "VmRSS:") as f64 / 1024.0,
