@@ -1940,7 +1940,7 @@ fn a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fiel
     };
     let c = RealController::start(&kubeconfig, &leases, &["--inputs-interval", "1"]);
     c.wait_for("the first writes", Duration::from_secs(30), || hosts.iter().all(|h| current(h).is_some()));
-    assert_eq!(hosts.map(|h| current(h)), [Some("False".into()), Some("True".into()), Some("True".into())]);
+    assert_eq!(hosts.map(current), [Some("False".into()), Some("True".into()), Some("True".into())]);
     let (code, log) = c.stop();
     assert_eq!(code, Some(0), "{log}");
     // Renewed after it was packed: the host holds the older one.

@@ -297,7 +297,9 @@ impl<'a> GroupContext<'a> {
     /// with `ansibleVarsFrom` (those reach the host through the inventory Secret upstream's
     /// NodeSet controller builds, at a time nothing here reads), a Role's group.
     ///
-    /// The certificates ([`Self::cert_credit`]): the Deployment makes them while it runs
+    /// The certificates ([`Self::cert_credit`]; openstack-operator `cert.go`, `deployment.go`
+    /// and the Deployment controller at 84322c77, lib-common's `certmanager.EnsureCert`,
+    /// edpm-ansible's `copy_certs_and_keys.yaml`): the Deployment makes them while it runs
     /// (`EnsureTLSCerts`, each reconcile before its Jobs: cert-manager's Secret
     /// `cert-<service>-<key>-<hostName>` per host, copied into the NodeSet's packed Secrets
     /// `<nodeset>-<service>-<key>-certs-<n>`, keys `<canonical_hostname>-tls.crt|tls.key|ca.crt`),
@@ -310,7 +312,8 @@ impl<'a> GroupContext<'a> {
     /// created (before the Deployment when the Job is gone), so its pods saw them as they are
     /// now; exactly one entry of them is the host's (its first label is the host name's, as the
     /// canonical host name's is); and that entry, as a `kubernetes.io/tls` Secret, hashes as the
-    /// host's certificate Secret does now (one labelled for the NodeSet, service, key and host).
+    /// host's certificate Secret does now (one labelled for the NodeSet, service, key and host):
+    /// content, not the certificate Secret's time, which a rotation moves before the packing.
     /// Otherwise none for that host: a certificate renewed and not yet packed, or packed after
     /// the Job began, a Secret missing (a second packed Secret a reader did not get), a NodeSet
     /// without `tlsEnabled: true`, one whose `ansibleVars` set `canonical_hostname`, a service
