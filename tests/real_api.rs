@@ -1798,8 +1798,9 @@ fn the_guides_output_is_matched_line_for_line_with_its_ellipses() {
 /// Issue 36, the certificates, on a real API server: a rotation of nova's TLS certificates
 /// (`tlsCerts`) whose Deployment packed them (`<nodeset>-nova-default-certs-0`) after it was
 /// created and before its install-certs Job was, then failed at nova on one host. The command
-/// (`--source kube`, which gets the certificate Secrets by the names upstream gives them) and
-/// the controller credit each completed host with its certificate Secret, and no other host.
+/// (`--source kube`, which gets the certificate Secrets by the names upstream gives them, the
+/// second packed one once the first says there are two) and the controller credit each
+/// completed host with its certificate Secret, and no other host.
 /// A certificate renewed after: no credit.
 #[test]
 fn a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fields() {
@@ -1850,9 +1851,11 @@ fn a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fiel
                 cond("ServiceInstallCertsDeploymentReady", "True", "Ready", t0),
                 cond("ServiceNovaDeploymentReady", "True", "Ready", t0)]}}}),
     );
-    // Reissued before the rotation's Deployment; packed by it, before its install-certs Job.
-    let mut packed = serde_json::Map::new();
-    for h in hosts {
+    // Reissued before the rotation's Deployment; packed by it, before its install-certs Job,
+    // into two Secrets (the last host in the second: got in the readers' second round).
+    let mut packed = [serde_json::Map::new(), serde_json::Map::new()];
+    for (i, h) in hosts.into_iter().enumerate() {
+        let packed = &mut packed[i / 2];
         docs.push(json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
             "metadata": {"name": format!("cert-nova-default-{h}"), "creationTimestamp": "2026-11-26T09:00:00Z",
                 "labels": {"osdpns": "edpm-tls", "osdp-service": "nova", "osdp-service-cert-key": "default", "hostname": h}},
@@ -1878,10 +1881,12 @@ fn a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fiel
         "status": {"nodeSetHashes": {"edpm-tls": "h1"}, "nodeSetConditions": {"edpm-tls": [nodeset_failed,
             cond("ServiceInstallCertsDeploymentReady", "True", "Ready", t1), failed]}}}),
     );
-    docs.push(json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "edpm-tls-nova-default-certs-0", "creationTimestamp": "2026-11-26T10:00:10Z",
-            "labels": {"numberOfSecrets": "1", "secretNumber": "0"}},
-        "stringData": packed}));
+    for (i, data) in packed.into_iter().enumerate() {
+        docs.push(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": format!("edpm-tls-nova-default-certs-{i}"), "creationTimestamp": "2026-11-26T10:00:10Z",
+                "labels": {"numberOfSecrets": "2", "secretNumber": i.to_string()}},
+            "stringData": data}));
+    }
     let job = |service: &str, t: &str| {
         let name = format!("{service}-rotate-edpm-tls");
         json!({"apiVersion": "batch/v1", "kind": "Job",
