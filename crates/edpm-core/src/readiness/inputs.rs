@@ -310,8 +310,10 @@ impl<'a> GroupContext<'a> {
     /// certificate Secret as it is now when: every packed Secret the Job mounted (as many as the
     /// first's `numberOfSecrets` label says) last changed before each such Job of the run was
     /// created (before the Deployment when the Job is gone), so its pods saw them as they are
-    /// now; exactly one entry of them is the host's (its first label is the host name's, as the
-    /// canonical host name's is); and that entry, as a `kubernetes.io/tls` Secret, hashes as the
+    /// now (kubelet's copy follows the API server's, as for the `dataSources`; upstream ends the
+    /// reconcile that packs, requeued for 5 s, and makes the Job in a later one); exactly one
+    /// entry of them is the host's (its first label is the host name's, as the canonical host
+    /// name's is); and that entry, as a `kubernetes.io/tls` Secret, hashes as the
     /// host's certificate Secret does now (one labelled for the NodeSet, service, key and host):
     /// content, not the certificate Secret's time, which a rotation moves before the packing.
     /// Otherwise none for that host: a certificate renewed and not yet packed, or packed after
