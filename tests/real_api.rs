@@ -1864,3 +1864,165 @@ fn the_guides_output_is_matched_line_for_line_with_its_ellipses() {
     assert!(output_as_shown(&shown(&["…"]), &[]));
     assert!(shown_as("x…y…z", "x1y2z") && !shown_as("x…y…z", "x1y2"));
 }
+
+/// Issue 36, the certificates, on a real API server: a rotation of nova's TLS certificates
+/// (`tlsCerts`) whose Deployment packed them (`<nodeset>-nova-default-certs-0`) after it was
+/// created and before its install-certs Job was, then failed at nova on one host. The command
+/// (`--source kube`, which gets the certificate Secrets by the names upstream gives them, the
+/// second packed one once the first says there are two) and the controller credit each
+/// completed host with its certificate Secret, and no other host.
+/// A certificate renewed after: no credit.
+#[test]
+fn a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fields() {
+    let Some(api) =
+        cluster("a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fields")
+    else {
+        return;
+    };
+    let Deployed { ns, leases, dir, kubeconfig } = deploy_controller(api, "failed-tls");
+    let hosts = ["edpm-tls-0", "edpm-tls-1", "edpm-tls-2"];
+    let nodes: serde_json::Map<String, Value> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            (
+                h.to_string(),
+                json!({"hostName": h, "ansible": {"ansibleHost": format!("192.168.122.{}", 110 + i)}}),
+            )
+        })
+        .collect();
+    let mut docs = vec![
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ssh-key"},
+            "stringData": {"ssh-privatekey": "KEY"}}),
+        json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneNodeSet",
+            "metadata": {"name": "edpm-tls"},
+            "spec": {"preProvisioned": true, "tlsEnabled": true, "services": ["install-certs", "nova"],
+                "nodeTemplate": {"ansibleSSHPrivateKeySecret": "ssh-key"}, "nodes": nodes},
+            "status": {"configHash": "h1"}}),
+        json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneService",
+            "metadata": {"name": "install-certs"}, "spec": {"edpmServiceType": "install-certs", "addCertMounts": true}}),
+        json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneService",
+            "metadata": {"name": "nova"},
+            "spec": {"edpmServiceType": "nova", "tlsCerts": {"default": {"contents": ["dnsnames"]}}}}),
+    ];
+    let cond = |ty: &str, status: &str, reason: &str, t: &str| {
+        json!({"type": ty, "status": status, "reason": reason, "lastTransitionTime": t,
+            "message": format!("{ty} {reason}")})
+    };
+    let t0 = "2026-11-20T10:00:00Z";
+    let recorded: serde_json::Map<String, Value> =
+        hosts.iter().map(|h| (format!("cert-nova-default-{h}"), json!("old"))).collect();
+    docs.push(
+        json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+        "metadata": {"name": "install", "creationTimestamp": t0},
+        "spec": {"nodeSets": ["edpm-tls"]},
+        "status": {"deployed": true, "nodeSetHashes": {"edpm-tls": "h1"}, "secretHashes": recorded,
+            "nodeSetConditions": {"edpm-tls": [cond("NodeSetDeploymentReady", "True", "Ready", t0),
+                cond("ServiceInstallCertsDeploymentReady", "True", "Ready", t0),
+                cond("ServiceNovaDeploymentReady", "True", "Ready", t0)]}}}),
+    );
+    // Reissued before the rotation's Deployment; packed by it, before its install-certs Job,
+    // into two Secrets (the last host in the second: got in the readers' second round).
+    let mut packed = [serde_json::Map::new(), serde_json::Map::new()];
+    for (i, h) in hosts.into_iter().enumerate() {
+        let packed = &mut packed[i / 2];
+        docs.push(json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": format!("cert-nova-default-{h}"), "creationTimestamp": "2026-11-26T09:00:00Z",
+                "labels": {"osdpns": "edpm-tls", "osdp-service": "nova", "osdp-service-cert-key": "default", "hostname": h}},
+            "stringData": {"tls.crt": format!("CRT-{h}"), "tls.key": format!("KEY-{h}"), "ca.crt": "CA"}}));
+        let canonical = format!("{h}.ctlplane.example.com");
+        packed.insert(format!("{canonical}-tls.crt"), json!(format!("CRT-{h}")));
+        packed.insert(format!("{canonical}-tls.key"), json!(format!("KEY-{h}")));
+        packed.insert(format!("{canonical}-ca.crt"), json!("CA"));
+    }
+    let t1 = "2026-11-26T10:00:00Z";
+    let failed = cond("ServiceNovaDeploymentReady", "False", "BackoffLimitExceeded", t1);
+    let mut nodeset_failed = cond("NodeSetDeploymentReady", "False", "BackoffLimitExceeded", t1);
+    nodeset_failed["severity"] = json!("Error");
+    let mut failed = failed;
+    failed["severity"] = json!("Error");
+    failed["message"] = json!(
+        "Deployment error occurred in nova service error backoff limit reached for execution.name nova-rotate-edpm-tls"
+    );
+    docs.push(
+        json!({"apiVersion": "dataplane.openstack.org/v1beta1", "kind": "OpenStackDataPlaneDeployment",
+        "metadata": {"name": "rotate", "creationTimestamp": t1},
+        "spec": {"nodeSets": ["edpm-tls"]},
+        "status": {"nodeSetHashes": {"edpm-tls": "h1"}, "nodeSetConditions": {"edpm-tls": [nodeset_failed,
+            cond("ServiceInstallCertsDeploymentReady", "True", "Ready", t1), failed]}}}),
+    );
+    for (i, data) in packed.into_iter().enumerate() {
+        docs.push(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": format!("edpm-tls-nova-default-certs-{i}"), "creationTimestamp": "2026-11-26T10:00:10Z",
+                "labels": {"numberOfSecrets": "2", "secretNumber": i.to_string()}},
+            "stringData": data}));
+    }
+    let job = |service: &str, t: &str| {
+        let name = format!("{service}-rotate-edpm-tls");
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "creationTimestamp": t, "labels": {"app": "openstackansibleee",
+                "openstackdataplaneservice": service, "openstackdataplanedeployment": "rotate",
+                "openstackdataplanenodeset": "edpm-tls"}},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": name, "image": "localhost/edpm-agent-runner:latest"}]}}}})
+    };
+    docs.push(job("install-certs", "2026-11-26T10:00:20Z"));
+    let mut nova = job("nova", "2026-11-26T10:00:30Z");
+    nova["status"] = json!({"failed": 1, "startTime": "2026-11-26T10:01:00Z", "conditions": [
+        {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"},
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]});
+    docs.push(nova);
+    let ident = "nova-rotate-edpm-tls";
+    let summary = json!({"completedHostList": ["edpm-tls-1", "edpm-tls-2"], "failedHostList": ["edpm-tls-0"],
+        "failedHosts": 1, "failurePercent": 33, "hostFailures": {"edpm-tls-0": "restart nova_compute (nova.yml:8): non-zero return code (rc 1)"},
+        "rc": 2, "status": "failed", "totalHosts": 3, "truncated": false, "unreachableHostList": [], "unreachableHosts": 0});
+    docs.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("{ident}-q8m4z"),
+        "creationTimestamp": "2026-11-26T10:01:00Z",
+        "labels": {"app": "openstackansibleee", "batch.kubernetes.io/job-name": ident, "job-name": ident}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": ident, "image": "localhost/edpm-agent-runner:latest"}]},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "image": "localhost/edpm-agent-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error",
+            "startedAt": "2026-11-26T10:01:00Z", "finishedAt": "2026-11-26T10:29:00Z", "message": summary.to_string()}}}]}}));
+    load_docs(api, &ns, docs);
+    let admin = admin_in(api, dir.path(), &ns);
+    let agent = |args: &[&str]| {
+        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let mut a = vec!["--source", "kube", "--kubeconfig", admin.to_str().unwrap()];
+        a.extend_from_slice(args);
+        run(&a, &[("EDPM_AGENT_NOW", now.as_str())])
+    };
+    let secrets_current = |node: &str| -> String {
+        let out = agent(&["status", "show", "-o", "json", "--no-nova", "--lease-namespace", &leases]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        let n = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == node).unwrap().clone();
+        let c = n["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "SecretsCurrent")
+            .unwrap()
+            .clone();
+        format!("{} {}", c["status"].as_str().unwrap(), c["message"].as_str().unwrap_or_default())
+    };
+    for (node, want) in [("edpm-tls-0", "False"), ("edpm-tls-1", "True"), ("edpm-tls-2", "True")] {
+        let got = secrets_current(node);
+        assert!(got.starts_with(want), "{node}: {got}");
+    }
+    let current = |h: &str| {
+        condition_of(api, &ns, &format!("edpm-tls-{h}"), "SecretsCurrent")
+            .and_then(|c| c["status"].as_str().map(String::from))
+    };
+    let c = RealController::start(&kubeconfig, &leases, &["--inputs-interval", "1"]);
+    c.wait_for("the first writes", Duration::from_secs(30), || hosts.iter().all(|h| current(h).is_some()));
+    assert_eq!(hosts.map(current), [Some("False".into()), Some("True".into()), Some("True".into())]);
+    let (code, log) = c.stop();
+    assert_eq!(code, Some(0), "{log}");
+    // Renewed after it was packed: the host holds the older one.
+    let renewed = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cert-nova-default-edpm-tls-1", "namespace": ns},
+        "stringData": {"tls.crt": "CRT-edpm-tls-1-renewed"}});
+    apply(api, "cert-manager", &[renewed]).unwrap();
+    let got = secrets_current("edpm-tls-1");
+    assert!(got.starts_with("False"), "edpm-tls-1: {got}");
+    assert!(secrets_current("edpm-tls-2").starts_with("True"));
+}

@@ -16,6 +16,24 @@ use crate::snapshot::SecretData;
 use crate::snapshot::evidence::Delivery;
 use crate::snapshot::resource::Object;
 
+/// What a run that failed for good mounted alike for every host it completed
+/// (`GroupContext::failed_run`).
+pub(super) struct FailedRun {
+    /// Its services' `dataSources`, with their hashes now.
+    shared: Vec<(&'static str, String, String)>,
+    /// Each certificate of its services with `tlsCerts`, as its install-certs Job mounted it.
+    certs: Vec<CertMount>,
+}
+
+/// One certificate (`service`, `key`) as the packed Secrets mounted it: by the first label of
+/// each host name in them, each entry's hash as a certificate Secret holding it (`None`: an
+/// entry without all three keys).
+pub(super) struct CertMount {
+    service: String,
+    key: String,
+    by_short: HashMap<String, Vec<Option<String>>>,
+}
+
 /// What a node's delivered inputs are, compared with the objects now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum InputState {
@@ -204,7 +222,7 @@ impl<'a> GroupContext<'a> {
             // What the run delivered: what it recorded; for one that failed for good (it
             // records nothing) what it mounted, when that is exact (`failed_run_inputs`).
             let failed = self.states[i] != RunState::Done;
-            let mounted = if failed { self.failed_run_inputs(i, d) } else { None };
+            let mounted = if failed { self.failed_run_inputs(i, d, &m.host_name.value) } else { None };
             if failed && mounted.is_none() {
                 continue;
             }
@@ -259,31 +277,71 @@ impl<'a> GroupContext<'a> {
         list
     }
 
-    /// The inputs run `i`, which failed for good, delivered to a host it completed on
-    /// (`version::failed_but_done_on`), with their hashes; upstream records none for a failed
-    /// Deployment (its `setHashes` runs on completion only). They are what a completed run
-    /// records (openstack-operator `internal/dataplane/hashes.go` at 84322c77): each of its
-    /// services' `dataSources`, which its Jobs' pods mount (`deployment.go`
-    /// `addServiceExtraMounts`, each key by `subPath`: read when the container starts); the
+    /// The inputs run `i`, which failed for good, delivered to the host `host_name` it
+    /// completed on (`version::failed_but_done_on`), with their hashes; upstream records none
+    /// for a failed Deployment (its `setHashes` runs on completion only). They are what a
+    /// completed run records (openstack-operator `internal/dataplane/hashes.go` at 84322c77):
+    /// each of its services' `dataSources`, and of each service with `tlsCerts` the
+    /// certificate Secrets labelled for the NodeSet, service and key, of which a host's share
+    /// is the one labelled with its host name ([`Share`]). `None` when that is not exact.
+    ///
+    /// The `dataSources` ([`Self::failed_run`]), which its Jobs' pods mount (`deployment.go`
+    /// `addServiceExtraMounts`, each key by `subPath`: read when the container starts): the
     /// content is the object's now. Exact only when nothing of it can have changed since the
     /// Deployment was created, before any of its Jobs and pods were, so what each pod mounted
     /// is what exists now: the Deployment's `creationTimestamp` and each Service's, the
     /// NodeSet's and every input's last change (`Meta::changed`, from `managedFields`) are
     /// readable, and every change is earlier (by a whole second: the API server's times drop
-    /// fractions). Otherwise none (`None`): an input missing now (deleted, or optional and
-    /// never made: nobody can tell which), a service with `tlsCerts` (its certificate Secrets
-    /// are selected by label, and no reader here lists Secrets), a service whose definition
-    /// is not in the snapshot, a NodeSet with `ansibleVarsFrom` (those reach the host through
-    /// the inventory Secret upstream's NodeSet controller builds, at a time nothing here
-    /// reads), a Role's group.
+    /// fractions). Otherwise none: an input missing now (deleted, or optional and never made:
+    /// nobody can tell which), a service whose definition is not in the snapshot, a NodeSet
+    /// with `ansibleVarsFrom` (those reach the host through the inventory Secret upstream's
+    /// NodeSet controller builds, at a time nothing here reads), a Role's group.
+    ///
+    /// The certificates ([`Self::cert_credit`]; openstack-operator `cert.go`, `deployment.go`
+    /// and the Deployment controller at 84322c77, lib-common's `certmanager.EnsureCert`,
+    /// edpm-ansible's `copy_certs_and_keys.yaml`): the Deployment makes them while it runs
+    /// (`EnsureTLSCerts`, each reconcile before its Jobs: cert-manager's Secret
+    /// `cert-<service>-<key>-<hostName>` per host, copied into the NodeSet's packed Secrets
+    /// `<nodeset>-<service>-<key>-certs-<n>`, keys `<canonical_hostname>-tls.crt|tls.key|ca.crt`),
+    /// so a rotation changes them after the Deployment was created; only its install-certs Job
+    /// (a service with `addCertMounts`) mounts the packed Secrets (`deployment.go`
+    /// `addCertMounts`, a projected volume), and edpm-ansible's `edpm_install_certs` copies
+    /// the host's own three files (by its `canonical_hostname`) onto it. A host holds its
+    /// certificate Secret as it is now when: every packed Secret the Job mounted (as many as the
+    /// first's `numberOfSecrets` label says) last changed before each such Job of the run was
+    /// created (before the Deployment when the Job is gone), so its pods saw them as they are
+    /// now (kubelet's copy follows the API server's, as for the `dataSources`; upstream ends the
+    /// reconcile that packs, requeued for 5 s, and makes the Job in a later one); exactly one
+    /// entry of them is the host's (its first label is the host name's, as the canonical host
+    /// name's is); and that entry, as a `kubernetes.io/tls` Secret, hashes as the
+    /// host's certificate Secret does now (one labelled for the NodeSet, service, key and host):
+    /// content, not the certificate Secret's time, which a rotation moves before the packing.
+    /// Otherwise none for that host: a certificate renewed and not yet packed, or packed after
+    /// the Job began, a Secret missing (a second packed Secret a reader did not get), a NodeSet
+    /// without `tlsEnabled: true`, one whose `ansibleVars` set `canonical_hostname`, a service
+    /// with `tlsCerts` that upstream may have deduplicated away (`deployOnAllNodeSets`, another
+    /// service of the same `edpmServiceType` in the run), a run without an install-certs
+    /// service or with a global one.
     pub(super) fn failed_run_inputs(
         &self,
         i: usize,
         d: &crate::snapshot::evidence::Deployment,
+        host_name: &str,
     ) -> Option<Vec<(&'static str, String, String)>> {
+        let run = self.failed_runs[i].get_or_init(|| self.failed_run(i, d)).as_ref()?;
+        let mut out = run.shared.clone();
+        for c in &run.certs {
+            out.push(self.cert_credit(c, host_name)?);
+        }
+        Some(out)
+    }
+
+    /// What run `i`, which failed for good, mounted alike for every host it completed
+    /// ([`Self::failed_run_inputs`]): computed once per run.
+    fn failed_run(&self, i: usize, d: &crate::snapshot::evidence::Deployment) -> Option<FailedRun> {
         let created = d.meta.creation_timestamp.as_deref().and_then(Time::parse)?;
         let before = |meta: &crate::snapshot::resource::Meta| {
-            meta.changed.as_deref().and_then(Time::parse).is_some_and(|t| t < created)
+            meta.changed.as_deref().and_then(Time::parse).is_some_and(|c| c < created)
         };
         if self.group.kind != crate::model::GroupKind::NodeSet {
             return None;
@@ -298,12 +356,22 @@ impl<'a> GroupContext<'a> {
             return None;
         }
         let mut sources: Vec<&crate::snapshot::resource::DataSource> = Vec::new();
+        // (service, cert key) of each certificate its services have.
+        let mut certs: Vec<(&str, String)> = Vec::new();
+        let mut mounters: Vec<&str> = Vec::new();
         for name in &self.runs[i].services {
             // A default service's definition is not in the snapshot: what it was then is unknown.
             let svc = self.snap.services.iter().find(|s| s.id.name == *name)?;
-            let tls = svc.body.unknown.get("tlsCerts").is_some_and(|v| !v.is_null());
-            if tls || !before(&svc.meta) {
+            if !before(&svc.meta) {
                 return None;
+            }
+            certs.extend(self.tls_certs(i, name)?.into_iter().map(|k| (*name, k)));
+            if svc.body.unknown.get("addCertMounts").and_then(serde_json::Value::as_bool) == Some(true) {
+                // Deduplicated onto another NodeSet, it mounts that one's certificates.
+                if self.snap.service_is_global(name) {
+                    return None;
+                }
+                mounters.push(name);
             }
             sources.extend(svc.body.data_sources.iter());
         }
@@ -328,7 +396,130 @@ impl<'a> GroupContext<'a> {
                 out.insert((kind, name.clone()), hash);
             }
         }
-        Some(out.into_iter().map(|((k, n), h)| (k, n, h)).collect())
+        let shared = out.into_iter().map(|((k, n), h)| (k, n, h)).collect();
+        if certs.is_empty() {
+            return Some(FailedRun { shared, certs: Vec::new() });
+        }
+        let certs = self.cert_mounts(i, created, nodeset, certs, &mounters)?;
+        Some(FailedRun { shared, certs })
+    }
+
+    /// The keys of service `name`'s `tlsCerts` in run `i`; `None` when upstream may have
+    /// deduplicated it away (`DedupeServices`: a global one onto another NodeSet, or another
+    /// service of the run with the same `edpmServiceType`), so its install-certs Job would not
+    /// mount them, or when `tlsCerts` is no mapping.
+    fn tls_certs(&self, i: usize, name: &str) -> Option<Vec<String>> {
+        let keys = crate::snapshot::refs::tls_cert_keys(self.snap, name)?;
+        if keys.is_empty() {
+            return Some(keys);
+        }
+        let ty = self.snap.service_type(name);
+        let same_type = self.runs[i].services.iter().filter(|s| self.snap.service_type(s) == ty).count();
+        (!self.snap.service_is_global(name) && same_type == 1).then_some(keys)
+    }
+
+    /// The certificates `certs` (service, key) of run `i` (its Deployment created at
+    /// `created`), as the install-certs services `mounters` mounted them; `None` when what
+    /// they mounted cannot be told ([`Self::failed_run_inputs`]).
+    fn cert_mounts(
+        &self,
+        i: usize,
+        created: Time,
+        nodeset: &Object<crate::snapshot::resource::NodeSetSpec>,
+        certs: Vec<(&str, String)>,
+        mounters: &[&str],
+    ) -> Option<Vec<CertMount>> {
+        // Certificates: a NodeSet with TLS, whose hosts' canonical names are upstream's.
+        if nodeset.body.tls_enabled != Some(true) || mounters.is_empty() {
+            return None;
+        }
+        let sets_canonical = |v: &Option<crate::snapshot::resource::AnsibleVars>| match v {
+            None => false,
+            Some(crate::snapshot::resource::AnsibleVars::Map(m)) => {
+                m.iter().any(|(k, _)| k == "canonical_hostname")
+            }
+            Some(crate::snapshot::resource::AnsibleVars::Other(_)) => true,
+        };
+        if sets_canonical(&nodeset.body.node_template.ansible.ansible_vars)
+            || nodeset.body.nodes.values().any(|n| sets_canonical(&n.ansible.ansible_vars))
+        {
+            return None;
+        }
+        // Every install-certs Job of the run mounted the packed Secrets as they were when it
+        // was created: the earliest of those times bounds their last change.
+        let mounted_at = mounters
+            .iter()
+            .map(|m| {
+                self.jobs
+                    .job(m, self.runs[i].name, &self.group.name)
+                    .map_or(Some(created), |j| j.meta.creation_timestamp.as_deref().and_then(Time::parse))
+            })
+            .collect::<Option<Vec<Time>>>()?
+            .into_iter()
+            .min()?;
+        certs.into_iter().map(|(service, key)| self.cert_mount(service, key, mounted_at)).collect()
+    }
+
+    /// Certificate `key` of `service` as the packed Secrets hold it, each of them last changed
+    /// before `mounted_at`; `None` when one is missing or changed since.
+    fn cert_mount(&self, service: &str, key: String, mounted_at: Time) -> Option<CertMount> {
+        let first = crate::snapshot::refs::packed_cert_secret(&self.group.name, service, &key, 0);
+        let count: usize = self.secret("Secret", &first)?.meta.labels.get("numberOfSecrets")?.parse().ok()?;
+        let mut entries: BTreeMap<&str, [Option<&Vec<u8>>; 3]> = BTreeMap::new();
+        for n in 0..count {
+            let name = crate::snapshot::refs::packed_cert_secret(&self.group.name, service, &key, n);
+            let packed = self.secret("Secret", &name)?;
+            if packed.meta.changed.as_deref().and_then(Time::parse).is_none_or(|c| c >= mounted_at) {
+                return None;
+            }
+            for (k, v) in &packed.body.data {
+                for (slot, suffix) in CERT_KEY_SUFFIXES.iter().enumerate() {
+                    if let Some(base) = k.strip_suffix(suffix) {
+                        entries.entry(base).or_default()[slot] = Some(v);
+                    }
+                }
+            }
+        }
+        let mut by_short: HashMap<String, Vec<Option<String>>> = HashMap::new();
+        for (base, [crt, tls_key, ca]) in entries {
+            // As cert-manager's Secret holding them would hash.
+            let hash = match (crt, tls_key, ca) {
+                (Some(crt), Some(tls_key), Some(ca)) => {
+                    let data = BTreeMap::from([
+                        ("ca.crt".to_string(), ca.clone()),
+                        ("tls.crt".to_string(), crt.clone()),
+                        ("tls.key".to_string(), tls_key.clone()),
+                    ]);
+                    Some(crate::objecthash::secret_parts(&data, &BTreeMap::new(), "kubernetes.io/tls"))
+                }
+                _ => None,
+            };
+            by_short.entry(short(base)).or_default().push(hash);
+        }
+        Some(CertMount { service: service.to_string(), key, by_short })
+    }
+
+    /// Host `host_name`'s certificate Secret of `c`, with its hash now, when the host holds it
+    /// as it is now ([`Self::failed_run_inputs`]).
+    fn cert_credit(&self, c: &CertMount, host_name: &str) -> Option<(&'static str, String, String)> {
+        let name = crate::snapshot::refs::host_cert_secret(&c.service, &c.key, host_name);
+        let secret = self.secret("Secret", &name)?;
+        let labels = [
+            ("osdpns", self.group.name.as_str()),
+            ("osdp-service", c.service.as_str()),
+            ("osdp-service-cert-key", c.key.as_str()),
+            ("hostname", host_name),
+        ];
+        if !labels.iter().all(|(k, v)| secret.meta.labels.get(*k).map(String::as_str) == Some(*v)) {
+            return None;
+        }
+        let [Some(delivered)] = c.by_short.get(&short(host_name))?.as_slice() else { return None };
+        // Kept by the controller (content not got again), else hashed here.
+        let now = match self.snap.hashed.get(&("Secret".to_string(), name.clone())) {
+            Some(h) => h.clone(),
+            None => crate::objecthash::secret(&secret.body),
+        };
+        (now == *delivered).then_some(("Secret", name, now))
     }
 
     /// Notes on each of node `m`'s deliveries its share (a packed Secret) and since when it

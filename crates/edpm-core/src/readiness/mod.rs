@@ -317,6 +317,9 @@ struct GroupContext<'a> {
         &'a str,
         &'a crate::snapshot::resource::Object<crate::snapshot::SecretData>,
     >,
+    /// What each run that failed for good mounted alike for every host it completed, computed
+    /// on first use (`inputs::failed_run`): the same for each of its nodes.
+    failed_runs: Vec<std::cell::OnceCell<Option<inputs::FailedRun>>>,
 }
 
 struct SvcInfo<'a> {
@@ -406,7 +409,9 @@ impl<'a> GroupContext<'a> {
             target: version::Target::None { namespace: String::new() },
             hashes_now: BTreeMap::new(),
             secrets_by_name: snap.secrets.iter().map(|o| (o.id.name.as_str(), o)).collect(),
+            failed_runs: Vec::new(),
         };
+        cx.failed_runs = (0..cx.runs.len()).map(|_| std::cell::OnceCell::new()).collect();
         cx.hashes_now = inputs::hashes_now(snap, &cx.runs, status);
         cx.drift = cx.drift();
         cx.target = version::target(snap, cx.group_namespace().as_deref());

@@ -1163,3 +1163,192 @@ fn a_partly_failed_run_credits_no_input_it_cannot_tell_was_mounted_as_it_is() {
     );
     check(no_time, "an entry without a time");
 }
+
+/// The certificate Secrets of [`failed_tls_rotation`]: each host's, and the packed one (last
+/// changed at `packed`) holding each under the host's canonical name.
+fn tls_certificates(packed: &str) -> (String, String) {
+    let managed =
+        |t: &str| format!("managedFields: [{{manager: operator, operation: Update, time: \"{t}\"}}]");
+    let hosts = [
+        ("c0", "c0.ctlplane.example.com"),
+        ("c1", "c1.ctlplane.example.com"),
+        ("c2.example.com", "c2.example.com"),
+    ];
+    let mut certs = String::new();
+    let mut packed_data = String::new();
+    for (host, canonical) in hosts {
+        certs.push_str(&format!(
+            "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: cert-nova-default-{host}, namespace: openstack, labels: {{osdpns: ns1, osdp-service: nova, osdp-service-cert-key: default, hostname: {host}}}, {}}}\ntype: kubernetes.io/tls\nstringData: {{tls.crt: NEWCRT-{host}, tls.key: NEWKEY-{host}, ca.crt: CA}}\n",
+            managed("2026-11-01T09:59:00Z")
+        ));
+        packed_data.push_str(&format!(
+            "  {canonical}-tls.crt: NEWCRT-{host}\n  {canonical}-tls.key: NEWKEY-{host}\n  {canonical}-ca.crt: CA\n"
+        ));
+    }
+    let packed = format!(
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {{name: ns1-nova-default-certs-0, namespace: openstack, labels: {{numberOfSecrets: \"1\", secretNumber: \"0\"}}, {}}}\ntype: Opaque\nstringData:\n{packed_data}",
+        managed(packed)
+    );
+    (certs, packed)
+}
+
+/// A certificate rotation that failed at nova on c0 and completed on c1 (`completedHostList`):
+/// NodeSet `ns1` with TLS runs install-certs (`addCertMounts`), configure-os, ovn and nova
+/// (`tlsCerts` key `default`); d-install recorded each host's certificate Secret at an old
+/// hash; then the certificates were reissued (cert-manager's Secrets `cert-nova-default-<host>`)
+/// and d1, created at 10:00:00, packed them into `ns1-nova-default-certs-0` (last changed at
+/// `packed`) and created its install-certs Job at `job` (`None`: the Job is gone). `more` is
+/// appended: what a check changes.
+fn failed_tls_rotation(packed: &str, job: Option<&str>, more: &str) -> String {
+    let managed =
+        |t: &str| format!("managedFields: [{{manager: operator, operation: Update, time: \"{t}\"}}]");
+    let old = managed("2026-08-01T00:00:00Z");
+    let nodeset = format!(
+        "---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneNodeSet\nmetadata: {{name: ns1, namespace: openstack, uid: 11111111-2222-3333-4444-555555555555, {old}}}\nspec:\n  preProvisioned: true\n  tlsEnabled: true\n  services: [install-certs, configure-os, ovn, nova]\n  nodeTemplate: {{ansibleSSHPrivateKeySecret: key}}\n  nodes:\n    c0: {{hostName: c0, ansible: {{ansibleHost: 192.0.2.10}}}}\n    c1: {{hostName: c1, ansible: {{ansibleHost: 192.0.2.11}}}}\n    c2: {{hostName: c2.example.com, ansible: {{ansibleHost: 192.0.2.12}}}}\nstatus:\n  configHash: h1\n"
+    );
+    let services: String = [
+        ("install-certs", "addCertMounts: true"),
+        ("configure-os", ""),
+        ("ovn", ""),
+        ("nova", "tlsCerts: {default: {contents: [dnsnames]}}"),
+    ]
+    .iter()
+    .map(|(s, extra)| {
+        format!(
+            "---\napiVersion: dataplane.openstack.org/v1beta1\nkind: OpenStackDataPlaneService\nmetadata: {{name: {s}, namespace: openstack, {old}}}\nspec: {{edpmServiceType: {s}, {extra}}}\n"
+        )
+    })
+    .collect();
+    let (certs, packed) = tls_certificates(packed);
+    let install = deployment(
+        "d-install",
+        "2026-09-01T10:00:00Z",
+        &[("install-certs", "True"), ("configure-os", "True"), ("ovn", "True"), ("nova", "True")],
+        "",
+        "{}",
+    )
+    .replace(
+        "status:\n  nodeSetHashes",
+        "status:\n  secretHashes: {cert-nova-default-c0: old, cert-nova-default-c1: old, cert-nova-default-c2.example.com: old}\n  nodeSetHashes",
+    );
+    let d1 = deployment(
+        "d1",
+        "2026-11-01T10:00:00Z",
+        &[("install-certs", "True"), ("configure-os", "True"), ("ovn", "True"), ("nova", "Backoff")],
+        "",
+        "{}",
+    );
+    let install_job = job.map_or(String::new(), |t| {
+        format!(
+            "---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: install-certs-d1-ns1, namespace: openstack, creationTimestamp: \"{t}\", labels: {{app: openstackansibleee, openstackdataplaneservice: install-certs, openstackdataplanedeployment: d1, openstackdataplanenodeset: ns1}}}}\nspec: {{backoffLimit: 0}}\nstatus: {{succeeded: 1, conditions: [{{type: Complete, status: \"True\"}}]}}\n"
+        )
+    });
+    let message = FAILED_ON_C0.replacen('{', "{\"completedHostList\":[\"c1\"],", 1);
+    format!(
+        "{nodeset}{services}{certs}{packed}{install}{d1}{install_job}{NOVA_JOB_FAILED}{}{more}",
+        pod("nova-d1-ns1-aaaaa", "nova-d1-ns1", "2026-11-01T10:05:00Z", &message, false)
+    )
+}
+
+#[test]
+fn a_partly_failed_rotation_credits_the_certificates_its_install_certs_job_mounted_as_they_are() {
+    let text = failed_tls_rotation("2026-11-01T10:00:30Z", Some("2026-11-01T10:01:00Z"), "");
+    let r = evaluate_text(&text, NOW);
+    let c1 = node(&r, "c1");
+    assert!(cond(c1, "ServiceNovaDeploymentReady").is_true());
+    let current = cond(c1, "SecretsCurrent");
+    assert!(current.is_true(), "{current:?}");
+    let delivered: Vec<(&str, &str)> =
+        c1.delivered.iter().map(|d| (d.name.as_str(), d.deployment.as_str())).collect();
+    assert_eq!(delivered, [("cert-nova-default-c1", "d1")]);
+    let snap = snapshot::from_file_text("t.yaml", &text, None).unwrap();
+    let now = snap.secrets.iter().find(|s| s.id.name == "cert-nova-default-c1").unwrap();
+    assert_eq!(c1.delivered[0].hash, crate::objecthash::secret(&now.body), "the Secret as it is now");
+    // c0 failed, c2 was not reached: they still hold the install's.
+    for (n, host) in [("c0", "c0"), ("c2", "c2.example.com")] {
+        let c = cond(node(&r, n), "SecretsCurrent");
+        assert_eq!(c.status, Status::False, "{n}: {c:?}");
+        assert!(
+            c.message.contains(&format!("Secret cert-nova-default-{host} (delivered by d-install")),
+            "{n}: {}",
+            c.message
+        );
+    }
+    // Its Job gone, the packed Secret is bounded by the Deployment's creation instead.
+    let r = evaluate_text(&failed_tls_rotation("2026-10-20T00:00:00Z", None, ""), NOW);
+    assert!(cond(node(&r, "c1"), "SecretsCurrent").is_true());
+}
+
+#[test]
+fn a_partly_failed_rotation_credits_no_certificate_it_cannot_tell_the_host_got_as_it_is() {
+    let check = |text: String, why: &str| {
+        let r = evaluate_text(&text, NOW);
+        let c = cond(node(&r, "c1"), "SecretsCurrent");
+        assert_eq!(c.status, Status::False, "{why}: {c:?}");
+        assert!(c.message.contains("Secret cert-nova-default-c1 (d"), "{why}: {}", c.message);
+        assert!(node(&r, "c1").delivered.iter().all(|d| d.deployment == "d-install"), "{why}");
+        // The run still counts for c1: only its certificate is not credited.
+        assert!(cond(node(&r, "c1"), "ServiceNovaDeploymentReady").is_true(), "{why}");
+    };
+    let job = Some("2026-11-01T10:01:00Z");
+    check(failed_tls_rotation("2026-11-01T10:02:00Z", job, ""), "packed again after the Job was created");
+    check(failed_tls_rotation("2026-11-01T10:01:00Z", job, ""), "packed within the Job's second");
+    check(failed_tls_rotation("2026-11-01T10:00:30Z", None, ""), "no Job, packed after the Deployment");
+    // Renewed after it was packed: the host holds the older one.
+    let renewed = failed_tls_rotation("2026-11-01T10:00:30Z", job, "")
+        .replace("tls.crt: NEWCRT-c1, tls.key: NEWKEY-c1", "tls.crt: NEWERCRT-c1, tls.key: NEWERKEY-c1");
+    assert!(renewed.contains("NEWERCRT-c1"));
+    check(renewed, "renewed since");
+    // The host's certificate Secret gone, or the packed one.
+    let text = failed_tls_rotation("2026-11-01T10:00:30Z", job, "");
+    // `text` with `from` replaced: each check changes what it says it does.
+    let with = |from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        text.replace(from, to)
+    };
+    check(with("name: cert-nova-default-c1,", "name: cert-nova-default-c1-old,"), "no certificate Secret");
+    check(with("name: ns1-nova-default-certs-0,", "name: ns1-nova-default-certs-9,"), "no packed Secret");
+    // A second packed Secret the reader did not get.
+    check(with("numberOfSecrets: \"1\"", "numberOfSecrets: \"2\""), "a packed Secret missing");
+    // Labelled for another host: not c1's at all (d-install's record of it neither).
+    let r = evaluate_text(
+        &with(
+            "osdp-service-cert-key: default, hostname: c1}",
+            "osdp-service-cert-key: default, hostname: c9}",
+        ),
+        NOW,
+    );
+    assert!(node(&r, "c1").delivered.is_empty(), "{:?}", node(&r, "c1").delivered);
+    assert!(!cond(node(&r, "c1"), "SecretsCurrent").is_true());
+    // The NodeSet's TLS off, or its canonical host names its own.
+    check(with("  tlsEnabled: true\n", ""), "no tlsEnabled");
+    check(
+        with(
+            "nodeTemplate: {ansibleSSHPrivateKeySecret: key}",
+            "nodeTemplate: {ansibleSSHPrivateKeySecret: key, ansible: {ansibleVars: {canonical_hostname: x}}}",
+        ),
+        "canonical_hostname set",
+    );
+    // Two entries the host's first label matches: which it copied cannot be told.
+    check(
+        with(
+            "  c1.ctlplane.example.com-tls.crt:",
+            "  c1.other.example.com-tls.crt: X\n  c1.other.example.com-tls.key: X\n  c1.other.example.com-ca.crt: X\n  c1.ctlplane.example.com-tls.crt:",
+        ),
+        "two entries of the host",
+    );
+    // Nothing mounted the certificates.
+    check(with("addCertMounts: true", ""), "no install-certs service");
+    // Upstream may have deduplicated nova onto another NodeSet: its certificates not mounted here.
+    check(
+        with("nova, tlsCerts: {default", "nova, deployOnAllNodeSets: true, tlsCerts: {default"),
+        "a global service",
+    );
+    check(
+        with(
+            "install-certs, addCertMounts: true",
+            "install-certs, addCertMounts: true, deployOnAllNodeSets: true",
+        ),
+        "a global install-certs",
+    );
+}

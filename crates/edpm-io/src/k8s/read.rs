@@ -164,10 +164,27 @@ pub async fn with_references(client: &Client, docs: Vec<Located<'static>>) -> Re
     add_references(client, Snapshot::from_documents(docs, None)?).await
 }
 
-/// `snap` with the ConfigMaps and Secrets its objects reference, got by name.
-pub async fn add_references(client: &Client, mut snap: Snapshot) -> Result<Snapshot, ReadError> {
-    let ns = client.namespace().to_string();
+/// `snap` with the ConfigMaps and Secrets its objects reference, got by name; then the
+/// packed certificate Secrets the first round's say there are more of
+/// (`refs::more_references`).
+pub async fn add_references(client: &Client, snap: Snapshot) -> Result<Snapshot, ReadError> {
     let (config_maps, secrets) = edpm_core::snapshot::refs::references(&snap);
+    let snap = get_named(client, snap, config_maps, secrets).await?;
+    let more = edpm_core::snapshot::refs::more_references(&snap);
+    if more.is_empty() {
+        return Ok(snap);
+    }
+    get_named(client, snap, BTreeSet::new(), more).await
+}
+
+/// `snap` with the ConfigMaps `config_maps` and Secrets `secrets`, got by name.
+async fn get_named(
+    client: &Client,
+    mut snap: Snapshot,
+    config_maps: BTreeSet<String>,
+    secrets: BTreeSet<String>,
+) -> Result<Snapshot, ReadError> {
+    let ns = client.namespace().to_string();
     let config_map_api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.kube(), &ns);
     let secret_api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.kube(), &ns);
     // A few at a time, in the order the references were found.
@@ -225,11 +242,29 @@ pub trait InputCache {
 /// own keys, which a hash of the whole cannot give).
 pub async fn add_references_cached(
     client: &Client,
+    snap: Snapshot,
+    cache: &dyn InputCache,
+) -> Result<Snapshot, ReadError> {
+    let (config_maps, secrets) = edpm_core::snapshot::refs::references(&snap);
+    let snap = get_named_cached(client, snap, config_maps, secrets, cache).await?;
+    // The packed certificate Secrets the first round's say there are more of.
+    let more = edpm_core::snapshot::refs::more_references(&snap);
+    if more.is_empty() {
+        return Ok(snap);
+    }
+    get_named_cached(client, snap, BTreeSet::new(), more, cache).await
+}
+
+/// `snap` with the ConfigMaps `config_maps` and Secrets `secrets`, each got by name unless
+/// `cache` has it ([`add_references_cached`]).
+async fn get_named_cached(
+    client: &Client,
     mut snap: Snapshot,
+    config_maps: BTreeSet<String>,
+    secrets: BTreeSet<String>,
     cache: &dyn InputCache,
 ) -> Result<Snapshot, ReadError> {
     let ns = client.namespace().to_string();
-    let (config_maps, secrets) = edpm_core::snapshot::refs::references(&snap);
     let mut whole: BTreeSet<String> = BTreeSet::from(["combined-ca-bundle".to_string()]);
     for o in &snap.openstack {
         strings(&o.body, &mut whole);
