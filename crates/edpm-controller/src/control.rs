@@ -24,8 +24,8 @@ use tokio::time::Instant;
 
 use super::evaluate::{Cx, Reconciled, reconcile};
 use super::{Error, Options, inputs, nova, probes::Metrics};
-use crate::k8s::watch::{self, WatchEvent};
 use crate::k8s::{self, Client};
+use crate::k8s::{WatchEvent, watch};
 use edpm_core::controller::schedule::{Batch, Evaluation, Next, Schedule, Trigger};
 use edpm_core::controller::touch::Touch;
 use edpm_core::readiness::PhaseMap;

@@ -25,7 +25,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch::Sender;
 
 use super::Client;
-use super::watch::WatchEvent;
+use super::WatchEvent;
 
 /// The resource watched, as `WatchEvent::Failed` and the watch-restart metric name it.
 pub const KIND: &str = "CustomResourceDefinition";
@@ -91,7 +91,7 @@ pub async fn follow(
             }
             Ok(watcher::Event::Apply(o)) => set(&name(&o), Presence::Installed),
             Ok(watcher::Event::Delete(o)) => set(&name(&o), Presence::Absent),
-            Err(e) => match super::watch::code(&e) {
+            Err(e) => match super::code(&e) {
                 Some(code @ (403 | 404)) => {
                     tracing::warn!(
                         reason = %e,

@@ -71,6 +71,6 @@ fn versions<K>(
             watcher::Event::Apply(o) => watcher::Event::Apply(v(o)),
             watcher::Event::Delete(o) => watcher::Event::Delete(v(o)),
         }),
-        Err(e) => Err((super::watch::code(&e), e.to_string())),
+        Err(e) => Err((super::code(&e), e.to_string())),
     }
 }

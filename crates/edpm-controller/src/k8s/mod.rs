@@ -15,3 +15,31 @@ pub mod review;
 pub mod watch;
 
 pub use edpm_io::k8s::{Client, Error, jitter, read, status};
+
+use edpm_core::controller::touch::Reach;
+use kube::runtime::watcher;
+
+/// What the watches report.
+#[derive(Debug)]
+pub enum WatchEvent {
+    /// An object of `kind` was added, changed or deleted: which NodeSets it reaches, not the
+    /// whole object.
+    Changed { kind: &'static str, reach: Reach },
+    /// The kind's store holds a complete listing (again, after a relist).
+    Synced { kind: &'static str },
+    /// The watch failed and backs off before it retries (then resumes or relists); `code` is
+    /// the API server's answer, when it gave one.
+    Failed { kind: &'static str, code: Option<u16>, error: String },
+}
+
+/// The API server's status code in a watcher's error, when there is one (410 for an expired
+/// resourceVersion, 403 for missing RBAC, …).
+pub(crate) fn code(e: &watcher::Error) -> Option<u16> {
+    match e {
+        watcher::Error::WatchError(s) => Some(s.code),
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
+        _ => None,
+    }
+}

@@ -38,6 +38,8 @@ use super::crds::Presence;
 use super::read::{Listed, Listing, ReadError, listed, listed_json, located};
 use super::{Client, Error};
 use edpm_core::controller::touch::{self, Lookup, Reach, Touch};
+
+use super::{WatchEvent, code};
 use edpm_core::kinds::KnownKind;
 use edpm_core::snapshot::resource::{FieldLines, Origin};
 use edpm_core::snapshot::{Entry, Snapshot, SnapshotError};
@@ -45,19 +47,6 @@ use edpm_core::snapshot::{Entry, Snapshot, SnapshotError};
 /// kubectl's copy of the whole object as last applied: nothing reads it, and on a NodeSet it
 /// doubles what the store would hold.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// What the watches report.
-#[derive(Debug)]
-pub enum WatchEvent {
-    /// An object of `kind` was added, changed or deleted: which NodeSets it reaches, not the
-    /// whole object.
-    Changed { kind: &'static str, reach: Reach },
-    /// The kind's store holds a complete listing (again, after a relist).
-    Synced { kind: &'static str },
-    /// The watch failed and backs off before it retries (then resumes or relists); `code` is
-    /// the API server's answer, when it gave one.
-    Failed { kind: &'static str, code: Option<u16>, error: String },
-}
 
 /// One stored object: the NodeSets it reaches, and the object decoded (or why it does not
 /// decode: an evaluation that needs it reports that).
@@ -553,18 +542,6 @@ async fn installed_now(w: &Watch) -> Option<bool> {
                 w.tx.send(WatchEvent::Failed { kind: w.listed.kind, code: e.code(), error: e.to_string() });
             Some(false)
         }
-    }
-}
-
-/// The API server's status code in a watcher's error, when there is one (410 for an expired
-/// resourceVersion, 403 for missing RBAC, …).
-pub(crate) fn code(e: &watcher::Error) -> Option<u16> {
-    match e {
-        watcher::Error::WatchError(s) => Some(s.code),
-        watcher::Error::InitialListFailed(kube::Error::Api(s))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
-        _ => None,
     }
 }
 
