@@ -1597,37 +1597,13 @@ fn a_partly_failed_rotation_is_credited_from_the_clusters_managed_fields() {
         "status": {"failed": 1, "startTime": "2026-11-26T10:01:00Z", "conditions": [
             {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"},
             {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}]}}));
-    docs.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("{ident}-q8m4z"),
-        "creationTimestamp": "2026-11-26T10:01:00Z",
-        "labels": {"app": "openstackansibleee", "batch.kubernetes.io/job-name": ident, "job-name": ident}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": ident, "image": "localhost/edpm-agent-runner:latest"}]},
-        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "image": "localhost/edpm-agent-runner:latest",
-            "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error",
-            "startedAt": "2026-11-26T10:01:00Z", "finishedAt": "2026-11-26T10:29:00Z", "message": summary.to_string()}}}]}}));
+    docs.push(failed_run_pod(ident, &summary));
     // Made in the files' order, a second apart: the Secret and the Services first.
     load_docs(api, &ns, docs);
     let admin = admin_in(api, dir.path(), &ns);
     // The API server's clock dates the objects: the command's is the same.
-    let agent = |args: &[&str]| {
-        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        let mut a = vec!["--source", "kube", "--kubeconfig", admin.to_str().unwrap()];
-        a.extend_from_slice(args);
-        run(&a, &[("EDPM_AGENT_NOW", now.as_str())])
-    };
-    let secrets_current = |node: &str| -> String {
-        let out = agent(&["status", "show", "-o", "json", "--no-nova", "--lease-namespace", &leases]);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        let v: Value = serde_json::from_str(&out.stdout).unwrap();
-        let n = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == node).unwrap().clone();
-        let c = n["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "SecretsCurrent")
-            .unwrap()
-            .clone();
-        format!("{} {}", c["status"].as_str().unwrap(), c["message"].as_str().unwrap_or_default())
-    };
+    let agent = |args: &[&str]| agent_now(&admin, args);
+    let secrets_current = |node: &str| secrets_current_of(&admin, &leases, node);
     for (node, want) in [("edpm-compute-7", "True"), ("edpm-compute-8", "False"), ("edpm-compute-9", "True")]
     {
         let got = secrets_current(node);
@@ -1976,35 +1952,10 @@ fn a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fiel
     let summary = json!({"completedHostList": ["edpm-tls-1", "edpm-tls-2"], "failedHostList": ["edpm-tls-0"],
         "failedHosts": 1, "failurePercent": 33, "hostFailures": {"edpm-tls-0": "restart nova_compute (nova.yml:8): non-zero return code (rc 1)"},
         "rc": 2, "status": "failed", "totalHosts": 3, "truncated": false, "unreachableHostList": [], "unreachableHosts": 0});
-    docs.push(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("{ident}-q8m4z"),
-        "creationTimestamp": "2026-11-26T10:01:00Z",
-        "labels": {"app": "openstackansibleee", "batch.kubernetes.io/job-name": ident, "job-name": ident}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": ident, "image": "localhost/edpm-agent-runner:latest"}]},
-        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "image": "localhost/edpm-agent-runner:latest",
-            "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error",
-            "startedAt": "2026-11-26T10:01:00Z", "finishedAt": "2026-11-26T10:29:00Z", "message": summary.to_string()}}}]}}));
+    docs.push(failed_run_pod(ident, &summary));
     load_docs(api, &ns, docs);
     let admin = admin_in(api, dir.path(), &ns);
-    let agent = |args: &[&str]| {
-        let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-        let mut a = vec!["--source", "kube", "--kubeconfig", admin.to_str().unwrap()];
-        a.extend_from_slice(args);
-        run(&a, &[("EDPM_AGENT_NOW", now.as_str())])
-    };
-    let secrets_current = |node: &str| -> String {
-        let out = agent(&["status", "show", "-o", "json", "--no-nova", "--lease-namespace", &leases]);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        let v: Value = serde_json::from_str(&out.stdout).unwrap();
-        let n = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == node).unwrap().clone();
-        let c = n["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "SecretsCurrent")
-            .unwrap()
-            .clone();
-        format!("{} {}", c["status"].as_str().unwrap(), c["message"].as_str().unwrap_or_default())
-    };
+    let secrets_current = |node: &str| secrets_current_of(&admin, &leases, node);
     for (node, want) in [("edpm-tls-0", "False"), ("edpm-tls-1", "True"), ("edpm-tls-2", "True")] {
         let got = secrets_current(node);
         assert!(got.starts_with(want), "{node}: {got}");
@@ -2025,4 +1976,35 @@ fn a_partly_failed_tls_rotation_is_credited_from_the_packed_secrets_managed_fiel
     let got = secrets_current("edpm-tls-1");
     assert!(got.starts_with("False"), "edpm-tls-1: {got}");
     assert!(secrets_current("edpm-tls-2").starts_with("True"));
+}
+
+/// The failed pod of Job `ident`, its termination message `summary`: what a failed run of
+/// `edpm-agent run` leaves (as openstack-operator's Job keeps it).
+fn failed_run_pod(ident: &str, summary: &Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("{ident}-q8m4z"),
+        "creationTimestamp": "2026-11-26T10:01:00Z",
+        "labels": {"app": "openstackansibleee", "batch.kubernetes.io/job-name": ident, "job-name": ident}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": ident, "image": "localhost/edpm-agent-runner:latest"}]},
+        "status": {"phase": "Failed", "containerStatuses": [{"name": ident, "image": "localhost/edpm-agent-runner:latest",
+            "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 2, "reason": "Error",
+            "startedAt": "2026-11-26T10:01:00Z", "finishedAt": "2026-11-26T10:29:00Z", "message": summary.to_string()}}}]}})
+}
+
+/// `edpm-agent --source kube` as `admin`, at the API server's clock (which dates the objects).
+fn agent_now(admin: &Path, args: &[&str]) -> crate::util::Output {
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let mut a = vec!["--source", "kube", "--kubeconfig", admin.to_str().unwrap()];
+    a.extend_from_slice(args);
+    run(&a, &[("EDPM_AGENT_NOW", now.as_str())])
+}
+
+/// `node`'s `SecretsCurrent` as `status show` says it: its status and message.
+fn secrets_current_of(admin: &Path, leases: &str, node: &str) -> String {
+    let out = agent_now(admin, &["status", "show", "-o", "json", "--no-nova", "--lease-namespace", leases]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let n = v["nodes"].as_array().unwrap().iter().find(|n| n["name"] == node).unwrap().clone();
+    let c =
+        n["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "SecretsCurrent").unwrap().clone();
+    format!("{} {}", c["status"].as_str().unwrap(), c["message"].as_str().unwrap_or_default())
 }
