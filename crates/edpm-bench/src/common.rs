@@ -209,3 +209,12 @@ pub(crate) fn ms(d: Duration) -> String {
 pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
+
+/// A count of runs or rounds, parsed: at least 1 (the tables take a best and a median of them).
+pub(crate) fn count(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("give at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?}: {e}")),
+    }
+}

@@ -27,10 +27,10 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "R", default_value_t = 100)]
     roles: usize,
     /// Rounds of `edpm-agent inventory --list`, each running every input once.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::common::count)]
     runs: usize,
     /// Runs of ansible-inventory, on our script and on the static file (sizes up to 10,000).
-    #[arg(long = "ansible-runs", value_name = "N", default_value_t = 1)]
+    #[arg(long = "ansible-runs", value_name = "N", default_value_t = 1, value_parser = crate::common::count)]
     ansible_runs: usize,
     /// Skip the ansible-inventory comparison.
     #[arg(long = "no-ansible")]

@@ -157,8 +157,9 @@ fn main() {
         };
         err.exit();
     }
+    // 2 is a usage error (clap's, above); a benchmark that ran and failed is 1.
     if let Err(e) = cli.bench.run() {
         eprintln!("edpm-bench: {e}");
-        std::process::exit(2);
+        std::process::exit(1);
     }
 }

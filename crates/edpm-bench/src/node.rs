@@ -147,7 +147,7 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "F", default_value_t = 10_000, conflicts_with = "real")]
     files: usize,
     /// Checks after the first one, timed.
-    #[arg(long, value_name = "N", default_value_t = 9)]
+    #[arg(long, value_name = "N", default_value_t = 9, value_parser = crate::common::count)]
     pub(crate) runs: usize,
     /// How long each idle agent is measured, as a service against the fake API server (not
     /// with --real).

@@ -108,7 +108,7 @@ pub(crate) struct CheckOpts {
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
     /// Checks after the first one, timed; and runs of systemctl and podman alone.
-    #[arg(long, value_name = "N", default_value_t = 9)]
+    #[arg(long, value_name = "N", default_value_t = 9, value_parser = crate::common::count)]
     runs: usize,
 }
 

@@ -22,7 +22,7 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "N,N,...", default_value = "250,10000")]
     sizes: crate::common::Sizes,
     /// Rounds, each running `status show` with Nova and with --no-nova.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::common::count)]
     runs: usize,
 }
 

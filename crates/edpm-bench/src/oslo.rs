@@ -46,7 +46,7 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "N", default_value_t = 1000)]
     nodes: usize,
     /// Runs of each side, ours and oslo.config's.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = crate::common::count)]
     runs: usize,
 }
 

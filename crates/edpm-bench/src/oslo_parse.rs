@@ -28,7 +28,7 @@ print(json.dumps(best))
 #[derive(clap::Args)]
 pub(crate) struct Opts {
     /// Runs on each file, of each parser (the best counts; 0 runs once).
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::common::count)]
     runs: usize,
 }
 

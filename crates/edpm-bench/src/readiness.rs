@@ -81,7 +81,7 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "S", default_value_t = 15)]
     services: usize,
     /// Timed runs of the evaluation.
-    #[arg(long, value_name = "N", default_value_t = 7)]
+    #[arg(long, value_name = "N", default_value_t = 7, value_parser = crate::common::count)]
     runs: usize,
     /// Nodes `status report` writes the status of, against the fake API server.
     #[arg(long = "report-nodes", value_name = "N", default_value_t = 1_000)]

@@ -36,7 +36,7 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "N", default_value_t = 50)]
     hosts: usize,
     /// Rounds, each running ansible-runner alone and through `edpm-agent run`.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::common::count)]
     runs: usize,
 }
 

@@ -62,7 +62,7 @@ pub(crate) struct Opts {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     events: usize,
     /// Timed runs of `edpm-agent run --summarize-only`.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = crate::common::count)]
     runs: usize,
 }
 

@@ -354,11 +354,23 @@ fn bench_refuses_values_it_cannot_run_with() {
         ),
         (&["controller", "--idle-seconds", "0"], "give at least 1"),
         (&["generate", "/nonexistent", "--roles", "0"], "--roles 0: give at least 1"),
+        // No run to take a best or a median of (node-check panicked on the empty list).
+        (&["node-check", "--config", "/nonexistent", "--runs", "0"], "give at least 1"),
+        (&["oslo", "--runs", "0"], "give at least 1"),
+        (&["inventory", "--ansible-runs", "0"], "give at least 1"),
     ] {
         let (code, out, err) = quick(args);
         assert_eq!(code, Some(2), "edpm-bench {}:\n{out}\n{err}", args.join(" "));
         assert!(err.starts_with("error: ") && err.contains(says), "edpm-bench {}:\n{err}", args.join(" "));
     }
+}
+
+/// A benchmark that starts and fails exits 1, not a usage error's 2, and says why.
+#[test]
+fn a_benchmark_that_fails_exits_1() {
+    let (code, out, err) = quick(&["node-check", "--config", "/nonexistent/bench.yaml", "--runs", "1"]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(err.starts_with("edpm-bench: ") && err.contains("/nonexistent/bench.yaml"), "{err}");
 }
 
 /// `measure-child`, which every timed child goes through, passes the command's own flags on
