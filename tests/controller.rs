@@ -453,19 +453,12 @@ fn a_leader_that_cannot_renew_stops_writing_before_its_lease_could_expire() {
 #[test]
 fn an_operator_installed_after_the_start_is_watched_from_then_on() {
     let api = crate::status_api::cluster();
-    let mut ns = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
-    ns["spec"]["preProvisioned"] = json!(false);
-    api.put_replace(ns);
+    provisioned_by_the_baremetal_operator(&api);
     let c = Controller::start(&api, &["--crd-recheck", "300"]);
     let object = "edpm-compute-cell1-edpm-compute-3";
-    wait_for("the first writes", Duration::from_secs(20), || {
-        condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "Unknown")
-    });
+    wait_for("the first writes", Duration::from_secs(20), || baremetal(&api, object) == "Unknown");
     // The baremetal operator arrives, with the NodeSet's BaremetalSet.
-    api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
-    api.put(json!({"apiVersion": "baremetal.openstack.org/v1beta1", "kind": "OpenStackBaremetalSet",
-        "metadata": {"name": "edpm-compute-cell1", "namespace": "openstack"},
-        "status": {"baremetalHosts": {"edpm-compute-3": {"hostname": "edpm-compute-3", "provisioningState": "provisioned", "bmhRef": "bmh-3"}}}}));
+    the_baremetal_operator_arrives(&api);
     wait_for("the BaremetalSet's word, within seconds", Duration::from_secs(4), || {
         condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "True")
     });
@@ -532,18 +525,11 @@ fn idle_with_kinds_not_installed_the_controller_asks_nothing() {
 fn without_the_crd_watch_the_controller_says_so_once_and_rechecks() {
     let api = crate::status_api::cluster();
     api.fault("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Fault::Status(403), 10_000);
-    let mut ns = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
-    ns["spec"]["preProvisioned"] = json!(false);
-    api.put_replace(ns);
+    provisioned_by_the_baremetal_operator(&api);
     let c = Controller::start(&api, &["--crd-recheck", "1"]);
     let object = "edpm-compute-cell1-edpm-compute-3";
-    wait_for("the first writes", Duration::from_secs(20), || {
-        condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "Unknown")
-    });
-    api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
-    api.put(json!({"apiVersion": "baremetal.openstack.org/v1beta1", "kind": "OpenStackBaremetalSet",
-        "metadata": {"name": "edpm-compute-cell1", "namespace": "openstack"},
-        "status": {"baremetalHosts": {"edpm-compute-3": {"hostname": "edpm-compute-3", "provisioningState": "provisioned", "bmhRef": "bmh-3"}}}}));
+    wait_for("the first writes", Duration::from_secs(20), || baremetal(&api, object) == "Unknown");
+    the_baremetal_operator_arrives(&api);
     wait_for("the BaremetalSet's word, from the recheck", Duration::from_secs(10), || {
         condition(&api, object, "BaremetalProvisionReady").is_some_and(|c| c["status"] == "True")
     });
@@ -1383,4 +1369,27 @@ fn a_refused_watch_of_secrets_falls_back_to_the_recheck() {
     assert_eq!(err.matches("cannot watch Secrets and ConfigMaps: falling back").count(), 1, "{err}");
     // One watch asked, refused: not asked again.
     assert_eq!(api.count("GET", "/secrets?&watch=true"), 1);
+}
+
+/// edpm-compute-cell1 is provisioned by the baremetal operator (not pre-provisioned).
+fn provisioned_by_the_baremetal_operator(api: &FakeApi) {
+    let mut ns = api.object("OpenStackDataPlaneNodeSet", "edpm-compute-cell1").unwrap();
+    ns["spec"]["preProvisioned"] = json!(false);
+    api.put_replace(ns);
+}
+
+/// The baremetal operator installed after the controller started: its CRD, and the
+/// BaremetalSet of edpm-compute-cell1 saying edpm-compute-3 is provisioned.
+fn the_baremetal_operator_arrives(api: &FakeApi) {
+    api.add_crd("baremetal.openstack.org", "v1beta1", "openstackbaremetalsets");
+    api.put(json!({"apiVersion": "baremetal.openstack.org/v1beta1", "kind": "OpenStackBaremetalSet",
+        "metadata": {"name": "edpm-compute-cell1", "namespace": "openstack"},
+        "status": {"baremetalHosts": {"edpm-compute-3": {"hostname": "edpm-compute-3", "provisioningState": "provisioned", "bmhRef": "bmh-3"}}}}));
+}
+
+/// `object`'s BaremetalProvisionReady status, empty before it is written.
+fn baremetal(api: &FakeApi, object: &str) -> String {
+    condition(api, object, "BaremetalProvisionReady")
+        .and_then(|c| c["status"].as_str().map(String::from))
+        .unwrap_or_default()
 }
