@@ -1611,13 +1611,7 @@ fn a_partly_failed_rotation_is_credited_from_the_clusters_managed_fields() {
     }
     let out = agent(&["status", "plan", "--no-nova", "--lease-namespace", &leases]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let planned: Vec<Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
-    let named: Vec<&str> = planned
-        .iter()
-        .filter(|d| d["kind"] == "OpenStackDataPlaneDeployment")
-        .flat_map(|d| d["spec"]["ansibleLimit"].as_str().unwrap().split(','))
-        .collect();
-    assert_eq!(named, ["edpm-compute-8"], "{}", out.stdout);
+    assert_eq!(crate::util::planned_limits(&out.stdout).concat(), ["edpm-compute-8"], "{}", out.stdout);
 
     let current = |i: usize| {
         condition_of(api, &ns, &format!("edpm-compute-edpm-compute-{i}"), "SecretsCurrent")

@@ -853,13 +853,7 @@ status:
     );
     let out = run(&["--source", d, "status", "plan"], &[NOW]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let planned: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
-    let named: Vec<&str> = planned
-        .iter()
-        .filter(|d| d["kind"] == "OpenStackDataPlaneDeployment")
-        .flat_map(|d| d["spec"]["ansibleLimit"].as_str().unwrap().split(','))
-        .collect();
-    assert_eq!(named, ["edpm-compute-8"], "{}", out.stdout);
+    assert_eq!(crate::util::planned_limits(&out.stdout).concat(), ["edpm-compute-8"], "{}", out.stdout);
 }
 
 /// Issue 36: a partly failed update credits exactly the hosts its run completed, as the pod's
@@ -923,14 +917,8 @@ fn a_partly_failed_update_credits_exactly_the_hosts_it_completed() {
     }
     let out = run(&["--source", d, "status", "plan"], &[NOW]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let planned: Vec<serde_json::Value> = serde_saphyr::from_multiple(&out.stdout).unwrap();
-    let limits: Vec<&serde_json::Value> = planned
-        .iter()
-        .filter(|d| d["kind"] == "OpenStackDataPlaneDeployment")
-        .map(|d| &d["spec"]["ansibleLimit"])
-        .collect();
-    let named: Vec<&str> = limits.iter().flat_map(|l| l.as_str().unwrap().split(',')).collect();
-    assert_eq!(named, ["edpm-compute-7", "edpm-compute-8"], "{}", out.stdout);
+    let limits = crate::util::planned_limits(&out.stdout);
+    assert_eq!(limits.concat(), ["edpm-compute-7", "edpm-compute-8"], "{}", out.stdout);
     // The host that failed at update and the one the run stopped before it need the same
     // service: one Deployment for both.
     assert_eq!(limits.len(), 1, "{}", out.stdout);

@@ -161,3 +161,14 @@ pub fn real_api_binaries(test: &str) -> Option<edpm_testkit::real_api::Binaries>
         }
     }
 }
+
+/// The hosts each Deployment `status plan` printed limits to (its `ansibleLimit`, split as
+/// ansible-runner passes it on), in the plan's order.
+pub fn planned_limits(stdout: &str) -> Vec<Vec<String>> {
+    let planned: Vec<serde_json::Value> = serde_saphyr::from_multiple(stdout).unwrap();
+    planned
+        .iter()
+        .filter(|d| d["kind"] == "OpenStackDataPlaneDeployment")
+        .map(|d| d["spec"]["ansibleLimit"].as_str().unwrap().split(',').map(String::from).collect())
+        .collect()
+}

@@ -48,7 +48,7 @@ pub fn defined_by_crd(group: &str) -> bool {
 }
 
 /// The grant an older RBAC lacks, as the warning names it.
-const GRANT: &str = "grant get, list and watch on customresourcedefinitions.apiextensions.k8s.io (the ClusterRole edpm-agent-controller-crds of packaging/kubernetes/rbac-controller.yaml) for an operator installed later to be watched at once, and no request to be made while nothing changes";
+const GRANT: &str = "grant list and watch on customresourcedefinitions.apiextensions.k8s.io (the ClusterRole edpm-agent-controller-crds of packaging/kubernetes/rbac-controller.yaml) for an operator installed later to be watched at once, and no request to be made while nothing changes";
 
 /// Follows the CRDs of `kinds` (`<plural>.<group>` → the presence of each kind's watch of that
 /// name) until nobody listens on `events`. Refused (403, 404): said once, every kind's

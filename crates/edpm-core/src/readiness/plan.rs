@@ -167,13 +167,14 @@ fn by_services(
             Some((w, m, _)) => {
                 w.push_str("; ");
                 w.push_str(&why);
-                m.extend(members.into_iter().filter(|x| !m.contains(x)).collect::<Vec<_>>());
+                m.extend(members);
             }
             None => out.push((why, members, services)),
         }
     }
     for (_, members, _) in &mut out {
         members.sort_by_key(|m| group.members.iter().position(|g| g.key == *m));
+        members.dedup();
     }
     out
 }
